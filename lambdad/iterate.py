@@ -1,0 +1,57 @@
+"""Recursion without the Python stack.
+
+Every pass over syntax (parser desugaring, type inference, printing, the transformations,
+code generation) must handle programs nested tens of thousands deep.  Such a pass is written
+as a generator function that recurses with ``result = yield child_generator``;
+:func:`run` drives it with an explicit stack, so depth costs heap, not Python frames.
+
+    def size(term):
+        total = 1
+        for child in children(term):
+            total += yield size(child)
+        return total
+
+    run(size(term))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+Step = Generator[Any, Any, T]
+
+
+def run(root: Step[T]) -> T:
+    """The return value of the generator ``root``, driving every nested ``yield``-ed generator.
+
+    An exception raised by a child is thrown into its parent at the ``yield``, exactly as a
+    recursive call would propagate it.
+    """
+    stack: list[Generator] = [root]
+    send_value: Any = None
+    error: BaseException | None = None
+    while True:
+        top = stack[-1]
+        try:
+            if error is not None:
+                pending, error = error, None
+                child = top.throw(pending)
+            else:
+                child = top.send(send_value)
+        except StopIteration as stop:
+            stack.pop()
+            if not stack:
+                return stop.value
+            send_value = stop.value
+            continue
+        except BaseException as exc:  # propagate to the parent generator
+            stack.pop()
+            if not stack:
+                raise
+            error = exc
+            continue
+        stack.append(child)
+        send_value = None

@@ -1,0 +1,335 @@
+"""THE primitive table: every built-in of the language, with everything any stage needs.
+
+Each entry holds the primitive's name and spelling, its type, how to evaluate it (with its
+domain check), and, for real functions, its partial derivatives written as terms of the
+language (AD.md section 7).  The parser (names, arities, operator spellings), the type
+checker (types), the interpreter (evaluation), both transformations (derivative rules), the
+printer (spellings and precedence) and the gradient checker (domains, kinks) all read this
+table; no other module branches on a primitive's name.  Adding a primitive is one entry.
+
+Kinds of primitive:
+
+``real``
+    ``R^k -> R``.  Differentiated by the chain rule from ``partials``: the i-th entry is a
+    term over ``params`` (and ``result``, bound to the primal value) for ``∂_i f``.
+``test``
+    ``R^k -> Bool`` (comparisons).  Both transformations look at primals only.
+``logic``
+    ``Bool -> ... -> Bool``.  No reals involved; unchanged by the transformations.
+``structural``
+    Polymorphic plumbing (``fst``, ``map``, ``fold``, ``zip``): both transformations map it
+    to itself at the transformed type.
+``constant``
+    Real-valued but locally constant (``length``, ``range``): the transformations pass the
+    primals of real arguments and pair every real of the result with a zero derivative.
+``ad``
+    ``grad``, ``jvp``, ``vjp``: evaluated by the pipeline through an interpreter hook.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from .syntax import BOOL, REAL, FunT, ListT, PairT, Type, VarT
+
+
+class DomainError(Exception):
+    """Raised by a primitive's evaluation outside its domain; the interpreter locates it."""
+
+
+@attrs.frozen
+class Spelling:
+    """How a primitive is written.
+
+    ``fixity`` is ``"infix"`` (``x + y``), ``"prefix"`` (``-x``) or ``"function"`` (``sin x``).
+    ``level`` is the binding power of the operator (higher binds tighter), ``assoc`` its
+    associativity (``"left"``, ``"right"`` or ``"none"``).
+    """
+
+    symbol: str
+    fixity: str = "function"
+    level: int = 0
+    assoc: str = "none"
+
+
+# Binding powers of LANGUAGE.md section 4, loosest first; the printer and grammar agree.
+LEVEL_OR = 1
+LEVEL_AND = 2
+LEVEL_COMPARE = 3
+LEVEL_ADD = 4
+LEVEL_MUL = 5
+LEVEL_NEG = 6
+LEVEL_POW = 7
+LEVEL_APP = 8
+
+
+@attrs.frozen
+class Primitive:
+    """One row of the table; see the module docstring for ``kind``."""
+
+    name: str
+    kind: str
+    params: tuple[str, ...]
+    type: Type
+    spelling: Spelling
+    doc: str
+    evaluate: Callable[..., Any] | None
+    # A Python expression over the parameter names that computes the primal without a call,
+    # used by code generation for speed; ``None`` means call ``evaluate``.  Only for
+    # primitives that cannot fail.
+    inline: str | None = None
+    partials: tuple[str, ...] = ()
+    result: str | None = None
+    # Where the primitive is defined, as a predicate on its real arguments (sampling).
+    domain: Callable[..., bool] | None = None
+    # Distance from the arguments to the nearest point where the primitive is not smooth
+    # (gradient checks sample away from those).
+    kink: Callable[..., float] | None = None
+
+    @property
+    def arity(self) -> int:
+        return len(self.params)
+
+
+def _fun(*types: Type) -> Type:
+    """The curried function type ``t1 -> t2 -> ... -> tn``."""
+    result = types[-1]
+    for t in reversed(types[:-1]):
+        result = FunT(t, result)
+    return result
+
+
+_A, _B = VarT("a"), VarT("b")
+
+R2R = _fun(REAL, REAL)
+RR2R = _fun(REAL, REAL, REAL)
+RR2B = _fun(REAL, REAL, BOOL)
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise DomainError(message)
+
+
+def _num(x: float) -> str:
+    return repr(float(x))
+
+
+def _div(x: float, y: float) -> float:
+    _check(y != 0.0, f"division by zero ({_num(x)} / {_num(y)})")
+    return x / y
+
+
+def _pow(x: float, y: float) -> float:
+    if x < 0.0 and not float(y).is_integer():
+        raise DomainError(f"negative base with a non-integer exponent ({_num(x)} ^ {_num(y)})")
+    if x == 0.0 and y < 0.0:
+        raise DomainError(f"zero raised to a negative power (0 ^ {_num(y)})")
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        raise DomainError(f"overflow in {_num(x)} ^ {_num(y)}") from None
+
+
+def _log(x: float) -> float:
+    _check(x > 0.0, f"log of a non-positive number ({_num(x)})")
+    return math.log(x)
+
+
+def _sqrt(x: float) -> float:
+    _check(x >= 0.0, f"sqrt of a negative number ({_num(x)})")
+    return math.sqrt(x)
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        raise DomainError(f"overflow in exp {_num(x)}") from None
+
+
+def _tan(x: float) -> float:
+    return math.tan(x)
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def _zip(xs: list, ys: list) -> list:
+    _check(len(xs) == len(ys), f"zip of lists of different lengths ({len(xs)} and {len(ys)})")
+    return list(zip(xs, ys))
+
+
+def _range(n: float) -> list:
+    _check(
+        n >= 0.0 and float(n).is_integer(),
+        f"range needs a non-negative integer, got {_num(n)}",
+    )
+    return [float(i) for i in range(int(n))]
+
+
+def _map(f: Callable, xs: list) -> list:
+    return [f(x) for x in xs]
+
+
+def _fold(f: Callable, z: Any, xs: list) -> Any:
+    acc = z
+    for x in xs:
+        acc = f(acc)(x)
+    return acc
+
+
+def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
+          domain=None, kink=None) -> Primitive:
+    arity = len(params)
+    return Primitive(
+        name=name,
+        kind="real",
+        params=params,
+        type=_fun(*([REAL] * (arity + 1))),
+        spelling=spelling or Spelling(name, "function", LEVEL_APP, "left"),
+        doc=doc,
+        evaluate=evaluate,
+        inline=inline,
+        partials=partials,
+        result=result,
+        domain=domain,
+        kink=kink,
+    )
+
+
+def _test(name, symbol, doc, evaluate, inline) -> Primitive:
+    return Primitive(
+        name=name,
+        kind="test",
+        params=("x", "y"),
+        type=RR2B,
+        spelling=Spelling(symbol, "infix", LEVEL_COMPARE, "none"),
+        doc=doc,
+        evaluate=evaluate,
+        inline=inline,
+        kink=lambda x, y: abs(x - y),
+    )
+
+
+def _infix(symbol: str, level: int, assoc: str = "left") -> Spelling:
+    return Spelling(symbol, "infix", level, assoc)
+
+
+_ENTRIES: list[Primitive] = [
+    # ---- arithmetic
+    _real("add", ("x", "y"), "x + y", lambda x, y: x + y, ("1", "1"),
+          inline="({x} + {y})", spelling=_infix("+", LEVEL_ADD)),
+    _real("sub", ("x", "y"), "x - y", lambda x, y: x - y, ("1", "-1"),
+          inline="({x} - {y})", spelling=_infix("-", LEVEL_ADD)),
+    _real("mul", ("x", "y"), "x * y", lambda x, y: x * y, ("y", "x"),
+          inline="({x} * {y})", spelling=_infix("*", LEVEL_MUL)),
+    _real("div", ("x", "y"), "x / y; division by zero is a runtime error", _div,
+          ("1 / y", "-x / (y * y)"), spelling=_infix("/", LEVEL_MUL),
+          domain=lambda x, y: abs(y) > 0.1),
+    _real("pow", ("x", "y"),
+          "real power x ^ y; a negative base needs an integer exponent. The derivative in y "
+          "is log x * x ^ y for x > 0 and 0 otherwise (where x ^ y is only defined for "
+          "integer y); a literal exponent is never differentiated",
+          _pow, ("y * x ^ (y - 1)", "if x > 0 then log x * r else 0"), result="r",
+          spelling=_infix("^", LEVEL_POW, "right"),
+          domain=lambda x, y: x > 0.1 and abs(y) < 4),
+    _real("neg", ("x",), "-x", lambda x: -x, ("-1",), inline="(-{x})",
+          spelling=Spelling("-", "prefix", LEVEL_NEG, "none")),
+    # ---- elementary functions
+    _real("sin", ("x",), "sine", math.sin, ("cos x",), inline="_m.sin({x})"),
+    _real("cos", ("x",), "cosine", math.cos, ("-sin x",), inline="_m.cos({x})"),
+    _real("tan", ("x",), "tangent", _tan, ("1 + r * r",), result="r", inline="_m.tan({x})",
+          domain=lambda x: abs(math.cos(x)) > 0.2),
+    _real("exp", ("x",), "exponential; overflow is a runtime error", _exp, ("r",), result="r",
+          domain=lambda x: x < 5),
+    _real("log", ("x",), "natural logarithm; needs x > 0", _log, ("1 / x",),
+          domain=lambda x: x > 0.1),
+    _real("sqrt", ("x",), "square root; needs x >= 0 (its derivative needs x > 0)", _sqrt,
+          ("0.5 / r",), result="r", domain=lambda x: x > 0.1),
+    _real("tanh", ("x",), "hyperbolic tangent", math.tanh, ("1 - r * r",), result="r",
+          inline="_m.tanh({x})"),
+    _real("sigmoid", ("x",), "logistic function 1 / (1 + exp (-x))", _sigmoid,
+          ("r * (1 - r)",), result="r"),
+    _real("relu", ("x",), "max x 0; derivative 0 at 0", lambda x: x if x > 0.0 else 0.0,
+          ("if x > 0 then 1 else 0",), inline="({x} if {x} > 0.0 else 0.0)",
+          kink=lambda x: abs(x)),
+    _real("abs", ("x",), "absolute value; derivative 0 at 0", abs,
+          ("if x > 0 then 1 else if x < 0 then -1 else 0",), inline="abs({x})",
+          kink=lambda x: abs(x)),
+    _real("max", ("x", "y"), "the larger argument; at ties the derivative is the first's",
+          lambda x, y: x if x >= y else y,
+          ("if x >= y then 1 else 0", "if x >= y then 0 else 1"),
+          inline="({x} if {x} >= {y} else {y})", kink=lambda x, y: abs(x - y)),
+    _real("min", ("x", "y"), "the smaller argument; at ties the derivative is the first's",
+          lambda x, y: x if x <= y else y,
+          ("if x <= y then 1 else 0", "if x <= y then 0 else 1"),
+          inline="({x} if {x} <= {y} else {y})", kink=lambda x, y: abs(x - y)),
+    # ---- comparisons (on reals only)
+    _test("lt", "<", "x < y", lambda x, y: x < y, "({x} < {y})"),
+    _test("le", "<=", "x <= y", lambda x, y: x <= y, "({x} <= {y})"),
+    _test("gt", ">", "x > y", lambda x, y: x > y, "({x} > {y})"),
+    _test("ge", ">=", "x >= y", lambda x, y: x >= y, "({x} >= {y})"),
+    _test("eq", "==", "x == y (exact)", lambda x, y: x == y, "({x} == {y})"),
+    _test("ne", "!=", "x != y (exact)", lambda x, y: x != y, "({x} != {y})"),
+    # ---- booleans
+    Primitive("not", "logic", ("b",), _fun(BOOL, BOOL), Spelling("not", "function", LEVEL_APP),
+              "boolean negation", lambda b: not b, inline="(not {b})"),
+    # ---- structure
+    Primitive("fst", "structural", ("p",), _fun(PairT(_A, _B), _A),
+              Spelling("fst", "function", LEVEL_APP), "first component of a pair",
+              lambda p: p[0], inline="{p}[0]"),
+    Primitive("snd", "structural", ("p",), _fun(PairT(_A, _B), _B),
+              Spelling("snd", "function", LEVEL_APP), "second component of a pair",
+              lambda p: p[1], inline="{p}[1]"),
+    Primitive("map", "structural", ("f", "xs"), _fun(FunT(_A, _B), ListT(_A), ListT(_B)),
+              Spelling("map", "function", LEVEL_APP), "apply f to every element", _map),
+    Primitive("fold", "structural", ("f", "z", "xs"),
+              _fun(_fun(_B, _A, _B), _B, ListT(_A), _B),
+              Spelling("fold", "function", LEVEL_APP),
+              "left fold: fold f z [x1, x2] = f (f z x1) x2", _fold),
+    Primitive("zip", "structural", ("xs", "ys"), _fun(ListT(_A), ListT(_B), ListT(PairT(_A, _B))),
+              Spelling("zip", "function", LEVEL_APP),
+              "pair up two lists of the same length (a runtime error otherwise)", _zip),
+    Primitive("length", "constant", ("xs",), _fun(ListT(_A), REAL),
+              Spelling("length", "function", LEVEL_APP), "number of elements, as a real",
+              lambda xs: float(len(xs)), inline="float(len({xs}))"),
+    Primitive("range", "constant", ("n",), _fun(REAL, ListT(REAL)),
+              Spelling("range", "function", LEVEL_APP),
+              "range n = [0, 1, ..., n - 1]; n must be a non-negative integer", _range),
+    # ---- differentiation (evaluated by the pipeline through an interpreter hook)
+    Primitive("grad", "ad", ("f", "x"), _fun(FunT(_A, REAL), _A, _A),
+              Spelling("grad", "function", LEVEL_APP),
+              "gradient of f : a -> R at x, by backpropagation", None),
+    Primitive("jvp", "ad", ("f", "x", "v"), _fun(FunT(_A, _B), _A, _A, PairT(_B, _B)),
+              Spelling("jvp", "function", LEVEL_APP),
+              "forward mode: (f x, derivative of f at x in direction v)", None),
+    Primitive("vjp", "ad", ("f", "x"), _fun(FunT(_A, _B), _A, PairT(_B, FunT(_B, _A))),
+              Spelling("vjp", "function", LEVEL_APP),
+              "reverse mode: (f x, the pull-back of f at x)", None),
+]
+
+PRIMITIVES: dict[str, Primitive] = {p.name: p for p in _ENTRIES}
+
+# Primitives written as operators, by (symbol, fixity): the grammar's operators map here.
+OPERATORS: dict[tuple[str, str], Primitive] = {
+    (p.spelling.symbol, p.spelling.fixity): p
+    for p in _ENTRIES
+    if p.spelling.fixity in ("infix", "prefix")
+}
+
+# Primitives written as names (``sin``, ``map``): a free occurrence of the name means them.
+NAMED: dict[str, Primitive] = {
+    p.spelling.symbol: p for p in _ENTRIES if p.spelling.fixity == "function"
+}
+
+# Names of the target language's linear constructs; like NAMED, a local binding shadows them.
+LINEAR_NAMES = ("zero", "seed", "cotangent")
