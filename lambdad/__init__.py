@@ -1,0 +1,38 @@
+"""lambdad: a small simply-typed λ-calculus for differentiable programming.
+
+Programs are parsed, type-checked, and transformed into a forward-mode (dual numbers)
+program and a backpropagation program with linear negation (Brunel, Mazza, Pagani, POPL
+2020), evaluated with linear factoring so a gradient costs a constant factor of the program.
+
+    import lambdad
+    prog = lambdad.load("programs/baydin.lam")
+    prog.run()                      # value of main
+    prog.grad("f", (2.0, 5.0))      # (5.5, 1.7163378145367738)
+"""
+
+from .errors import (
+    DifferentiationError,
+    EvalError,
+    LambdadError,
+    ParseError,
+    ResourceError,
+    TypeCheckError,
+    UsageError,
+    render,
+)
+from .pipeline import Program, load, loads
+
+__all__ = [
+    "DifferentiationError",
+    "EvalError",
+    "LambdadError",
+    "ParseError",
+    "Program",
+    "ResourceError",
+    "TypeCheckError",
+    "UsageError",
+    "load",
+    "loads",
+    "render",
+]
+__version__ = "0.1.0"

@@ -99,15 +99,17 @@ def render(error: LambdadError, sources: dict[str, str] | None = None) -> str:
         lines = [f"{span}: {head}"]
         text = (sources or {}).get(span.file)
         if text is not None:
-            source_lines = text.splitlines()
-            if 1 <= span.line <= len(source_lines):
-                line_text = source_lines[span.line - 1].expandtabs(1)
-                number = str(span.line)
-                gutter = " " * (4 - min(len(number), 4))
-                lines.append(f"{gutter}{number} | {line_text}")
-                end_col = span.end_col if span.end_line == span.line else len(line_text) + 1
-                width = max(1, end_col - span.col)
-                pad = " " * (len(gutter) + len(number))
-                lines.append(f"{pad} | {' ' * (span.col - 1)}{'^' * width}")
+            source_lines = text.splitlines() or [""]
+            line, col, end_line, end_col = span.line, span.col, span.end_line, span.end_col
+            if line > len(source_lines):
+                # the end of the input: point just after the last line's text
+                line = end_line = len(source_lines)
+                col = end_col = len(source_lines[-1].expandtabs(1)) + 1
+            if 1 <= line:
+                line_text = source_lines[line - 1].expandtabs(1)
+                lines.append(f"{line:>5} | {line_text}")
+                last = end_col if end_line == line else len(line_text) + 1
+                width = max(1, last - col)
+                lines.append(f"{'':>5} | {' ' * (col - 1)}{'^' * width}")
     lines.extend(f"  note: {note}" for note in error.notes)
     return "\n".join(lines)

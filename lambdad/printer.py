@@ -1,11 +1,67 @@
 """Syntax back to source text that parses to the same syntax.
 
-Printing is iterative (see :mod:`lambdad.iterate`) so very deep terms print too.
+``parse_expr(print_term(t)) == t`` and ``parse_module(print_module(m)) == m`` for the terms the
+parser builds and the transformations produce (source and target language).  Parentheses are
+minimal: each construct has a binding level (the operators' come from their spelling in the
+primitive table) and a sub-term is parenthesised only where the grammar needs it.
+
+Layout is for people: a term that fits on its line is printed on one line; otherwise a ``let``
+chain has one binding per line (the body under the ``let``), an ``if`` has its branches on
+their own lines, and a lambda its body on the next line.  ``def f = \\x -> \\y -> e`` prints
+as ``def f x y = e`` and ``a && b``/``a || b`` come back from their ``if`` forms.
+
+Printing is iterative (a work stack of text pieces), so very deep terms print too.
 """
 
 from __future__ import annotations
 
-from .syntax import BoolT, CotangentT, FunT, ListT, PairT, RealT, Type, VarT
+from collections.abc import Iterable
+from typing import Any
+
+from .primitives import (
+    LEVEL_AND,
+    LEVEL_APP,
+    LEVEL_COMPARE,
+    LEVEL_OR,
+    LINEAR_NAMES,
+    NAMED,
+    PRIMITIVES,
+)
+from .syntax import (
+    Annot,
+    App,
+    BoolLit,
+    BoolT,
+    Builtin,
+    Const,
+    CotangentT,
+    Decl,
+    FunT,
+    If,
+    Lam,
+    Let,
+    LetPair,
+    LinLam,
+    ListLit,
+    ListT,
+    Module,
+    Pair,
+    PairT,
+    Plus,
+    Prim,
+    RealT,
+    ReadOff,
+    Seed,
+    Term,
+    Type,
+    Var,
+    VarT,
+    Zero,
+    children,
+    walk,
+)
+
+__all__ = ["print_type", "print_term", "print_decl", "print_module"]
 
 
 def print_type(t: Type) -> str:
@@ -46,3 +102,467 @@ def print_type(t: Type) -> str:
         else:  # pragma: no cover - every type class is handled above
             raise TypeError(f"cannot print type {current!r}")
     return "".join(out)
+
+
+def print_term(term: Term) -> str:
+    """Source text of ``term``; raises ValueError for a non-finite real (it has no literal)."""
+    printer = _Printer([term])
+    printer.emit(_Sub(term, _BINDER, 0, {}))
+    return printer.text()
+
+
+def print_decl(decl: Decl) -> str:
+    """Source text of one declaration, ``def f x y = e``; raises as :func:`print_term`."""
+    printer = _Printer([decl.value])
+    printer.emit_decl(decl)
+    return printer.text()
+
+
+def print_module(module: Module) -> str:
+    """Source text of a program: its declarations separated by blank lines."""
+    printer = _Printer([decl.value for decl in module.decls])
+    for index, decl in enumerate(module.decls):
+        if index:
+            printer.write("\n\n")
+        printer.emit_decl(decl)
+    return printer.text() + "\n" if module.decls else ""
+
+
+# Binding levels, loosest first: the operators' levels come from the primitive table.
+_BINDER = LEVEL_OR - 2  # let, \x -> e, \a -o e, if: they extend as far right as they can
+_SUM = LEVEL_OR - 1  # e1 <+> e2, the loosest binary operator
+_ATOM = LEVEL_APP + 1  # literals, names, (...), [...]
+
+WIDTH = 88  # a term that fits in this many columns is printed on one line
+_MAX_INDENT = 48  # deeper nesting is not indented further (10^4 levels must stay linear)
+
+# Names that mean a built-in when free: a binder of that name must not capture one.
+_BUILTIN_NAMES = frozenset(NAMED) | frozenset(LINEAR_NAMES)
+
+
+class _Sub:
+    """A sub-term still to print: the binding ``level`` its context needs, the ``indent`` of its
+    continuation lines (``None``: the current column), the renaming of bound names in scope,
+    and whether it is already known to be on one line."""
+
+    __slots__ = ("term", "level", "indent", "env", "flat")
+
+    def __init__(self, term: Term, level: int, indent: int | None, env: dict[str, str],
+                 flat: bool = False):
+        self.term = term
+        self.level = level
+        self.indent = indent
+        self.env = env
+        self.flat = flat
+
+
+class _Break:
+    """A line break followed by ``indent`` spaces."""
+
+    __slots__ = ("indent",)
+
+    def __init__(self, indent: int):
+        self.indent = indent
+
+
+def _real(value: float) -> str:
+    """The shortest text reading back as ``value``: ``2``, ``0.5``, ``1e-10``; ``(-1)``."""
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"cannot print the non-finite real {value!r}")
+    text = repr(abs(value))
+    if text.endswith(".0"):
+        text = text[:-2]
+    # A literal is never negative: a negative constant is a parenthesised negation.
+    return f"(-{text})" if str(value).startswith("-") else text
+
+
+def _spelling(name: str):
+    return PRIMITIVES[name].spelling
+
+
+def _is_false(term: Term) -> bool:
+    return isinstance(term, BoolLit) and term.value is False
+
+
+def _is_true(term: Term) -> bool:
+    return isinstance(term, BoolLit) and term.value is True
+
+
+def _builtin_use(term: Term) -> str | None:
+    """The name by which ``term`` refers to a built-in, if it is written as a free name."""
+    if isinstance(term, (Builtin, Prim)):
+        spelling = _spelling(term.op if isinstance(term, Prim) else term.name)
+        return spelling.symbol if spelling.fixity == "function" else None
+    if isinstance(term, Zero):
+        return "zero"
+    if isinstance(term, Seed):
+        return "seed"
+    if isinstance(term, ReadOff):
+        return "cotangent"
+    return None
+
+
+class _Printer:
+    """The text of some terms, laid out (see the module docstring)."""
+
+    def __init__(self, roots: Iterable[Term]):
+        self.roots = list(roots)
+        self.out: list[str] = []
+        self.column = 0
+        self.size: dict[int, int] = {}
+        self.multiline: set[int] = set()
+        self.taken: set[str] | None = None
+        for root in self.roots:
+            self.measure(root)
+
+    # ---- measuring: one-line width of every sub-term, and whether it must span lines
+
+    def measure(self, root: Term) -> None:
+        """Fill ``size`` and ``multiline`` for ``root`` and its sub-terms, bottom-up."""
+        stack: list[tuple[Term, bool]] = [(root, False)]
+        while stack:
+            term, done = stack.pop()
+            if id(term) in self.size:
+                continue
+            kids = list(children(term))
+            if not done:
+                stack.append((term, True))
+                stack.extend((kid, False) for kid in kids)
+                continue
+            size = self.own_width(term) + sum(self.size[id(kid)] + 1 for kid in kids)
+            self.size[id(term)] = size
+            chain = isinstance(term, (Let, LetPair)) and isinstance(term.body, (Let, LetPair))
+            if chain:  # the last `let` of a chain gets its own line too
+                self.multiline.add(id(term.body))
+            if chain or any(id(kid) in self.multiline for kid in kids):
+                self.multiline.add(id(term))
+
+    @staticmethod
+    def own_width(term: Term) -> int:
+        """Roughly the width of ``term``'s own keywords and names (its sub-terms excluded)."""
+        if isinstance(term, Const):
+            return len(repr(term.value))
+        if isinstance(term, (Var, Builtin)):
+            return len(term.name)
+        if isinstance(term, Prim):
+            return len(_spelling(term.op).symbol) + 2
+        if isinstance(term, Lam):
+            typed = 12 if term.param_type is not None else 0
+            return len(term.param) + 5 + typed
+        if isinstance(term, Let):
+            return len(term.name) + 10
+        if isinstance(term, LetPair):
+            return len(term.first) + len(term.second) + 14
+        if isinstance(term, Annot):
+            return len(print_type(term.type)) + 5
+        widths = {BoolLit: 5, App: 0, Pair: 4, If: 16, ListLit: 2, LinLam: 6, Zero: 4,
+                  Plus: 5, Seed: 6, ReadOff: 10}
+        return widths.get(type(term), 8)
+
+    def fits(self, term: Term) -> bool:
+        return id(term) not in self.multiline and self.column + self.size[id(term)] <= WIDTH
+
+    # ---- output
+
+    def write(self, text: str) -> None:
+        self.out.append(text)
+        newline = text.rfind("\n")
+        self.column = self.column + len(text) if newline < 0 else len(text) - newline - 1
+
+    def text(self) -> str:
+        return "".join(self.out)
+
+    def emit(self, root: Any) -> None:
+        """Print ``root`` (a piece: text, a break or a sub-term) and everything it expands to."""
+        stack = [root]
+        while stack:
+            piece = stack.pop()
+            if isinstance(piece, str):
+                self.write(piece)
+            elif isinstance(piece, _Break):
+                self.write("\n" + " " * piece.indent)
+            else:
+                stack.extend(reversed(self.expand(piece)))
+
+    def expand(self, sub: _Sub) -> list:
+        """The pieces of one sub-term, parenthesised if its context binds tighter."""
+        term = sub.term
+        flat = sub.flat or self.fits(term)
+        indent = min(self.column if sub.indent is None else sub.indent, _MAX_INDENT)
+        arm = _ARMS.get(type(term))
+        if arm is None:
+            raise TypeError(f"cannot print {type(term).__name__}")
+        level, pieces = arm(self, term, indent, sub.env, flat)
+        if level < sub.level:
+            return ["(", *pieces, ")"]
+        return pieces
+
+    # ---- names: a binder that would capture a built-in written inside its scope is renamed
+
+    def bind(self, env: dict[str, str], name: str, scope: Term) -> tuple[str, dict[str, str]]:
+        """The printed name of a binder of ``name`` over ``scope``, and the renaming inside."""
+        if name in _BUILTIN_NAMES and any(_builtin_use(t) == name for t in walk(scope)):
+            new = self.fresh(name)
+            return new, {**env, name: new}
+        if name in env:
+            env = {key: value for key, value in env.items() if key != name}
+        return name, env
+
+    def fresh(self, base: str) -> str:
+        if self.taken is None:
+            self.taken = set(_BUILTIN_NAMES)
+            for root in self.roots:
+                for term in walk(root):
+                    for name in ("name", "param", "first", "second"):
+                        value = getattr(term, name, None)
+                        if isinstance(value, str):
+                            self.taken.add(value)
+        index = 1
+        while f"{base}{index}" in self.taken:
+            index += 1
+        self.taken.add(f"{base}{index}")
+        return f"{base}{index}"
+
+    def parameters(self, term: Term, env: dict[str, str]) -> tuple[list[str], Term, dict]:
+        """``\\x -> \\(y : A) -> e`` as the parameter texts ``x``, ``(y : A)`` and the body
+        ``e``; stops before a name already used (``\\x x -> e`` would not parse)."""
+        params: list[str] = []
+        seen: set[str] = set()
+        while isinstance(term, Lam) and term.param not in seen:
+            name, env = self.bind(env, term.param, term.body)
+            if term.param_type is None:
+                params.append(name)
+            else:
+                params.append(f"({name} : {print_type(term.param_type)})")
+            if term.param != "_":
+                seen.add(term.param)
+            term = term.body
+        return params, term, env
+
+    def definition(self, head: list, value: Term, indent: int, env: dict[str, str],
+                   flat: bool, sugar: bool = True) -> list:
+        """``head params [: T] = value`` for ``def`` and ``let``: with ``sugar``, the value's
+        lambdas become parameters and an annotation of their body the result type."""
+        params, body = [], value
+        if sugar:
+            params, body, env = self.parameters(value, env)
+        pieces = list(head)
+        for param in params:
+            pieces.extend((" ", param))
+        if sugar and isinstance(body, Annot):
+            pieces.append(f" : {print_type(body.type)}")
+            body = body.expr
+        pieces.append(" =")
+        inner = indent + 2
+        if not flat and not self.fits_after(pieces, body):
+            pieces.extend((_Break(inner), _Sub(body, _BINDER, inner, env)))
+        else:
+            pieces.extend((" ", _Sub(body, _BINDER, inner, env, flat)))
+        return pieces
+
+    def fits_after(self, pieces: list, term: Term) -> bool:
+        width = sum(len(p) for p in pieces if isinstance(p, str)) + 1
+        return id(term) not in self.multiline and self.column + width + self.size[id(term)] <= WIDTH
+
+    def emit_decl(self, decl: Decl) -> None:
+        """Print ``def f params [: T] = e``."""
+        flat = self.fits_after(["def ", decl.name, " = "], decl.value)
+        for piece in self.definition(["def ", decl.name], decl.value, 0, {}, flat):
+            self.emit(piece)
+
+    # ---- arms: (binding level, pieces) of each construct, given its indentation and mode
+
+    def _const(self, term: Const, indent, env, flat):
+        """A real literal ``2.5``."""
+        return _ATOM, [_real(term.value)]
+
+    def _bool(self, term: BoolLit, indent, env, flat):
+        """``true`` / ``false``."""
+        return _ATOM, ["true" if term.value else "false"]
+
+    def _var(self, term: Var, indent, env, flat):
+        """``x``."""
+        return _ATOM, [env.get(term.name, term.name)]
+
+    def _builtin(self, term: Builtin, indent, env, flat):
+        """A built-in as a value: its name; an operator has no name, so it is eta-expanded."""
+        spelling = _spelling(term.name)
+        if spelling.fixity == "function":
+            return _ATOM, [spelling.symbol]
+        params = PRIMITIVES[term.name].params
+        if spelling.fixity == "prefix":
+            return _ATOM, [f"(\\{params[0]} -> {spelling.symbol}{params[0]})"]
+        return _ATOM, [f"(\\{' '.join(params)} -> {f' {spelling.symbol} '.join(params)})"]
+
+    def _prim(self, term: Prim, indent, env, flat):
+        """``x + y``, ``-x``, ``sin x``: per the primitive's spelling."""
+        spelling = _spelling(term.op)
+        level = spelling.level
+        if spelling.fixity == "infix":
+            left_level = level if spelling.assoc == "left" else level + 1
+            right_level = level if spelling.assoc == "right" else level + 1
+            left, right = term.args
+            return level, [_Sub(left, left_level, indent, env, flat), f" {spelling.symbol} ",
+                           _Sub(right, right_level, indent, env, flat)]
+        if spelling.fixity == "prefix":
+            # `--x` would be a comment: a nested negation is parenthesised.
+            return level, [spelling.symbol, _Sub(term.args[0], level + 1, indent, env, flat)]
+        pieces: list = [spelling.symbol]
+        gap = self.gap(indent, flat)
+        for arg in term.args:
+            pieces.extend((gap, _Sub(arg, _ATOM, None, env, flat)))
+        return LEVEL_APP, pieces
+
+    @staticmethod
+    def gap(indent: int, flat: bool) -> str | _Break:
+        """What separates the arguments of an application: a space, or (when the application
+        does not fit) a line break, one argument per line."""
+        return " " if flat else _Break(indent + 2)
+
+    def _app(self, term: App, indent, env, flat):
+        """``f a1 ... an``; a built-in head given its arity of arguments is grouped,
+        ``(map f) xs``, or it would read back as the primitive applied."""
+        args = []
+        head: Term = term
+        while isinstance(head, App):
+            args.append(head.arg)
+            head = head.fn
+        args.reverse()
+        pieces: list = []
+        rest = args
+        gap = self.gap(indent, flat)
+        if isinstance(head, Builtin) and _spelling(head.name).fixity == "function":
+            arity = PRIMITIVES[head.name].arity
+            if len(args) >= arity:
+                pieces.extend(("(", _Sub(head, _ATOM, None, env, flat)))
+                for arg in args[:arity - 1]:
+                    pieces.extend((" ", _Sub(arg, _ATOM, None, env, flat)))
+                pieces.append(")")
+                rest = args[arity - 1:]
+        if not pieces:
+            pieces.append(_Sub(head, LEVEL_APP, indent, env, flat))
+        for arg in rest:
+            pieces.extend((gap, _Sub(arg, _ATOM, None, env, flat)))
+        return LEVEL_APP, pieces
+
+    def _lam(self, term: Lam, indent, env, flat):
+        """``\\x (y : A) -> e``."""
+        params, body, env = self.parameters(term, env)
+        return _BINDER, ["\\", " ".join(params), " ->", *self.body(body, indent, env, flat)]
+
+    def _linlam(self, term: LinLam, indent, env, flat):
+        """``\\a -o e``."""
+        name, env = self.bind(env, term.param, term.body)
+        return _BINDER, ["\\", name, " -o", *self.body(term.body, indent, env, flat)]
+
+    def body(self, body: Term, indent: int, env: dict[str, str], flat: bool) -> list:
+        """A lambda's body: on the same line, or indented on the next."""
+        if flat or self.fits_after([" "], body):
+            return [" ", _Sub(body, _BINDER, indent + 2, env, flat)]
+        return [_Break(indent + 2), _Sub(body, _BINDER, indent + 2, env)]
+
+    def _let(self, term: Let, indent, env, flat):
+        """``let x = e1 in e2``, with ``let f x = e1 in e2`` for a function value."""
+        name, inner = self.bind(env, term.name, term.body)
+        pieces = self.definition(["let ", name], term.value, indent, env, flat)
+        return _BINDER, [*pieces, " in", *self.continuation(term.body, indent, inner, flat)]
+
+    def _letpair(self, term: LetPair, indent, env, flat):
+        """``let (x, y) = e1 in e2``."""
+        first, inner = self.bind(env, term.first, term.body)
+        second, inner = self.bind(inner, term.second, term.body)
+        head = ["let ", f"({first}, {second})"]
+        pieces = self.definition(head, term.value, indent, env, flat, sugar=False)
+        return _BINDER, [*pieces, " in", *self.continuation(term.body, indent, inner, flat)]
+
+    @staticmethod
+    def continuation(body: Term, indent: int, env: dict[str, str], flat: bool) -> list:
+        """The body of a ``let``: on the next line, under the ``let``."""
+        if flat:
+            return [" ", _Sub(body, _BINDER, indent, env, True)]
+        return [_Break(indent), _Sub(body, _BINDER, indent, env)]
+
+    def _if(self, term: If, indent, env, flat):
+        """``if c then e1 else e2``; ``a && b`` and ``a || b`` for their desugared forms."""
+        if _is_false(term.orelse):
+            return LEVEL_AND, [_Sub(term.cond, LEVEL_AND, indent, env, flat), " && ",
+                               _Sub(term.then, LEVEL_COMPARE, indent, env, flat)]
+        if _is_true(term.then):
+            return LEVEL_OR, [_Sub(term.cond, LEVEL_OR, indent, env, flat), " || ",
+                              _Sub(term.orelse, LEVEL_AND, indent, env, flat)]
+        if flat:
+            return _BINDER, ["if ", _Sub(term.cond, _BINDER, indent, env, True), " then ",
+                             _Sub(term.then, _BINDER, indent, env, True), " else ",
+                             _Sub(term.orelse, _BINDER, indent, env, True)]
+        inner = indent + 2
+        pieces = ["if ", _Sub(term.cond, _BINDER, inner, env), " then", _Break(inner),
+                  _Sub(term.then, _BINDER, inner, env), _Break(indent), "else"]
+        orelse = term.orelse
+        if isinstance(orelse, If) and not _is_false(orelse.orelse) and not _is_true(orelse.then):
+            pieces.extend((" ", _Sub(orelse, _BINDER, indent, env)))  # else if ...
+        else:
+            pieces.extend((_Break(inner), _Sub(orelse, _BINDER, inner, env)))
+        return _BINDER, pieces
+
+    def _pair(self, term: Pair, indent, env, flat):
+        """``(e1, e2)``.  A right-nested pair keeps its inner parentheses, ``(x, (x', x_))``:
+        ``(a, b, c)`` would read back the same, but the nesting is the type's shape (dual
+        numbers, gradients in the shape of the input) and the reader should see it."""
+        return _ATOM, ["(", *self.items([term.first, term.second], env, flat), ")"]
+
+    def items(self, items: list[Term], env: dict[str, str], flat: bool) -> list:
+        pieces: list = []
+        for index, item in enumerate(items):
+            if index:
+                pieces.append(", ")
+            pieces.append(_Sub(item, _BINDER, None, env, flat))
+        return pieces
+
+    def _list(self, term: ListLit, indent, env, flat):
+        """``[e1, ..., en]``."""
+        return _ATOM, ["[", *self.items(list(term.items), env, flat), "]"]
+
+    def _annot(self, term: Annot, indent, env, flat):
+        """``(e : A)``."""
+        return _ATOM, ["(", _Sub(term.expr, _BINDER, None, env, flat),
+                       f" : {print_type(term.type)})"]
+
+    def _zero(self, term: Zero, indent, env, flat):
+        """``zero``."""
+        return _ATOM, ["zero"]
+
+    def _plus(self, term: Plus, indent, env, flat):
+        """``e1 <+> e2`` (left-associative, the loosest operator)."""
+        return _SUM, [_Sub(term.left, _SUM, indent, env, flat), " <+> ",
+                      _Sub(term.right, LEVEL_OR, indent, env, flat)]
+
+    def _seed(self, term: Seed, indent, env, flat):
+        """``seed i``."""
+        return LEVEL_APP, [f"seed {term.index}"]
+
+    def _readoff(self, term: ReadOff, indent, env, flat):
+        """``cotangent x e``."""
+        return LEVEL_APP, ["cotangent ", _Sub(term.point, _ATOM, None, env, flat), " ",
+                           _Sub(term.cotangent, _ATOM, None, env, flat)]
+
+
+_ARMS: dict[type, Any] = {
+    Const: _Printer._const,
+    BoolLit: _Printer._bool,
+    Var: _Printer._var,
+    Builtin: _Printer._builtin,
+    Prim: _Printer._prim,
+    App: _Printer._app,
+    Lam: _Printer._lam,
+    LinLam: _Printer._linlam,
+    Let: _Printer._let,
+    LetPair: _Printer._letpair,
+    If: _Printer._if,
+    Pair: _Printer._pair,
+    ListLit: _Printer._list,
+    Annot: _Printer._annot,
+    Zero: _Printer._zero,
+    Plus: _Printer._plus,
+    Seed: _Printer._seed,
+    ReadOff: _Printer._readoff,
+}

@@ -1,0 +1,597 @@
+"""lambdad benchmarks: cheap gradient, forward vs reverse, sharing, reference programs, MLP,
+scale, and peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python).
+
+    python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
+
+Every figure of a table row is measured in the same run, side by side and interleaved
+(so load on the machine hits all of them alike), as the median of repeated runs: each
+callable is warmed up once, then run k times, k chosen so it gets about ``--budget``
+seconds (at least 3 runs).  Ratios are of those medians.  Setup (parsing, type checking,
+transformation, compilation; JAX's jit) is timed apart and never part of a median.
+
+Operation counts are measured: the primal run is repeated once on an interpreter with an
+event hook, and every evaluation of a real primitive (``+``, ``*``, ``sin``, ``^`` ...) is
+one operation.  Per-operation costs divide value+gradient time by that count, for every
+peer alike (they run the same operations).
+
+Scale measurements (and the deepest sharing chains) run in a child process each, which
+reports its peak resident memory (``getrusage``) next to its times.
+
+This is a benchmark, not a test: it asserts nothing and is never run by the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import lambdad  # noqa: E402
+from lambdad.interpreter import Interpreter  # noqa: E402
+from lambdad.values import PrimEvent  # noqa: E402
+
+import peers as peer_tools  # noqa: E402
+import workloads  # noqa: E402
+from workloads import Workload  # noqa: E402
+
+SECTIONS = ("cheap-gradient", "forward-vs-reverse", "sharing", "reference", "mlp", "scale")
+
+# Peers are skipped above these operation counts (their cost per run would dominate the
+# benchmark's time: JAX eager costs ~150 µs per operation, jit compiles unrolled loops).
+PEER_OP_LIMITS = {"jax": 20_000, "jax-jit": 6_000}
+
+
+# ---------------------------------------------------------------- timing
+
+
+def measure(functions: dict[str, Callable[[], Any]], budget: float = 0.2, min_runs: int = 3,
+            max_runs: int = 10_000, warm: bool = True) -> dict[str, dict[str, float]]:
+    """``{label: {"median": s, "runs": k}}`` for each zero-argument callable.
+
+    Each callable is warmed up once (that run also sizes k: about ``budget`` seconds, at
+    least ``min_runs``), then all are run interleaved: in each of R rounds (R = the smallest
+    k), callable i runs k_i / R times, each call timed on its own with perf_counter.
+    """
+    gc.collect()
+    first = {}
+    for label, fn in functions.items():
+        start = time.perf_counter()
+        fn()
+        first[label] = time.perf_counter() - start
+        if not warm:
+            first[label] = max(first[label], 1e-9)
+    runs = {label: max(min_runs, min(max_runs, math.ceil(budget / max(t, 1e-9))))
+            for label, t in first.items()}
+    rounds = min(runs.values())
+    per_round = {label: math.ceil(k / rounds) for label, k in runs.items()}
+    samples: dict[str, list[float]] = {label: [] for label in functions}
+    clock = time.perf_counter
+    for _ in range(rounds):
+        for label, fn in functions.items():
+            bucket = samples[label]
+            for _ in range(per_round[label]):
+                start = clock()
+                fn()
+                bucket.append(clock() - start)
+    return {label: {"median": statistics.median(ts), "runs": len(ts)}
+            for label, ts in samples.items()}
+
+
+def count_ops(program: lambdad.Program, workload: Workload) -> dict[str, int]:
+    """Primitive evaluations of one primal run of ``workload``, by primitive kind (``real``
+    is the arithmetic: the operations every peer performs too)."""
+    kinds: Counter[str] = Counter()
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, PrimEvent):
+            kinds[event.prim.kind] += 1
+
+    interpreter = Interpreter(on_event=on_event)
+    values = interpreter.evaluate_module(program.module, upto=workload.name)
+    kinds.clear()
+    interpreter.apply(values[workload.name], *workload.args)
+    return dict(kinds)
+
+
+def _agrees(out: Any, value: float, gradient: Any, rtol: float = 1e-9) -> bool:
+    """Whether a peer's ``(value, gradient)`` (or bare primal value) matches lambdad's."""
+    if not isinstance(out, tuple):
+        out = (out, None)
+    pairs = [(float(out[0]), value)]
+    if out[1] is not None:
+        theirs, ours = peer_tools.leaves(out[1]), peer_tools.leaves(gradient)
+        if len(theirs) != len(ours):
+            return False
+        pairs += [(float(a), b) for a, b in zip(theirs, ours)]
+    return all(abs(a - b) <= rtol * max(1.0, abs(b)) for a, b in pairs)
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x < 0.1:
+        return f"{x:.3f}"
+    return f"{x:.2f}" if x < 100 else f"{x:.0f}"
+
+
+def fmt_per_op(seconds: float | None, ops: int | None) -> str:
+    if seconds is None or not ops:
+        return "-"
+    per = seconds / ops
+    return f"{per * 1e9:.0f} ns" if per < 1e-6 else f"{per * 1e6:.2f} µs"
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def print_table(title: str, headers: list[str], rows: list[list[str]], notes: list[str] = ()):
+    print(f"\n## {title}\n")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |"
+    print(line)
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths)) + " |")
+    for note in notes:
+        print(note)
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------- one workload, side by side
+
+
+class Bench:
+    """The options of one benchmark run, and the peers it compares against."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.quick = args.quick
+        self.budget = args.budget
+        self.use_peers = not args.no_peers
+        self.peers = [p for p in peer_tools.PEERS if self.use_peers and p.installed()]
+        self.missing = [p.name for p in peer_tools.PEERS if self.use_peers and not p.installed()]
+        self.peer_rows: list[dict[str, Any]] = []
+
+    def load(self, workload: Workload) -> tuple[lambdad.Program, dict[str, float]]:
+        """The workload's program, with the setup times: load (parse + type check), first
+        primal call (compiles), first value+gradient (transforms + compiles)."""
+        setup = {}
+        start = time.perf_counter()
+        program = lambdad.loads(workload.source, workload.file)
+        setup["load"] = time.perf_counter() - start
+        start = time.perf_counter()
+        program.call(workload.name, workload.point)
+        setup["first_call"] = time.perf_counter() - start
+        start = time.perf_counter()
+        program.value_and_grad(workload.name, workload.point)
+        setup["first_grad"] = time.perf_counter() - start
+        return program, setup
+
+    def run(self, workload: Workload, *, with_peers: bool = True, ops: bool = True,
+            extra: dict[str, Callable[[], Any]] | None = None,
+            program: lambdad.Program | None = None) -> dict[str, Any]:
+        """Primal and value+gradient times of ``workload`` (factored reverse mode), measured
+        interleaved with ``extra`` callables and, with ``with_peers``, every installed peer."""
+        setup: dict[str, float] = {}
+        if program is None:
+            program, setup = self.load(workload)
+        name, point = workload.name, workload.point
+        functions: dict[str, Callable[[], Any]] = {
+            "primal": lambda: program.call(name, point),
+            "value+grad": lambda: program.value_and_grad(name, point),
+        }
+        functions.update(extra or {})
+        record: dict[str, Any] = {"workload": workload.label, "setup": setup}
+        if ops:
+            kinds = count_ops(program, workload)
+            record["ops"] = kinds.get("real", 0)
+            record["prim_evals"] = sum(kinds.values())
+        compile_times = {}
+        value, gradient = program.value_and_grad(name, point)
+        if with_peers:
+            for peer in self.peers:
+                limit = PEER_OP_LIMITS.get(peer.name)
+                if limit is not None and record.get("ops", 0) > limit:
+                    continue
+                fn, seconds = peer.prepare(workload.python, point)
+                if not _agrees(fn(), value, gradient):
+                    record.setdefault("disagree", []).append(peer.name)
+                functions[peer.name] = fn
+                if seconds:
+                    compile_times[peer.name] = seconds
+        timings = measure(functions, budget=self.budget)
+        record["times"] = {label: t["median"] for label, t in timings.items()}
+        record["runs"] = {label: t["runs"] for label, t in timings.items()}
+        record["compile"] = compile_times
+        _, _, stats = program.value_and_grad(name, point, stats=True)
+        record["created"], record["bodies_run"] = stats.created, stats.bodies_run
+        if with_peers:
+            self.peer_rows.append(record)
+        return record
+
+    # ---- children: one measurement in a fresh process, with its peak memory
+    def child(self, spec: dict[str, Any]) -> dict[str, Any]:
+        command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec),
+                   "--budget", str(self.budget)]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1], **spec}
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child_main(spec: dict[str, Any], budget: float) -> None:
+    """Runs one measurement (``spec``: ``workload`` ∈ wide, chain, mlp; ``size``; ``once``)
+    and prints one JSON line with its times, counters and peak memory."""
+    make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
+            "mlp": workloads.mlp}
+    workload = make[spec["workload"]](spec["size"])
+    bench_args = argparse.Namespace(quick=True, budget=budget, no_peers=True)
+    bench = Bench(bench_args)
+    program, setup = bench.load(workload)
+    rss_setup = _peak_rss_mb()
+    name, point = workload.name, workload.point
+    functions = {"primal": lambda: program.call(name, point),
+                 "value+grad": lambda: program.value_and_grad(name, point)}
+    if spec.get("once"):
+        # One timed run each, after the setup runs (which also warmed them up).
+        timings = measure(functions, budget=0.0, min_runs=1, max_runs=1, warm=False)
+    else:
+        timings = measure(functions, budget=budget)
+    _, _, stats = program.value_and_grad(name, point, stats=True)
+    print(json.dumps({
+        **spec,
+        "label": workload.label,
+        "setup": setup,
+        "times": {label: t["median"] for label, t in timings.items()},
+        "runs": {label: t["runs"] for label, t in timings.items()},
+        "created": stats.created,
+        "bodies_run": stats.bodies_run,
+        "rss_after_setup_mb": rss_setup,
+        "peak_rss_mb": _peak_rss_mb(),
+    }))
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# ---------------------------------------------------------------- the sections
+
+
+def cheap_gradient(bench: Bench) -> list[dict[str, Any]]:
+    records = [bench.run(workloads.wide(n)) for n in (10, 100, 1000)]
+    rows = []
+    for r in records:
+        t = r["times"]
+        rows.append([r["workload"], str(r["ops"]), fmt_time(t["primal"]),
+                     fmt_time(t["value+grad"]), fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_per_op(t["primal"], r["ops"]), fmt_per_op(t["value+grad"], r["ops"]),
+                     fmt_ratio(ratio(t["value+grad"], t.get("python")))])
+    print_table("1. Cheap gradient: wide function of n inputs (reverse mode, factored)",
+                ["workload", "ops", "primal", "value+grad", "grad/primal", "primal/op",
+                 "v+g/op", "v+g / python primal"], rows,
+                ["target: grad/primal <= 3, independent of n"])
+    return records
+
+
+def forward_vs_reverse(bench: Bench, forward_max: int) -> list[dict[str, Any]]:
+    sizes = [n for n in (10, 30, 100, 300, 1000) if n <= forward_max]
+    records = []
+    for n in sizes:
+        workload = workloads.wide(n)
+        program, setup = bench.load(workload)
+        program.value_and_grad(workload.name, workload.point, mode="forward")
+        extra = {"forward": lambda p=program, w=workload:
+                 p.value_and_grad(w.name, w.point, mode="forward")}
+        records.append(bench.run(workload, with_peers=False, ops=False, extra=extra,
+                                 program=program))
+    rows = []
+    for n, r in zip(sizes, records):
+        t = r["times"]
+        rows.append([str(n), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
+                     fmt_time(t["forward"]), fmt_ratio(ratio(t["forward"], t["value+grad"])),
+                     fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_ratio(ratio(t["forward"], t["primal"]))])
+    print_table("2. Forward vs reverse: full gradient of the wide function",
+                ["n", "primal", "reverse", "forward (n runs)", "fwd/rev", "rev/primal",
+                 "fwd/primal"], rows,
+                [f"forward mode measured up to n = {sizes[-1]} (each forward gradient is n "
+                 "dual-number runs, O(n^2) here)"])
+    return records
+
+
+def _chain_record(bench: Bench, make: Callable[[int], Workload], depth: int,
+                  child_from: int, kind: str) -> dict[str, Any]:
+    if depth >= child_from:
+        return bench.child({"workload": kind, "size": depth})
+    workload = make(depth)
+    with_peers = depth in (100, 1000)
+    record = bench.run(workload, with_peers=with_peers, ops=depth <= 2000)
+    return record
+
+
+def _naive_records(make: Callable[[int], Workload], depths: list[int],
+                   limit: float) -> list[dict[str, Any]]:
+    """Naive-strategy runs at growing depths, stopping after one takes ``limit`` seconds."""
+    out = []
+    for depth in depths:
+        workload = make(depth)
+        program = lambdad.loads(workload.source)
+        program.value_and_grad(workload.name, workload.point)
+        functions = {
+            "factored": lambda p=program, w=workload: p.value_and_grad(w.name, w.point),
+            "naive": lambda p=program, w=workload: p.value_and_grad(w.name, w.point,
+                                                                     strategy="naive"),
+        }
+        timings = measure(functions, budget=0.1)
+        _, _, naive = program.value_and_grad(workload.name, workload.point, strategy="naive",
+                                             stats=True)
+        _, _, factored = program.value_and_grad(workload.name, workload.point, stats=True)
+        out.append({"workload": workload.label, "depth": depth,
+                    "times": {k: v["median"] for k, v in timings.items()},
+                    "factored_bodies": factored.bodies_run, "naive_bodies": naive.bodies_run,
+                    "created": factored.created})
+        if timings["naive"]["median"] > limit:
+            break
+    return out
+
+
+def sharing(bench: Bench) -> dict[str, Any]:
+    if bench.quick:
+        chain_depths = [10, 20, 100, 200, 500, 1000]
+    else:
+        chain_depths = [10, 20, 100, 200, 1000, 2000, 5000, 10000]
+    doubling_depths = [10, 20, 100, 200, 500, 1000]
+    chain_records = [_chain_record(bench, workloads.chain, d, 5000, "chain")
+                     for d in chain_depths]
+    doubling_records = [_chain_record(bench, workloads.doubling, d, 10**9, "doubling")
+                        for d in doubling_depths]
+    for title, depths, records in (
+            ("3a. Sharing: chain x_{k+1} = x_k * x_k * 0.5 + sin x_k (let-bound), factored",
+             chain_depths, chain_records),
+            ("3b. Sharing: doubling chain x_{k+1} = x_k + x_k (let-bound), factored",
+             doubling_depths, doubling_records)):
+        by_depth = dict(zip(depths, records))
+        rows = []
+        for d, r in zip(depths, records):
+            if "error" in r:
+                rows.append([str(d)] + ["error: " + r["error"]] + [""] * 8)
+                continue
+            t = r["times"]
+            previous = by_depth.get(d // 2) if d % 2 == 0 else None
+            growth = (ratio(t["value+grad"], previous["times"]["value+grad"])
+                      if previous and "times" in previous else None)
+            setup = r.get("setup", {})
+            rows.append([str(d), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
+                         fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                         fmt_ratio(growth) if growth else "",
+                         str(r["created"]), str(r["bodies_run"]),
+                         fmt_time(setup.get("load")), fmt_time(setup.get("first_call")),
+                         fmt_time(setup.get("first_grad"))])
+        print_table(title, ["depth", "primal", "value+grad", "grad/primal", "t(d)/t(d/2)",
+                            "created", "bodies run", "load", "1st call", "1st grad"], rows,
+                    ["target: t(2d)/t(d) <= 2.3; bodies run <= created",
+                     "load = parse + type check; 1st call / 1st grad include compiling "
+                     "(and transforming) the program; not part of the medians"])
+    limit = 0.5 if bench.quick else 2.0
+    naive_chain = _naive_records(workloads.chain, list(range(1, 15)), limit)
+    naive_doubling = _naive_records(workloads.doubling, [2, 4, 6, 8, 10, 12, 14, 16, 18, 20],
+                                    limit)
+    for title, records in (("3c. Naive strategy on the chain (every value used 3 times)",
+                            naive_chain),
+                           ("3d. Naive strategy on the doubling chain", naive_doubling)):
+        rows = []
+        for i, r in enumerate(records):
+            t = r["times"]
+            rows.append([str(r["depth"]), fmt_time(t["factored"]), fmt_time(t["naive"]),
+                         fmt_ratio(ratio(t["naive"], t["factored"])), str(r["created"]),
+                         str(r["factored_bodies"]), str(r["naive_bodies"]),
+                         fmt_ratio(ratio(r["naive_bodies"], records[i - 1]["naive_bodies"]))
+                         if i else ""])
+        print_table(title, ["depth", "factored", "naive", "naive/factored", "created",
+                            "bodies (factored)", "bodies (naive)", "naive bodies growth"],
+                    rows, [f"naive stops after the first depth whose run takes over {limit} s"])
+    return {"chain": chain_records, "doubling": doubling_records,
+            "naive_chain": naive_chain, "naive_doubling": naive_doubling}
+
+
+def reference(bench: Bench) -> list[dict[str, Any]]:
+    records = [bench.run(w) for w in workloads.reference_programs()]
+    rows = []
+    for r in records:
+        t = r["times"]
+        rows.append([r["workload"], str(r["ops"]), fmt_time(t["primal"]),
+                     fmt_time(t["value+grad"]), fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_per_op(t["value+grad"], r["ops"])])
+    print_table("4. Reference programs (programs/*.lam, LANGUAGE.md section 8)",
+                ["program", "ops", "primal", "value+grad", "grad/primal", "v+g/op"], rows,
+                ["times include the Python API's conversions of the point and result"])
+    return records
+
+
+def mlp(bench: Bench) -> list[dict[str, Any]]:
+    sizes = (64,) if bench.quick else (64, 256)
+    records = [bench.run(workloads.mlp(n)) for n in sizes]
+    rows = []
+    for r in records:
+        t = r["times"]
+        rows.append([r["workload"], str(r["ops"]), fmt_time(t["primal"]),
+                     fmt_time(t["value+grad"]), fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_per_op(t["value+grad"], r["ops"]), str(r["created"]),
+                     str(r["bodies_run"])])
+    print_table(f"5. MLP loss ({workloads.MLP_INPUTS} inputs, {workloads.MLP_HIDDEN} tanh "
+                "units, 1 output) over a data set, map/fold/zip",
+                ["workload", "ops", "primal", "value+grad", "grad/primal", "v+g/op",
+                 "created", "bodies run"], rows)
+    return records
+
+
+def scale(bench: Bench, sharing_records: dict[str, Any] | None) -> list[dict[str, Any]]:
+    specs = [{"workload": "wide", "size": 10**4 if bench.quick else 10**5}]
+    if not bench.quick:
+        specs.append({"workload": "wide", "size": 10**6, "once": True})
+    deep = None
+    if sharing_records:
+        deep = next((r for r in sharing_records["chain"]
+                     if r.get("size") == 10**4 and "error" not in r), None)
+    if deep is None:
+        specs.append({"workload": "chain", "size": 2000 if bench.quick else 10**4})
+    specs.append({"workload": "mlp", "size": 64 if bench.quick else 256})
+    records = [bench.child(spec) for spec in specs]
+    if deep is not None:
+        records.insert(len(records) - 1, deep)
+    rows = []
+    for r in records:
+        if "error" in r:
+            rows.append([f"{r['workload']} {r['size']}", "error: " + r["error"]] + [""] * 8)
+            continue
+        t, s = r["times"], r["setup"]
+        rows.append([r["label"], fmt_time(s["load"]), fmt_time(s["first_call"]),
+                     fmt_time(s["first_grad"]), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
+                     fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     f"{r['rss_after_setup_mb']:.0f} MB", f"{r['peak_rss_mb']:.0f} MB",
+                     "1" if r.get("once") else str(min(r["runs"].values()))])
+    print_table("6. Scale (each in a fresh process)",
+                ["workload", "load", "1st call", "1st grad", "primal", "value+grad",
+                 "grad/primal", "peak RSS after setup", "peak RSS", "runs"], rows,
+                ["peak RSS is the process's maximum resident set (getrusage), Python and "
+                 "lambdad included; 'after setup' is the peak before the timed runs",
+                 "wide n=10^6 is run once (one timed run after the setup runs)"])
+    return records
+
+
+def peers_table(bench: Bench) -> None:
+    names = [p.name for p in bench.peers if p.name != "python"]
+    rows = []
+    for r in bench.peer_rows:
+        t, ops = r["times"], r.get("ops")
+        row = [r["workload"], str(ops), fmt_per_op(t.get("python"), ops),
+               fmt_per_op(t["value+grad"], ops)]
+        row += [fmt_per_op(t.get(name), ops) for name in names]
+        row += [fmt_ratio(ratio(t["value+grad"], t.get(name))) for name in names]
+        rows.append(row)
+    compile_notes = [f"jax-jit compile (first call) for {r['workload']}: "
+                     f"{fmt_time(r['compile']['jax-jit'])}"
+                     for r in bench.peer_rows if "jax-jit" in r.get("compile", {})]
+    print_table("7. Peers: value+gradient cost per primitive operation, and lambdad/peer",
+                ["workload", "ops", "python primal/op", "lambdad v+g/op"]
+                + [f"{n} v+g/op" for n in names] + [f"lambdad/{n}" for n in names], rows,
+                ["ops: real primitive evaluations counted from lambdad's primal run "
+                 "(event hook); every peer runs the same operations",
+                 "targets: lambdad <= 0.2 x autograd, <= 1 x torch; stretch <= 1 µs/op",
+                 f"jax eager skipped above {PEER_OP_LIMITS['jax']} ops, jax-jit above "
+                 f"{PEER_OP_LIMITS['jax-jit']} ops"]
+                + ([f"peers not installed: {', '.join(bench.missing)} "
+                    "(pip install -e '.[bench]')"] if bench.missing else [])
+                + compile_notes
+                + [f"WARNING: {', '.join(r['disagree'])} disagree with lambdad on {r['workload']}"
+                   for r in bench.peer_rows if r.get("disagree")])
+
+
+# ---------------------------------------------------------------- main
+
+
+def machine() -> dict[str, Any]:
+    info = {"python": platform.python_version(), "implementation": platform.python_implementation(),
+            "platform": platform.platform(), "cpus": os.cpu_count(),
+            "lambdad": getattr(lambdad, "__version__", "?")}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        info["load_average"] = os.getloadavg()
+    except OSError:
+        pass
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sizes and fewer depths (about a minute)")
+    parser.add_argument("--json", metavar="OUT", help="also write every figure to OUT as JSON")
+    parser.add_argument("--only", action="append", choices=SECTIONS, metavar="SECTION",
+                        help=f"run only this section (repeatable): {', '.join(SECTIONS)}")
+    parser.add_argument("--budget", type=float, default=0.2,
+                        help="seconds of repeated runs per measurement (default 0.2)")
+    parser.add_argument("--forward-max", type=int, default=None,
+                        help="largest n for forward mode (default 300, 100 with --quick)")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peer tools")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child_main(json.loads(args.child), args.budget)
+        return 0
+    bench = Bench(args)
+    only = set(args.only or SECTIONS)
+    info = machine()
+    print("# lambdad benchmarks")
+    print(f"\ncommand: python {' '.join(['benchmarks/run.py'] + (argv or sys.argv[1:]))}")
+    print(f"machine: {info.get('cpu', '?')}, {info['cpus']} CPUs, {info['platform']}, "
+          f"Python {info['python']}")
+    print(f"load average at start: {', '.join(f'{x:.2f}' for x in info.get('load_average', ()))}")
+    print(f"peers: {', '.join(p.name for p in bench.peers) or 'none'}"
+          + (f" (not installed: {', '.join(bench.missing)})" if bench.missing else ""))
+    print(f"medians of repeated runs, ~{args.budget} s of runs per figure (at least 3)")
+    results: dict[str, Any] = {"machine": info, "argv": argv or sys.argv[1:]}
+    start = time.perf_counter()
+    if "cheap-gradient" in only:
+        results["cheap-gradient"] = cheap_gradient(bench)
+    if "forward-vs-reverse" in only:
+        forward_max = args.forward_max or (100 if args.quick else 300)
+        results["forward-vs-reverse"] = forward_vs_reverse(bench, forward_max)
+    if "sharing" in only:
+        results["sharing"] = sharing(bench)
+    if "reference" in only:
+        results["reference"] = reference(bench)
+    if "mlp" in only:
+        results["mlp"] = mlp(bench)
+    if "scale" in only:
+        results["scale"] = scale(bench, results.get("sharing"))
+    if bench.peer_rows:
+        peers_table(bench)
+    elapsed = time.perf_counter() - start
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ()
+    print(f"\ntotal {elapsed:.0f} s; load average at end: {', '.join(f'{x:.2f}' for x in load)}")
+    if args.json:
+        results["seconds"] = elapsed
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""The ``lambdad`` command: a thin layer over :mod:`lambdad.pipeline`.
+
+Results go to stdout, diagnostics to stderr.  Exit status: 0 success, 1 an error in the
+program (parse, type, runtime), 2 a usage error.  No Python traceback reaches the user unless
+``LAMBDAD_DEBUG=1`` is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .errors import LambdadError, ResourceError, UsageError, render
+from .pipeline import MODES, STRATEGIES, Program, _from_python, _prelude_text, PRELUDE_FILE
+from .values import format_value, to_json
+
+
+class _Session:
+    """What the CLI needs to render errors: every source text it has seen, by file name."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, str] = {PRELUDE_FILE: _prelude_text()}
+
+    def load(self, path: str) -> Program:
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"no such file: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"{path} is a directory, not a .lam file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from None
+        self.sources[path] = text
+        return Program(text, path)
+
+
+def _show(value: Any) -> str:
+    """Python data in the language's syntax."""
+    return format_value(_from_python(value))
+
+
+def _json_value(value: Any) -> Any:
+    return to_json(_from_python(value))
+
+
+@contextmanager
+def _time_limit(seconds: float | None):
+    """Stop the run with a ResourceError after ``seconds`` (no limit if None)."""
+    if not seconds:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ResourceError(f"stopped after the time limit of {seconds:g} s (--timeout)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_run(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    with _time_limit(args.timeout):
+        value = program.run_raw(args.entry)
+    if args.json:
+        print(json.dumps({"value": to_json(value)}))
+    else:
+        print(format_value(value))
+    return 0
+
+
+def cmd_check_types(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    for name, scheme in program.types():
+        print(f"{name} : {scheme}")
+    return 0
+
+
+def _point(session: _Session, program: Program, text: str, flag: str) -> Any:
+    session.sources[flag] = text
+    return program.parse_point(text, flag)
+
+
+def cmd_grad(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    modes = ("reverse", "forward") if args.mode == "both" else (args.mode,)
+    results = {}
+    with _time_limit(args.timeout):
+        for mode in modes:
+            started = time.perf_counter()
+            value, gradient, stats = program.value_and_grad(
+                args.name, point, mode=mode, strategy=args.strategy, stats=True)
+            results[mode] = (value, gradient, stats, time.perf_counter() - started)
+    first = results[modes[0]]
+    if args.json:
+        out: dict[str, Any] = {
+            "value": _json_value(first[0]),
+            "gradient": _json_value(first[1]),
+            "mode": args.mode,
+            "strategy": args.strategy,
+            "seconds": sum(r[3] for r in results.values()),
+        }
+        if args.mode == "both":
+            out["gradient_forward"] = _json_value(results["forward"][1])
+        if args.stats and "reverse" in results:
+            stats = results["reverse"][2]
+            out["backpropagators_created"] = stats.created
+            out["backpropagator_bodies_run"] = stats.bodies_run
+        print(json.dumps(out))
+        return 0
+    print(f"value: {_show(first[0])}")
+    if args.mode == "both":
+        print(f"gradient (reverse, {args.strategy}): {_show(results['reverse'][1])}")
+        print(f"gradient (forward): {_show(results['forward'][1])}")
+    else:
+        print(f"gradient: {_show(first[1])}")
+    if args.stats and "reverse" in results:
+        print(results["reverse"][2])
+    return 0
+
+
+def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    direction = _point(session, program, args.dir, "--dir")
+    with _time_limit(args.timeout):
+        value, tangent = program.jvp(args.name, point, direction)
+    if args.json:
+        print(json.dumps({"value": _json_value(value), "derivative": _json_value(tangent)}))
+    else:
+        print(f"value: {_show(value)}")
+        print(f"derivative: {_show(tangent)}")
+    return 0
+
+
+def cmd_show(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at") if args.at is not None else None
+    sys.stdout.write(program.show(args.name, forward=args.forward, backward=args.backward,
+                                  at=point, raw=args.raw))
+    return 0
+
+
+def cmd_repl(session: _Session, args: argparse.Namespace) -> int:
+    # Imported here: the REPL's line editor is only needed by this command.
+    from . import repl
+
+    return repl.main(args.file)
+
+
+def cmd_trace(session: _Session, args: argparse.Namespace) -> int:
+    from .trace import format_trace, trace
+
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    with _time_limit(args.timeout):
+        result = trace(program, args.name, point, mode=args.mode, strategy=args.strategy)
+    print(format_trace(result, session.sources))
+    return 0
+
+
+def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
+    from .trace import graph_dot, render_graph, trace
+
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    with _time_limit(args.timeout):
+        result = trace(program, args.name, point, mode=args.mode, strategy="factored")
+    dot = graph_dot(result, session.sources, title=f"{args.name} at {args.at}")
+    if args.output is None:
+        sys.stdout.write(dot)
+    else:
+        print(render_graph(dot, args.output), file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------- argument parsing
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as UsageError (exit 2, no traceback)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="lambdad",
+        description="Run and differentiate lambdad programs (.lam): forward mode and "
+                    "backpropagation as program transformations.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    def add(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(handler=handler)
+        return p
+
+    def timeout(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--timeout", type=float, metavar="S",
+                       help="stop the run cleanly after S seconds")
+
+    p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--entry", default="main", metavar="NAME", help="definition to evaluate")
+    p.add_argument("--json", action="store_true", help="print {\"value\": ...} as JSON")
+    timeout(p)
+
+    p = add("check-types", cmd_check_types, "print every top-level name with its inferred type")
+    p.add_argument("file", metavar="FILE")
+
+    p = add("grad", cmd_grad, "value and gradient of a top-level function at a point")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT",
+                   help="the point, in lambdad syntax: 2,5 or '(2, 5)' or '[1, 2, 3]'")
+    p.add_argument("--mode", choices=MODES, default="reverse",
+                   help="reverse (backpropagation, default), forward (one run per input), both")
+    p.add_argument("--strategy", choices=STRATEGIES, default="factored",
+                   help="how backpropagators are evaluated (default: factored)")
+    p.add_argument("--stats", action="store_true",
+                   help="report backpropagators created and bodies run")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    timeout(p)
+
+    p = add("jvp", cmd_jvp, "forward-mode value and directional derivative")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT")
+    p.add_argument("--dir", required=True, metavar="VECTOR", help="the direction, shaped like POINT")
+    p.add_argument("--json", action="store_true")
+    timeout(p)
+
+    p = add("show", cmd_show, "print the transformed program of a function as lambdad source")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--forward", action="store_true", help="forward mode (dual numbers)")
+    which.add_argument("--backward", action="store_true",
+                       help="backpropagation (linear negation)")
+    p.add_argument("--at", metavar="POINT",
+                   help="also print a main computing value and gradient at POINT")
+    p.add_argument("--raw", action="store_true",
+                   help="the rules' literal output, without simplification")
+    p = add("repl", cmd_repl, "the interactive loop, with FILE's definitions loaded")
+    p.add_argument("file", metavar="FILE", nargs="?")
+    p = add("trace", cmd_trace, "the evaluation trace: one row per primitive operation with its "
+                                "value and tangents (forward) or adjoint (reverse)")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT")
+    p.add_argument("--mode", choices=("forward", "reverse"), default="forward")
+    p.add_argument("--strategy", choices=STRATEGIES, default="factored")
+    timeout(p)
+
+    p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT; SVG/PNG "
+                                "with Graphviz), nodes labelled with values and adjoints")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT")
+    p.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
+                   help="label nodes with adjoints (reverse, default) or tangents (forward)")
+    p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png")
+    timeout(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    session = _Session()
+    debug = os.environ.get("LAMBDAD_DEBUG") == "1"
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(session, args)
+    except LambdadError as error:
+        print(render(error, session.sources), file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    except Exception as exc:  # an internal error: say so, without a traceback
+        if debug:
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc}\n"
+              "(this is a bug in lambdad; run with LAMBDAD_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return 3

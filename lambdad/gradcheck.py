@@ -1,0 +1,721 @@
+"""Gradient checking: forward mode, both reverse-mode strategies and central finite
+differences must agree (``lambdad check``; docs/checking.md explains the numbers).
+
+For a function ``f`` of a differentiable input (reals, pairs, lists) returning ``R``, at a
+point ``x`` with real leaves ``x_1 ... x_n``:
+
+* finite differences: ``(f(x + h_i e_i) - f(x - h_i e_i)) / (2 h_i)`` with the step
+  ``h_i = eps * max(1, |x_i|)``, ``eps = cbrt(machine epsilon)`` by default;
+* forward mode (one dual-number run per input), reverse mode with the ``factored`` and the
+  ``naive`` strategy.
+
+A derivative ``d`` of a mode agrees with the finite difference ``fd`` when
+``|d - fd| <= rtol * max(|d|, |fd|) + atol``, where ``atol`` bounds the rounding error of the
+difference quotient, ``100 * machine epsilon * S / h_i``, with ``S`` the largest magnitude of
+any real the evaluation computed.  The three AD modes must agree with each other to
+``AGREEMENT`` relative.
+
+Sampled points (``samples``) are drawn with a seeded generator and kept only where the
+function evaluates without error at the point and at every finite-difference probe, the
+probes take the same branches as the point (same primitives evaluated, same comparison
+results), and every primitive with a kink (``relu``, ``abs``, ``max``, ``min``,
+comparisons) is evaluated farther from its kink than the probes move its arguments.  The
+primitives' ``kink`` and ``domain`` functions of the table say where that is.
+
+This module works on a loaded program (anything with the interface of
+:class:`lambdad.pipeline.Program`) and never prints; :meth:`Report.render` is the table.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from .differentiate import Differentiator
+from .errors import LambdadError, UsageError
+from .interpreter import Interpreter
+from .syntax import Annot, BoolT, FunT, Lam, LetPair, ListT, PairT, RealT, Term, Type, Var
+from .values import PrimEvent, format_value
+
+MACHINE_EPSILON = sys.float_info.epsilon
+DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
+DEFAULT_RTOL = 1e-5
+AGREEMENT = 1e-9
+AGREEMENT_FLOOR = 1e-12
+ROUNDING_SAFETY = 100.0
+KINK_MARGIN = 10.0
+SAMPLE_RANGE = 2.0
+SAMPLE_LIST_LENGTH = 3
+ATTEMPTS = 200
+
+MODES = ("forward", "reverse", "naive")
+MODE_TITLES = {"forward": "forward", "reverse": "reverse (factored)",
+               "naive": "reverse (naive)"}
+_MODE_CALLS = {"forward": ("forward", "factored"), "reverse": ("reverse", "factored"),
+               "naive": ("reverse", "naive")}
+
+
+# --------------------------------------------------------------------------- results
+
+
+@attrs.frozen
+class Row:
+    """One input real: its path, the finite difference, each mode's derivative, the largest
+    relative error of a mode against the finite difference, and the modes that disagree."""
+
+    path: str
+    value: float
+    finite_difference: float
+    derivatives: dict[str, float]
+    error: float
+    disagreeing: tuple[str, ...]
+
+
+@attrs.frozen
+class PointCheck:
+    """The check of one function at one point."""
+
+    name: str
+    point: Any
+    value: float
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...] = ()
+    # Pairs of AD modes that disagree with each other (beyond AGREEMENT), with the path.
+    mode_conflicts: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches()
+
+    def mismatches(self) -> list[str]:
+        """One sentence per disagreement: which mode, on which input, by how much."""
+        out = []
+        for row in self.rows:
+            for mode in row.disagreeing:
+                d = row.derivatives[mode]
+                out.append(f"{MODE_TITLES[mode]} disagrees with finite differences on "
+                           f"`{row.path}`: {d!r} vs {row.finite_difference!r} "
+                           f"(relative error {_relative(d, row.finite_difference):.1e})")
+        for first, second, path in self.mode_conflicts:
+            row = next(r for r in self.rows if r.path == path)
+            out.append(f"{MODE_TITLES[second]} disagrees with {MODE_TITLES[first]} on "
+                       f"`{path}`: {row.derivatives[second]!r} vs {row.derivatives[first]!r}")
+        return out
+
+
+@attrs.frozen
+class FunctionReport:
+    """Every point checked for one function; ``problem`` says why none could be checked."""
+
+    name: str
+    checks: tuple[PointCheck, ...]
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and all(c.ok for c in self.checks)
+
+
+@attrs.frozen
+class Report:
+    """The result of :func:`check`: one :class:`FunctionReport` per function."""
+
+    functions: tuple[FunctionReport, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.functions)
+
+    def mismatches(self) -> list[str]:
+        """Every disagreement as ``name at point: sentence``, and functions left unchecked."""
+        out = []
+        for function in self.functions:
+            if function.problem is not None:
+                out.append(f"{function.name}: {function.problem}")
+            for c in function.checks:
+                out.extend(f"{c.name} at {format_value(c.point)}: {m}" for m in c.mismatches())
+        return out
+
+    def render(self) -> str:
+        """The report as text: a table per function and point, then a verdict."""
+        return render_report(self)
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def function_params(program: Any, name: str) -> list[Type]:
+    """The curried parameter types of the top-level ``name`` (empty if not a function)."""
+    t = program.typing.schemes[name].type
+    params = []
+    while isinstance(t, FunT):
+        params.append(t.arg)
+        t = t.result
+    return params
+
+
+def _result(program: Any, name: str, k: int) -> Type:
+    t = program.typing.schemes[name].type
+    for _ in range(k):
+        t = t.result
+    return t
+
+
+def is_differentiable(t: Type) -> bool:
+    """Whether ``t`` is built from ``R``, pairs and lists only (no type variables)."""
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, PairT):
+            stack.extend((current.first, current.second))
+        elif isinstance(current, ListT):
+            stack.append(current.item)
+        elif not isinstance(current, RealT):
+            return False
+    return True
+
+
+def differentiable_functions(program: Any) -> list[str]:
+    """The program's own top-level functions whose curried parameters are all differentiable
+    and whose result is ``R``: what ``lambdad check`` checks by default."""
+    found = []
+    for name in program.names():
+        params = function_params(program, name)
+        if params and all(is_differentiable(p) for p in params) and isinstance(
+                _result(program, name, len(params)), RealT):
+            found.append(name)
+    return found
+
+
+def _tuple_type(types: Sequence[Type]) -> Type:
+    result = types[-1]
+    for t in reversed(types[:-1]):
+        result = PairT(t, result)
+    return result
+
+
+def _fits(value: Any, t: Type) -> bool:
+    stack = [(value, t)]
+    while stack:
+        v, ty = stack.pop()
+        if isinstance(ty, RealT):
+            if type(v) is not float:
+                return False
+        elif isinstance(ty, BoolT):
+            if type(v) is not bool:
+                return False
+        elif isinstance(ty, PairT):
+            if type(v) is not tuple or len(v) != 2:
+                return False
+            stack.extend(((v[0], ty.first), (v[1], ty.second)))
+        elif isinstance(ty, ListT):
+            if type(v) is not list:
+                return False
+            stack.extend((item, ty.item) for item in v)
+        elif not isinstance(ty, FunT):
+            return True
+    return True
+
+
+def arity_of_point(program: Any, name: str, point: Any) -> int:
+    """How many curried parameters of ``name`` the runtime value ``point`` covers (one, or
+    a tuple of the first k); raises UsageError if it fits none."""
+    params = function_params(program, name)
+    if not params:
+        raise UsageError(f"`{name}` is not a function")
+    if _fits(point, params[0]):
+        return 1
+    for k in range(2, len(params) + 1):
+        if _fits(point, _tuple_type(params[:k])):
+            return k
+    raise UsageError(f"the point {format_value(point)} does not fit `{name}`")
+
+
+def parameter_names(program: Any, name: str, k: int) -> list[str]:
+    """Names for the first ``k`` parameters of ``name``: the λ-parameters of its definition,
+    ``(a, b)`` for a pattern parameter, ``arg1``... when there is no usable name."""
+    term: Term = program.decls[name].value
+    names: list[str] = []
+    while len(names) < k:
+        while isinstance(term, Annot):
+            term = term.expr
+        if not isinstance(term, Lam):
+            names.append(f"arg{len(names) + 1}")
+            continue
+        body = term.body
+        if (isinstance(body, LetPair) and isinstance(body.value, Var)
+                and body.value.name == term.param):
+            names.append(_pattern_name(body))
+        elif term.param == "_":
+            names.append(f"arg{len(names) + 1}")
+        else:
+            names.append(term.param)
+        term = body
+    return names
+
+
+def _pattern_name(let_pair: LetPair) -> str:
+    """``(a, b)`` for a destructured parameter (nested patterns keep their fresh names)."""
+    return f"({let_pair.first}, {let_pair.second})"
+
+
+def leaf_paths(point: Any, names: Sequence[str]) -> list[str]:
+    """The path of every real leaf of ``point``, left to right: a parameter name, ``.0`` /
+    ``.1`` for pair components, ``[i]`` for list items (``w.1[2]``).  With several names the
+    point is the tuple of the parameters."""
+    roots: list[tuple[Any, str]]
+    if len(names) == 1:
+        roots = [(point, names[0])]
+    else:
+        roots, rest = [], point
+        for i, n in enumerate(names):
+            if i < len(names) - 1:
+                roots.append((rest[0], n))
+                rest = rest[1]
+            else:
+                roots.append((rest, n))
+    paths = []
+    stack = list(reversed(roots))
+    while stack:
+        value, path = stack.pop()
+        if type(value) is float:
+            paths.append(path)
+        elif type(value) is tuple:
+            first, second = _component_paths(path)
+            stack.extend(((value[1], second), (value[0], first)))
+        elif type(value) is list:
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value))))
+    return paths
+
+
+def _component_paths(path: str) -> tuple[str, str]:
+    """``(a, b)`` names its components ``a`` and ``b``; anything else gets ``.0`` / ``.1``."""
+    if path.startswith("(") and path.endswith(")"):
+        inner = path[1:-1]
+        depth = 0
+        for i, ch in enumerate(inner):
+            depth += ch in "(["
+            depth -= ch in ")]"
+            if ch == "," and depth == 0:
+                return inner[:i].strip(), inner[i + 1:].strip()
+    return f"{path}.0", f"{path}.1"
+
+
+def leaves(value: Any) -> list[float]:
+    """The reals of ``value`` (pairs, lists), left to right."""
+    out = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is float:
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            stack.extend(reversed(v))
+    return out
+
+
+def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
+    """``value`` with its real leaves replaced, in order, by ``reals``."""
+    it = iter(reals)
+
+    def rebuild(v: Any) -> Any:
+        if type(v) is float:
+            return next(it)
+        if type(v) is tuple:
+            return (rebuild(v[0]), rebuild(v[1]))
+        if type(v) is list:
+            return [rebuild(item) for item in v]
+        return v
+
+    # Points are data a user typed or a sampler built: nesting is shallow.
+    return rebuild(value)
+
+
+def sample_value(t: Type, rng: random.Random) -> Any:
+    """A random runtime value of the differentiable type ``t``: reals uniform in
+    ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items."""
+    if isinstance(t, RealT):
+        return rng.uniform(-SAMPLE_RANGE, SAMPLE_RANGE)
+    if isinstance(t, PairT):
+        return (sample_value(t.first, rng), sample_value(t.second, rng))
+    if isinstance(t, ListT):
+        return [sample_value(t.item, rng) for _ in range(SAMPLE_LIST_LENGTH)]
+    raise UsageError(f"cannot sample a point of a non-differentiable type")
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@attrs.frozen
+class Probe:
+    """One evaluation of the function with every primitive evaluation recorded."""
+
+    value: Any
+    events: tuple[PrimEvent, ...]
+
+    @property
+    def scale(self) -> float:
+        """The largest magnitude of a real the evaluation computed (at least 1)."""
+        biggest = 1.0
+        if type(self.value) is float:
+            biggest = max(biggest, abs(self.value))
+        for e in self.events:
+            if type(e.result) is float and math.isfinite(e.result):
+                biggest = max(biggest, abs(e.result))
+        return biggest
+
+
+class Prober:
+    """Evaluates the top-level ``name`` of ``program`` on an interpreter that reports every
+    primitive evaluation (the program's own interpreter stays uninstrumented and fast)."""
+
+    def __init__(self, program: Any, name: str, k: int):
+        self.events: list[PrimEvent] = []
+        self.interpreter = Interpreter(on_event=self._record)
+        self.interpreter.ad_hooks = Differentiator(self.interpreter).hooks()
+        self.function = self.interpreter.evaluate_module(program.module, upto=name)[name]
+        self.k = k
+
+    def _record(self, event: Any) -> None:
+        if isinstance(event, PrimEvent):
+            self.events.append(event)
+
+    def __call__(self, point: Any) -> Probe:
+        """The recorded evaluation at ``point``; raises LambdadError from the program."""
+        args, rest = [], point
+        for i in range(self.k):
+            if i < self.k - 1:
+                args.append(rest[0])
+                rest = rest[1]
+            else:
+                args.append(rest)
+        self.events = []
+        value = self.interpreter.apply(self.function, *args)
+        return Probe(value, tuple(self.events))
+
+
+def _real_args(event: PrimEvent) -> bool:
+    return bool(event.args) and all(type(a) is float for a in event.args)
+
+
+def _where(event: PrimEvent) -> str:
+    return f" at {event.span}" if event.span is not None else ""
+
+
+def branch_problem(center: Probe, probe: Probe) -> str | None:
+    """Why ``probe`` (a finite-difference probe) does not see the same smooth piece of the
+    function as ``center``, or None: another control path, or a kink closer to the center's
+    arguments than the probe moved them."""
+    for a, b in zip(center.events, probe.events):
+        if a.prim is not b.prim and a.prim.name != b.prim.name:
+            return "a finite-difference probe takes another branch"
+        if type(a.result) is bool and a.result != b.result:
+            return (f"a finite-difference probe changes the outcome of "
+                    f"`{a.prim.spelling.symbol}`{_where(a)}")
+        if a.prim.kink is not None and _real_args(a) and _real_args(b):
+            moved = max(abs(x - y) for x, y in zip(a.args, b.args))
+            distance = a.prim.kink(*a.args)
+            # Arguments that move together keep their distance to the kink exactly (`max y y`,
+            # `y < y`): such a primitive stays on one piece however close it is.
+            if moved == 0.0 or b.prim.kink(*b.args) == distance:
+                continue
+            size = max(abs(x) for x in a.args)
+            if distance <= KINK_MARGIN * moved + 1e-12 * (1.0 + size):
+                return (f"`{a.prim.spelling.symbol}`{_where(a)} is evaluated "
+                        f"{distance:.2g} from a kink")
+    if len(center.events) != len(probe.events):
+        return "a finite-difference probe takes another branch"
+    return None
+
+
+def domain_problem(center: Probe) -> str | None:
+    """The first primitive evaluated outside the comfortable ``domain`` the table gives it
+    (``log`` near 0, a divisor near 0...), or None."""
+    for e in center.events:
+        if e.prim.domain is not None and _real_args(e) and not e.prim.domain(*e.args):
+            args = ", ".join(repr(a) for a in e.args)
+            return f"`{e.prim.spelling.symbol}`{_where(e)} is evaluated near the edge of its domain ({args})"
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return type(value) is float and math.isfinite(value)
+
+
+def _relative(a: float, b: float) -> float:
+    scale = max(abs(a), abs(b))
+    return abs(a - b) / scale if scale > 0 else 0.0
+
+
+@attrs.frozen
+class _Differences:
+    value: float
+    quotients: tuple[float, ...]
+    atols: tuple[float, ...]
+    problem: str | None
+    domain: str | None
+    scale: float
+
+
+def finite_differences(prober: Prober, point: Any, eps: float) -> _Differences:
+    """Central differences at ``point`` for every input real, with each one's rounding
+    tolerance, and the reason (if any) the point is near a kink or a branch switch.  Raises
+    LambdadError if the function fails at the point itself."""
+    center = prober(point)
+    if not _finite(center.value):
+        raise _NotFinite(center.value)
+    reals = leaves(point)
+    quotients, atols = [], []
+    problem = None
+    scale = center.scale
+    for i, x in enumerate(reals):
+        h = eps * max(1.0, abs(x))
+        up, down = list(reals), list(reals)
+        up[i], down[i] = x + h, x - h
+        try:
+            plus = prober(replace_leaves(point, up))
+            minus = prober(replace_leaves(point, down))
+        except LambdadError as exc:
+            problem = problem or f"a finite-difference probe fails: {exc.message}"
+            quotients.append(math.nan)
+            atols.append(math.inf)
+            continue
+        problem = problem or branch_problem(center, plus) or branch_problem(center, minus)
+        if not (_finite(plus.value) and _finite(minus.value)):
+            problem = problem or "a finite-difference probe is not finite"
+            quotients.append(math.nan)
+            atols.append(math.inf)
+            continue
+        step = up[i] - down[i]  # the representable step, not 2h
+        quotients.append((plus.value - minus.value) / step)
+        s = max(scale, plus.scale, minus.scale)
+        atols.append(ROUNDING_SAFETY * MACHINE_EPSILON * s / (step / 2.0))
+    return _Differences(center.value, tuple(quotients), tuple(atols), problem,
+                        domain_problem(center), scale)
+
+
+class _NotFinite(Exception):
+    def __init__(self, value: Any):
+        super().__init__(f"the function's value is {value!r}")
+        self.value = value
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def check_point(program: Any, name: str, point: Any, eps: float | None = None,
+                rtol: float | None = None, prober: Prober | None = None,
+                differences: _Differences | None = None) -> PointCheck:
+    """The check of ``name`` at the runtime value ``point``: finite differences against
+    forward mode and both reverse-mode strategies.  Raises LambdadError if the program fails
+    at ``point`` and UsageError if the point does not fit."""
+    eps = DEFAULT_EPS if eps is None else eps
+    rtol = DEFAULT_RTOL if rtol is None else rtol
+    k = arity_of_point(program, name, point)
+    if prober is None:
+        prober = Prober(program, name, k)
+    if differences is None:
+        try:
+            differences = finite_differences(prober, point, eps)
+        except _NotFinite as exc:
+            return PointCheck(name, point, math.nan, (), (f"not checked: {exc}",))
+    derivatives: dict[str, list[float]] = {}
+    for mode in MODES:
+        how, strategy = _MODE_CALLS[mode]
+        _, gradient = program.value_and_grad(name, point, mode=how, strategy=strategy)
+        derivatives[mode] = leaves(gradient)
+    paths = leaf_paths(point, parameter_names(program, name, k))
+    # The AD modes sum the same chain-rule terms in different orders: they agree to
+    # AGREEMENT relative, up to rounding on the scale of the computation (a derivative that
+    # is zero comes out as +-1e-17 in one mode and exactly 0 in another).
+    biggest = max([abs(d) for ds in derivatives.values() for d in ds if _finite(d)], default=0.0)
+    floor = AGREEMENT_FLOOR * max(1.0, differences.scale, biggest)
+    rows, conflicts = [], []
+    for i, path in enumerate(paths):
+        fd = differences.quotients[i]
+        atol = differences.atols[i]
+        ds = {mode: derivatives[mode][i] for mode in MODES}
+        disagreeing = []
+        compared = differences.problem is None and _finite(fd)
+        worst = 0.0 if compared else math.nan
+        for mode, d in ds.items():
+            if not _finite(d):
+                disagreeing.append(mode)
+                worst = math.inf
+                continue
+            if not compared:
+                continue
+            slack = abs(d - fd) - rtol * max(abs(d), abs(fd))
+            worst = max(worst, abs(d - fd) / max(abs(fd), abs(d), atol / rtol, 1e-300))
+            if slack > atol:
+                disagreeing.append(mode)
+        for first, second in (("forward", "reverse"), ("reverse", "naive"), ("forward", "naive")):
+            a, b = ds[first], ds[second]
+            if _finite(a) and _finite(b) and abs(a - b) > AGREEMENT * max(abs(a), abs(b)) + floor:
+                conflicts.append((first, second, path))
+        rows.append(Row(path, reals_at(point, i), fd, ds, worst, tuple(disagreeing)))
+    notes = []
+    if differences.problem is not None:
+        notes.append(f"finite differences not compared: {differences.problem}")
+    if differences.domain is not None:
+        notes.append(differences.domain)
+    return PointCheck(name, point, differences.value, tuple(rows), tuple(notes),
+                      tuple(conflicts))
+
+
+def reals_at(point: Any, i: int) -> float:
+    return leaves(point)[i]
+
+
+def sample_points(program: Any, name: str, samples: int, seed: int, eps: float | None = None
+                  ) -> tuple[list[tuple[Any, Prober, _Differences]], str | None]:
+    """Up to ``samples`` points (seeded) where ``name`` evaluates without error, away from
+    kinks and branch switches and inside the table's domains; with each, its finite
+    differences.  Also says why fewer were found, if so."""
+    eps = DEFAULT_EPS if eps is None else eps
+    params = function_params(program, name)
+    rng = random.Random(seed)
+    input_type = _tuple_type(params)
+    k = len(params)
+    prober = Prober(program, name, k)
+    found = []
+    last_problem = None
+    for _ in range(samples):
+        for attempt in range(ATTEMPTS):
+            point = sample_value(input_type, rng)
+            try:
+                differences = finite_differences(prober, point, eps)
+            except (LambdadError, _NotFinite) as exc:
+                last_problem = getattr(exc, "message", None) or str(exc)
+                continue
+            if differences.problem is not None:
+                last_problem = differences.problem
+                continue
+            # The table's domains are margins (log x with x > 0.1...): insist on them for the
+            # first half of the attempts, then accept any point where the probes are fine.
+            if differences.domain is not None and attempt < ATTEMPTS // 2:
+                last_problem = differences.domain
+                continue
+            found.append((point, prober, differences))
+            break
+        else:
+            break
+    problem = None
+    if len(found) < samples:
+        problem = (f"found {len(found)} of {samples} points away from kinks and errors in "
+                   f"{ATTEMPTS} attempts (last reason: {last_problem})")
+    return found, problem
+
+
+def check(program: Any, names: str | Iterable[str] | None = None, point: Any = None,
+          samples: int = 3, seed: int = 0, eps: float | None = None,
+          rtol: float | None = None) -> Report:
+    """The gradient check of ``names`` (default: :func:`differentiable_functions`) at
+    ``point`` (Python data or lambdad syntax, for every name) or at ``samples`` seeded random
+    points.  Raises UsageError for an unknown or non-differentiable name or a point that does
+    not fit, LambdadError if the program fails at the given point."""
+    if isinstance(names, str):
+        names = [names]
+    names = list(names) if names is not None else differentiable_functions(program)
+    reports = []
+    for name in names:
+        if name not in program.decls or name not in program.names():
+            known = ", ".join(program.names()) or "none"
+            raise UsageError(f"no top-level definition named `{name}` (defined: {known})")
+        params = function_params(program, name)
+        if not params or not all(is_differentiable(p) for p in params):
+            raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
+                             f"it has type {program.typing.schemes[name]}")
+        if point is not None:
+            value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
+            k = arity_of_point(program, name, value)
+            if not isinstance(_result(program, name, k), RealT):
+                raise UsageError(f"`{name}` does not return R")
+            reports.append(FunctionReport(name, (check_point(program, name, value, eps, rtol),)))
+            continue
+        if not isinstance(_result(program, name, len(params)), RealT):
+            raise UsageError(f"`{name}` does not return R")
+        found, problem = sample_points(program, name, samples, seed, eps)
+        checks = tuple(check_point(program, name, p, eps, rtol, prober, d)
+                       for p, prober, d in found)
+        if not found:
+            problem = problem or "no point found"
+        elif problem is not None:
+            # Some points were checked: say why there are fewer, but do not fail for that.
+            checks = checks[:-1] + (attrs.evolve(checks[-1], notes=checks[-1].notes
+                                                 + (problem,)),)
+            problem = None
+        reports.append(FunctionReport(name, checks, problem))
+    return Report(tuple(reports))
+
+
+def _runtime(value: Any) -> Any:
+    """Python data as a runtime value: numbers as floats, tuples as right-nested pairs."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, tuple):
+        if len(value) < 2:
+            raise UsageError("a tuple point needs at least two components")
+        rest = value[1] if len(value) == 2 else value[1:]
+        return (_runtime(value[0]), _runtime(rest))
+    if isinstance(value, list):
+        return [_runtime(v) for v in value]
+    raise UsageError(f"cannot use {value!r} as a point")
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _number(x: float) -> str:
+    return f"{x:.12g}" if math.isfinite(x) else repr(x)
+
+
+def render_check(c: PointCheck) -> list[str]:
+    """The table of one point: a row per input real."""
+    lines = [f"{c.name} at {format_value(c.point)}: value {_number(c.value)}"]
+    headers = ["input", "finite diff.", *(MODE_TITLES[m] for m in MODES), "error"]
+    table = [headers]
+    for row in c.rows:
+        mark = "  <- " + ", ".join(MODE_TITLES[m] for m in row.disagreeing) \
+            if row.disagreeing else ""
+        table.append([row.path, _number(row.finite_difference),
+                      *(_number(row.derivatives[m]) for m in MODES),
+                      (f"{row.error:.1e}" if not math.isnan(row.error) else "-") + mark])
+    widths = [max(len(r[i]) for r in table) for i in range(len(headers) - 1)]
+    for r in table:
+        cells = [cell.ljust(width) for cell, width in zip(r, widths)] + [r[-1]]
+        lines.append("  " + "  ".join(cells).rstrip())
+    lines.extend(f"  note: {note}" for note in c.notes)
+    return lines
+
+
+def render_report(report: Report) -> str:
+    """The whole report: each function's tables, its mismatches, and a last verdict line."""
+    lines: list[str] = []
+    for function in report.functions:
+        for c in function.checks:
+            lines.extend(render_check(c))
+            lines.extend(f"  MISMATCH: {m}" for m in c.mismatches())
+            lines.append("")
+        if function.problem is not None:
+            lines.append(f"{function.name}: not checked: {function.problem}")
+            lines.append("")
+    total = sum(len(f.checks) for f in report.functions)
+    skipped = sum(1 for f in report.functions for c in f.checks
+                  if any(math.isnan(r.error) for r in c.rows))
+    if report.ok:
+        lines.append(f"ok: {len(report.functions)} function(s), {total} point(s): forward, "
+                     "reverse (factored, naive) and finite differences agree"
+                     + (f" (finite differences not compared at {skipped} point(s))"
+                        if skipped else ""))
+    else:
+        bad = [f.name for f in report.functions if not f.ok]
+        lines.append(f"FAILED: {', '.join(bad)}")
+    return "\n".join(lines)

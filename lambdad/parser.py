@@ -1,0 +1,909 @@
+"""Text to syntax: the grammar, desugaring to the core of :mod:`lambdad.syntax`, name resolution.
+
+Parsing runs in two stages.
+
+1. lark's LALR(1) parser reads ``grammar.lark`` and calls the callbacks of
+   :class:`_Concrete` on every reduction (no parse tree is built, and nothing recurses on the
+   nesting depth).  They build a light *concrete tree* of :class:`_Surface` nodes that still has
+   parentheses, multi-parameter lambdas, patterns and operators as written.
+2. :class:`_Desugarer` walks that tree with :func:`lambdad.iterate.run` and builds the core
+   terms: nested ``Lam`` for parameters, ``LetPair`` chains for patterns, right-nested
+   ``Pair`` for tuples, ``If`` for ``&&``/``||``, ``Prim`` for operators.  It also resolves
+   names: a name bound by an enclosing binder or an earlier declaration is a ``Var``; any
+   other name of the primitive table is a built-in, and ``zero``/``seed``/``cotangent`` are
+   the target language's linear constructs.
+
+Built-ins are saturated per application spine: ``f a1 ... an`` with a built-in head of arity
+``k <= n`` is ``Prim(f, a1..ak)`` applied to the rest, while a parenthesised head ends the
+spine, so ``(map g) xs`` keeps ``map`` a ``Builtin`` (the printer relies on this).
+
+Every error is a :class:`~lambdad.errors.ParseError` whose span points at the culprit; no
+lark exception escapes.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import lark
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from .errors import ParseError, Span
+from .iterate import Step, run
+from .primitives import LINEAR_NAMES, NAMED, OPERATORS
+from .syntax import (
+    BOOL,
+    COTANGENT,
+    REAL,
+    Annot,
+    App,
+    BoolLit,
+    Builtin,
+    Const,
+    Decl,
+    FunT,
+    If,
+    Lam,
+    Let,
+    LetPair,
+    LinLam,
+    ListLit,
+    ListT,
+    Module,
+    Pair,
+    PairT,
+    Plus,
+    Prim,
+    ReadOff,
+    Seed,
+    Term,
+    Type,
+    Var,
+    VarT,
+    Zero,
+)
+
+__all__ = ["parse_module", "parse_expr", "parse_type", "parse_entry", "is_incomplete"]
+
+# Names that mean something without a binding: a local binding shadows them, a top-level
+# definition may not reuse them.
+BUILTIN_NAMES = frozenset(NAMED) | frozenset(LINEAR_NAMES)
+
+# The wildcard parameter: binds nothing.
+WILDCARD = "_"
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
+# What the lexer refused at a digit: the number with whatever is glued to it.
+_MALFORMED_NUMBER = re.compile(r"[0-9][A-Za-z0-9_.']*(?:(?<=[eE])[+-][A-Za-z0-9_.']*)?")
+
+Position = tuple[int, int, int, int]  # line, col, end_line, end_col (exclusive)
+
+
+# --------------------------------------------------------------------------- stage 1
+
+
+class _Surface:
+    """A node of the concrete tree: ``kind`` is the grammar alias that built it, ``parts`` its
+    sub-trees, tokens and types, ``pos`` its extent in the text."""
+
+    __slots__ = ("kind", "pos", "parts")
+
+    def __init__(self, kind: str, pos: Position, parts: tuple):
+        self.kind = kind
+        self.pos = pos
+        self.parts = parts
+
+
+class _Located(Exception):
+    """An error found by a parser callback, which knows positions but not the file name."""
+
+    def __init__(self, message: str, pos: Position):
+        super().__init__(message)
+        self.message = message
+        self.pos = pos
+
+
+def _pos(item: Any) -> Position:
+    if isinstance(item, lark.Token):
+        return (item.line, item.column, item.end_line, item.end_column)
+    return item.pos
+
+
+def _extent(first: Any, last: Any) -> Position:
+    """The position from the start of ``first`` to the end of ``last``."""
+    start, end = _pos(first), _pos(last)
+    return (start[0], start[1], end[2], end[3])
+
+
+def _is_token(item: Any, *types: str) -> bool:
+    return isinstance(item, lark.Token) and item.type in types
+
+
+def _split_signature(items: list) -> tuple[list, Type | None]:
+    """The parameters and the optional result type in ``param* [: type]``."""
+    if len(items) >= 2 and _is_token(items[-2], "COLON"):
+        return items[:-2], items[-1]
+    return items, None
+
+
+class _Concrete(lark.Transformer):
+    """Callbacks of the LALR parser, one per grammar alias: they build :class:`_Surface` nodes
+    (and, for types, the core types directly: types carry no spans)."""
+
+    # ---- entry points
+    def module(self, items):
+        return items
+
+    def repl_entry(self, items):
+        return items[0]
+
+    def expr_entry(self, items):
+        return items[0]
+
+    def type_entry(self, items):
+        return items[0]
+
+    # ---- declarations
+    def decl(self, items):
+        """``def NAME param* [: type] = expr``."""
+        params, result = _split_signature(items[2:-2])
+        return _Surface("decl", _extent(items[0], items[-1]), (items[1], params, result, items[-1]))
+
+    def binding(self, items):
+        """``NAME [: type] = expr`` at the REPL: a declaration without parameters."""
+        _, result = _split_signature(items[1:-2])
+        return _Surface("decl", _extent(items[0], items[-1]), (items[0], [], result, items[-1]))
+
+    def typed_param(self, items):
+        """``(NAME : type)``."""
+        return _Surface("typed_param", _extent(items[0], items[-1]), (items[1], items[3]))
+
+    def pattern(self, items):
+        """``(pat, pat, ...)``; the components are NAME tokens or patterns."""
+        parts = tuple(item for item in items if not _is_token(item, "LPAR", "COMMA", "RPAR"))
+        return _Surface("pattern", _extent(items[0], items[-1]), parts)
+
+    # ---- expressions
+    def let(self, items):
+        """``let bind in expr``."""
+        return _Surface("let", _extent(items[0], items[-1]), (items[1], items[3]))
+
+    def bind_name(self, items):
+        """``NAME param* [: type] = expr``."""
+        params, result = _split_signature(items[1:-2])
+        return _Surface("bind_name", _extent(items[0], items[-1]),
+                        (items[0], params, result, items[-1]))
+
+    def bind_pattern(self, items):
+        """``pattern = expr``."""
+        return _Surface("bind_pattern", _extent(items[0], items[-1]), (items[0], items[2]))
+
+    def abstraction(self, items):
+        """``\\ param+ -> expr``."""
+        return _Surface("abstraction", _extent(items[0], items[-1]), (items[1:-2], items[-1]))
+
+    def linear_abstraction(self, items):
+        """``\\a -o expr``."""
+        return _Surface("linear_abstraction", _extent(items[0], items[-1]), (items[1], items[3]))
+
+    def conditional(self, items):
+        """``if expr then expr else expr``."""
+        return _Surface("conditional", _extent(items[0], items[-1]), (items[1], items[3], items[5]))
+
+    def oplus(self, items):
+        """``e1 <+> e2``."""
+        return _Surface("oplus", _extent(items[0], items[-1]), (items[0], items[2]))
+
+    def disjunction(self, items):
+        """``e1 || e2``."""
+        return _Surface("disjunction", _extent(items[0], items[-1]), (items[0], items[2]))
+
+    def conjunction(self, items):
+        """``e1 && e2``."""
+        return _Surface("conjunction", _extent(items[0], items[-1]), (items[0], items[2]))
+
+    def binary(self, items):
+        """``e1 op e2`` for the infix operators of the primitive table."""
+        return _Surface("binary", _extent(items[0], items[-1]), (items[1], items[0], items[2]))
+
+    def negation(self, items):
+        """``-e``."""
+        return _Surface("negation", _extent(items[0], items[-1]), (items[0], items[1]))
+
+    def application(self, items):
+        """``f a``."""
+        return _Surface("application", _extent(items[0], items[-1]), (items[0], items[1]))
+
+    def number(self, items):
+        """``2``, ``0.5``, ``1e-3``: a real."""
+        token = items[0]
+        value = float(token)
+        if value == float("inf"):
+            raise _Located(f"number `{token}` is too large", _pos(token))
+        return _Surface("number", _pos(token), (value,))
+
+    def true(self, items):
+        return _Surface("boolean", _pos(items[0]), (True,))
+
+    def false(self, items):
+        return _Surface("boolean", _pos(items[0]), (False,))
+
+    def name(self, items):
+        return _Surface("name", _pos(items[0]), (items[0],))
+
+    def parens(self, items):
+        """``(expr)``: kept, because parentheses end an application spine."""
+        return _Surface("parens", _extent(items[0], items[-1]), (items[1],))
+
+    def annotation(self, items):
+        """``(expr : type)``."""
+        return _Surface("annotation", _extent(items[0], items[-1]), (items[1], items[3]))
+
+    def tuple(self, items):
+        """``(e1, e2, ...)``."""
+        parts = tuple(items[1:-1:2])
+        return _Surface("tuple", _extent(items[0], items[-1]), parts)
+
+    def list(self, items):
+        """``[e1, ..., en]``."""
+        parts = tuple(items[1:-1:2])
+        return _Surface("list", _extent(items[0], items[-1]), parts)
+
+    # ---- types
+    def function_type(self, items):
+        """``A -> B`` and ``A -o B``."""
+        return FunT(items[0], items[2])
+
+    def pair_type(self, items):
+        """``A * B``."""
+        return PairT(items[0], items[2])
+
+    def real_type(self, items):
+        """``ℝ``."""
+        return REAL
+
+    def list_type(self, items):
+        """``[A]``."""
+        return ListT(items[1])
+
+    def parens_type(self, items):
+        return items[1]
+
+    def named_type(self, items):
+        """``R``, ``Bool``, ``d`` (the cotangent space), or a lower-case type variable."""
+        token = items[0]
+        name = str(token)
+        if name == "R":
+            return REAL
+        if name == "Bool":
+            return BOOL
+        if name == "d":
+            return COTANGENT
+        if name[0].islower():
+            # The type checker decides what an annotation's variables mean (it keeps them rigid).
+            return VarT(name)
+        raise _Located(
+            f"unknown type `{name}`; types are R, Bool, [A], A * B, A -> B and "
+            "lower-case type variables",
+            _pos(token),
+        )
+
+
+@functools.cache
+def _parser() -> lark.Lark:
+    """The LALR parser of ``grammar.lark`` (built once; it holds no per-parse state)."""
+    grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
+    return lark.Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        start=["module", "repl_entry", "expr_entry", "type_entry"],
+        transformer=_Concrete(),
+        maybe_placeholders=False,
+    )
+
+
+# --------------------------------------------------------------------------- parse errors
+
+# How the terminals read in a message, in the order they are listed.
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "RPAR": "`)`",
+    "RSQB": "`]`",
+    "COMMA": "`,`",
+    "COLON": "`:`",
+    "EQUAL": "`=`",
+    "IN": "`in`",
+    "THEN": "`then`",
+    "ELSE": "`else`",
+    "ARROW": "`->`",
+    "LOLLI": "`-o`",
+    "TIMES": "`*`",
+    "DEF": "`def`",
+    "LET": "`let`",
+    "IF": "`if`",
+    "TRUE": "`true`",
+    "FALSE": "`false`",
+    "LAMBDA": "`\\`",
+    "REAL": "`ℝ`",
+    "LPAR": "`(`",
+    "LSQB": "`[`",
+    "OPLUS": "`<+>`",
+    "OROR": "`||`",
+    "ANDAND": "`&&`",
+    "EQEQ": "`==`",
+    "NOTEQ": "`!=`",
+    "LESSEQ": "`<=`",
+    "GREATEREQ": "`>=`",
+    "LESS": "`<`",
+    "GREATER": "`>`",
+    "PLUS": "`+`",
+    "MINUS": "`-`",
+    "STAR": "`*`",
+    "SLASH": "`/`",
+    "CARET": "`^`",
+    "$END": "end of input",
+}
+
+_ATOM_START = frozenset({"NAME", "NUMBER", "TRUE", "FALSE", "LPAR", "LSQB"})
+_EXPRESSION_START = _ATOM_START | {"LAMBDA", "LET", "IF", "MINUS"}
+_TYPE_START = frozenset({"NAME", "REAL", "LSQB", "LPAR"})
+_PARAMETER_START = frozenset({"NAME", "LPAR"})
+_COMPARISONS = frozenset({"EQEQ", "NOTEQ", "LESSEQ", "GREATEREQ", "LESS", "GREATER"})
+_BINARY = _COMPARISONS | {"OPLUS", "OROR", "ANDAND", "PLUS", "MINUS", "STAR", "SLASH", "CARET"}
+
+
+def _expected_words(expected: Iterable[str]) -> str:
+    """``expected`` terminal names as a phrase: "an expression, `)` or `,`"."""
+    remaining = set(expected)
+    phrases = []
+    # After an operand `-` is binary and a new atom is one more argument.
+    after_operand = "CARET" in remaining or "PLUS" in remaining
+    if _ATOM_START <= remaining:
+        phrases.append("an argument" if after_operand else "an expression")
+        remaining -= _ATOM_START if after_operand else _EXPRESSION_START
+    if after_operand:
+        phrases.append("an operator")
+        remaining -= _BINARY
+    if "REAL" in remaining:
+        phrases.append("a type")
+        remaining -= _TYPE_START
+    if _PARAMETER_START <= remaining:
+        # After `let` only a name or a pattern; after `\` or a name, more parameters.
+        phrases.append("a name or a pattern" if remaining == _PARAMETER_START else "a parameter")
+        remaining -= _PARAMETER_START
+    phrases.extend(words for name, words in _TERMINAL_WORDS.items() if name in remaining)
+    phrases.extend(sorted(f"`{name}`" for name in remaining - _TERMINAL_WORDS.keys()))
+    if not phrases:
+        return "something else"
+    if len(phrases) == 1:
+        return phrases[0]
+    return ", ".join(phrases[:-1]) + " or " + phrases[-1]
+
+
+def _end_position(text: str) -> Position:
+    lines = text.split("\n")
+    line, col = len(lines), len(lines[-1]) + 1
+    return (line, col, line, col + 1)
+
+
+def _describe(token: lark.Token) -> str:
+    if token.type == "NAME":
+        return f"name `{token}`"
+    if token.type == "NUMBER":
+        return f"number `{token}`"
+    return f"`{token}`"
+
+
+def _character(char: str) -> str:
+    if char.isprintable() and not char.isspace():
+        return f"`{char}`"
+    return f"U+{ord(char):04X}"
+
+
+def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[str], Position]:
+    """The terminals that may follow the text before the unexpected token, and the position
+    just after that text's last token.
+
+    lark reports what the parser expected after the reductions the bad token triggered
+    (``f x )`` would only "expect `def`"); parsing the prefix again and asking the parser
+    state before that token gives everything that could have come next.
+    """
+    token = error.token
+    prefix = text if token.type == "$END" else text[:token.start_pos]
+    try:
+        interactive = _parser().parse_interactive(prefix, start=start)
+        tokens = interactive.exhaust_lexer()
+        expected = set(interactive.accepts())
+    except (LarkError, _Located):  # pragma: no cover - the prefix parsed once already
+        return set(error.accepts or error.expected), _end_position(text)
+    if not tokens:
+        return expected, (1, 1, 1, 2)
+    last = tokens[-1]
+    return expected, (last.end_line, last.end_column, last.end_line, last.end_column + 1)
+
+
+def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Position]:
+    """Message and position of a lark parse error, in the user's words."""
+    if isinstance(error, UnexpectedToken):
+        token = error.token
+        expected, after = _expected_after(text, start, error)
+        if token.type == "$END":
+            # Pointed just after the last token: the end of the text may be blank lines.
+            return f"unexpected end of input; expected {_expected_words(expected)}", after
+        if token.type in _COMPARISONS and not _EXPRESSION_START <= expected:
+            return (f"comparisons do not chain: add parentheses around one side of `{token}`",
+                    _pos(token))
+        return f"unexpected {_describe(token)}; expected {_expected_words(expected)}", _pos(token)
+    if isinstance(error, UnexpectedCharacters):
+        offset = error.pos_in_stream
+        line, col = error.line, error.column
+        bad = _MALFORMED_NUMBER.match(text, offset)
+        if bad is not None:
+            return f"malformed number `{bad.group()}`", (line, col, line, col + len(bad.group()))
+        return f"unexpected character {_character(text[offset])}", (line, col, line, col + 1)
+    return "syntax error", (error.line, error.column, error.line, error.column + 1)
+
+
+def _concrete(text: str, file: str, start: str) -> Any:
+    """The concrete tree of ``text`` from the grammar rule ``start``; raises ParseError."""
+    try:
+        return _parser().parse(text, start=start)
+    except _Located as error:
+        raise ParseError(error.message, Span(file, *error.pos)) from None
+    except UnexpectedInput as error:
+        message, pos = _from_lark(error, text, start)
+        raise ParseError(message, Span(file, *pos)) from None
+    except LarkError as error:  # pragma: no cover - lark's other failures are grammar bugs
+        raise ParseError(f"syntax error ({error})", Span(file, *_end_position(text))) from None
+
+
+# --------------------------------------------------------------------------- stage 2
+
+
+class _FreshNames:
+    """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else."""
+
+    def __init__(self, taken: Iterable[str]):
+        self._taken = set(taken) | BUILTIN_NAMES
+        self._next: dict[str, int] = {}
+
+    def fresh(self, base: str = "p") -> str:
+        """A name not handed out before and not among the taken ones."""
+        if base not in self._taken:
+            self._taken.add(base)
+            return base
+        index = self._next.get(base, 1)
+        while f"{base}{index}" in self._taken:
+            index += 1
+        self._next[base] = index + 1
+        name = f"{base}{index}"
+        self._taken.add(name)
+        return name
+
+
+class _Scope:
+    """The names a term may refer to: top-level definitions and the enclosing binders."""
+
+    def __init__(self, top: Iterable[str]):
+        self.top = set(top)
+        self._local: dict[str, int] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._local or name in self.top
+
+    def enter(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name != WILDCARD:
+                self._local[name] = self._local.get(name, 0) + 1
+
+    def leave(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name != WILDCARD:
+                count = self._local[name] - 1
+                if count:
+                    self._local[name] = count
+                else:
+                    del self._local[name]
+
+
+def _pattern_tokens(pattern: _Surface) -> list[lark.Token]:
+    """The NAME tokens of a pattern, left to right."""
+    tokens = []
+    stack: list[Any] = [pattern]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, lark.Token):
+            tokens.append(item)
+        else:
+            stack.extend(reversed(item.parts))
+    return tokens
+
+
+def _parameter_tokens(param: Any) -> list[lark.Token]:
+    if isinstance(param, lark.Token):
+        return [param]
+    if param.kind == "typed_param":
+        return [param.parts[0]]
+    return _pattern_tokens(param)
+
+
+def _builtin_arity(name: str) -> int | None:
+    if name in NAMED:
+        return NAMED[name].arity
+    return _LINEAR_ARITY.get(name)
+
+
+# The linear constructs of the target language are written like built-ins of these arities.
+_LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
+assert set(_LINEAR_ARITY) == set(LINEAR_NAMES)
+
+
+class _Desugarer:
+    """The core term of a concrete tree, with names resolved (stage 2; see the module docstring).
+
+    One arm per grammar alias; every arm is a generator driven by :func:`run`.
+    """
+
+    def __init__(self, file: str, names: _FreshNames, scope: _Scope):
+        self.file = file
+        self.names = names
+        self.scope = scope
+
+    def span(self, pos: Position) -> Span:
+        return Span(self.file, *pos)
+
+    def error(self, message: str, pos: Position) -> ParseError:
+        return ParseError(message, self.span(pos))
+
+    def term(self, s: _Surface) -> Step[Term]:
+        return getattr(self, "_" + s.kind)(s)
+
+    # ---- declarations
+
+    def declaration(self, s: _Surface) -> Step[Decl]:
+        """``def f p1 ... pn : T = e`` is ``def f = \\p1 -> ... \\pn -> (e : T)``."""
+        name, params, result, body = s.parts
+        value = yield self.function(params, result, body, _extent(params[0], body) if params
+                                    else body.pos)
+        return Decl(str(name), value, span=self.span(s.pos))
+
+    def check_definable(self, name: lark.Token) -> None:
+        """Raises unless ``name`` may name a declaration."""
+        if name == WILDCARD:
+            raise self.error("a declaration needs a name, not `_`", _pos(name))
+        if name in BUILTIN_NAMES:
+            raise self.error(f"`{name}` is a built-in", _pos(name))
+
+    # ---- binders
+
+    def function(self, params: list, result: Type | None, body: _Surface,
+                 pos: Position) -> Step[Term]:
+        """``\\p1 ... pn -> e`` as nested ``Lam``; a pattern parameter ``(a, b)`` becomes a
+        fresh parameter ``p`` and ``let (a, b) = p in ...``; ``result`` annotates the body."""
+        names = self.distinct(t for param in params for t in _parameter_tokens(param))
+        fresh = [None if isinstance(param, lark.Token) or param.kind == "typed_param"
+                 else self.names.fresh() for param in params]
+        self.scope.enter(names)
+        term = yield self.term(body)
+        self.scope.leave(names)
+        if result is not None:
+            term = Annot(term, result, span=term.span)
+        for index in range(len(params) - 1, -1, -1):
+            param = params[index]
+            span = self.span(pos if index == 0 else _extent(param, body))
+            if isinstance(param, lark.Token):
+                term = Lam(str(param), term, span=span)
+            elif param.kind == "typed_param":
+                term = Lam(str(param.parts[0]), term, param.parts[1], span=span)
+            else:
+                value = Var(fresh[index], span=self.span(param.pos))
+                term = Lam(fresh[index], self.destructure(param, value, term), span=span)
+        return term
+
+    def distinct(self, tokens: Iterable[lark.Token]) -> list[str]:
+        """The names of ``tokens``; raises if one (other than ``_``) occurs twice."""
+        seen: set[str] = set()
+        names = []
+        for token in tokens:
+            name = str(token)
+            if name in seen:
+                raise self.error(f"`{name}` is bound twice here", _pos(token))
+            if name != WILDCARD:
+                seen.add(name)
+            names.append(name)
+        return names
+
+    def destructure(self, pattern: _Surface, value: Term, body: Term) -> Term:
+        """``let pattern = value in body`` as nested ``LetPair``: ``(a, b, c)`` is
+        ``(a, (b, c))`` and every nested pattern is matched against a fresh name."""
+        steps: list[tuple[str, str, Term, Span]] = []
+        # (components, index of the first one, value): the pattern (items[i], ..., items[-1])
+        work: list[tuple[tuple, int, Term, Position]] = [(pattern.parts, 0, value, pattern.pos)]
+        while work:
+            items, first, current, pos = work.pop()
+            nested = []
+            names = []
+            for part in (items[first], None if len(items) - first > 2 else items[first + 1]):
+                if part is None:  # the rest of an n-tuple pattern is itself a pair
+                    name = self.names.fresh()
+                    nested.append((items, first + 1, Var(name, span=self.span(pos)), pos))
+                elif isinstance(part, lark.Token):
+                    name = str(part)
+                else:
+                    name = self.names.fresh()
+                    nested.append((part.parts, 0, Var(name, span=self.span(part.pos)), part.pos))
+                names.append(name)
+            steps.append((names[0], names[1], current, self.span(pos)))
+            work.extend(reversed(nested))
+        for first_name, second_name, current, span in reversed(steps):
+            body = LetPair(first_name, second_name, current, body, span=span)
+        return body
+
+    # ---- arms
+
+    def _number(self, s):
+        """A real literal."""
+        yield from ()
+        return Const(s.parts[0], span=self.span(s.pos))
+
+    def _boolean(self, s):
+        """``true`` / ``false``."""
+        yield from ()
+        return BoolLit(s.parts[0], span=self.span(s.pos))
+
+    def _name(self, s):
+        """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
+        a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error)."""
+        yield from ()
+        token = s.parts[0]
+        name = str(token)
+        span = self.span(s.pos)
+        if name == WILDCARD:
+            raise self.error("`_` is not a value: it only ignores a parameter or a pattern "
+                             "component", s.pos)
+        if name in self.scope:
+            return Var(name, span=span)
+        if name in NAMED:
+            return Builtin(NAMED[name].name, span=span)
+        if name in _LINEAR_ARITY:
+            if _LINEAR_ARITY[name] == 0:
+                return self.saturate(name, [], s.pos)
+            count = _LINEAR_ARITY[name]
+            raise self.error(f"`{name}` needs {count} argument{'s' if count > 1 else ''} here",
+                             s.pos)
+        return Var(name, span=span)
+
+    def saturate(self, name: str, args: list[Term], pos: Position) -> Term:
+        """The built-in ``name`` applied to exactly its arity of arguments."""
+        span = self.span(pos)
+        if name in NAMED:
+            return Prim(NAMED[name].name, tuple(args), span=span)
+        if name == "zero":
+            return Zero(span=span)
+        if name == "seed":
+            index = args[0]
+            if not (isinstance(index, Const) and index.value >= 0 and index.value.is_integer()):
+                raise ParseError("`seed` expects a non-negative integer literal", index.span)
+            return Seed(int(index.value), span=span)
+        if name == "cotangent":
+            return ReadOff(args[0], args[1], span=span)
+        raise AssertionError(f"no such built-in {name!r}")  # pragma: no cover
+
+    def _application(self, s):
+        """``f a1 ... an``: see the module docstring for built-in heads."""
+        spine = []
+        head = s
+        while head.kind == "application":
+            spine.append(head)
+            head = head.parts[0]
+        spine.reverse()
+        fn = None
+        used = 0
+        if head.kind == "name" and str(head.parts[0]) not in self.scope:
+            name = str(head.parts[0])
+            arity = _builtin_arity(name)
+            if arity is not None and arity <= len(spine):
+                args = []
+                for node in spine[:arity]:
+                    args.append((yield self.term(node.parts[1])))
+                fn = self.saturate(name, args, spine[arity - 1].pos if arity else head.pos)
+                used = arity
+        if fn is None:
+            fn = yield self.term(head)
+        for node in spine[used:]:
+            arg = yield self.term(node.parts[1])
+            fn = App(fn, arg, span=self.span(node.pos))
+        return fn
+
+    def _parens(self, s):
+        """``(e)``."""
+        return (yield self.term(s.parts[0]))
+
+    def _annotation(self, s):
+        """``(e : A)``."""
+        expr = yield self.term(s.parts[0])
+        return Annot(expr, s.parts[1], span=self.span(s.pos))
+
+    def _tuple(self, s):
+        """``(e1, ..., en)`` is ``(e1, (e2, ... en))``."""
+        items = []
+        for part in s.parts:
+            items.append((yield self.term(part)))
+        term = items[-1]
+        for index in range(len(items) - 2, -1, -1):
+            pos = s.pos if index == 0 else _extent(s.parts[index], s.parts[-1])
+            term = Pair(items[index], term, span=self.span(pos))
+        return term
+
+    def _list(self, s):
+        """``[e1, ..., en]``."""
+        items = []
+        for part in s.parts:
+            items.append((yield self.term(part)))
+        return ListLit(tuple(items), span=self.span(s.pos))
+
+    def _binary(self, s):
+        """``e1 op e2``: the primitive spelled ``op``."""
+        op, left, right = s.parts
+        first = yield self.term(left)
+        second = yield self.term(right)
+        return Prim(OPERATORS[(str(op), "infix")].name, (first, second), span=self.span(s.pos))
+
+    def _negation(self, s):
+        """``-e``: the primitive spelled as prefix ``-``."""
+        op, operand = s.parts
+        arg = yield self.term(operand)
+        return Prim(OPERATORS[(str(op), "prefix")].name, (arg,), span=self.span(s.pos))
+
+    def _conjunction(self, s):
+        """``a && b`` is ``if a then b else false``."""
+        left = yield self.term(s.parts[0])
+        right = yield self.term(s.parts[1])
+        span = self.span(s.pos)
+        return If(left, right, BoolLit(False, span=span), span=span)
+
+    def _disjunction(self, s):
+        """``a || b`` is ``if a then true else b``."""
+        left = yield self.term(s.parts[0])
+        right = yield self.term(s.parts[1])
+        span = self.span(s.pos)
+        return If(left, BoolLit(True, span=span), right, span=span)
+
+    def _oplus(self, s):
+        """``e1 <+> e2``."""
+        left = yield self.term(s.parts[0])
+        right = yield self.term(s.parts[1])
+        return Plus(left, right, span=self.span(s.pos))
+
+    def _conditional(self, s):
+        """``if c then e1 else e2``."""
+        cond = yield self.term(s.parts[0])
+        then = yield self.term(s.parts[1])
+        orelse = yield self.term(s.parts[2])
+        return If(cond, then, orelse, span=self.span(s.pos))
+
+    def _abstraction(self, s):
+        """``\\p1 ... pn -> e``."""
+        params, body = s.parts
+        return (yield self.function(params, None, body, s.pos))
+
+    def _linear_abstraction(self, s):
+        """``\\a -o e``."""
+        name, body = s.parts
+        self.scope.enter([str(name)])
+        term = yield self.term(body)
+        self.scope.leave([str(name)])
+        return LinLam(str(name), term, span=self.span(s.pos))
+
+    def _let(self, s):
+        """``let x p1 ... pn : T = e1 in e2`` (a local function when n > 0) and
+        ``let pattern = e1 in e2``; the bound names are not visible in ``e1``."""
+        bind, body = s.parts
+        if bind.kind == "bind_name":
+            name, params, result, value_tree = bind.parts
+            value = yield self.function(params, result, value_tree,
+                                        _extent(params[0], value_tree) if params
+                                        else value_tree.pos)
+            names = [str(name)]
+        else:
+            pattern, value_tree = bind.parts
+            value = yield self.term(value_tree)
+            names = self.distinct(_pattern_tokens(pattern))
+        self.scope.enter(names)
+        term = yield self.term(body)
+        self.scope.leave(names)
+        span = self.span(s.pos)
+        if bind.kind == "bind_name":
+            return Let(names[0], value, term, span=span)
+        # The outermost LetPair stands for the whole `let`.
+        return attrs.evolve(self.destructure(bind.parts[0], value, term), span=span)
+
+
+def _identifiers(text: str) -> set[str]:
+    """Every identifier-like word of ``text`` (comments included): fresh names avoid them."""
+    return set(_IDENTIFIER.findall(text))
+
+
+def _desugarer(text: str, file: str, bound: Iterable[str]) -> _Desugarer:
+    bound = list(bound)
+    return _Desugarer(file, _FreshNames(_identifiers(text) | set(bound)), _Scope(bound))
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def parse_module(text: str, file: str = "<input>", predefined: Iterable[str] = (),
+                 allow_redefinition: bool = False) -> Module:
+    """The declarations of a program ``text``; raises ParseError (syntax, a name defined twice,
+    a definition of a built-in).
+
+    ``predefined`` names (a prelude, the REPL's environment) are in scope; redefining one is an
+    error unless ``allow_redefinition``.
+    """
+    predefined = list(predefined)
+    trees = _concrete(text, file, "module")
+    desugarer = _desugarer(text, file, predefined)
+    defined: dict[str, Span] = {}
+    decls = []
+    for tree in trees:
+        name = tree.parts[0]
+        desugarer.check_definable(name)
+        if str(name) in defined:
+            raise desugarer.error(f"`{name}` is already defined at {defined[str(name)]}",
+                                  _pos(name))
+        if str(name) in desugarer.scope.top and not allow_redefinition:
+            raise desugarer.error(f"`{name}` is already defined", _pos(name))
+        decls.append(run(desugarer.declaration(tree)))
+        defined[str(name)] = desugarer.span(_pos(name))
+        desugarer.scope.top.add(str(name))
+    return Module(tuple(decls))
+
+
+def parse_expr(text: str, file: str = "<expr>", bound: Iterable[str] = ()) -> Term:
+    """The term of the expression ``text``, in which the ``bound`` names are variables;
+    raises ParseError."""
+    tree = _concrete(text, file, "expr_entry")
+    return run(_desugarer(text, file, bound).term(tree))
+
+
+def parse_type(text: str, file: str = "<type>") -> Type:
+    """The type written ``text``; raises ParseError."""
+    return _concrete(text, file, "type_entry")
+
+
+def parse_entry(text: str, file: str = "<repl>", bound: Iterable[str] = ()) -> Decl | Term:
+    """One REPL input: ``def f ... = e`` or ``x = e`` (a Decl), or an expression (a Term).
+
+    The ``bound`` names are variables; redefining one is allowed.  Raises ParseError.
+    """
+    tree = _concrete(text, file, "repl_entry")
+    desugarer = _desugarer(text, file, bound)
+    if tree.kind == "decl":
+        desugarer.check_definable(tree.parts[0])
+        return run(desugarer.declaration(tree))
+    return run(desugarer.term(tree))
+
+
+_BLANK = re.compile(r"(?:\s|--[^\n]*)*")
+
+
+def is_incomplete(text: str) -> bool:
+    """True if ``text`` is a REPL input cut short (an open bracket, a trailing ``in``, ``->``
+    or operator): a prefix of valid input that ended too early.  Never raises."""
+    if _BLANK.fullmatch(text):
+        return False
+    try:
+        _parser().parse(text, start="repl_entry")
+    except UnexpectedToken as error:
+        return error.token.type == "$END"
+    except (LarkError, _Located):
+        return False
+    return False
+

@@ -1,0 +1,570 @@
+"""``Program``: the one place where the stages meet (parse → check → transform → evaluate).
+
+The CLI, the REPL and the Python API are thin layers over this module.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from . import backward as backward_mode
+from . import forward as forward_mode
+from .differentiate import FORWARD, REVERSE, Differentiator, Stats, count_reals, is_real, map_value
+from .errors import DifferentiationError, LambdadError, UsageError
+from .interpreter import Interpreter
+from .iterate import run
+from .parser import parse_expr, parse_module
+from .printer import print_decl, print_term, print_type
+from .simplify import simplify
+from .syntax import (
+    App,
+    BoolLit,
+    BoolT,
+    Const,
+    Decl,
+    FunT,
+    Let,
+    LetPair,
+    Lam,
+    ListLit,
+    ListT,
+    Module,
+    Pair,
+    PairT,
+    Prim,
+    RealT,
+    ReadOff,
+    Seed,
+    Term,
+    Type,
+    Var,
+    VarT,
+    binders,
+    children,
+    free_vars,
+    walk,
+)
+from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
+from .values import format_value, to_python
+
+PRELUDE_FILE = "<prelude>"
+STRATEGIES = ("factored", "naive")
+MODES = ("reverse", "forward", "both")
+
+
+def _prelude_text() -> str:
+    return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
+
+
+def load(path: str | Path) -> "Program":
+    """The program in the file ``path``; raises UsageError if it cannot be read and
+    ParseError / TypeCheckError if it is not a well-typed program."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    return loads(text, str(path))
+
+
+def loads(text: str, file: str = "<string>") -> "Program":
+    """The program whose source is ``text`` (``file`` names it in error messages)."""
+    return Program(text, file)
+
+
+class Program:
+    """A parsed, type-checked program with its prelude, ready to run and differentiate.
+
+    Points and results are Python data: ``R`` ↔ float, pairs ↔ tuples, lists ↔ lists,
+    ``Bool`` ↔ bool.  A function of several curried arguments takes a tuple point.
+    """
+
+    def __init__(self, text: str, file: str = "<string>"):
+        prelude_text = _prelude_text()
+        self.file = file
+        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text, file: text}
+        prelude = parse_module(prelude_text, PRELUDE_FILE)
+        self.prelude_names = tuple(d.name for d in prelude.decls)
+        user = parse_module(text, file, predefined=self.prelude_names, allow_redefinition=True)
+        user_names = {d.name for d in user.decls}
+        kept = tuple(d for d in prelude.decls if d.name not in user_names)
+        self.user_names = tuple(d.name for d in user.decls)
+        self.module = Module(kept + user.decls)
+        self.typing: ModuleTyping = infer_module(self.module)
+        self.decls: dict[str, Decl] = {d.name: d for d in self.module.decls}
+        self.strategy = "factored"
+        self._interpreter = Interpreter(strategy=self.strategy)
+        self._differentiator = Differentiator(self._interpreter, self.strategy)
+        self._interpreter.ad_hooks = self._differentiator.hooks()
+        self._values: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------ inspection
+    def names(self) -> tuple[str, ...]:
+        """The program's own top-level names, in order (not the prelude's)."""
+        return self.user_names
+
+    def scheme(self, name: str) -> Scheme:
+        self._require(name)
+        return self.typing.schemes[name]
+
+    def types(self) -> list[tuple[str, str]]:
+        """Each of the program's top-level names with its inferred type, in order."""
+        return [(name, str(self.typing.schemes[name])) for name in self.user_names]
+
+    def _require(self, name: str) -> Decl:
+        decl = self.decls.get(name)
+        if decl is None:
+            known = ", ".join(self.user_names) or "none"
+            raise UsageError(f"no top-level definition named `{name}` (defined: {known})")
+        return decl
+
+    # ------------------------------------------------------------ evaluation
+    def _set_strategy(self, strategy: str | None) -> None:
+        strategy = strategy or "factored"
+        if strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy `{strategy}`; use factored or naive")
+        self.strategy = strategy
+        self._interpreter.strategy = strategy
+        self._differentiator.strategy = strategy
+
+    def value_of(self, name: str) -> Any:
+        """The runtime value of the top-level ``name`` (evaluating what it needs)."""
+        self._require(name)
+        if self._values is None or name not in self._values:
+            self._values = self._interpreter.evaluate_module(self.module, upto=name)
+        return self._values[name]
+
+    def run(self, entry: str = "main") -> Any:
+        """The value of ``entry`` (default ``main``) as Python data."""
+        return to_python(self.run_raw(entry))
+
+    def run_raw(self, entry: str = "main") -> Any:
+        """The runtime value of ``entry`` (for printing in the language's syntax)."""
+        if entry == "main" and entry not in self.decls:
+            raise UsageError("this program has no `main`; name a definition with --entry")
+        self._require(entry)
+        return self.value_of(entry)
+
+    def evaluate_text(self, text: str) -> tuple[Any, Type]:
+        """Value and type of an expression over the program's names."""
+        term = parse_expr(text, "<expr>", bound=tuple(self.decls))
+        typing = infer_term(term, self.typing.env)
+        needed = free_vars(term) & set(self.decls)
+        env = {name: self.value_of(name) for name in needed}
+        return self._interpreter.evaluate(term, env), typing.type
+
+    # ------------------------------------------------------------ the REPL's toplevel
+    def type_of_term(self, term: Term) -> Type:
+        """The type of the expression ``term`` over the program's names (its type variables
+        named ``a, b, ...``); raises TypeCheckError."""
+        return infer_term(term, self.typing.env).type
+
+    def evaluate_term(self, term: Term) -> tuple[Any, Type]:
+        """Value and type of the expression ``term`` over the program's names; raises
+        TypeCheckError or EvalError."""
+        type_ = self.type_of_term(term)
+        needed = free_vars(term) & set(self.decls)
+        env = {name: self.value_of(name) for name in needed}
+        return self._interpreter.evaluate(term, env), type_
+
+    def extended(self, decls: Sequence[Decl]) -> "Program":
+        """A new program: this one's declarations followed by ``decls``, which are
+        type-checked and evaluated at once, as at an ML toplevel (this program is left
+        unchanged).  A declaration of a name already defined replaces it for what follows:
+        the old one stays, renamed ``name'1`` (or the next free such name) and hidden from
+        :meth:`names`, for the declarations that used it.  Raises TypeCheckError or EvalError
+        for a new declaration that is ill-typed or fails."""
+        module_decls = list(self.module.decls)
+        user_names = list(self.user_names)
+        values = dict(self._values or {})
+        for decl in decls:
+            old = next((i for i, d in enumerate(module_decls) if d.name == decl.name), None)
+            if old is not None:
+                hidden = _unused_name(decl.name, module_decls)
+                module_decls[old] = attrs.evolve(module_decls[old], name=hidden)
+                for i in range(old + 1, len(module_decls)):
+                    later = module_decls[i]
+                    if decl.name in free_vars(later.value):
+                        module_decls[i] = attrs.evolve(
+                            later, value=_rename_free(later.value, decl.name, hidden))
+                if decl.name in values:
+                    values[hidden] = values.pop(decl.name)
+                if decl.name in user_names:
+                    user_names.remove(decl.name)
+            module_decls.append(decl)
+            user_names.append(decl.name)
+        new = copy.copy(self)
+        new.module = Module(tuple(module_decls))
+        new.typing = infer_module(new.module)
+        new.decls = {d.name: d for d in new.module.decls}
+        new.user_names = tuple(user_names)
+        new._values = values
+        for decl in new.module.decls[len(module_decls) - len(decls):]:
+            needed = free_vars(decl.value) & set(new.decls)
+            env = {name: new.value_of(name) for name in needed}
+            new._values[decl.name] = new._interpreter.evaluate(decl.value, env)
+        return new
+
+    # ------------------------------------------------------------ points
+    def parse_point(self, text: str, what: str = "--at") -> Any:
+        """The runtime value written as ``text`` in the language's syntax (``2,5``,
+        ``(2, 5)``, ``[1, 2, 3]``); raises UsageError if it is not a constant value."""
+        source = text.strip()
+        if not source:
+            raise UsageError(f"{what} needs a value")
+        if _has_top_level_comma(source):
+            source = f"({source})"
+        try:
+            term = parse_expr(source, what)
+            infer_term(term)
+            return self._interpreter.evaluate(term, {})
+        except LambdadError as exc:
+            raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
+
+    def _as_value(self, point: Any) -> Any:
+        """Python data (or an already parsed runtime value) as a runtime value."""
+        if isinstance(point, str):
+            return self.parse_point(point)
+        return _from_python(point)
+
+    def _function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
+        """The function to differentiate (uncurried if needed), its argument value, and the
+        result type.  Raises UsageError if the point does not fit the function's input."""
+        self._require(name)
+        scheme = self.typing.schemes[name]
+        f_type = scheme.type
+        value = self._as_value(point)
+        params: list[Type] = []
+        result = f_type
+        while isinstance(result, FunT):
+            params.append(result.arg)
+            result = result.result
+        if not params:
+            raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
+        f = self.value_of(name)
+        if _fits(value, params[0]):
+            return f, value, f_type.result
+        for k in range(2, len(params) + 1):
+            if _fits(value, _tuple_type(params[:k])):
+                return self._uncurried(name, k), value, _result_after(f_type, k)
+        expected = print_type(params[0])
+        if len(params) > 1:
+            expected += " (or the tuple " + print_type(_tuple_type(params)) + ")"
+        raise UsageError(
+            f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
+
+    def _uncurried(self, name: str, k: int) -> Any:
+        """``\\p -> name p1 ... pk`` as a closure value, so it can be transformed."""
+        body: Term = Var(name)
+        rest: Term = Var("p")
+        for i in range(k):
+            if i < k - 1:
+                arg = Prim("fst", (rest,))
+                rest = Prim("snd", (rest,))
+            else:
+                arg = rest
+            body = App(body, arg)
+        term = Lam("p", body)
+        return self._interpreter.evaluate(term, {name: self.value_of(name)})
+
+    # ------------------------------------------------------------ differentiation
+    def call(self, name: str, point: Any) -> Any:
+        """The value of ``name`` at ``point`` (primal only), as Python data."""
+        f, x, _ = self._function_and_point(name, point)
+        return to_python(self._interpreter.apply(f, x))
+
+    def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
+                       strategy: str | None = None, stats: bool = False):
+        """``(value, gradient)`` of ``name`` at ``point``; the gradient has the point's shape.
+
+        ``mode`` is ``"reverse"`` (backpropagation, default) or ``"forward"`` (one dual-number
+        run per input real); ``strategy`` is ``"factored"`` (default) or ``"naive"``.  With
+        ``stats=True`` a third element reports backpropagators created and bodies run.
+        """
+        if mode not in ("reverse", "forward"):
+            raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
+        f, x, result = self._function_and_point(name, point)
+        if not (isinstance(result, RealT) or isinstance(result, VarT)):
+            raise UsageError(
+                f"grad needs a function returning R; `{name}` returns {print_type(result)}")
+        self._set_strategy(strategy)
+        if mode == "forward":
+            value, gradient = self._differentiator.forward_grad(f, x)
+            run_stats = Stats(0, 0)
+        else:
+            value, gradient = self._differentiator.grad(f, x)
+            run_stats = self._differentiator.last_stats
+        out = (to_python(value), to_python(gradient))
+        return out + (run_stats,) if stats else out
+
+    def grad(self, name: str, point: Any, mode: str = "reverse",
+             strategy: str | None = None, stats: bool = False):
+        """The gradient of ``name`` at ``point`` (``(gradient, stats)`` with ``stats=True``)."""
+        out = self.value_and_grad(name, point, mode=mode, strategy=strategy, stats=stats)
+        return (out[1], out[2]) if stats else out[1]
+
+    def jvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
+        """``(value, directional derivative)`` of ``name`` at ``point`` along ``direction``."""
+        f, x, _ = self._function_and_point(name, point)
+        v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
+            direction, "--dir")
+        try:
+            value, tangent = self._differentiator.jvp(f, x, v)
+        except DifferentiationError as exc:
+            raise UsageError(exc.message) from None
+        return to_python(value), to_python(tangent)
+
+    def vjp(self, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
+        """``(value, pull-back)``; the pull-back takes and returns Python data."""
+        f, x, _ = self._function_and_point(name, point)
+        value, pullback = self._differentiator.vjp(f, x)
+        return to_python(value), lambda ct: to_python(pullback(_from_python(ct)))
+
+    def stats(self) -> Stats | None:
+        return self._differentiator.last_stats
+
+    # ------------------------------------------------------------ showing programs
+    def dependencies(self, name: str) -> list[Decl]:
+        """The declarations ``name`` needs (transitively), in program order, ending with it."""
+        self._require(name)
+        needed = {name}
+        for decl in reversed(self.module.decls):
+            if decl.name in needed:
+                needed |= free_vars(decl.value) & set(self.decls)
+        return [d for d in self.module.decls if d.name in needed]
+
+    def transformed_decls(self, name: str, mode: str, raw: bool = False) -> list[Decl]:
+        transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
+        out = []
+        for decl in self.dependencies(name):
+            term = transform(decl.value)
+            if not raw:
+                term = simplify(term)
+            out.append(Decl(decl.name, term, span=decl.span))
+        return out
+
+    def show(self, name: str, forward: bool = False, backward: bool = False,
+             at: Any = None, raw: bool = False) -> str:
+        """The transformed program of ``name`` as source text (with its transformed type as
+        a comment); with ``at``, a complete program whose ``main`` computes the value and the
+        gradient at that point."""
+        if forward == backward:
+            raise UsageError("choose one of --forward and --backward")
+        mode = FORWARD if forward else REVERSE
+        transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
+        decls = self.transformed_decls(name, mode, raw)
+        header = "→D" if forward else "←D"
+        lines = []
+        for decl in decls:
+            source_type = self.typing.schemes[decl.name].type
+            lines.append(f"-- {decl.name} : {print_type(transform_type(source_type))}"
+                         f"    ({header} of {print_type(source_type)})")
+            lines.append(print_decl(decl))
+            lines.append("")
+        if at is not None:
+            lines.append(self._show_main(name, at, mode))
+            lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+
+    def _show_main(self, name: str, at: Any, mode: str) -> str:
+        f, x, result = self._function_and_point(name, at)
+        scheme = self.typing.schemes[name]
+        curried_k = 1
+        if f is not self.value_of(name):
+            # uncurried: count how many arguments the point covers
+            params = _params(scheme.type)
+            curried_k = next(k for k in range(2, len(params) + 1)
+                             if _fits(x, _tuple_type(params[:k])))
+
+        def call_on(arg: Term) -> Term:
+            if curried_k == 1:
+                return App(Var(name), arg)
+            body: Term = Var(name)
+            rest = arg
+            for i in range(curried_k):
+                if i < curried_k - 1:
+                    body = App(body, Prim("fst", (rest,)))
+                    rest = Prim("snd", (rest,))
+                else:
+                    body = App(body, rest)
+            return body
+
+        if mode == REVERSE:
+            counter = iter(range(10**9))
+            seeded = _point_term(x, lambda r: Pair(_real_term(r), Seed(next(counter))))
+            body = LetPair("v", "v_", call_on(Var("x")),
+                           Pair(Var("v"), ReadOff(Var("x"), App(Var("v_"), Const(1.0)))))
+            main = Let("x", seeded, body)
+            comment = "-- value and gradient by backpropagation"
+        else:
+            n = count_reals(x)
+            runs = []
+            for i in range(max(n, 1)):
+                position = iter(range(10**9))
+                runs.append(_point_term(
+                    x, lambda r, i=i: Pair(_real_term(r),
+                                           Const(1.0 if next(position) == i else 0.0))))
+            results = [f"r{i}" for i in range(len(runs))]
+            k = iter(range(n))
+            gradient = _point_term(x, lambda r: Prim("snd", (Var(results[next(k)]),)))
+            main: Term = Pair(Prim("fst", (Var(results[0]),)), gradient)
+            for i in reversed(range(len(runs))):
+                main = Let(results[i], call_on(runs[i]), main)
+            comment = f"-- value and gradient by forward mode: one run per input real ({n})"
+        return comment + "\n" + print_decl(Decl("main", main))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _unused_name(name: str, decls: Sequence[Decl]) -> str:
+    """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
+    mentions (as a variable or a binder), so renaming to it captures nothing."""
+    taken = {d.name for d in decls}
+    for decl in decls:
+        for term in walk(decl.value):
+            if isinstance(term, Var):
+                taken.add(term.name)
+            for names in binders(term):
+                taken.update(names)
+    k = 1
+    while f"{name}'{k}" in taken:
+        k += 1
+    return f"{name}'{k}"
+
+
+def _rename_free(term: Term, old: str, new: str) -> Term:
+    """``term`` with its free occurrences of the variable ``old`` renamed ``new`` (``new``
+    must not be bound in ``term``).  Iterative."""
+
+    def visit(t: Term):
+        if isinstance(t, Var):
+            return attrs.evolve(t, name=new) if t.name == old else t
+        kids = []
+        for kid, names in zip(children(t), binders(t)):
+            kids.append(kid if old in names else (yield visit(kid)))
+        if not kids:
+            return t
+        # Rebuild: child fields hold a term or a tuple of terms, in the order of children().
+        changes: dict[str, Any] = {}
+        position = 0
+        for field in attrs.fields(type(t)):
+            value = getattr(t, field.name)
+            if isinstance(value, Term):
+                changes[field.name] = kids[position]
+                position += 1
+            elif isinstance(value, tuple) and value and isinstance(value[0], Term):
+                changes[field.name] = tuple(kids[position:position + len(value)])
+                position += len(value)
+        return attrs.evolve(t, **changes)
+
+    return run(visit(term))
+
+
+def _has_top_level_comma(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return True
+    return False
+
+
+def _from_python(value: Any) -> Any:
+    """Python data as a runtime value: numbers become floats."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, tuple):
+        if len(value) < 2:
+            raise UsageError("a tuple point needs at least two components")
+        if len(value) == 2:
+            return (_from_python(value[0]), _from_python(value[1]))
+        return (_from_python(value[0]), _from_python(value[1:]))
+    if isinstance(value, list):
+        return [_from_python(v) for v in value]
+    if callable(value):
+        return value
+    raise UsageError(f"cannot use {value!r} as a lambdad value")
+
+
+def _params(t: Type) -> list[Type]:
+    params = []
+    while isinstance(t, FunT):
+        params.append(t.arg)
+        t = t.result
+    return params
+
+
+def _result_after(t: Type, k: int) -> Type:
+    for _ in range(k):
+        t = t.result
+    return t
+
+
+def _tuple_type(types: list[Type]) -> Type:
+    result = types[-1]
+    for t in reversed(types[:-1]):
+        result = PairT(t, result)
+    return result
+
+
+def _fits(value: Any, t: Type) -> bool:
+    """Whether the runtime value could have type ``t`` (type variables fit anything)."""
+    stack = [(value, t)]
+    while stack:
+        v, ty = stack.pop()
+        if isinstance(ty, VarT):
+            continue
+        if isinstance(ty, RealT):
+            if type(v) is not float:
+                return False
+        elif isinstance(ty, BoolT):
+            if type(v) is not bool:
+                return False
+        elif isinstance(ty, PairT):
+            if type(v) is not tuple:
+                return False
+            stack.extend(((v[0], ty.first), (v[1], ty.second)))
+        elif isinstance(ty, ListT):
+            if type(v) is not list:
+                return False
+            stack.extend((item, ty.item) for item in v)
+        elif isinstance(ty, FunT):
+            if not callable(v):
+                return False
+        else:
+            return False
+    return True
+
+
+def _real_term(r: float) -> Term:
+    if r < 0 or (r == 0 and str(r).startswith("-")):
+        return Prim("neg", (Const(-r),))
+    return Const(r)
+
+
+def _point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
+    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``."""
+    if type(value) is float:
+        return on_real(value)
+    if type(value) is bool:
+        return BoolLit(value)
+    if type(value) is tuple:
+        return Pair(_point_term(value[0], on_real), _point_term(value[1], on_real))
+    if type(value) is list:
+        return ListLit(tuple(_point_term(v, on_real) for v in value))
+    raise UsageError("a point containing a function cannot be written as a program")

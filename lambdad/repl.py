@@ -1,0 +1,530 @@
+"""``lambdad repl``: the interactive loop, a thin layer over :mod:`lambdad.pipeline`.
+
+A line at the prompt ``λ> `` is a declaration (``def f x = ...``), a ``let``-less binding
+(``x = e``), an expression (printed with its type: ``11.652071455223084 : R``) or a
+``:command`` (TOOLS.md, REPL).  A new definition of a name replaces it for what follows;
+definitions made before keep seeing the old one, as in an ML toplevel.
+
+Every line read belongs to one growing source text, ``<repl>``: an entry is parsed at its
+own line and column in it, so an error is rendered with the line the user typed, caret and
+all.  On a terminal, prompt_toolkit gives line editing, completion and a history kept across
+runs; from a pipe, lines are read plainly, without prompts, so the REPL is scriptable.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion, PathCompleter
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.shortcuts import CompleteStyle
+
+from . import gradcheck, trace
+from .errors import LambdadError, UsageError, render
+from .parser import is_incomplete, parse_entry
+from .pipeline import PRELUDE_FILE, STRATEGIES, Program, _from_python, _prelude_text
+from .primitives import NAMED
+from .printer import print_type
+from .syntax import Decl, Term
+from .values import format_value
+
+REPL_FILE = "<repl>"
+PROMPT = "λ> "
+CONTINUATION = ".. "
+HISTORY_VARIABLE = "LAMBDAD_HISTORY"
+HISTORY_FILE = ".lambdad_history"
+KEYWORDS = ("def", "let", "in", "if", "then", "else", "true", "false")  # LANGUAGE.md §2
+
+
+class Quit(Exception):
+    """Raised by ``:quit``: leave the loop."""
+
+
+@attrs.frozen
+class Argument:
+    """The text after a ``:command``, and where it starts in ``<repl>`` (1-based)."""
+
+    text: str
+    line: int
+    column: int
+
+
+@attrs.frozen
+class Command:
+    """One ``:command``: how it is written, what it does, and the method running it."""
+
+    names: tuple[str, ...]
+    usage: str
+    summary: str
+    run: Callable[["Session", Argument], str | None]
+
+
+# ---------------------------------------------------------------- the session
+
+
+class Session:
+    """The state of one REPL: the lines read so far (the source ``<repl>``), the file loaded
+    last, the strategy, and the :class:`Program` of the file's and the prompt's definitions."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.sources: dict[str, str] = {PRELUDE_FILE: _prelude_text(), REPL_FILE: ""}
+        self.file: str | None = None
+        self.strategy = "factored"
+        self.program = Program("", REPL_FILE)
+
+    # ------------------------------------------------------------ reading
+
+    def record(self, line: str) -> int:
+        """The 1-based number of ``line`` in ``<repl>``, after appending it there."""
+        self.lines.append(line)
+        self.sources[REPL_FILE] = "\n".join(self.lines)
+        return len(self.lines)
+
+    def positioned(self, text: str, line: int, column: int = 1) -> str:
+        """``text`` padded so that it starts at ``line``:``column`` of ``<repl>``: parsing it
+        gives spans into the lines the user typed."""
+        return "\n" * (line - 1) + " " * (column - 1) + text
+
+    # ------------------------------------------------------------ the program
+
+    def completions(self) -> list[str]:
+        """Every name worth completing: definitions, prelude names, built-ins, keywords."""
+        words = set(self.program.names()) | set(self.program.prelude_names)
+        return sorted(words | set(NAMED) | set(KEYWORDS))
+
+    def load(self, path: str) -> str:
+        """Load the definitions of the file ``path`` in place of the current ones (those
+        entered at the prompt are forgotten); raises UsageError if the file cannot be read
+        and the file's parse or type error otherwise, leaving the session unchanged."""
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"no such file: {path}") from None
+        except IsADirectoryError:
+            raise UsageError(f"{path} is a directory, not a .lam file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from None
+        self.sources[path] = text
+        program = Program(text, path)
+        program._set_strategy(self.strategy)
+        self.file, self.program = path, program
+        count = len(program.names())
+        return f"loaded {path} ({count} definition{'s' if count != 1 else ''})"
+
+    def define(self, decl: Decl) -> str:
+        """``name : type`` of the new declaration ``decl``, after adding it (replacing an
+        older definition of the name for what follows); it is evaluated at once, so its
+        type error or runtime error is raised here, leaving the session unchanged."""
+        program = self.program.extended([decl])
+        self.program = program
+        return f"{decl.name} : {program.scheme(decl.name)}"
+
+    # ------------------------------------------------------------ one entry
+
+    def execute(self, text: str, line: int) -> str | None:
+        """The output of the entry ``text`` (one or more lines, the first of which is line
+        ``line`` of ``<repl>``); None when there is nothing to print.  Raises the entry's
+        LambdadError, or Quit."""
+        stripped = text.strip()
+        if not stripped:
+            return None
+        if stripped.startswith(":"):
+            return self.command(text, line)
+        entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound())
+        if isinstance(entry, Decl):
+            return self.define(entry)
+        value, type_ = self.program.evaluate_term(entry)
+        return f"{format_value(value)} : {print_type(type_)}"
+
+    def bound(self) -> tuple[str, ...]:
+        """The names the parser must read as variables: every top-level definition."""
+        return tuple(self.program.decls)
+
+    def command(self, text: str, line: int) -> str | None:
+        """The output of the ``:command`` line ``text``; raises UsageError for an unknown
+        command or bad arguments."""
+        indent = len(text) - len(text.lstrip())
+        word, _, rest = text.strip().partition(" ")
+        command = find_command(word[1:])
+        if command is None:
+            raise UsageError(f"unknown command {word}; :help lists the commands")
+        # Where the argument starts, so that an expression is parsed where it was typed.
+        column = indent + len(word) + 1 + (len(rest) - len(rest.lstrip())) + 1
+        return command.run(self, Argument(rest.strip(), line, column))
+
+    def parse_expression(self, argument: Argument) -> Term:
+        """The term written as ``argument``; raises ParseError, or UsageError if it is a
+        declaration."""
+        text = self.positioned(argument.text, argument.line, argument.column)
+        entry = parse_entry(text, REPL_FILE, bound=self.bound())
+        if isinstance(entry, Decl):
+            raise UsageError("expected an expression, not a definition")
+        return entry
+
+    # ------------------------------------------------------------ commands
+
+    def cmd_type(self, argument: Argument) -> str:
+        """``:type e``: the type of ``e``, without evaluating it."""
+        if not argument.text:
+            raise UsageError("usage: :type EXPRESSION")
+        term = self.parse_expression(argument)
+        return f"{argument.text} : {print_type(self.program.type_of_term(term))}"
+
+    def _name_and_point(self, argument: Argument, usage: str, point_needed: bool = True):
+        """The definition named first in ``argument`` and the point written after it (None
+        if absent and not ``point_needed``); raises UsageError."""
+        name, _, point = argument.text.partition(" ")
+        if not name or (point_needed and not point.strip()):
+            raise UsageError(f"usage: {usage}")
+        self.program._require(name)
+        return name, (self.program.parse_point(point, "point") if point.strip() else None)
+
+    def cmd_grad(self, argument: Argument) -> str:
+        """``:grad f POINT``: value and gradient by backpropagation."""
+        name, point = self._name_and_point(argument, ":grad NAME POINT")
+        value, gradient = self.program.value_and_grad(name, point, strategy=self.strategy)
+        return f"value: {_show(value)}\ngradient: {_show(gradient)}"
+
+    def cmd_grad_both(self, argument: Argument) -> str:
+        """``:grad! f POINT``: value and gradient by both modes, side by side."""
+        name, point = self._name_and_point(argument, ":grad! NAME POINT")
+        value, reverse = self.program.value_and_grad(name, point, strategy=self.strategy)
+        _, forward = self.program.value_and_grad(name, point, mode="forward",
+                                                 strategy=self.strategy)
+        rows = [("value:", value), (f"gradient (reverse, {self.strategy}):", reverse),
+                ("gradient (forward):", forward)]
+        width = max(len(label) for label, _ in rows)
+        return "\n".join(f"{label:<{width}} {_show(v)}" for label, v in rows)
+
+    def _transformed(self, argument: Argument, forward: bool) -> str:
+        """The transformed program of the named definition (with a ``main`` computing value
+        and gradient when a point follows); raises UsageError."""
+        usage = f":{'forward' if forward else 'backward'} NAME [POINT]"
+        name, point = self._name_and_point(argument, usage, point_needed=False)
+        return self.program.show(name, forward=forward, backward=not forward, at=point).rstrip()
+
+    def cmd_forward(self, argument: Argument) -> str:
+        """``:forward f [POINT]``: the forward-mode program of ``f``."""
+        return self._transformed(argument, forward=True)
+
+    def cmd_backward(self, argument: Argument) -> str:
+        """``:backward f [POINT]``: the backpropagation program of ``f``."""
+        return self._transformed(argument, forward=False)
+
+    def cmd_trace(self, argument: Argument) -> str:
+        """``:trace f POINT [reverse]``: the evaluation trace, one row per primitive, with
+        tangents (forward mode, the default) or adjoints (``reverse``)."""
+        text, mode = argument.text, "forward"
+        last = text.rsplit(None, 1)
+        if len(last) == 2 and last[1] in ("forward", "reverse"):
+            text, mode = last
+        name, point = self._name_and_point(attrs.evolve(argument, text=text),
+                                           ":trace NAME POINT [reverse]")
+        table = trace.trace(self.program, name, point, mode=mode, strategy=self.strategy)
+        return trace.format_trace(table, self.sources)
+
+    def cmd_check(self, argument: Argument) -> str:
+        """``:check [f [POINT]]``: forward mode, both reverse strategies and central finite
+        differences compared, at POINT or at a few random points (every differentiable
+        function without a name)."""
+        if not argument.text:
+            return gradcheck.check(self.program).render()
+        name, _, point = argument.text.partition(" ")
+        self.program._require(name)
+        return gradcheck.check(self.program, name, point=point.strip() or None).render()
+
+    def cmd_load(self, argument: Argument) -> str:
+        """``:load FILE``."""
+        if not argument.text:
+            raise UsageError("usage: :load FILE")
+        return self.load(argument.text)
+
+    def cmd_reload(self, argument: Argument) -> str:
+        """``:reload``: load the last file again."""
+        if self.file is None:
+            raise UsageError("no file loaded yet; use :load FILE")
+        return self.load(self.file)
+
+    def cmd_strategy(self, argument: Argument) -> str:
+        """``:strategy factored|naive`` (without argument: the current one)."""
+        if argument.text:
+            if argument.text not in STRATEGIES:
+                raise UsageError(f"unknown strategy `{argument.text}`; use factored or naive")
+            self.strategy = argument.text
+            self.program._set_strategy(self.strategy)
+        return f"strategy: {self.strategy}"
+
+    def cmd_env(self, argument: Argument) -> str:
+        """``:env``: every name defined so far with its type."""
+        rows = [f"{name} : {scheme}" for name, scheme in self.program.types()]
+        return "\n".join(rows) if rows else "no definitions yet"
+
+    def cmd_help(self, argument: Argument) -> str:
+        """``:help``: the commands."""
+        width = max(len(c.usage) for c in COMMANDS)
+        return "\n".join([
+            "Enter a definition (def f x = ..., or x = e), an expression, or a command:",
+            *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS),
+            "An unfinished line continues on the next (prompt ..); Ctrl-C cancels the input "
+            "or a running evaluation; Ctrl-D leaves.",
+        ])
+
+    def cmd_quit(self, argument: Argument) -> str:
+        """``:quit``: leave the REPL."""
+        raise Quit()
+
+
+def _show(value: Any) -> str:
+    """Python data in the language's syntax."""
+    return format_value(_from_python(value))
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command(("type", "t"), ":type EXPR, :t EXPR", "the type of an expression",
+            Session.cmd_type),
+    Command(("grad",), ":grad NAME POINT", "value and gradient (reverse mode)",
+            Session.cmd_grad),
+    Command(("grad!",), ":grad! NAME POINT", "value and gradient by both modes, side by side",
+            Session.cmd_grad_both),
+    Command(("forward",), ":forward NAME [POINT]", "the forward-mode program of NAME",
+            Session.cmd_forward),
+    Command(("backward",), ":backward NAME [POINT]", "the backpropagation program of NAME",
+            Session.cmd_backward),
+    Command(("trace",), ":trace NAME POINT [reverse]",
+            "the evaluation trace: a row per primitive with tangents (or adjoints)",
+            Session.cmd_trace),
+    Command(("check",), ":check [NAME [POINT]]",
+            "gradient check: forward, reverse and finite differences agree",
+            Session.cmd_check),
+    Command(("load",), ":load FILE", "load FILE's definitions (replacing the session's)",
+            Session.cmd_load),
+    Command(("reload",), ":reload", "load the last file again", Session.cmd_reload),
+    Command(("strategy",), ":strategy factored|naive",
+            "how backpropagators are evaluated", Session.cmd_strategy),
+    Command(("env",), ":env", "the names defined so far with their types", Session.cmd_env),
+    Command(("help", "h", "?"), ":help", "this list", Session.cmd_help),
+    Command(("quit", "q"), ":quit", "leave (also Ctrl-D)", Session.cmd_quit),
+)
+
+
+def find_command(word: str) -> Command | None:
+    """The command spelt ``word`` (without the colon), or None."""
+    for command in COMMANDS:
+        if word in command.names:
+            return command
+    return None
+
+
+def command_words() -> list[str]:
+    """Every spelling of every command (``:type``, ``:t``, ...), for completion."""
+    return [":" + name for command in COMMANDS for name in command.names]
+
+
+# ---------------------------------------------------------------- the loop
+
+
+class Console:
+    """Where entries are read from and results written to; one entry at a time."""
+
+    def __init__(self, session: Session, out: TextIO, err: TextIO):
+        self.session = session
+        self.out = out
+        self.err = err
+        self.failures = 0
+
+    def entries(self) -> Iterator[tuple[str, int]]:
+        """Each entry read, with the number of its first line in ``<repl>``."""
+        raise NotImplementedError
+
+    def evaluate(self, text: str, line: int) -> None:
+        """Run one entry and print its output or its error; raises Quit."""
+        debug = os.environ.get("LAMBDAD_DEBUG") == "1"
+        try:
+            output = self.session.execute(text, line)
+        except Quit:
+            raise
+        except LambdadError as error:
+            self.failures += 1
+            print(render(error, self.session.sources), file=self.err, flush=True)
+            return
+        except KeyboardInterrupt:
+            # The interpreter restores its state on the way out, so the session goes on.
+            self.failures += 1
+            print("interrupted", file=self.err, flush=True)
+            return
+        except Exception as exc:  # an internal error must not end the session
+            if debug:
+                raise
+            self.failures += 1
+            print(f"internal error: {type(exc).__name__}: {exc}\n"
+                  "(this is a bug in lambdad; run with LAMBDAD_DEBUG=1 for a traceback)",
+                  file=self.err, flush=True)
+            return
+        if output:
+            print(output, file=self.out, flush=True)
+
+    def loop(self) -> None:
+        """Run every entry until the input ends or ``:quit``."""
+        try:
+            for text, line in self.entries():
+                self.evaluate(text, line)
+        except Quit:
+            pass
+
+
+class PlainConsole(Console):
+    """Lines from a pipe or a file: no prompts, no editing."""
+
+    def __init__(self, session: Session, stream: TextIO, out: TextIO, err: TextIO):
+        super().__init__(session, out, err)
+        self.stream = stream
+
+    def entries(self) -> Iterator[tuple[str, int]]:
+        """Each entry of the stream: a line, or lines joined while the entry is unfinished."""
+        pending: list[str] = []
+        first = 0
+        for raw in self.stream:
+            line = raw.rstrip("\n").rstrip("\r")
+            number = self.session.record(line)
+            if not pending:
+                first = number
+            pending.append(line)
+            text = "\n".join(pending)
+            # An unfinished expression continues on the next line; a blank line ends it
+            # anyway, so that a mistake is reported instead of swallowing the script.
+            if line.strip() and is_incomplete(text):
+                continue
+            pending = []
+            yield text, first
+        if pending:
+            yield "\n".join(pending), first
+
+
+class TerminalConsole(Console):
+    """A terminal: prompt_toolkit for editing, history, completion; Ctrl-C cancels."""
+
+    def __init__(self, session: Session, out: TextIO, err: TextIO):
+        super().__init__(session, out, err)
+        self.prompt = PromptSession(
+            history=open_history(),
+            completer=NameCompleter(session),
+            complete_style=CompleteStyle.READLINE_LIKE,
+            complete_while_typing=False,
+            enable_history_search=False,
+        )
+
+    def entries(self) -> Iterator[tuple[str, int]]:
+        """Each entry typed: a line, or lines joined while the entry is unfinished (prompt
+        ``.. ``).  Ctrl-C drops what was typed; Ctrl-D ends the input."""
+        while True:
+            try:
+                line = self.prompt.prompt(PROMPT)
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return
+            first = self.session.record(line)
+            text = line
+            try:
+                while line.strip() and is_incomplete(text):
+                    line = self.prompt.prompt(CONTINUATION)
+                    self.session.record(line)
+                    text += "\n" + line
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                return
+            yield text, first
+
+
+def open_history() -> History:
+    """The history kept across runs: ``$LAMBDAD_HISTORY``, or ``~/.lambdad_history``;
+    kept in memory only if that file cannot be written."""
+    location = os.environ.get(HISTORY_VARIABLE) or str(Path.home() / HISTORY_FILE)
+    try:
+        with open(location, "a", encoding="utf-8"):
+            pass
+    except OSError:
+        return InMemoryHistory()
+    return FileHistory(location)
+
+
+class NameCompleter(Completer):
+    """Tab completion: ``:commands`` at the start of a line, file names after ``:load``,
+    otherwise the names in scope (definitions, prelude, built-ins, keywords)."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.paths = PathCompleter(expanduser=True)
+
+    def get_completions(self, document: Document, complete_event) -> Iterable[Completion]:
+        """The completions of the word before the cursor; never fails."""
+        before = document.text_before_cursor
+        stripped = before.lstrip()
+        if stripped.startswith(":") and " " not in stripped:
+            for word in command_words():
+                if word.startswith(stripped):
+                    yield Completion(word, start_position=-len(stripped))
+            return
+        if stripped.startswith(":load "):
+            argument = stripped.partition(" ")[2].lstrip()
+            yield from self.paths.get_completions(Document(argument), complete_event)
+            return
+        word = _word_before(before)
+        if not word:
+            return
+        for name in self.session.completions():
+            if name.startswith(word):
+                yield Completion(name, start_position=-len(word))
+
+
+def _word_before(text: str) -> str:
+    """The identifier being typed at the end of ``text`` (letters, digits, ``_``, ``'``)."""
+    end = len(text)
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_'"):
+        start -= 1
+    word = text[start:end]
+    return word if word and not word[0].isdigit() else ""
+
+
+def main(file: str | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run the REPL (with ``file``'s definitions loaded) until ``:quit`` or end of input.
+    Returns the exit status: 0, or, when reading from a pipe, 1 if some entry failed."""
+    stdin = stdin or sys.stdin
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    session = Session()
+    interactive = stdin.isatty() and out.isatty()
+    console: Console
+    if interactive:
+        console = TerminalConsole(session, out, err)
+        print("lambdad: :help lists the commands, :quit or Ctrl-D leaves", file=out)
+    else:
+        console = PlainConsole(session, stdin, out, err)
+    if file is not None:
+        try:
+            message = session.load(file)
+        except LambdadError as error:
+            console.failures += 1
+            print(render(error, session.sources), file=err, flush=True)
+        else:
+            if interactive:
+                print(message, file=out)
+    try:
+        console.loop()
+    except KeyboardInterrupt:
+        # Ctrl-C while a pipe is being read: stop like the other commands do.
+        print("interrupted", file=err)
+        return 130
+    return 1 if console.failures and not interactive else 0

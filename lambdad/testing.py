@@ -1,0 +1,1281 @@
+"""Random well-typed lambdad programs: hypothesis strategies for property-testing the stages.
+
+Programs are built as syntax trees (:mod:`lambdad.syntax`) by type-directed generation: pick
+a target type, then a construct that produces it, with an environment of typed variables.
+The whole language is covered: reals and every ``real`` primitive of the table, ``let`` with
+heavy sharing, pairs and projections, ``let``-pair patterns, lambdas, higher-order and partial
+application, local functions, lists with ``map``/``fold``/``zip``/``length``/``range``,
+``if`` on comparisons, booleans, annotations, and top-level helper definitions.
+
+Keeping programs inside the primitives' domains
+    Every real sub-term carries an *estimated range* (an interval computed by evaluating the
+    primitives on a grid over their arguments' ranges).  Before a primitive is applied, the
+    generator wraps its arguments until the primitive's ``domain`` predicate (from the table)
+    holds on the whole grid: ``u e`` with ``u`` a bounded primitive (``sin``, ``tanh``...),
+    ``let w = e in w * w + 1`` (positive), ``u e + 2`` (bounded, positive), or a literal
+    second argument (``e ^ 2``).  Nothing here branches on a primitive's name: adding a
+    primitive to the table makes the generator use it, inside the domain it declares.
+
+Keeping values moderate
+    Inputs lie in ``[-INPUT_BOUND, INPUT_BOUND]``; a λ is generated for arguments in
+    ``[-PARAM_BOUND, PARAM_BOUND]`` and every argument is squashed into that box when its
+    range may leave it; a term whose range may exceed ``MAGNITUDE`` is squashed too, so
+    values (and derivatives) never overflow.  The ranges are estimates: a rare point may still
+    raise a runtime error, and users of these strategies should skip such points.
+
+Public API::
+
+    programs(max_depth=4, inputs=INPUT_KINDS, helpers=True)  # strategy of GeneratedProgram
+    points_for(program)                                      # strategy of points for it
+    terms_of_type(t, env=())                                 # strategy of terms of type t
+    PROPERTIES, check_properties(...), fuzz(...)              # the properties of QUALITY.md
+
+Example::
+
+    from hypothesis import given
+    from lambdad import loads
+    from lambdad.testing import programs, points_for
+
+    @given(programs().flatmap(lambda g: st.tuples(st.just(g), points_for(g))))
+    def test_my_change(case):
+        generated, point = case
+        program = loads(generated.source())
+        ...
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from . import gradcheck
+from .backward import backward_term, backward_type
+from .errors import LambdadError
+from .forward import forward_term, forward_type
+from .iterate import run
+from .parser import parse_expr, parse_module
+from .primitives import OPERATORS, PRIMITIVES, DomainError, Primitive
+from .printer import print_module, print_term, print_type
+from .simplify import simplify
+from .syntax import (
+    BOOL,
+    REAL,
+    Annot,
+    App,
+    BoolLit,
+    BoolT,
+    Builtin,
+    Const,
+    Decl,
+    FunT,
+    If,
+    Lam,
+    Let,
+    LetPair,
+    ListLit,
+    ListT,
+    Module,
+    Pair,
+    PairT,
+    Prim,
+    RealT,
+    Term,
+    Type,
+    Var,
+)
+from .typecheck import Scheme, TypeEnv, check_term, infer_module
+
+INPUT_BOUND = 3.0
+PARAM_BOUND = 4.0
+MAGNITUDE = 50.0
+MAX_LIST = 4
+INPUT_KINDS = ("reals", "tuple", "list", "nested")
+
+# Literals a generated program uses; non-negative because `-2` is `neg 2` in the syntax.
+_CONSTANTS = (1.0, 2.0, 0.5, 3.0, 0.25, 1.5, 0.0)
+# Literal second arguments tried for binary primitives (`e ^ 2`, `e / 3`).
+_LITERAL_ARGUMENTS = (2.0, 3.0)
+
+_ADD = OPERATORS[("+", "infix")]
+_MUL = OPERATORS[("*", "infix")]
+
+
+# --------------------------------------------------------------------------- shapes
+# A shape is a type whose reals carry an estimated range and whose lists carry a length key
+# (an int, the name of an input list, or None when unknown): what the generator needs to
+# keep primitives in their domains and `zip` on lists of equal lengths.
+
+
+@attrs.frozen
+class RealShape:
+    """A real in ``[lo, hi]`` (estimated)."""
+
+    lo: float
+    hi: float
+
+    @property
+    def type(self) -> Type:
+        return REAL
+
+    @property
+    def magnitude(self) -> float:
+        return max(abs(self.lo), abs(self.hi))
+
+
+@attrs.frozen
+class BoolShape:
+    """A boolean."""
+
+    @property
+    def type(self) -> Type:
+        return BOOL
+
+
+@attrs.frozen
+class PairShape:
+    """A pair of two shapes."""
+
+    first: Any
+    second: Any
+
+    @property
+    def type(self) -> Type:
+        return PairT(self.first.type, self.second.type)
+
+
+@attrs.frozen
+class ListShape:
+    """A list whose items have shape ``item``; ``length`` is a key: equal keys, equal lengths."""
+
+    item: Any
+    length: int | str | None
+
+    @property
+    def type(self) -> Type:
+        return ListT(self.item.type)
+
+
+@attrs.frozen
+class FunShape:
+    """A function accepting arguments of shape ``arg`` and returning ``result``."""
+
+    arg: Any
+    result: Any
+
+    @property
+    def type(self) -> Type:
+        return FunT(self.arg.type, self.result.type)
+
+
+PARAM_REAL = RealShape(-PARAM_BOUND, PARAM_BOUND)
+INPUT_REAL = RealShape(-INPUT_BOUND, INPUT_BOUND)
+
+
+def standard_shape(t: Type) -> Any:
+    """The shape a λ-parameter of type ``t`` is generated for (reals in the parameter box);
+    raises ValueError for a type the generator does not produce."""
+    if isinstance(t, RealT):
+        return PARAM_REAL
+    if isinstance(t, BoolT):
+        return BoolShape()
+    if isinstance(t, PairT):
+        return PairShape(standard_shape(t.first), standard_shape(t.second))
+    if isinstance(t, ListT):
+        return ListShape(standard_shape(t.item), None)
+    if isinstance(t, FunT):
+        return FunShape(standard_shape(t.arg), standard_shape(t.result))
+    raise ValueError(f"no standard shape for {t!r}")
+
+
+def _within(shape: Any, target: Any) -> bool:
+    """Whether every value of ``shape`` is acceptable where ``target`` is expected."""
+    stack = [(shape, target)]
+    while stack:
+        s, t = stack.pop()
+        if isinstance(s, RealShape):
+            if s.lo < t.lo or s.hi > t.hi:
+                return False
+        elif isinstance(s, PairShape):
+            stack.extend(((s.first, t.first), (s.second, t.second)))
+        elif isinstance(s, ListShape):
+            if t.length is not None and s.length != t.length:
+                return False
+            stack.append((s.item, t.item))
+        elif isinstance(s, FunShape):
+            stack.append((s.result, t.result))
+    return True
+
+
+def _join(a: Any, b: Any) -> Any:
+    """The shape of ``if c then a else b``."""
+    if isinstance(a, RealShape):
+        return RealShape(min(a.lo, b.lo), max(a.hi, b.hi))
+    if isinstance(a, PairShape):
+        return PairShape(_join(a.first, b.first), _join(a.second, b.second))
+    if isinstance(a, ListShape):
+        return ListShape(_join(a.item, b.item), a.length if a.length == b.length else None)
+    if isinstance(a, FunShape):
+        return FunShape(a.arg, _join(a.result, b.result))
+    return a
+
+
+# --------------------------------------------------------------------------- ranges
+
+
+def _grid(shape: RealShape, n: int) -> list[float]:
+    if shape.lo == shape.hi:
+        return [shape.lo]
+    points = [shape.lo + (shape.hi - shape.lo) * i / (n - 1) for i in range(n)]
+    if shape.lo < 0.0 < shape.hi:
+        points.append(0.0)
+    return points
+
+
+def image(prim: Primitive, args: Sequence[RealShape], respect_domain: bool = True
+          ) -> RealShape | None:
+    """The estimated range of the real primitive ``prim`` over the box ``args``, evaluated on
+    a grid; None when some grid point is outside its ``domain`` (if ``respect_domain``), fails,
+    or gives a non-finite value."""
+    n = 61 if len(args) == 1 else 15 if len(args) == 2 else 7
+    lo, hi = math.inf, -math.inf
+    for point in itertools.product(*(_grid(a, n) for a in args)):
+        if respect_domain and prim.domain is not None and not prim.domain(*point):
+            return None
+        try:
+            value = prim.evaluate(*point)
+        except (DomainError, ArithmeticError, ValueError):
+            return None
+        if not math.isfinite(value):
+            return None
+        lo, hi = min(lo, value), max(hi, value)
+    return RealShape(lo, hi)
+
+
+def _is_real_function(p: Primitive) -> bool:
+    return p.kind == "real" and p.evaluate is not None
+
+
+class Ranges:
+    """:func:`image` with a cache, and the primitives the generator squashes with: one per
+    strategy, shared by every program it draws (the estimates are pure functions)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple, RealShape | None] = {}
+        self.squashers = self._squashers()
+
+    def image(self, prim: Primitive, args: Sequence[RealShape], respect_domain: bool = True
+              ) -> RealShape | None:
+        """:func:`image`, remembered."""
+        key = (prim.name, respect_domain, tuple((round(a.lo, 6), round(a.hi, 6)) for a in args))
+        if key not in self._cache:
+            self._cache[key] = image(prim, args, respect_domain)
+        return self._cache[key]
+
+    def _squashers(self) -> list[Primitive]:
+        """Unary real primitives written as functions, defined and smooth everywhere, with a
+        bounded range (``sin``, ``cos``, ``tanh``, ``sigmoid`` in the standard table)."""
+        wide = RealShape(-1000.0, 1000.0)
+        found = []
+        for p in PRIMITIVES.values():
+            if (_is_real_function(p) and p.arity == 1 and p.spelling.fixity == "function"
+                    and p.domain is None and p.kink is None):
+                r = self.image(p, [wide])
+                if r is not None and r.magnitude <= 1.5:
+                    found.append(p)
+        return found
+
+
+# --------------------------------------------------------------------------- programs
+
+
+@attrs.frozen
+class GeneratedProgram:
+    """A random module and the function of it to differentiate.
+
+    ``params`` are the function's curried parameters with their types; a point for it is a
+    single value if there is one parameter, else a tuple with one component per parameter.
+    """
+
+    module: Module
+    name: str
+    params: tuple[tuple[str, Type], ...]
+
+    def source(self) -> str:
+        """The module as lambdad source text (via the printer)."""
+        return print_module(self.module)
+
+    @property
+    def input_type(self) -> Type:
+        """The type of a point: the parameter's type, or the tuple of the parameters' types."""
+        types = [t for _, t in self.params]
+        result = types[-1]
+        for t in reversed(types[:-1]):
+            result = PairT(t, result)
+        return result
+
+    def decl(self) -> Decl:
+        return next(d for d in self.module.decls if d.name == self.name)
+
+
+class NameSupply:
+    """Fresh variable names ``y1``, ``p2``, ``g3``...; one per program (no global counter)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+
+_PREFIX = {RealT: "y", BoolT: "c", PairT: "p", ListT: "xs", FunT: "g"}
+
+
+class _Builder:
+    """Type-directed generation of one program.  Every ``gen_*`` method is a generator
+    driven by :func:`lambdad.iterate.run` (sub-terms are ``yield``-ed), returning
+    ``(term, shape)``."""
+
+    def __init__(self, draw: Callable, names: NameSupply, budget: int, ranges: Ranges):
+        self.draw = draw
+        self.names = names
+        self.budget = budget
+        self.ranges = ranges
+        self.image = ranges.image
+        self.squashers = ranges.squashers
+        self.reals = [p for p in PRIMITIVES.values() if _is_real_function(p)]
+        self.tests = [p for p in PRIMITIVES.values() if p.kind == "test"]
+        self.logic = [p for p in PRIMITIVES.values()
+                      if p.kind == "logic" and p.type == FunT(BOOL, BOOL)]
+
+    # ---- choices (hypothesis shrinks toward the first option)
+    def choose(self, options: Sequence[tuple[str, float]]) -> str:
+        options = [(name, w) for name, w in options if w > 0]
+        total = sum(w for _, w in options)
+        ticks = [max(1, round(100 * w / total)) for _, w in options]
+        k = self.draw(st.integers(0, sum(ticks) - 1))
+        for (name, _), tick in zip(options, ticks):
+            if k < tick:
+                return name
+            k -= tick
+        return options[-1][0]
+
+    def pick(self, items: Sequence[Any]) -> Any:
+        return items[self.draw(st.integers(0, len(items) - 1))]
+
+    def flip(self, p: float) -> bool:
+        return self.draw(st.integers(0, 99)) < round(100 * p)
+
+    def spend(self) -> bool:
+        """Whether there is size budget left for one more compound construct."""
+        self.budget -= 1
+        return self.budget > 0
+
+    # ---- dispatch
+    def gen(self, t: Type, env: tuple, depth: int):
+        """A term of type ``t`` over ``env`` (tuple of ``(name, shape)``), and its shape."""
+        if isinstance(t, RealT):
+            return (yield self.gen_real(env, depth))
+        if isinstance(t, BoolT):
+            return (yield self.gen_bool(env, depth))
+        if isinstance(t, PairT):
+            return (yield self.gen_pair(t, env, depth))
+        if isinstance(t, ListT):
+            return (yield self.gen_list(t, env, depth))
+        if isinstance(t, FunT):
+            return (yield self.gen_function(t, env, depth))
+        raise ValueError(f"cannot generate terms of type {t!r}")
+
+    # ---- environment
+    def candidates(self, t: Type, env: tuple) -> list[tuple[Term, Any]]:
+        """Variables of type ``t`` in ``env`` and projections of pair variables to ``t``,
+        most recent first (sharing: what was just bound is used most)."""
+        found = []
+        for name, shape in reversed(env):
+            stack: list[tuple[Term, Any]] = [(Var(name), shape)]
+            while stack:
+                term, s = stack.pop()
+                if s.type == t:
+                    found.append((term, s))
+                elif isinstance(s, PairShape) and len(found) < 40:
+                    stack.append((Prim("snd", (term,)), s.second))
+                    stack.append((Prim("fst", (term,)), s.first))
+        return found
+
+    def variable(self, t: Type, env: tuple):
+        found = self.candidates(t, env)
+        if not found:
+            return None
+        # Geometric preference for recent bindings.
+        index = 0
+        while index < len(found) - 1 and self.flip(0.45):
+            index += 1
+        return found[index]
+
+    # ---- fitting values into the box a λ expects
+    def squash(self, term: Term, shape: RealShape) -> tuple[Term, RealShape]:
+        """``u term`` with ``u`` a bounded primitive: a real of magnitude at most ~1."""
+        u = self.pick(self.squashers)
+        return Prim(u.name, (term,)), self.image(u, [shape]) or RealShape(-1.0, 1.0)
+
+    def fit(self, term: Term, shape: Any, target: Any) -> tuple[Term, Any]:
+        """``term`` changed (squashed, eta-expanded, mapped) so its shape is within ``target``."""
+        if _within(shape, target):
+            return term, shape
+        if isinstance(shape, RealShape):
+            return self.squash(term, shape)
+        if isinstance(shape, PairShape):
+            a, b = self.names.fresh("y"), self.names.fresh("y")
+            first, s1 = self.fit(Var(a), shape.first, target.first)
+            second, s2 = self.fit(Var(b), shape.second, target.second)
+            return LetPair(a, b, term, Pair(first, second)), PairShape(s1, s2)
+        if isinstance(shape, ListShape):
+            v = self.names.fresh("v")
+            body, s = self.fit(Var(v), shape.item, target.item)
+            return Prim("map", (Lam(v, body), term)), ListShape(s, shape.length)
+        if isinstance(shape, FunShape):
+            v = self.names.fresh("v")
+            body, s = self.fit(App(term, Var(v)), shape.result, target.result)
+            return Lam(v, body), FunShape(shape.arg, s)
+        return term, shape
+
+    def lam(self, param: str, param_type: Type, body: Term) -> Lam:
+        """``\\param -> body``, with the parameter annotated half of the time."""
+        return Lam(param, body, param_type if self.flip(0.5) else None)
+
+    # ---- reals
+    def leaf_real(self, env: tuple) -> tuple[Term, RealShape]:
+        if self.flip(0.8):
+            found = self.variable(REAL, env)
+            if found is not None:
+                return found
+        c = self.pick(_CONSTANTS)
+        return Const(c), RealShape(c, c)
+
+    def gen_real(self, env: tuple, depth: int):
+        if depth <= 0 or not self.spend():
+            return self.leaf_real(env)
+        has_pairs = any(isinstance(s, PairShape) for _, s in env)
+        kind = self.choose([
+            ("leaf", 2), ("prim", 6), ("let", 2.5), ("chain", 1), ("letpair", 1),
+            ("fst", 0.7), ("if", 1), ("apply", 2), ("fold", 1), ("length", 0.3),
+            ("annot", 0.3), ("path", 1 if has_pairs else 0),
+        ])
+        if kind == "leaf":
+            return self.leaf_real(env)
+        if kind == "prim":
+            term, shape = yield self.gen_prim(env, depth)
+        elif kind == "let":
+            term, shape = yield self.gen_let(REAL, env, depth)
+        elif kind == "chain":
+            term, shape = yield self.gen_chain(env, depth)
+        elif kind == "letpair":
+            term, shape = yield self.gen_letpair(REAL, env, depth)
+        elif kind == "fst":
+            other = self.pick([REAL, PairT(REAL, REAL)])
+            first = self.flip(0.5)
+            t = PairT(REAL, other) if first else PairT(other, REAL)
+            pair, s = yield self.gen(t, env, depth - 1)
+            term, shape = (Prim("fst", (pair,)), s.first) if first else (Prim("snd", (pair,)),
+                                                                            s.second)
+        elif kind == "if":
+            term, shape = yield self.gen_if(REAL, env, depth)
+        elif kind == "apply":
+            term, shape = yield self.gen_apply(REAL, env, depth)
+        elif kind == "fold":
+            term, shape = yield self.gen_fold(env, depth)
+        elif kind == "length":
+            xs, s = yield self.gen_list(ListT(self.pick([REAL, PairT(REAL, REAL)])), env,
+                                        depth - 1)
+            n = s.length if isinstance(s.length, int) else MAX_LIST
+            term, shape = Prim("length", (xs,)), RealShape(0.0, float(n))
+        elif kind == "annot":
+            inner, shape = yield self.gen_real(env, depth - 1)
+            term = Annot(inner, REAL)
+        else:
+            term, shape = self.variable(REAL, env) or self.leaf_real(env)
+        if shape.magnitude > MAGNITUDE:
+            term, shape = self.squash(term, shape)
+        return term, shape
+
+    def wrappings(self, term: Term, shape: RealShape, position: int, arity: int):
+        """The ways of passing ``term`` as argument ``position``: as is, squashed, squashed
+        and shifted positive, squared plus one, or (second argument) a literal."""
+        out = [(term, shape)]
+        squashed, s = self.squash(term, shape)
+        out.append((squashed, s))
+        out.append((Prim(_ADD.name, (squashed, Const(2.0))), RealShape(s.lo + 2.0, s.hi + 2.0)))
+        w = self.names.fresh("w")
+        low = 0.0 if shape.lo < 0.0 < shape.hi else min(shape.lo ** 2, shape.hi ** 2)
+        positive = Let(w, term, Prim(_ADD.name, (Prim(_MUL.name, (Var(w), Var(w))),
+                                                  Const(1.0))))
+        out.append((positive, RealShape(low + 1.0, shape.magnitude ** 2 + 1.0)))
+        if arity == 2 and position == 1:
+            out.extend((Const(c), RealShape(c, c)) for c in _LITERAL_ARGUMENTS)
+        return out
+
+    def apply_real(self, prim: Primitive, args: list[tuple[Term, RealShape]]):
+        """``prim`` applied to ``args``, each wrapped as little as the primitive's domain
+        allows; None if no wrapping works."""
+        options = [self.wrappings(t, s, i, len(args)) for i, (t, s) in enumerate(args)]
+        least = self.flip(0.7)  # mostly the least wrapping that works, else any that works
+        passing = []
+        for combo in itertools.product(*options):
+            literal = any(isinstance(t, Const) and s.lo == s.hi and i > 0
+                          for i, (t, s) in enumerate(combo))
+            # A literal argument is a constant, not a differentiated input: the primitive only
+            # has to evaluate there (a negative base with a literal integer exponent is fine).
+            r = self.image(prim, [s for _, s in combo], respect_domain=not literal)
+            if r is not None:
+                passing.append((combo, r))
+                if least:
+                    break
+        if not passing:
+            return None
+        combo, r = self.pick(passing)
+        return Prim(prim.name, tuple(t for t, _ in combo)), r
+
+    def gen_prim(self, env: tuple, depth: int):
+        prim = self.pick(self.reals)
+        args = []
+        for _ in range(prim.arity):
+            args.append((yield self.gen_real(env, depth - 1)))
+        made = self.apply_real(prim, args)
+        return made if made is not None else self.leaf_real(env)
+
+    def gen_chain(self, env: tuple, depth: int):
+        """``let y1 = op v v in let y2 = op y1 y1 in ... body``: each value used several times
+        (the sharing that makes naive backpropagation exponential)."""
+        start, shape = yield self.gen_real(env, depth - 1)
+        length = self.draw(st.integers(2, 4))
+        bindings = []
+        previous: tuple[Term, RealShape] = (start, shape)
+        scope = env
+        for _ in range(length):
+            name = self.names.fresh("y")
+            binary = [p for p in self.reals if p.arity == 2]
+            prim = self.pick(binary)
+            if previous[0] is start:
+                value, s = previous
+            else:
+                made = self.apply_real(prim, [previous, previous])
+                if made is None:
+                    break
+                value, s = made
+                if s.magnitude > MAGNITUDE:
+                    value, s = self.squash(value, s)
+            bindings.append((name, value))
+            scope = scope + ((name, s),)
+            previous = (Var(name), s)
+        body, body_shape = yield self.gen_real(scope, depth - 1)
+        if self.flip(0.7):
+            # Make sure the end of the chain is used, and used with something else.
+            made = self.apply_real(self.pick([_ADD, _MUL]), [previous, (body, body_shape)])
+            if made is not None:
+                body, body_shape = made
+        for name, value in reversed(bindings):
+            body = Let(name, value, body)
+        return body, body_shape
+
+    def gen_fold(self, env: tuple, depth: int):
+        """``fold (\\acc v -> e) z xs`` with the accumulator kept in the parameter box."""
+        item_type = self.pick([REAL, PairT(REAL, REAL)])
+        acc_type = self.pick([REAL, REAL, PairT(REAL, REAL)])
+        xs, xs_shape = yield self.gen_list(ListT(item_type), env, depth - 1)
+        z, z_shape = yield self.gen(acc_type, env, depth - 1)
+        acc_shape = standard_shape(acc_type)
+        z, _ = self.fit(z, z_shape, acc_shape)
+        acc, v = self.names.fresh("acc"), self.names.fresh("v")
+        scope = env + ((acc, acc_shape), (v, xs_shape.item))
+        body, body_shape = yield self.gen(acc_type, scope, depth - 1)
+        body, _ = self.fit(body, body_shape, acc_shape)
+        f = self.lam(acc, acc_type, self.lam(v, item_type, body))
+        folded = Prim("fold", (f, z, xs))
+        if isinstance(acc_type, RealT):
+            return folded, acc_shape
+        first = self.flip(0.5)
+        return Prim("fst" if first else "snd", (folded,)), PARAM_REAL
+
+    # ---- booleans
+    def gen_bool(self, env: tuple, depth: int):
+        if depth <= 0 or not self.spend():
+            found = self.variable(BOOL, env)
+            if found is not None and self.flip(0.5):
+                return found
+            value = self.flip(0.5)
+            return BoolLit(value), BoolShape()
+        kind = self.choose([("compare", 6), ("not", 1 if self.logic else 0), ("and", 1),
+                            ("or", 1), ("let", 0.5), ("literal", 0.3)])
+        if kind == "compare":
+            test = self.pick(self.tests)
+            a, _ = yield self.gen_real(env, depth - 1)
+            b, _ = yield self.gen_real(env, depth - 1)
+            return Prim(test.name, (a, b)), BoolShape()
+        if kind == "not":
+            b, _ = yield self.gen_bool(env, depth - 1)
+            return Prim(self.pick(self.logic).name, (b,)), BoolShape()
+        if kind in ("and", "or"):
+            a, _ = yield self.gen_bool(env, depth - 1)
+            b, _ = yield self.gen_bool(env, depth - 1)
+            # `a && b` and `a || b` are sugar for these conditionals (LANGUAGE.md section 4).
+            if kind == "and":
+                return If(a, b, BoolLit(False)), BoolShape()
+            return If(a, BoolLit(True), b), BoolShape()
+        if kind == "let":
+            return (yield self.gen_let(BOOL, env, depth))
+        return BoolLit(self.flip(0.5)), BoolShape()
+
+    # ---- pairs
+    def gen_pair(self, t: PairT, env: tuple, depth: int):
+        if depth <= 0 or not self.spend():
+            found = self.variable(t, env)
+            if found is not None and self.flip(0.6):
+                return found
+            first, s1 = yield self.gen(t.first, env, 0)
+            second, s2 = yield self.gen(t.second, env, 0)
+            return Pair(first, second), PairShape(s1, s2)
+        kind = self.choose([("pair", 5), ("var", 1.5), ("let", 1), ("if", 0.7),
+                            ("letpair", 0.5), ("annot", 0.3)])
+        if kind == "var":
+            found = self.variable(t, env)
+            if found is not None:
+                return found
+        if kind == "let":
+            return (yield self.gen_let(t, env, depth))
+        if kind == "if":
+            return (yield self.gen_if(t, env, depth))
+        if kind == "letpair":
+            return (yield self.gen_letpair(t, env, depth))
+        first, s1 = yield self.gen(t.first, env, depth - 1)
+        second, s2 = yield self.gen(t.second, env, depth - 1)
+        term: Term = Pair(first, second)
+        if kind == "annot":
+            term = Annot(term, t)
+        return term, PairShape(s1, s2)
+
+    # ---- lists
+    def gen_list(self, t: ListT, env: tuple, depth: int):
+        item = t.item
+        if depth <= 0 or not self.spend():
+            found = self.variable(t, env)
+            if found is not None and self.flip(0.7):
+                return found
+            return (yield self.list_literal(item, env, 0))
+        is_real_list = isinstance(item, RealT)
+        kind = self.choose([
+            ("literal", 3), ("var", 2), ("map", 3),
+            ("range", 1.5 if is_real_list else 0), ("zip", 0 if is_real_list else 3),
+            ("let", 0.7), ("if", 0.3),
+        ])
+        if kind == "var":
+            found = self.variable(t, env)
+            if found is not None:
+                return found
+        if kind == "range":
+            if self.flip(0.5):
+                xs, s = yield self.gen_list(ListT(self.pick([REAL, PairT(REAL, REAL)])), env,
+                                            depth - 1)
+                n = s.length if isinstance(s.length, int) else MAX_LIST
+                return (Prim("range", (Prim("length", (xs,)),)),
+                        ListShape(RealShape(0.0, float(max(n - 1, 0))), s.length))
+            k = self.draw(st.integers(0, MAX_LIST))
+            return (Prim("range", (Const(float(k)),)),
+                    ListShape(RealShape(0.0, float(max(k - 1, 0))), k))
+        if kind == "map":
+            return (yield self.gen_map(t, env, depth))
+        if kind == "zip":
+            return (yield self.gen_zip(t, env, depth))
+        if kind == "let":
+            return (yield self.gen_let(t, env, depth))
+        if kind == "if":
+            return (yield self.gen_if(t, env, depth))
+        return (yield self.list_literal(item, env, depth - 1))
+
+    def list_literal(self, item: Type, env: tuple, depth: int):
+        n = self.draw(st.integers(1, MAX_LIST))
+        items, shapes = [], []
+        target = standard_shape(item)
+        for _ in range(n):
+            term, s = yield self.gen(item, env, depth)
+            term, s = self.fit(term, s, target)
+            items.append(term)
+            shapes.append(s)
+        shape = shapes[0]
+        for s in shapes[1:]:
+            shape = _join(shape, s)
+        return ListLit(tuple(items)), ListShape(shape, n)
+
+    def gen_map(self, t: ListT, env: tuple, depth: int):
+        """``map f xs``, ``f`` a λ over the items or any function value."""
+        source_item = self.pick([REAL, REAL, PairT(REAL, REAL)])
+        xs, xs_shape = yield self.gen_list(ListT(source_item), env, depth - 1)
+        target = standard_shape(t.item)
+        if self.flip(0.6):
+            v = self.names.fresh("v")
+            body, s = yield self.gen(t.item, env + ((v, xs_shape.item),), depth - 1)
+            body, s = self.fit(body, s, target)
+            f: Term = self.lam(v, source_item, body)
+        else:
+            f, fs = yield self.gen_function(FunT(source_item, t.item), env, depth - 1)
+            f, fs = self.fit(f, fs, FunShape(fs.arg, target))
+            s = fs.result
+        return Prim("map", (f, xs)), ListShape(s, xs_shape.length)
+
+    def gen_zip(self, t: ListT, env: tuple, depth: int):
+        """``zip xs ys`` on two lists of equal length (same origin or same literal length)."""
+        pair = t.item
+        xs, xs_shape = yield self.gen_list(ListT(pair.first), env, depth - 1)
+        how = self.choose([("map", 2), ("same", 1), ("literal", 1 if isinstance(xs_shape.length,
+                                                                                 int) else 0)])
+        if how == "literal":
+            items, shapes = [], []
+            for _ in range(xs_shape.length):
+                term, s = yield self.gen(pair.second, env, depth - 2)
+                term, s = self.fit(term, s, standard_shape(pair.second))
+                items.append(term)
+                shapes.append(s)
+            ys: Term = ListLit(tuple(items))
+            item_shape = shapes[0] if shapes else standard_shape(pair.second)
+            for s in shapes[1:]:
+                item_shape = _join(item_shape, s)
+            ys_shape = ListShape(item_shape, xs_shape.length)
+        elif how == "same" and pair.second == pair.first:
+            ys, ys_shape = xs, xs_shape
+        else:
+            v = self.names.fresh("v")
+            body, s = yield self.gen(pair.second, env + ((v, xs_shape.item),), depth - 2)
+            body, s = self.fit(body, s, standard_shape(pair.second))
+            ys, ys_shape = (Prim("map", (self.lam(v, pair.first, body), xs)),
+                            ListShape(s, xs_shape.length))
+        return (Prim("zip", (xs, ys)),
+                ListShape(PairShape(xs_shape.item, ys_shape.item), xs_shape.length))
+
+    # ---- functions
+    def gen_function(self, t: FunT, env: tuple, depth: int):
+        """A function value of type ``t``: a λ, a variable, a built-in used as a value, or a
+        partial application."""
+        builtins = self.builtin_values(t)
+        partial = isinstance(t.result, RealT) and isinstance(t.arg, RealT)
+        if depth <= 0 or not self.spend():
+            found = self.variable(t, env)
+            if found is not None and self.flip(0.6):
+                return found
+            if builtins and self.flip(0.5):
+                return self.pick(builtins)
+            return (yield self.gen_lambda(t, env, 0))
+        kind = self.choose([("lambda", 5), ("var", 2), ("builtin", 1.5 if builtins else 0),
+                            ("partial", 1.5 if partial else 0), ("let", 0.5), ("if", 0.3)])
+        if kind == "var":
+            found = self.variable(t, env)
+            if found is not None:
+                return found
+        if kind == "builtin":
+            return self.pick(builtins)
+        if kind == "partial":
+            curried = FunT(REAL, t)
+            g, gs = yield self.gen_function(curried, env, depth - 1)
+            a, a_shape = yield self.gen_real(env, depth - 1)
+            a, _ = self.fit(a, a_shape, gs.arg)
+            return App(g, a), gs.result
+        if kind == "let":
+            return (yield self.gen_let(t, env, depth))
+        if kind == "if":
+            return (yield self.gen_if(t, env, depth))
+        return (yield self.gen_lambda(t, env, depth))
+
+    def builtin_values(self, t: FunT) -> list[tuple[Term, FunShape]]:
+        """Real primitives written as functions that fit ``t`` and are defined on the whole
+        parameter box (``sin``, ``max``... as values: ``map sin xs``)."""
+        arity = 0
+        current: Type = t
+        while isinstance(current, FunT) and isinstance(current.arg, RealT):
+            arity += 1
+            current = current.result
+        if not isinstance(current, RealT):
+            return []
+        found = []
+        for p in self.reals:
+            if p.arity != arity or p.spelling.fixity != "function":
+                continue
+            r = self.image(p, [PARAM_REAL] * arity)
+            if r is None:
+                continue
+            shape: Any = r
+            for _ in range(arity):
+                shape = FunShape(PARAM_REAL, shape)
+            found.append((Builtin(p.name), shape))
+        return found
+
+    def gen_lambda(self, t: FunT, env: tuple, depth: int):
+        arg_shape = standard_shape(t.arg)
+        if isinstance(t.arg, PairT) and self.flip(0.5):
+            # \p -> let (a, b) = p in e : the desugaring of a pattern parameter, with our names
+            p, a, b = self.names.fresh("p"), self.names.fresh("y"), self.names.fresh("y")
+            scope = env + ((a, arg_shape.first), (b, arg_shape.second))
+            body, s = yield self.gen(t.result, scope, depth - 1)
+            return (self.lam(p, t.arg, LetPair(a, b, Var(p), body)), FunShape(arg_shape, s))
+        name = self.names.fresh(_PREFIX[type(t.arg)])
+        body, s = yield self.gen(t.result, env + ((name, arg_shape),), depth - 1)
+        return self.lam(name, t.arg, body), FunShape(arg_shape, s)
+
+    def gen_apply(self, t: Type, env: tuple, depth: int):
+        """``f a`` (or ``f a b``) for a function value ``f`` returning ``t``: higher-order
+        application of variables, λs (β-redexes), built-ins and partial applications."""
+        arg_types = self.pick([(REAL,), (REAL, REAL), (PairT(REAL, REAL),), (ListT(REAL),),
+                               (FunT(REAL, REAL), REAL)])
+        ft: Type = t
+        for a in reversed(arg_types):
+            ft = FunT(a, ft)
+        f, shape = yield self.gen_function(ft, env, depth - 1)
+        term = f
+        for a in arg_types:
+            arg, arg_shape = yield self.gen(a, env, depth - 1)
+            arg, _ = self.fit(arg, arg_shape, shape.arg)
+            term = App(term, arg)
+            shape = shape.result
+        return term, shape
+
+    # ---- binding forms (any type)
+    def gen_let(self, t: Type, env: tuple, depth: int):
+        """``let x = e1 in e2`` (``e1`` of a random type; a λ is a local function)."""
+        bound = self.pick([REAL, REAL, REAL, PairT(REAL, REAL), FunT(REAL, REAL), ListT(REAL),
+                           FunT(REAL, FunT(REAL, REAL)), BOOL])
+        value, s = yield self.gen(bound, env, depth - 1)
+        name = self.names.fresh(_PREFIX[type(bound)])
+        body, body_shape = yield self.gen(t, env + ((name, s),), depth - 1)
+        return Let(name, value, body), body_shape
+
+    def gen_letpair(self, t: Type, env: tuple, depth: int):
+        """``let (a, b) = e1 in e2``, ``_`` for an ignored component now and then."""
+        pair_type = self.pick([PairT(REAL, REAL), PairT(REAL, PairT(REAL, REAL)),
+                               PairT(ListT(REAL), REAL)])
+        value, s = yield self.gen(pair_type, env, depth - 1)
+        a = self.names.fresh(_PREFIX[type(pair_type.first)])
+        b = self.names.fresh(_PREFIX[type(pair_type.second)])
+        if self.flip(0.15):
+            b = "_"
+            if self.flip(0.3):
+                a = "_"
+        scope = env + tuple((n, c) for n, c in ((a, s.first), (b, s.second)) if n != "_")
+        body, body_shape = yield self.gen(t, scope, depth - 1)
+        return LetPair(a, b, value, body), body_shape
+
+    def gen_if(self, t: Type, env: tuple, depth: int):
+        cond, _ = yield self.gen_bool(env, depth - 1)
+        a, sa = yield self.gen(t, env, depth - 1)
+        b, sb = yield self.gen(t, env, depth - 1)
+        if isinstance(t, ListT) and sa.length != sb.length:
+            return a, sa
+        return If(cond, a, b), _join(sa, sb)
+
+
+# --------------------------------------------------------------------------- modules
+
+
+def _definition(name: str, params: Sequence[tuple[str, Type | None]], result: Type | None,
+                body: Term) -> Decl:
+    """``def name (x1 : A1) ... (xn : An) : B = body``: parameters become λs, the result
+    annotation an ``Annot``."""
+    value = Annot(body, result) if result is not None else body
+    for param, t in reversed(params):
+        value = Lam(param, value, t)
+    return Decl(name, value)
+
+
+def _input_params(builder: _Builder, kind: str) -> list[tuple[str, Any]]:
+    if kind == "tuple":
+        t = builder.pick([PairT(REAL, REAL), PairT(REAL, PairT(REAL, REAL))])
+        return [("p", _input_shape(t, "p"))]
+    if kind == "list":
+        params: list[tuple[str, Any]] = [("xs", ListShape(INPUT_REAL, "xs"))]
+        if builder.flip(0.5):
+            params.append(("x", INPUT_REAL))
+        return params
+    if kind == "nested":
+        return [("w", _input_shape(PairT(PairT(REAL, REAL), REAL), "w")), ("x", INPUT_REAL)]
+    n = builder.draw(st.integers(1, 4))
+    return [(f"x{i + 1}", INPUT_REAL) for i in range(n)]
+
+
+def _input_shape(t: Type, key: str) -> Any:
+    if isinstance(t, RealT):
+        return INPUT_REAL
+    if isinstance(t, PairT):
+        return PairShape(_input_shape(t.first, key), _input_shape(t.second, key))
+    return ListShape(INPUT_REAL, key)
+
+
+def _helpers(builder: _Builder, depth: int):
+    """Top-level helper definitions the main function may call: first-order ones of one or
+    two reals and a higher-order one taking a function."""
+    count = builder.draw(st.integers(0, 2))
+    decls, env = [], ()
+    for i in range(count):
+        name = f"h{i + 1}"
+        kind = builder.pick(["real", "real2", "higher"])
+        params: list[tuple[str, Any]]
+        if kind == "real":
+            params = [("u", PARAM_REAL)]
+        elif kind == "real2":
+            params = [("u", PARAM_REAL), ("v", PARAM_REAL)]
+        else:
+            params = [("k", standard_shape(FunT(REAL, REAL))), ("u", PARAM_REAL)]
+        body, shape = yield builder.gen_real(env + tuple(params), depth)
+        body, shape = builder.fit(body, shape, PARAM_REAL)
+        annotate = builder.flip(0.7)
+        decls.append(_definition(name, [(p, s.type if annotate else None) for p, s in params],
+                                 REAL if annotate else None, body))
+        fshape: Any = shape
+        for _, s in reversed(params):
+            fshape = FunShape(s, fshape)
+        env = env + ((name, fshape),)
+    return decls, env
+
+
+def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: bool = True,
+             budget: int = 60) -> st.SearchStrategy:
+    """Strategy: a random well-typed module ending with ``def f (params) : R = body``, as a
+    :class:`GeneratedProgram`.
+
+    ``inputs`` chooses the parameter forms among ``"reals"`` (``(x1 : R) ... (xn : R)``),
+    ``"tuple"`` (``(p : R * R)`` or ``R * R * R``), ``"list"`` (``(xs : [R])``, maybe a real
+    ``x`` too) and ``"nested"`` (``(w : (R * R) * R) (x : R)``).  ``max_depth`` bounds the
+    nesting of constructs, ``budget`` the number of compound constructs; ``helpers`` allows
+    top-level definitions ``h1``, ``h2`` before ``f``.
+    """
+    ranges = Ranges()
+    kinds = tuple(inputs)
+
+    @st.composite
+    def draw_program(draw) -> GeneratedProgram:
+        builder = _Builder(draw, NameSupply(), budget, ranges)
+        kind = draw(st.sampled_from(kinds))
+        params = _input_params(builder, kind)
+        decls: list[Decl] = []
+        env: tuple = ()
+        if helpers:
+            decls, env = run(_helpers(builder, max(1, max_depth - 2)))
+        body, _ = run(builder.gen_real(env + tuple(params), max_depth))
+        decls.append(_definition("f", [(p, s.type) for p, s in params], REAL, body))
+        return GeneratedProgram(Module(tuple(decls)), "f",
+                                tuple((p, s.type) for p, s in params))
+
+    return draw_program()
+
+
+def _value_strategy(t: Type) -> st.SearchStrategy:
+    """Python data for a point of type ``t``: reals with three decimals in the input box."""
+    if isinstance(t, RealT):
+        bound = int(INPUT_BOUND * 1000)
+        return st.integers(-bound, bound).map(lambda k: k / 1000.0)
+    if isinstance(t, BoolT):
+        return st.booleans()
+    if isinstance(t, PairT):
+        return st.tuples(_value_strategy(t.first), _value_strategy(t.second))
+    if isinstance(t, ListT):
+        return st.lists(_value_strategy(t.item), min_size=0, max_size=MAX_LIST)
+    raise ValueError(f"no points of type {t!r}")
+
+
+def points_for(program: GeneratedProgram) -> st.SearchStrategy:
+    """Strategy: points for ``program`` (moderate reals, lists of at most ``MAX_LIST``)."""
+    if len(program.params) == 1:
+        return _value_strategy(program.params[0][1])
+    return st.tuples(*(_value_strategy(t) for _, t in program.params))
+
+
+def terms_of_type(t: Type, env: Sequence[tuple[str, Type]] = (), max_depth: int = 4,
+                  budget: int = 40) -> st.SearchStrategy:
+    """Strategy: a random term of type ``t`` whose free variables are among ``env`` (pairs
+    ``(name, type)``; reals in ``env`` are assumed to lie in the input box).  Types are
+    built from ``R``, ``Bool``, pairs, lists and functions; drawing raises ValueError for a
+    type outside that range (type variables, ``d``)."""
+    ranges = Ranges()
+    scope = tuple((name, _input_shape(ty, name) if not isinstance(ty, (FunT, BoolT))
+                   else standard_shape(ty)) for name, ty in env)
+
+    @st.composite
+    def draw_term(draw) -> Term:
+        builder = _Builder(draw, NameSupply(), budget, ranges)
+        term, _ = run(builder.gen(t, scope, max_depth))
+        return term
+
+    return draw_term()
+
+
+# --------------------------------------------------------------------------- properties
+# The properties of QUALITY.md, as functions over a generated program (and a point, and the
+# loaded program: this module sits below the pipeline, so callers pass ``lambdad.loads``).
+# Each raises PropertyViolation, naming the property, when it does not hold.
+
+PROPERTIES = ("types", "round trip", "primal", "modes agree", "finite differences")
+
+
+class PropertyViolation(AssertionError):
+    """A property of QUALITY.md that does not hold; ``prop`` is one of :data:`PROPERTIES`."""
+
+    def __init__(self, prop: str, message: str):
+        super().__init__(f"{prop}: {message}")
+        self.prop = prop
+        self.message = message
+
+
+class PointRejected(Exception):
+    """The source program fails at the point (the generator's ranges are estimates): the
+    point says nothing about the stages and is skipped."""
+
+
+def _transforms() -> list[tuple[str, Callable[[Term], Term], Callable[[Type], Type]]]:
+    return [
+        ("→D", forward_term, forward_type),
+        ("←D", backward_term, backward_type),
+        ("→D simplified", lambda t: simplify(forward_term(t)), forward_type),
+        ("←D simplified", lambda t: simplify(backward_term(t)), backward_type),
+    ]
+
+
+def check_types(generated: GeneratedProgram) -> None:
+    """Property 5: the type checker accepts the generated module, and every transformed
+    declaration (raw and simplified) checks at the transformed type of its scheme, with the
+    earlier declarations at their transformed schemes."""
+    try:
+        typing = infer_module(generated.module)
+    except LambdadError as exc:
+        raise PropertyViolation("types", f"the generated program is rejected: {exc}") from None
+    for label, transform, transform_type in _transforms():
+        env = TypeEnv.builtins()
+        for decl in generated.module.decls:
+            scheme = typing.schemes[decl.name]
+            expected = transform_type(scheme.type)
+            try:
+                term = transform(decl.value)
+                check_term(term, expected, env)
+            except LambdadError as exc:
+                raise PropertyViolation(
+                    "types", f"{label} of `{decl.name}` does not check at "
+                    f"{print_type(expected)}: {exc}") from None
+            env = env.extend(decl.name, Scheme(scheme.vars, expected))
+
+
+def check_round_trip(generated: GeneratedProgram) -> None:
+    """Property 3: ``parse(print(m)) == m`` for the module, and ``parse(print(t)) == t`` for
+    every transformed declaration, raw and simplified."""
+    text = print_module(generated.module)
+    try:
+        parsed = parse_module(text, "<generated>")
+    except LambdadError as exc:
+        raise PropertyViolation("round trip", f"the printed module does not parse: {exc}\n"
+                                f"{text}") from None
+    if parsed != generated.module:
+        raise PropertyViolation("round trip", "the printed module parses to another module:\n"
+                                f"{text}\n--- parsed back and printed:\n{print_module(parsed)}")
+    bound: list[str] = []
+    for decl in generated.module.decls:
+        for label, transform, _ in _transforms():
+            term = transform(decl.value)
+            printed = print_term(term)
+            try:
+                again = parse_expr(printed, "<transformed>", bound=bound)
+            except LambdadError as exc:
+                raise PropertyViolation(
+                    "round trip", f"{label} of `{decl.name}` prints as text that does not "
+                    f"parse: {exc}\n{printed}") from None
+            if again != term:
+                raise PropertyViolation(
+                    "round trip", f"{label} of `{decl.name}` prints as text that parses to "
+                    f"another term:\n{printed}\n--- parsed back and printed:\n"
+                    f"{print_term(again)}")
+        bound.append(decl.name)
+
+
+_ROUTES = (("forward", "factored"), ("reverse", "factored"), ("reverse", "naive"))
+
+
+def _source_value(program: Any, name: str, point: Any) -> float:
+    try:
+        value = program.call(name, point)
+    except LambdadError as exc:
+        raise PointRejected(exc.message) from None
+    if type(value) is not float or not math.isfinite(value):
+        raise PointRejected(f"value {value!r}")
+    return value
+
+
+def check_primal(program: Any, name: str, point: Any) -> None:
+    """Property 4: the primal of every transformed run is the source value, bit for bit;
+    raises PointRejected if the source program fails at ``point``."""
+    value = _source_value(program, name, point)
+    for mode, strategy in _ROUTES:
+        try:
+            primal = program.value_and_grad(name, point, mode=mode, strategy=strategy)[0]
+        except LambdadError as exc:
+            raise PropertyViolation("primal", f"the source program runs at {point!r} but "
+                                    f"{mode} ({strategy}) fails: {exc}") from None
+        if not (primal == value or (primal != primal and value != value)) or \
+                math.copysign(1.0, primal) != math.copysign(1.0, value):
+            raise PropertyViolation("primal", f"{mode} ({strategy}) gives the value "
+                                    f"{primal!r}, the source program {value!r}")
+
+
+def check_modes_agree(program: Any, name: str, point: Any) -> None:
+    """Property 1: forward mode, reverse mode (factored) and reverse mode (naive) give the
+    same gradient to ``gradcheck.AGREEMENT`` relative; the factored strategy runs each
+    backpropagator body at most once.  Raises PointRejected if the source program fails."""
+    _source_value(program, name, point)
+    gradients = {}
+    for mode, strategy in _ROUTES:
+        try:
+            _, gradient, stats = program.value_and_grad(name, point, mode=mode,
+                                                        strategy=strategy, stats=True)
+        except LambdadError as exc:
+            raise PropertyViolation("modes agree", f"{mode} ({strategy}) fails: {exc}") from None
+        gradients[(mode, strategy)] = gradcheck.leaves(gradient)
+        if (mode, strategy) == ("reverse", "factored") and stats.bodies_run > stats.created:
+            raise PropertyViolation("modes agree", f"factored reverse mode ran "
+                                    f"{stats.bodies_run} bodies for {stats.created} "
+                                    "backpropagators")
+    reference = gradients[_ROUTES[0]]
+    everything = [abs(d) for g in gradients.values() for d in g if math.isfinite(d)]
+    floor = gradcheck.AGREEMENT_FLOOR * max([1.0, abs(_source_value(program, name, point)),
+                                             *everything])
+    for route, gradient in gradients.items():
+        if len(gradient) != len(reference):
+            raise PropertyViolation("modes agree", f"{route} gives {len(gradient)} "
+                                    f"derivatives, forward mode {len(reference)}")
+        for i, (a, b) in enumerate(zip(reference, gradient)):
+            if not (math.isfinite(a) and math.isfinite(b)):
+                raise PropertyViolation("modes agree", f"a derivative is not finite: "
+                                        f"{route} gives {b!r}, forward {a!r} (input {i})")
+            if abs(a - b) > gradcheck.AGREEMENT * max(abs(a), abs(b)) + floor:
+                raise PropertyViolation("modes agree", f"{route[0]} ({route[1]}) gives {b!r} "
+                                        f"for input {i}, forward mode {a!r}")
+
+
+def check_finite_differences(program: Any, name: str, point: Any) -> bool:
+    """Property 2: every mode agrees with central finite differences (``lambdad check``'s
+    tolerances).  Returns False, checking nothing, when the point is near a kink or a branch
+    switch; raises PointRejected if the source program fails there."""
+    _source_value(program, name, point)
+    value = gradcheck._runtime(point)
+    try:
+        result = gradcheck.check_point(program, name, value)
+    except LambdadError as exc:
+        raise PointRejected(exc.message) from None
+    if any(note.startswith("finite differences not compared") or note.startswith("not checked")
+           for note in result.notes):
+        return False
+    if not result.ok:
+        raise PropertyViolation("finite differences", "; ".join(result.mismatches()))
+    return True
+
+
+def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
+                     properties: Sequence[str] = PROPERTIES) -> Any:
+    """Checks ``properties`` of ``generated`` at ``point``, loading its source with ``load``
+    (``lambdad.loads``); returns the loaded program.  Raises PropertyViolation on the first
+    failure and PointRejected if the source program fails at ``point``."""
+    if "types" in properties:
+        check_types(generated)
+    if "round trip" in properties:
+        check_round_trip(generated)
+    try:
+        program = load(generated.source())
+    except LambdadError as exc:
+        raise PropertyViolation("types", f"the generated program does not load: {exc}") from None
+    if "primal" in properties:
+        check_primal(program, generated.name, point)
+    if "modes agree" in properties:
+        check_modes_agree(program, generated.name, point)
+    if "finite differences" in properties:
+        check_finite_differences(program, generated.name, point)
+    return program
+
+
+def cases(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS) -> st.SearchStrategy:
+    """Strategy: ``(program, point)`` pairs."""
+    return programs(max_depth=max_depth, inputs=inputs).flatmap(
+        lambda g: st.tuples(st.just(g), points_for(g)))
+
+
+# --------------------------------------------------------------------------- fuzzing
+
+
+@attrs.frozen
+class FuzzFailure:
+    """The minimal failing case hypothesis found: the property, the program, the point."""
+
+    prop: str
+    message: str
+    source: str
+    name: str
+    point: Any
+
+
+@attrs.frozen
+class FuzzReport:
+    """What :func:`fuzz` did: programs that ran every property, points skipped (the source
+    program failed there), and the failure if any."""
+
+    ran: int
+    skipped: int
+    failure: FuzzFailure | None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth: int = 4,
+         progress: Callable[[int, int], None] | None = None) -> FuzzReport:
+    """Runs every property on ``count`` random programs (hypothesis, seeded with ``seed``)
+    and returns a :class:`FuzzReport`; a failure is shrunk to a minimal program first.  An
+    internal error of a stage (an exception that is not a LambdadError) is a failure too."""
+    from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
+    from hypothesis import seed as seeded
+
+    state: dict[str, Any] = {"ran": 0, "skipped": 0, "failure": None, "shrinking": False}
+
+    @settings(max_examples=count, database=None, deadline=None, verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck), print_blob=False,
+              phases=(Phase.generate, Phase.shrink))
+    @seeded(seed)
+    @given(cases(max_depth=max_depth))
+    def run_case(case):
+        generated, point = case
+        # While shrinking a failure, only its property matters: checking the others would
+        # only slow the search for the smallest program that still fails.
+        failing = state["failure"]
+        wanted = (failing.prop,) if failing is not None and failing.prop in PROPERTIES \
+            else PROPERTIES
+        try:
+            check_properties(generated, point, load, wanted)
+        except PointRejected:
+            if not state["shrinking"]:
+                state["skipped"] += 1
+            assume(False)
+        except PropertyViolation as violation:
+            state["shrinking"] = True
+            state["failure"] = FuzzFailure(violation.prop, violation.message,
+                                           generated.source(), generated.name, point)
+            raise
+        except Exception as exc:  # a crash of a stage is a bug to report, not to hide
+            state["shrinking"] = True
+            state["failure"] = FuzzFailure("no crash", f"{type(exc).__name__}: {exc}",
+                                           generated.source(), generated.name, point)
+            raise
+        if not state["shrinking"]:
+            state["ran"] += 1
+            if progress is not None:
+                progress(state["ran"], count)
+
+    try:
+        run_case()
+    except Exception:
+        if state["failure"] is None:
+            raise
+    return FuzzReport(state["ran"], state["skipped"], state["failure"])

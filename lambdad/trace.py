@@ -1,0 +1,359 @@
+"""Evaluation traces (Baydin et al.'s Figures 2 and 3) and computational graphs.
+
+Both are read off the interpreter's event hook while a transformed program runs; the
+interpreter has no trace mode.  A row is one evaluation of a source primitive: its primal
+value, and its tangent (forward mode: one column per input real, as n dual-number runs) or
+its adjoint (reverse mode: the cotangent its backpropagator's body received).
+
+Rows are found by the shape of the transformations' output: the rule for a primitive
+application ends in a pair ``(f(x1..xk), tangent)`` or ``(f(x1..xk), \\a -o ...)`` (possibly
+``let r = f(x1..xk) in (r, ...)``) carrying the source primitive's span; the ``Prim`` node
+in its first component is the primal operation of the row.  Data dependencies between rows
+(for level numbering and graph edges) are the identity of the float objects flowing from
+one primitive's result into another's arguments.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .differentiate import Differentiator, is_real, map_value
+from .errors import Span, UsageError
+from .interpreter import Interpreter
+from .primitives import PRIMITIVES
+from .syntax import Lam, Let, LinLam, Pair, Prim, Term, Var, walk
+from .values import BackpropCreated, BackpropRun, PrimEvent, format_real
+
+
+@attrs.define
+class Row:
+    """One primitive evaluation: ``v{index}`` in the table."""
+
+    index: int
+    symbol: str
+    span: Span | None
+    args: tuple[Any, ...]
+    value: float
+    parents: tuple[int, ...]  # row indices (inputs are negative: v-1, v0, ...)
+    derivatives: list[float] = attrs.field(factory=list)
+    stamp: int | None = None
+    level: int = 0
+
+
+@attrs.frozen
+class Trace:
+    """The rows of one evaluation, the input names and values, and what the derivative
+    columns mean (``"tangent"`` columns per input, or ``"adjoint"``)."""
+
+    mode: str
+    inputs: tuple[tuple[str, float], ...]
+    input_derivatives: tuple[tuple[float, ...], ...]
+    rows: tuple[Row, ...]
+    columns: tuple[str, ...]
+    output: float
+
+
+# ------------------------------------------------------------------ finding the rule outputs
+
+
+def _rule_sites(term: Term) -> tuple[set[int], dict[int, int]]:
+    """In a raw transformed term: ids of the primal ``Prim`` nodes of primitive rules, and a
+    map from the id of each rule's derivative component (tangent expression or linear
+    abstraction) to the id of its primal node."""
+    primal: set[int] = set()
+    derivative_of: dict[int, int] = {}
+    lets: dict[str, Prim] = {}
+    for node in walk(term):
+        if isinstance(node, Let) and isinstance(node.value, Prim):
+            lets[node.name] = node.value
+        if not isinstance(node, Pair):
+            continue
+        first = node.first
+        if isinstance(first, Var) and first.name in lets and lets[first.name].span == node.span:
+            first = lets[first.name]
+        if (isinstance(first, Prim) and PRIMITIVES[first.op].kind == "real"
+                and first.span is not None and first.span == node.span):
+            primal.add(id(first))
+            derivative_of[id(node.second)] = id(first)
+    return primal, derivative_of
+
+
+class _Recorder:
+    """Collects rows from interpreter events."""
+
+    def __init__(self) -> None:
+        self.primal: set[int] = set()
+        self.derivative_of: dict[int, int] = {}
+        self.rows: list[Row] = []
+        self.latest: dict[int, Row] = {}  # primal node id -> its most recent row
+        self.producers: dict[int, int] = {}  # id(float) -> row index
+        self.by_stamp: dict[int, Row] = {}
+        self.keep: list[Any] = []  # keeps result floats alive so their ids stay unique
+        self.collect_rows = True
+        self.cursor = 0  # in later forward runs: which row the next primal event is
+
+    def register(self, transformed: Term) -> None:
+        primal, derivative_of = _rule_sites(transformed)
+        self.primal |= primal
+        self.derivative_of.update(derivative_of)
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, PrimEvent):
+            self._on_prim(event)
+        elif isinstance(event, BackpropCreated):
+            row = self.rows[-1] if self.rows else None
+            if row is not None and row.span == event.span and row.stamp is None:
+                row.stamp = event.stamp
+                self.by_stamp[event.stamp] = row
+        elif isinstance(event, BackpropRun):
+            row = self.by_stamp.get(event.stamp)
+            if row is not None:
+                if row.derivatives:
+                    row.derivatives[0] += event.cotangent
+                else:
+                    row.derivatives.append(event.cotangent)
+
+    def _on_prim(self, event: PrimEvent) -> None:
+        node_id = id(event.term) if event.term is not None else None
+        if node_id in self.primal:
+            if self.collect_rows:
+                parents = tuple(self.producers[id(a)] for a in event.args
+                                if type(a) is float and id(a) in self.producers)
+                row = Row(len(self.rows) + 1, PRIMITIVES[event.prim.name].spelling.symbol,
+                          event.span, event.args, event.result, parents)
+                self.rows.append(row)
+                self.producers[id(event.result)] = row.index
+                self.keep.append(event.result)
+            else:
+                row = self.rows[self.cursor]
+                self.cursor += 1
+            self.latest[node_id] = row
+        elif node_id in self.derivative_of:
+            row = self.latest.get(self.derivative_of[node_id])
+            if row is not None:
+                row.derivatives.append(event.result)
+
+
+class _TracingDifferentiator(Differentiator):
+    """A differentiator whose transformed terms are registered with a recorder."""
+
+    def __init__(self, interpreter: Interpreter, recorder: _Recorder, strategy: str):
+        super().__init__(interpreter, strategy)
+        self.recorder = recorder
+
+    def _transformer(self, mode: str) -> Callable[[Term], Term]:
+        transform = super()._transformer(mode)
+
+        def register(term: Term) -> Term:
+            transformed = transform(term)
+            self.recorder.register(transformed)
+            return transformed
+
+        return register
+
+
+def _input_names(program: Any, name: str, x: Any) -> list[str]:
+    """Names of the input reals: curried parameter names when the point is a tuple of
+    reals matching them, else paths like ``x.0``, ``x[2]``."""
+    paths: list[str] = []
+
+    def visit(v: Any, path: str) -> None:
+        stack = [(v, path)]
+        while stack:
+            value, p = stack.pop()
+            if type(value) is float:
+                paths.append(p)
+            elif type(value) is tuple:
+                stack.extend(((value[1], p + ".1"), (value[0], p + ".0")))
+            elif type(value) is list:
+                stack.extend((item, f"{p}[{i}]") for i, item in reversed(list(enumerate(value))))
+
+    params = _parameter_names(program.decls[name].value)
+    flat = []
+    v = x
+    while type(v) is tuple and len(flat) < len(params) - 1:
+        flat.append(v[0])
+        v = v[1]
+    flat.append(v)
+    if len(params) >= 2 and len(flat) == len(params) and all(type(f) is float for f in flat):
+        return params
+    visit(x, params[0] if len(params) == 1 else "x")
+    return paths
+
+
+def _parameter_names(term: Term) -> list[str]:
+    names = []
+    while isinstance(term, Lam):
+        names.append(term.param)
+        term = term.body
+    return names or ["x"]
+
+
+def trace(program: Any, name: str, point: Any, mode: str = "forward",
+          strategy: str = "factored") -> Trace:
+    """The trace of ``name`` at ``point`` (a runtime value or Python data).
+
+    Raises UsageError for a point that does not fit, and the program's own errors."""
+    if mode not in ("forward", "reverse"):
+        raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
+    f, x, _ = program._function_and_point(name, point)
+    recorder = _Recorder()
+    interpreter = Interpreter(strategy=strategy, on_event=recorder)
+    differentiator = _TracingDifferentiator(interpreter, recorder, strategy)
+    interpreter.ad_hooks = differentiator.hooks()
+    names = _input_names(program, name, x)
+    leaves: list[float] = []
+    map_value(x, is_real, lambda r: leaves.append(r) or r)
+    # fresh float objects so dependencies on inputs are recognised by identity
+    fresh = iter([r * 1.0 for r in leaves])
+    x = map_value(x, is_real, lambda _: next(fresh))
+    inputs: list[float] = []
+    map_value(x, is_real, lambda r: inputs.append(r) or r)
+    for position, value in enumerate(inputs):
+        recorder.producers[id(value)] = position - len(inputs) + 1
+    recorder.keep.extend(inputs)
+    if mode == "forward":
+        columns = []
+        input_derivatives = []
+        output = 0.0
+        for i in range(len(inputs)):
+            recorder.cursor = 0
+            position = iter(range(len(inputs)))
+            direction = map_value(x, is_real, lambda _: 1.0 if next(position) == i else 0.0)
+            output, _ = differentiator.jvp(f, x, direction)
+            recorder.collect_rows = False
+            columns.append(f"∂/∂{names[i]}")
+            input_derivatives.append(tuple(1.0 if j == i else 0.0 for j in range(len(inputs))))
+        per_input = tuple(tuple(row) for row in zip(*input_derivatives)) if inputs else ()
+    else:
+        output, gradient = differentiator.grad(f, x)
+        flat: list[float] = []
+        map_value(gradient, is_real, lambda r: flat.append(r) or r)
+        columns = ["adjoint"]
+        per_input = tuple((g,) for g in flat)
+        for row in recorder.rows:
+            if not row.derivatives:
+                row.derivatives.append(0.0)
+    _assign_levels(recorder.rows)
+    rows = sorted(recorder.rows, key=lambda r: (r.level, r.index))
+    renumber = {row.index: position + 1 for position, row in enumerate(rows)}
+    for row in rows:
+        row.parents = tuple(renumber.get(p, p) for p in row.parents)
+        row.index = renumber[row.index]
+    return Trace(mode, tuple(zip(names, inputs)), per_input, tuple(rows), tuple(columns),
+                 float(output) if type(output) is float else output)
+
+
+def _assign_levels(rows: list[Row]) -> None:
+    """Each row's level: 1 + the highest level of the rows it reads (inputs are level 0).
+    Rows are in evaluation order, so parents come first."""
+    level = {}
+    for row in rows:
+        row.level = 1 + max((level.get(p, 0) for p in row.parents), default=0)
+        level[row.index] = row.level
+
+
+# ------------------------------------------------------------------ rendering
+
+
+def _source_text(span: Span | None, sources: dict[str, str]) -> str:
+    if span is None:
+        return ""
+    text = sources.get(span.file)
+    if text is None:
+        return str(span)
+    lines = text.splitlines()
+    if span.line == span.end_line and 1 <= span.line <= len(lines):
+        return lines[span.line - 1][span.col - 1:span.end_col - 1]
+    return f"{str(span)}"
+
+
+def format_trace(tr: Trace, sources: dict[str, str]) -> str:
+    """The trace as a text table: inputs as ``v-(n-1) .. v0``, operations as ``v1 ..``."""
+    n = len(tr.inputs)
+    header = ["var", "operation", "source", "value", *tr.columns]
+    table: list[list[str]] = []
+    for position, (name, value) in enumerate(tr.inputs):
+        derivs = tr.input_derivatives[position] if tr.input_derivatives else ()
+        table.append([f"v{position - n + 1}", "input", name, format_real(value),
+                      *(format_real(d) for d in derivs)])
+
+    for row in tr.rows:
+        args = ", ".join(f"v{p}" for p in row.parents)
+        operation = f"{row.symbol} {args}".strip() if args else row.symbol
+        location = f"{row.span.line}:{row.span.col}" if row.span else ""
+        source = _source_text(row.span, sources)
+        table.append([f"v{row.index}", operation, f"{source}  ({location})" if location else source,
+                      format_real(row.value), *(format_real(d) for d in row.derivatives)])
+    widths = [max(len(header[c]), *(len(r[c]) for r in table)) if table else len(header[c])
+              for c in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for r in table:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def graph_dot(tr: Trace, sources: dict[str, str], title: str = "") -> str:
+    """The computational graph of the trace in Graphviz DOT: one node per input and per
+    primitive evaluation, labelled with its primal value and derivative(s)."""
+    n = len(tr.inputs)
+    lines = ["digraph lambdad {", "  rankdir=LR;",
+             '  node [shape=box, fontname="Helvetica", fontsize=11];']
+    if title:
+        lines.append(f'  label="{_escape(title)}"; labelloc=t;')
+    deriv_name = "adjoint" if tr.mode == "reverse" else "tangent"
+    for position, (name, value) in enumerate(tr.inputs):
+        index = position - n + 1
+        derivs = tr.input_derivatives[position] if tr.input_derivatives else ()
+        label = f"v{index} = {name}\\n{format_real(value)}"
+        if derivs:
+            label += f"\\n{deriv_name} " + ", ".join(format_real(d) for d in derivs)
+        lines.append(f'  v{_id(index)} [label="{_escape(label)}", style=rounded];')
+    for row in tr.rows:
+        label = (f"v{row.index} = {row.symbol}\\n{format_real(row.value)}\\n{deriv_name} "
+                 + ", ".join(format_real(d) for d in row.derivatives))
+        tooltip = _source_text(row.span, sources)
+        lines.append(f'  v{_id(row.index)} [label="{_escape(label)}", tooltip="{_escape(tooltip)}"];')
+        for parent in row.parents:
+            lines.append(f"  v{_id(parent)} -> v{_id(row.index)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _id(index: int) -> str:
+    return str(index) if index > 0 else f"m{-index}"
+
+
+def _escape(text: str) -> str:
+    return text.replace('"', '\\"')
+
+
+def render_graph(dot: str, output: str) -> str:
+    """Writes ``dot`` to ``output`` (``.dot`` as text; ``.svg``/``.png`` through Graphviz's
+    ``dot``).  Returns a note for the user.  Raises UsageError if Graphviz is missing for
+    an image format or the suffix is unknown."""
+    path = Path(output)
+    suffix = path.suffix.lower()
+    if suffix in ("", ".dot", ".gv"):
+        path.write_text(dot)
+        return f"wrote {path}"
+    if suffix not in (".svg", ".png", ".pdf"):
+        raise UsageError(f"unknown graph format `{suffix}`; use .dot, .svg or .png")
+    dot_program = shutil.which("dot")
+    if dot_program is None:
+        fallback = path.with_suffix(".dot")
+        fallback.write_text(dot)
+        raise UsageError(f"Graphviz (`dot`) is not installed, so {suffix} cannot be made; "
+                         f"wrote the DOT text to {fallback} instead")
+    result = subprocess.run([dot_program, f"-T{suffix[1:]}", "-o", str(path)], input=dot,
+                            text=True, capture_output=True)
+    if result.returncode != 0:
+        raise UsageError(f"Graphviz failed: {result.stderr.strip()}")
+    return f"wrote {path}"

@@ -1,0 +1,962 @@
+"""Hindley–Milner type inference with let-polymorphism (LANGUAGE.md §5), for source terms and
+for the target language of AD.md §4 (``d``, ``\\a -o e``, ``zero``, ``<+>``, ``seed i``,
+``cotangent x e``).
+
+Inference is algorithm J with levels: type variables are unified in place through a binding
+map, and each flexible variable records the ``let`` depth at which it was created, so a
+``let`` generalises exactly the variables younger than itself without scanning the
+environment.  Every pass over terms and types is iterative (terms are visited by generator
+functions driven by :func:`lambdad.iterate.run`, types with explicit stacks), so programs and
+types nested 10^4 deep are fine.
+
+Type variables written in annotations are *rigid*: within one top-level declaration a name
+means one variable, which unifies only with itself (and with flexible variables).  The
+declaration's scheme generalises them with the rest.
+
+Results: the scheme of every top-level name, and a table ``types`` mapping ``id(node)`` of
+every term node to its fully substituted type.  The table is keyed by identity because equal
+nodes at different places can have different types; callers keep the terms alive while they
+use it.  Inside one declaration (or term) the variables left in its types are named
+``a, b, c, e, ...`` (``d`` is the cotangent type), the declaration's own scheme first.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import string
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from .errors import LambdadError, Span, TypeCheckError
+from .iterate import Step, run
+from .primitives import NAMED, PRIMITIVES, Primitive
+from .printer import print_type
+from .syntax import (
+    BACKPROPAGATOR,
+    BOOL,
+    COTANGENT,
+    REAL,
+    Annot,
+    App,
+    BoolLit,
+    BoolT,
+    Builtin,
+    Const,
+    CotangentT,
+    FunT,
+    If,
+    Let,
+    LetPair,
+    Lam,
+    LinLam,
+    ListLit,
+    ListT,
+    Module,
+    Pair,
+    PairT,
+    Plus,
+    Prim,
+    ReadOff,
+    RealT,
+    Seed,
+    Term,
+    Type,
+    Var,
+    VarT,
+    Zero,
+)
+
+__all__ = [
+    "ModuleTyping",
+    "Scheme",
+    "TermTyping",
+    "TypeEnv",
+    "check_term",
+    "infer_module",
+    "infer_term",
+    "print_scheme",
+]
+
+
+# --------------------------------------------------------------------------- schemes
+
+
+@attrs.frozen
+class Scheme:
+    """``∀ vars. type``: the type of a ``let``- or ``def``-bound name.  Variables of ``type``
+    not listed in ``vars`` are fixed (they belong to an enclosing scope)."""
+
+    vars: tuple[str, ...]
+    type: Type
+
+    def __str__(self) -> str:
+        return print_scheme(self)
+
+
+def print_scheme(scheme: Scheme) -> str:
+    """Source text of ``scheme``'s type with its quantified variables renamed ``a, b, c, ...``
+    in order of first occurrence (``(a -> b) -> [a] -> [b]``); never fails."""
+    quantified = set(scheme.vars)
+    names = _ordered_vars(scheme.type)
+    letters = _letters({name for name in names if name not in quantified})
+    rename = {name: next(letters) for name in names if name in quantified}
+    if all(old == new for old, new in rename.items()):
+        return print_type(scheme.type)
+    return print_type(_rename_vars(scheme.type, rename))
+
+
+class TypeEnv(Mapping[str, Scheme]):
+    """A persistent mapping from names to schemes: :meth:`extend` returns a new environment
+    and leaves this one unchanged.  Primitives are not in it: the parser turns their names
+    into ``Builtin``/``Prim`` nodes, typed from the primitive table."""
+
+    __slots__ = ("_schemes",)
+
+    def __init__(self, schemes: Mapping[str, Scheme] | None = None):
+        self._schemes: dict[str, Scheme] = dict(schemes or {})
+
+    @classmethod
+    def builtins(cls) -> "TypeEnv":
+        """The environment every program starts from: empty, since every built-in is a
+        primitive of the table."""
+        return cls()
+
+    def extend(self, name: str, scheme: Scheme) -> "TypeEnv":
+        """This environment with ``name`` bound (or rebound) to ``scheme``."""
+        schemes = dict(self._schemes)
+        schemes[name] = scheme
+        return TypeEnv(schemes)
+
+    def __getitem__(self, name: str) -> Scheme:
+        return self._schemes[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._schemes)
+
+    def __len__(self) -> int:
+        return len(self._schemes)
+
+    def __repr__(self) -> str:
+        inside = ", ".join(f"{name}: {scheme}" for name, scheme in self._schemes.items())
+        return f"TypeEnv({{{inside}}})"
+
+
+@attrs.frozen(eq=False)
+class ModuleTyping:
+    """The typing of a module: each declaration's scheme (in order), the type of every term
+    node by ``id``, and the input environment extended with the module's names."""
+
+    schemes: dict[str, Scheme]
+    types: dict[int, Type]
+    env: TypeEnv
+
+
+@attrs.frozen(eq=False)
+class TermTyping:
+    """The typing of one term: its type, that type generalised, and the type of every node."""
+
+    type: Type
+    scheme: Scheme
+    types: dict[int, Type]
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def infer_module(module: Module, env: TypeEnv | None = None) -> ModuleTyping:
+    """The typing of ``module``, each declaration generalised and visible to the next ones;
+    raises TypeCheckError (located at the culprit) on the first ill-typed declaration or on
+    a name defined twice."""
+    env = TypeEnv.builtins() if env is None else env
+    inference = _Inference(env)
+    schemes: dict[str, Scheme] = {}
+    types: dict[int, Type] = {}
+    for decl in module.decls:
+        if decl.name in schemes:
+            raise TypeCheckError(f"`{decl.name}` is already defined", decl.span)
+        try:
+            _, scheme = inference.declaration(decl.value, types)
+        except LambdadError as error:
+            raise error.with_span(decl.span)
+        schemes[decl.name] = scheme
+        inference.define(decl.name, scheme)
+        env = env.extend(decl.name, scheme)
+    return ModuleTyping(schemes, types, env)
+
+
+def infer_term(term: Term, env: TypeEnv | None = None) -> TermTyping:
+    """The typing of ``term`` in ``env`` (like the value of one declaration); raises
+    TypeCheckError located at the culprit."""
+    inference = _Inference(TypeEnv.builtins() if env is None else env)
+    types: dict[int, Type] = {}
+    final, scheme = inference.declaration(term, types)
+    return TermTyping(final, scheme, types)
+
+
+def check_term(term: Term, expected: Type, env: TypeEnv | None = None) -> TermTyping:
+    """The typing of ``term`` at type ``expected``, whose type variables are fixed (the term
+    must be at least that general); raises TypeCheckError if the term is ill-typed or its
+    type does not match ``expected``."""
+    env = TypeEnv.builtins() if env is None else env
+    inference = _Inference(env, fixed=_ordered_vars(expected))
+    types: dict[int, Type] = {}
+    final, scheme = inference.declaration(term, types, expected=expected)
+    return TermTyping(final, scheme, types)
+
+
+# --------------------------------------------------------------------------- type helpers
+
+
+def _letters(taken: set[str] | frozenset[str] = frozenset()) -> Iterator[str]:
+    """Type variable names ``a, b, c, e, ..., z, a1, ...``, skipping ``taken`` and ``d``
+    (which spells the cotangent type)."""
+    for round_ in itertools.count():
+        suffix = str(round_) if round_ else ""
+        for letter in string.ascii_lowercase:
+            name = letter + suffix
+            if name != "d" and name not in taken:
+                yield name
+
+
+def _ordered_vars(t: Type) -> list[str]:
+    """Names of the type variables of ``t`` in order of first occurrence; shared sub-trees
+    are visited once, so a type built as a graph is not unfolded into a tree."""
+    seen: dict[str, None] = {}
+    visited: set[int] = set()
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        if isinstance(current, VarT):
+            seen.setdefault(current.name)
+        else:
+            stack.extend(reversed(_kids(current)))
+    return list(seen)
+
+
+def _kids(t: Type) -> tuple[Type, ...]:
+    if isinstance(t, PairT):
+        return (t.first, t.second)
+    if isinstance(t, FunT):
+        return (t.arg, t.result)
+    if isinstance(t, ListT):
+        return (t.item,)
+    return ()
+
+
+def _remake(t: Type, kids: list[Type]) -> Type:
+    if isinstance(t, PairT):
+        return PairT(kids[0], kids[1])
+    if isinstance(t, FunT):
+        return FunT(kids[0], kids[1])
+    return ListT(kids[0])
+
+
+def _rename_vars(t: Type, rename: dict[str, str]) -> Type:
+    """``t`` with its variables renamed by ``rename`` (others kept), without recursion."""
+    return _map_type(t, lambda v: VarT(rename.get(v.name, v.name)), lambda v: None, {})
+
+
+def _map_type(
+    root: Type,
+    on_var: Callable[[VarT], Type],
+    binding: Callable[[VarT], Type | None],
+    memo: dict[int, Any],
+    skip: Mapping[int, Type] | None = None,
+) -> Type:
+    """``root`` rebuilt bottom-up: a variable bound by ``binding`` is replaced by the image of
+    its binding, any other variable ``v`` by ``on_var(v)``; unchanged sub-trees are shared.
+
+    ``memo`` maps ``id`` of visited objects to their images (shared structure is visited
+    once; the caller keeps the objects alive while ``memo`` lives).  Objects in ``skip`` are
+    their own image."""
+    stack: list[tuple[Type, bool]] = [(root, False)]
+    while stack:
+        current, expanded = stack.pop()
+        key = id(current)
+        if not expanded:
+            if key in memo:
+                continue
+            if skip is not None and key in skip:
+                memo[key] = current
+                continue
+            if isinstance(current, VarT):
+                target = binding(current)
+                if target is None:
+                    memo[key] = on_var(current)
+                else:
+                    stack.append((current, True))
+                    stack.append((target, False))
+                continue
+            kids = _kids(current)
+            if not kids:
+                memo[key] = current
+                continue
+            stack.append((current, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+        elif isinstance(current, VarT):
+            memo[key] = memo[id(binding(current))]
+        else:
+            kids = _kids(current)
+            images = [memo[id(kid)] for kid in kids]
+            same = all(image is kid for image, kid in zip(images, kids))
+            memo[key] = current if same else _remake(current, images)
+    return memo[id(root)]
+
+
+def _flexible(v: VarT) -> bool:
+    """Whether ``v`` is a unification variable made by inference (the others are rigid:
+    written in annotations or fixed by the caller)."""
+    return v.name.startswith("?")
+
+
+class _Mismatch(Exception):
+    """Unification met two different type constructors (or two different rigid variables)."""
+
+    def __init__(self, left: Type, right: Type):
+        super().__init__()
+        self.left = left
+        self.right = right
+
+
+class _Infinite(Exception):
+    """The occurs check failed: ``var`` would have to equal ``type``, which contains it."""
+
+    def __init__(self, var: VarT, type_: Type):
+        super().__init__()
+        self.var = var
+        self.type = type_
+
+
+_ABSENT = object()
+
+# How each target-language construct is named in messages (their printed spellings).
+_PLUS = "<+>"
+_READ_OFF = "cotangent"
+
+
+# --------------------------------------------------------------------------- inference
+
+
+class _Inference:
+    """The state of one inference run: variable bindings and levels, and the scope.
+
+    ``scope`` maps each visible name to a :class:`Scheme` (``let``/``def``-bound, to be
+    instantiated) or a bare type (``λ``-bound, monomorphic); local bindings are added and
+    removed as the walk enters and leaves their bodies.
+    """
+
+    def __init__(self, env: TypeEnv, fixed: list[str] | tuple[str, ...] = ()):
+        self.bindings: dict[str, Type] = {}
+        self.levels: dict[str, int] = {}
+        # Rigid variables free in the environment or fixed by the caller: at level 0 (never
+        # generalised), and they keep their names in the results.
+        self.fixed: dict[str, int] = {}
+        for scheme in env.values():
+            quantified = set(scheme.vars)
+            for name in _ordered_vars(scheme.type):
+                if name not in quantified:
+                    self.fixed[name] = 0
+        self.env_free = frozenset(self.fixed)
+        self.fixed.update((name, 0) for name in fixed)
+        # Level of each rigid variable: the shallowest place it is mentioned or escapes to.
+        self.rigid_levels: dict[str, int] = dict(self.fixed)
+        self.counter = itertools.count()
+        self.level = 0
+        # Bindings written during one unification, so a failure can be undone and the
+        # message can show the types as they were before it.
+        self.trail: list[tuple[str, Type | None]] | None = None
+        # Objects known to contain no unbound variable: scans skip them.
+        self.ground: dict[int, Type] = {}
+        self.scope: dict[str, Scheme | Type] = dict(env.items())
+        self.visited: list[tuple[Term, Type]] = []
+        self.primitive_schemes: dict[str, Scheme] = {}
+        self.arms: dict[type, Callable[[Any], Step[Type]]] = {
+            Const: self._const,
+            BoolLit: self._bool,
+            Var: self._var,
+            Builtin: self._builtin,
+            Prim: self._prim,
+            Lam: self._lam,
+            App: self._app,
+            Let: self._let,
+            LetPair: self._let_pair,
+            Pair: self._pair,
+            If: self._if,
+            ListLit: self._list,
+            Annot: self._annot,
+            LinLam: self._lin_lam,
+            Zero: self._zero,
+            Plus: self._plus,
+            Seed: self._seed,
+            ReadOff: self._read_off,
+        }
+
+    # ----------------------------------------------------------- declarations
+
+    def declaration(
+        self, term: Term, types: dict[int, Type], expected: Type | None = None
+    ) -> tuple[Type, Scheme]:
+        """The type and scheme of ``term`` as a top-level definition; the type of each of its
+        nodes is added to ``types``.  Raises TypeCheckError."""
+        self.level = 1
+        self.rigid_levels = dict(self.fixed)
+        self.visited = []
+        result = run(self._visit(term))
+        if expected is not None:
+            self._expect(expected, result, term,
+                         lambda e, a: f"expected {e}, but this has type {a}")
+        self.level = 0
+        # Every variable left is generalised (their levels are all >= 1), except those fixed
+        # by the environment or the caller; name them in order of first occurrence, the
+        # declaration's own type first, so its scheme reads a, b, c, ...
+        rename: dict[str, str] = {}
+        letters = _letters(frozenset(self.fixed))
+        seen: list[str] = []
+
+        def name_var(v: VarT) -> Type:
+            new = rename.get(v.name)
+            if new is None:
+                new = rename[v.name] = v.name if v.name in self.fixed else next(letters)
+                seen.append(new)
+            return VarT(new)
+
+        memo: dict[int, Any] = {}
+        # Shared structure is visited once, leaves left to right: ``seen`` is in order of
+        # first occurrence.
+        final = _map_type(result, name_var, self._binding, memo)
+        quantified = tuple(name for name in seen if name not in self.env_free)
+        for node, node_type in self.visited:
+            types[id(node)] = _map_type(node_type, name_var, self._binding, memo)
+        # Nothing of this declaration is reachable any more but through the zonked results.
+        self.visited = []
+        self.bindings.clear()
+        self.levels.clear()
+        self.ground.clear()
+        return final, Scheme(quantified, final)
+
+    def define(self, name: str, scheme: Scheme) -> None:
+        """Make the top-level ``name`` visible to the following declarations."""
+        self.scope[name] = scheme
+
+    # ----------------------------------------------------------- variables
+
+    def _fresh(self) -> VarT:
+        var = VarT(f"?{next(self.counter)}")
+        self.levels[var.name] = self.level
+        return var
+
+    def _binding(self, v: VarT) -> Type | None:
+        return self.bindings.get(v.name)
+
+    def _write(self, name: str, t: Type) -> None:
+        if self.trail is not None:
+            self.trail.append((name, self.bindings.get(name)))
+        self.bindings[name] = t
+
+    def _resolve(self, t: Type) -> Type:
+        """``t`` with bound variables at its root followed (paths are compressed)."""
+        if not isinstance(t, VarT):
+            return t
+        target = self.bindings.get(t.name)
+        if target is None:
+            return t
+        path = [t.name]
+        while isinstance(target, VarT):
+            further = self.bindings.get(target.name)
+            if further is None:
+                break
+            path.append(target.name)
+            target = further
+        for name in path[:-1]:
+            self._write(name, target)
+        return target
+
+    def _scan(self, root: Type, on_var: Callable[[VarT], None]) -> None:
+        """Call ``on_var`` once for each unbound variable of ``root``; sub-trees found to
+        contain none are remembered in ``ground`` and skipped by later scans."""
+        ground = self.ground
+        has_var: dict[int, bool | None] = {}
+        stack: list[tuple[Type, tuple[Type, ...] | None]] = [(self._resolve(root), None)]
+        while stack:
+            current, kids = stack.pop()
+            key = id(current)
+            if kids is None:
+                if key in has_var or key in ground:
+                    continue
+                if isinstance(current, VarT):
+                    has_var[key] = True
+                    on_var(current)
+                    continue
+                kids = tuple(self._resolve(kid) for kid in _kids(current))
+                if not kids:
+                    has_var[key] = False
+                    ground[key] = current
+                    continue
+                has_var[key] = None
+                stack.append((current, kids))
+                stack.extend((kid, None) for kid in kids)
+            else:
+                found = any(has_var.get(id(kid)) for kid in kids)
+                has_var[key] = found
+                if not found:
+                    ground[key] = current
+
+    def _level_of(self, v: VarT) -> int:
+        if _flexible(v):
+            return self.levels[v.name]
+        return self.rigid_levels.get(v.name, 0)
+
+    def _lower(self, v: VarT, level: int) -> None:
+        if _flexible(v):
+            if self.levels[v.name] > level:
+                self.levels[v.name] = level
+        elif self.rigid_levels.get(v.name, 0) > level:
+            self.rigid_levels[v.name] = level
+
+    def _bind(self, var: VarT, t: Type) -> None:
+        """Bind the flexible ``var`` to ``t``; raises _Infinite if ``t`` contains ``var``.
+        Variables of ``t`` move up to ``var``'s level: they are now as old as it is."""
+        level = self.levels[var.name]
+
+        def visit(v: VarT) -> None:
+            if v.name == var.name:
+                raise _Infinite(var, t)
+            self._lower(v, level)
+
+        self._scan(t, visit)
+        self._write(var.name, t)
+
+    def _unify(self, left: Type, right: Type) -> None:
+        """Make ``left`` and ``right`` equal; raises _Mismatch or _Infinite."""
+        stack = [(left, right)]
+        seen: set[tuple[int, int]] = set()
+        while stack:
+            x, y = stack.pop()
+            x, y = self._resolve(x), self._resolve(y)
+            if x is y:
+                continue
+            x_flexible = isinstance(x, VarT) and _flexible(x)
+            y_flexible = isinstance(y, VarT) and _flexible(y)
+            if x_flexible or y_flexible:
+                if x_flexible and y_flexible and x.name == y.name:
+                    continue
+                if x_flexible:
+                    self._bind(x, y)
+                else:
+                    self._bind(y, x)
+                continue
+            pair = (id(x), id(y))
+            if pair in seen:
+                continue
+            seen.add(pair)
+            if type(x) is not type(y):
+                raise _Mismatch(x, y)
+            if isinstance(x, VarT):
+                if x.name != y.name:
+                    raise _Mismatch(x, y)
+                continue
+            stack.extend(reversed(list(zip(_kids(x), _kids(y)))))
+
+    def _instantiate(self, scheme: Scheme) -> Type:
+        """A fresh instance of ``scheme``: its quantified variables replaced by new ones."""
+        if not scheme.vars:
+            return scheme.type
+        quantified = set(scheme.vars)
+        fresh: dict[str, VarT] = {}
+
+        def instance(v: VarT) -> Type:
+            if v.name not in quantified:
+                return v
+            new = fresh.get(v.name)
+            if new is None:
+                new = fresh[v.name] = self._fresh()
+            return new
+
+        return _map_type(scheme.type, instance, self._binding, {}, self.ground)
+
+    def _generalise(self, t: Type) -> Scheme | Type:
+        """``t`` with the variables younger than the current level quantified (the ``let``
+        rule of HM); ``t`` itself when there are none."""
+        names: list[str] = []
+
+        def visit(v: VarT) -> None:
+            if self._level_of(v) > self.level:
+                names.append(v.name)
+
+        self._scan(t, visit)
+        return Scheme(tuple(names), t) if names else t
+
+    def _annotation(self, t: Type) -> Type:
+        """``t``, written in an annotation: its variables are rigid, and mentioned here."""
+        for name in _ordered_vars(t):
+            level = self.rigid_levels.get(name)
+            self.rigid_levels[name] = self.level if level is None else min(level, self.level)
+        return t
+
+    def _primitive_type(self, primitive: Primitive) -> Type:
+        scheme = self.primitive_schemes.get(primitive.name)
+        if scheme is None:
+            scheme = Scheme(tuple(_ordered_vars(primitive.type)), primitive.type)
+            self.primitive_schemes[primitive.name] = scheme
+        return self._instantiate(scheme)
+
+    # ----------------------------------------------------------- errors
+
+    def _show(self, *types: Type) -> list[str]:
+        """``types`` as the user should read them: substituted, flexible variables named
+        ``a, b, ...`` consistently across all of them, rigid ones as written."""
+        letters = _letters(frozenset(self.rigid_levels))
+        rename: dict[str, str] = {}
+
+        def name_var(v: VarT) -> Type:
+            if not _flexible(v):
+                return VarT(v.name)
+            new = rename.get(v.name)
+            if new is None:
+                new = rename[v.name] = next(letters)
+            return VarT(new)
+
+        memo: dict[int, Any] = {}
+        return [print_type(_map_type(t, name_var, self._binding, memo)) for t in types]
+
+    def _expect(
+        self, expected: Type, actual: Type, culprit: Term, message: Callable[[str, str], str]
+    ) -> None:
+        """Unify ``expected`` with ``actual``, the type of ``culprit``; on failure raises
+        TypeCheckError at ``culprit`` with ``message(expected, actual)``."""
+        self.trail = []
+        try:
+            self._unify(expected, actual)
+        except (_Mismatch, _Infinite) as failure:
+            for name, old in reversed(self.trail):
+                if old is None:
+                    del self.bindings[name]
+                else:
+                    self.bindings[name] = old
+            self.trail = None
+            raise self._failure(failure, expected, actual, culprit, message) from None
+        finally:
+            self.trail = None
+
+    def _failure(self, failure, expected, actual, culprit, message) -> TypeCheckError:
+        if isinstance(failure, _Infinite):
+            var, whole = self._show(failure.var, failure.type)
+            return TypeCheckError(f"infinite type: {var} = {whole}", _span(culprit))
+        shown_expected, shown_actual, left, right = self._show(
+            expected, actual, failure.left, failure.right)
+        notes = []
+        for part, shown, other in ((failure.left, left, right), (failure.right, right, left)):
+            if isinstance(part, VarT) and part.name not in self.fixed:
+                notes.append(f"`{shown}` is a type variable of an annotation: it stands for "
+                             f"any type, so it cannot be {other}")
+        return TypeCheckError(message(shown_expected, shown_actual), _span(culprit),
+                              tuple(notes[:1]))
+
+    def _unknown(self, term: Var) -> TypeCheckError:
+        candidates = [name for name in itertools.chain(self.scope, NAMED)]
+        close = difflib.get_close_matches(term.name, candidates, n=1)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        return TypeCheckError(f"unknown name `{term.name}`{hint}", term.span)
+
+    # ----------------------------------------------------------- the walk
+
+    def _visit(self, term: Term) -> Step[Type]:
+        """The type of ``term`` (recorded for the types table); raises TypeCheckError, located
+        at the innermost enclosing node with a span when the culprit has none."""
+        arm = self.arms.get(type(term))
+        if arm is None:
+            raise TypeCheckError(f"cannot type {type(term).__name__} nodes", _span(term))
+        try:
+            result = yield from arm(term)
+        except LambdadError as error:
+            raise error.with_span(_span(term))
+        self.visited.append((term, result))
+        return result
+
+    def _bind_local(self, name: str, value: Scheme | Type) -> object:
+        old = self.scope.get(name, _ABSENT)
+        if name != "_":
+            self.scope[name] = value
+        return old
+
+    def _unbind_local(self, name: str, old: object) -> None:
+        if name == "_":
+            return
+        if old is _ABSENT:
+            del self.scope[name]
+        else:
+            self.scope[name] = old  # type: ignore[assignment]
+
+    def _const(self, term: Const) -> Step[Type]:
+        """A real literal: ``R``."""
+        return REAL
+        yield  # a generator, like every arm
+
+    def _bool(self, term: BoolLit) -> Step[Type]:
+        """``true``, ``false``: ``Bool``."""
+        return BOOL
+        yield
+
+    def _var(self, term: Var) -> Step[Type]:
+        """``x``: an instance of its scheme (HM variable rule); a free primitive name means
+        the primitive."""
+        entry = self.scope.get(term.name)
+        if entry is None:
+            primitive = NAMED.get(term.name)
+            if primitive is None:
+                raise self._unknown(term)
+            return self._primitive_type(primitive)
+        if isinstance(entry, Scheme):
+            return self._instantiate(entry)
+        return entry
+        yield
+
+    def _builtin(self, term: Builtin) -> Step[Type]:
+        """A primitive as a value (``map sin``): an instance of its table type."""
+        primitive = PRIMITIVES.get(term.name)
+        if primitive is None:
+            raise TypeCheckError(f"unknown primitive `{term.name}`", term.span)
+        return self._primitive_type(primitive)
+        yield
+
+    def _prim(self, term: Prim) -> Step[Type]:
+        """``x + y``, ``sin x``, ``map f xs``: each argument, left to right, against the
+        parameter of an instance of the primitive's type."""
+        primitive = PRIMITIVES.get(term.op)
+        if primitive is None:
+            raise TypeCheckError(f"unknown primitive `{term.op}`", term.span)
+        symbol = primitive.spelling.symbol
+        if len(term.args) != primitive.arity:
+            raise TypeCheckError(
+                f"`{symbol}` takes {primitive.arity} argument(s), but is given {len(term.args)}",
+                term.span)
+        remaining = self._primitive_type(primitive)
+        for arg in term.args:
+            arg_type = yield self._visit(arg)
+            assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
+            self._expect(remaining.arg, arg_type, arg,
+                         lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
+            remaining = remaining.result
+        return remaining
+
+    def _lam(self, term: Lam) -> Step[Type]:
+        """``\\x -> e`` / ``\\(x : A) -> e``: ``A -> B`` with ``x : A`` monomorphic in ``e``."""
+        if term.param_type is None:
+            param: Type = self._fresh()
+        else:
+            param = self._annotation(term.param_type)
+        old = self._bind_local(term.param, param)
+        body = yield self._visit(term.body)
+        self._unbind_local(term.param, old)
+        return FunT(param, body)
+
+    def _app(self, term: App) -> Step[Type]:
+        """``f e``: ``f : A -> B`` and ``e : A`` give ``B``; also applies a backpropagator
+        ``g : R -o d`` (a function type like any other)."""
+        fn_type = self._resolve((yield self._visit(term.fn)))
+        if isinstance(fn_type, VarT) and _flexible(fn_type):
+            shape = FunT(self._fresh(), self._fresh())
+            self._bind(fn_type, shape)
+            fn_type = shape
+        if not isinstance(fn_type, FunT):
+            (shown,) = self._show(fn_type)
+            raise TypeCheckError(f"{_describe_function(term.fn)} is not a function; it has type "
+                                 f"{shown}", _span(term.fn))
+        arg_type = yield self._visit(term.arg)
+        self._expect(fn_type.arg, arg_type, term.arg,
+                     lambda e, a: f"this function expects {e}, but the argument has type {a}")
+        return fn_type.result
+
+    def _let(self, term: Let) -> Step[Type]:
+        """``let x = e1 in e2``: ``e1``'s type is generalised for ``e2`` (HM ``let``)."""
+        self.level += 1
+        value = yield self._visit(term.value)
+        self.level -= 1
+        old = self._bind_local(term.name, self._generalise(value))
+        body = yield self._visit(term.body)
+        self._unbind_local(term.name, old)
+        return body
+
+    def _let_pair(self, term: LetPair) -> Step[Type]:
+        """``let (x, y) = e1 in e2``: ``e1 : A * B``; ``x : A``, ``y : B`` generalised."""
+        self.level += 1
+        value = yield self._visit(term.value)
+        first, second = self._fresh(), self._fresh()
+        self._expect(PairT(first, second), value, term.value,
+                     lambda e, a: f"a pair pattern needs a pair, but this has type {a}")
+        self.level -= 1
+        old_first = self._bind_local(term.first, self._generalise(first))
+        old_second = self._bind_local(term.second, self._generalise(second))
+        body = yield self._visit(term.body)
+        self._unbind_local(term.second, old_second)
+        self._unbind_local(term.first, old_first)
+        return body
+
+    def _pair(self, term: Pair) -> Step[Type]:
+        """``(e1, e2)``: ``A * B``."""
+        first = yield self._visit(term.first)
+        second = yield self._visit(term.second)
+        return PairT(first, second)
+
+    def _if(self, term: If) -> Step[Type]:
+        """``if c then e1 else e2``: ``c : Bool``, both branches of one type."""
+        operator = _logical_operator(term)
+        if operator is not None:
+            return (yield from self._logical(term, operator))
+        cond = yield self._visit(term.cond)
+        self._expect(BOOL, cond, term.cond,
+                     lambda e, a: f"expected Bool, but the condition of `if` has type {a}")
+        then = yield self._visit(term.then)
+        orelse = yield self._visit(term.orelse)
+        self._expect(then, orelse, term.orelse,
+                     lambda e, a: f"the branches of `if` have different types: {e} and {a}")
+        return then
+
+    def _logical(self, term: If, operator: str) -> Step[Type]:
+        """``a && b`` (``if a then b else false``), ``a || b`` (``if a then true else b``):
+        both operands ``Bool``; errors name the operator the user wrote."""
+        for operand in (term.cond, term.then, term.orelse):
+            operand_type = yield self._visit(operand)
+            self._expect(BOOL, operand_type, operand,
+                         lambda e, a: f"`{operator}` expects Bool, but this has type {a}")
+        return BOOL
+
+    def _list(self, term: ListLit) -> Step[Type]:
+        """``[e1, ..., en]``: ``[A]`` with every item of type ``A``; ``[]`` is ``[a]``."""
+        if not term.items:
+            return ListT(self._fresh())
+        first = yield self._visit(term.items[0])
+        for item in term.items[1:]:
+            item_type = yield self._visit(item)
+            self._expect(first, item_type, item,
+                         lambda e, a: f"the items of a list must have one type, but the first "
+                                      f"has type {e} and this one {a}")
+        return ListT(first)
+
+    def _annot(self, term: Annot) -> Step[Type]:
+        """``(e : A)``: ``e`` must have type ``A``; its variables are rigid."""
+        annotated = self._annotation(term.type)
+        actual = yield self._visit(term.expr)
+        self._expect(annotated, actual, term.expr,
+                     lambda e, a: f"annotated {e}, but the expression has type {a}")
+        return annotated
+
+    # ----- the target language (AD.md section 4)
+
+    def _lin_lam(self, term: LinLam) -> Step[Type]:
+        """``\\a -o e``: ``R -o d`` when ``e : d`` with ``a : R``."""
+        old = self._bind_local(term.param, REAL)
+        body = yield self._visit(term.body)
+        self._unbind_local(term.param, old)
+        self._expect(COTANGENT, body, term.body,
+                     lambda e, a: f"the body of a linear abstraction must have type d, but "
+                                  f"this has type {a}")
+        return BACKPROPAGATOR
+
+    def _zero(self, term: Zero) -> Step[Type]:
+        """``zero : d``."""
+        return COTANGENT
+        yield
+
+    def _plus(self, term: Plus) -> Step[Type]:
+        """``e1 <+> e2 : d`` when both sides are ``d``."""
+        for side in (term.left, term.right):
+            side_type = yield self._visit(side)
+            self._expect(COTANGENT, side_type, side,
+                         lambda e, a: f"`{_PLUS}` expects d, but this has type {a}")
+        return COTANGENT
+
+    def _seed(self, term: Seed) -> Step[Type]:
+        """``seed i : R -o d``."""
+        return BACKPROPAGATOR
+        yield
+
+    def _read_off(self, term: ReadOff) -> Step[Type]:
+        """``cotangent x e``: ``x : ←D(A)`` (a seeded input: every real paired with its
+        backpropagator, ``R * (R -o d)``), ``e : d``; the result is ``A``."""
+        point = yield self._visit(term.point)
+        result = self._unseeded(point)
+        if result is None:
+            (shown,) = self._show(point)
+            raise TypeCheckError(
+                f"`{_READ_OFF}` needs a seeded input (each real paired with its backpropagator, "
+                f"R * (R -o d)), but this has type {shown}", _span(term.point))
+        cotangent = yield self._visit(term.cotangent)
+        self._expect(COTANGENT, cotangent, term.cotangent,
+                     lambda e, a: f"`{_READ_OFF}` expects d, but this has type {a}")
+        return result
+
+    def _seeded_real(self, t: Type) -> bool:
+        """Whether ``t`` is ``R * (R -o d)``, i.e. ←D(R)."""
+        if not isinstance(t, PairT) or not isinstance(self._resolve(t.first), RealT):
+            return False
+        back = self._resolve(t.second)
+        return (isinstance(back, FunT) and isinstance(self._resolve(back.arg), RealT)
+                and isinstance(self._resolve(back.result), CotangentT))
+
+    def _unseeded(self, point: Type) -> Type | None:
+        """``A`` such that ``point`` is ←D(A) (each ``R * (R -o d)`` replaced by ``R``), or
+        None when ``point`` is not (or not yet known to be) such a type."""
+        images: dict[int, Type] = {}
+        root = self._resolve(point)
+        stack: list[tuple[Type, bool]] = [(root, False)]
+        while stack:
+            current, expanded = stack.pop()
+            key = id(current)
+            if expanded:
+                kids = [images[id(self._resolve(kid))] for kid in _kids(current)]
+                images[key] = _remake(current, kids)
+            elif key in images:
+                continue
+            elif self._seeded_real(current):
+                images[key] = REAL
+            elif isinstance(current, BoolT):
+                images[key] = current
+            elif isinstance(current, (PairT, ListT)):
+                stack.append((current, True))
+                stack.extend((self._resolve(kid), False) for kid in reversed(_kids(current)))
+            else:
+                return None
+        return images[id(root)]
+
+
+def _span(term: Term) -> Span | None:
+    return getattr(term, "span", None)
+
+
+def _logical_operator(term: If) -> str | None:
+    """``&&`` or ``||`` when ``term`` is the parser's expansion of one (its literal branch
+    spans the whole expression, as no literal written by the user does), else None."""
+    for branch, value, operator in ((term.orelse, False, "&&"), (term.then, True, "||")):
+        if (isinstance(branch, BoolLit) and branch.value is value and branch.span is not None
+                and branch.span == term.span):
+            return operator
+    return None
+
+
+def _describe_function(fn: Term) -> str:
+    """How a message names the function position ``fn``: ```f``` for a name, ```f x```
+    spelled as ``f`` applied to n arguments, ``this`` otherwise."""
+    head, count = fn, 0
+    while isinstance(head, App):
+        head, count = head.fn, count + 1
+    if isinstance(head, Var):
+        name = head.name
+    elif isinstance(head, Builtin) and head.name in PRIMITIVES:
+        name = PRIMITIVES[head.name].spelling.symbol
+    elif (isinstance(head, Prim) and head.op in PRIMITIVES
+          and PRIMITIVES[head.op].spelling.fixity == "function"):
+        name = PRIMITIVES[head.op].spelling.symbol
+        count += len(head.args)
+    else:
+        return "this"
+    if count == 0:
+        return f"`{name}`"
+    plural = "" if count == 1 else "s"
+    return f"`{name}` applied to {count} argument{plural}"

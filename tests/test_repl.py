@@ -1,0 +1,372 @@
+"""The REPL (TOOLS.md, REPL): entries and commands on a session, the scriptable piped mode,
+and the real program driven in a pseudo-terminal."""
+
+import io
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lambdad.errors import LambdadError, render
+from lambdad.repl import COMMANDS, PlainConsole, Session
+
+from conftest import PROGRAMS, ROOT
+
+BAYDIN = str(PROGRAMS / "baydin.lam")
+
+
+def run_lines(*lines, file=None):
+    """Feed ``lines`` to a session as a pipe would; returns (stdout, stderr, failures)."""
+    session = Session()
+    if file:
+        session.load(file)
+    out, err = io.StringIO(), io.StringIO()
+    console = PlainConsole(session, io.StringIO("".join(line + "\n" for line in lines)), out, err)
+    console.loop()
+    return out.getvalue(), err.getvalue(), console.failures
+
+
+def entry(session, text):
+    """The output of one entry typed at the prompt."""
+    return session.execute(text, session.record(text))
+
+
+@pytest.fixture
+def baydin():
+    session = Session()
+    session.load(BAYDIN)
+    return session
+
+
+# ---------------------------------------------------------------- entries
+
+
+def test_expression_prints_value_and_type(baydin):
+    assert entry(baydin, "f 2 5") == "11.652071455223084 : R"
+    assert entry(baydin, "(1, [true])") == "(1, [true]) : R * [Bool]"
+
+
+def test_definition_then_use(baydin):
+    assert entry(baydin, "def g (x : R) = f x x") == "g : R -> R"
+    assert entry(baydin, "y = g 2") == "y : R"
+    assert entry(baydin, "y") == f"{entry(baydin, 'f 2 2').split(' : ')[0]} : R"
+
+
+def test_redefinition_replaces_for_what_follows(baydin):
+    entry(baydin, "def g x = x + 1")
+    entry(baydin, "def h x = g x * 2")
+    assert entry(baydin, "def g x = [x]") == "g : a -> [a]"
+    assert entry(baydin, "g 1") == "[1] : [R]"
+    # h was defined with the first g, and keeps it
+    assert entry(baydin, "h 1") == "4 : R"
+    env = entry(baydin, ":env").splitlines()
+    assert env == ["f : R -> R -> R", "main : R * R * R", "h : R -> R", "g : a -> [a]"]
+
+
+def test_redefining_a_file_name_keeps_its_users(baydin):
+    entry(baydin, "def f x y = x - y")
+    assert entry(baydin, "f 2 5") == "-3 : R"
+    assert entry(baydin, "fst main") == "11.652071455223084 : R"
+
+
+def test_errors_are_rendered_at_the_typed_line_and_leave_the_session_alive(baydin):
+    entry(baydin, "def g x = x * 2")
+    with pytest.raises(LambdadError) as caught:
+        entry(baydin, "g [1, 2]")
+    rendered = render(caught.value, baydin.sources)
+    lines = rendered.splitlines()
+    assert lines[0].startswith("<repl>:2:") and "type error" in lines[0]
+    assert lines[1].split() == ["2", "|", "g", "[1,", "2]"]
+    assert "^" in lines[2]
+    # a failed definition changes nothing
+    with pytest.raises(LambdadError):
+        entry(baydin, "def g x = x + true")
+    assert entry(baydin, "g 4") == "8 : R"
+
+
+def test_runtime_error_in_a_definition_made_earlier_points_at_it(baydin):
+    entry(baydin, "def lg x = log x")
+    with pytest.raises(LambdadError) as caught:
+        entry(baydin, "lg (0 - 1)")
+    rendered = render(caught.value, baydin.sources)
+    assert rendered.startswith("<repl>:1:")
+    assert "1 | def lg x = log x" in rendered
+
+
+def test_multi_line_input_continues_an_unfinished_entry():
+    out, err, failures = run_lines("def g x =", "  x * 2", "g (1 +", "  4)")
+    assert (out, err, failures) == ("g : R -> R\n10 : R\n", "", 0)
+
+
+def test_blank_line_ends_an_unfinished_entry_with_its_error():
+    out, err, failures = run_lines("(1 +", "", "2")
+    assert out == "2 : R\n"
+    assert "parse error" in err and failures == 1
+
+
+# ---------------------------------------------------------------- commands
+
+
+def test_type_command(baydin):
+    assert entry(baydin, ":type f") == "f : R -> R -> R"
+    assert entry(baydin, ":t map") == "map : (a -> b) -> [a] -> [b]"
+    assert entry(baydin, ":t \\x -> (x, x)") == "\\x -> (x, x) : a -> a * a"
+
+
+def test_type_error_in_a_command_argument_points_into_the_line(baydin):
+    with pytest.raises(LambdadError) as caught:
+        entry(baydin, ":t   1 + true")
+    lines = render(caught.value, baydin.sources).splitlines()
+    assert lines[0].startswith("<repl>:1:")
+    assert lines[1].endswith("1 | :t   1 + true")
+    assert lines[2].index("^") >= lines[1].index("1 + true")
+
+
+def test_grad_commands(baydin):
+    assert entry(baydin, ":grad f 2,5").splitlines() == [
+        "value: 11.652071455223084",
+        "gradient: (5.5, 1.7163378145367738)",
+    ]
+    both = entry(baydin, ":grad! f (2, 5)").splitlines()
+    assert both[0].split() == ["value:", "11.652071455223084"]
+    assert both[1].split(":", 1)[0] == "gradient (reverse, factored)"
+    assert both[1].endswith("(5.5, 1.7163378145367738)")
+    assert both[2].split(":", 1)[0] == "gradient (forward)"
+    assert both[2].endswith("(5.5, 1.7163378145367738)")
+
+
+def test_grad_of_a_definition_made_at_the_prompt(baydin):
+    entry(baydin, "def sq (x : R) = x * x")
+    assert entry(baydin, ":grad sq 3").splitlines()[1] == "gradient: 6"
+
+
+def test_strategy_command(baydin):
+    assert entry(baydin, ":strategy") == "strategy: factored"
+    assert entry(baydin, ":strategy naive") == "strategy: naive"
+    assert "(reverse, naive)" in entry(baydin, ":grad! f 2,5")
+    assert entry(baydin, ":grad f 2,5").endswith("(5.5, 1.7163378145367738)")
+    entry(baydin, "def g x = x")  # a new definition keeps the strategy
+    assert baydin.program.strategy == "naive"
+    with pytest.raises(LambdadError, match="factored or naive"):
+        entry(baydin, ":strategy lazy")
+
+
+def test_forward_and_backward_commands(baydin):
+    forward = entry(baydin, ":forward f")
+    backward = entry(baydin, ":backward f")
+    assert "def f" in forward and "def f" in backward
+    assert forward != backward
+    assert "main" in entry(baydin, ":backward f 2,5")
+
+
+def test_trace_command_is_baydins_table(baydin):
+    rows = entry(baydin, ":trace f 2,5").splitlines()
+    assert rows[0].split() == ["var", "operation", "source", "value", "∂/∂x1", "∂/∂x2"]
+    last = rows[-1].split()
+    assert last[0] == "v5" and last[-3:] == ["11.652071455223084", "5.5", "1.7163378145367738"]
+    adjoints = entry(baydin, ":trace f 2,5 reverse").splitlines()
+    assert adjoints[0].split()[-1] == "adjoint"
+    assert adjoints[2].split()[-1] == "5.5"
+
+
+def test_check_command(baydin):
+    entry(baydin, "def sq (x : R) = x * x")
+    report = entry(baydin, ":check sq 3")
+    assert report.splitlines()[0] == "sq at 3: value 9"
+    assert report.splitlines()[-1].startswith("ok: 1 function(s), 1 point(s)")
+    assert entry(baydin, ":check f").splitlines()[-1].startswith("ok: 1 function(s), 3 point(s)")
+    assert entry(baydin, ":check").splitlines()[-1].startswith("ok: 2 function(s)")
+
+
+def test_load_and_reload(tmp_path):
+    path = tmp_path / "lib.lam"
+    path.write_text("def k = 1\n")
+    session = Session()
+    assert entry(session, f":load {path}") == f"loaded {path} (1 definition)"
+    assert entry(session, "k") == "1 : R"
+    path.write_text("def k = 2\n\ndef k2 = k * k\n")
+    assert entry(session, ":reload") == f"loaded {path} (2 definitions)"
+    assert entry(session, "k2") == "4 : R"
+    path.write_text("def k = \n")
+    with pytest.raises(LambdadError) as caught:
+        entry(session, ":reload")
+    assert render(caught.value, session.sources).startswith(f"{path}:")
+    assert entry(session, "k2") == "4 : R"  # the failed load changed nothing
+    with pytest.raises(LambdadError, match="no such file"):
+        entry(session, ":load no/such/file.lam")
+
+
+def test_env_help_and_unknown_commands(baydin):
+    assert entry(Session(), ":env") == "no definitions yet"
+    help_text = entry(baydin, ":help")
+    for command in COMMANDS:
+        assert command.usage in help_text
+    for word in (":type", ":t ", ":grad", ":grad!", ":forward", ":backward", ":trace", ":check",
+                 ":load", ":reload", ":strategy", ":env", ":help", ":quit"):
+        assert word in help_text
+    with pytest.raises(LambdadError, match="unknown command"):
+        entry(baydin, ":frobnicate")
+    with pytest.raises(LambdadError, match="usage"):
+        entry(baydin, ":grad f")
+
+
+def test_quit_stops_reading():
+    out, err, failures = run_lines("1", ":quit", "2")
+    assert out == "1 : R\n" and failures == 0
+
+
+def test_completion_words(baydin):
+    entry(baydin, "def quadruple (x : R) = 4 * x")
+    words = baydin.completions()
+    for name in ("quadruple", "f", "main", "sum", "sin", "map", "grad", "let"):
+        assert name in words
+
+
+# ---------------------------------------------------------------- the program, piped
+
+
+def lambdad_repl(*args, input, timeout=60):
+    env = dict(os.environ)
+    env.pop("LAMBDAD_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "lambdad", "repl", *args], input=input,
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+def test_piped_mode_is_scriptable():
+    script = "f 2 5\n:grad f 2,5\ndef g x =\n  f x 1\ng 2\n"
+    result = lambdad_repl("programs/baydin.lam", input=script)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "11.652071455223084 : R",
+        "value: 11.652071455223084",
+        "gradient: (5.5, 1.7163378145367738)",
+        "g : R -> R",
+        f"{2 + 0.6931471805599453 - 0.8414709848078965!r} : R",
+    ]
+    assert result.stderr == ""
+
+
+def test_piped_mode_reports_errors_and_goes_on():
+    result = lambdad_repl(input="1 + true\n2 * 3\n")
+    assert result.returncode == 1
+    assert result.stdout == "6 : R\n"
+    assert result.stderr.startswith("<repl>:1:") and "Traceback" not in result.stderr
+
+
+def test_piped_mode_with_a_missing_file():
+    result = lambdad_repl("no/such.lam", input="1\n")
+    assert result.returncode == 1
+    assert "no such file" in result.stderr
+    assert result.stdout == "1 : R\n"
+
+
+# ---------------------------------------------------------------- the program, in a terminal
+
+pexpect = pytest.importorskip("pexpect")
+
+# prompt_toolkit draws a plain prompt on a dumb terminal (and does not ask for the cursor
+# position), so the output can be matched as text; editing keys still work.
+TERMINAL_ENV = {"TERM": "dumb", "PROMPT_TOOLKIT_NO_CPR": "1"}
+
+
+def spawn(history, *args):
+    env = dict(os.environ, LAMBDAD_HISTORY=str(history), **TERMINAL_ENV)
+    env.pop("LAMBDAD_DEBUG", None)
+    child = pexpect.spawn(sys.executable, ["-m", "lambdad", "repl", *args], cwd=str(ROOT),
+                          env=env, encoding="utf-8", timeout=20, dimensions=(50, 200))
+    child.expect_exact("λ> ")
+    return child
+
+
+@pytest.fixture
+def history(tmp_path):
+    return tmp_path / "history"
+
+
+@pytest.fixture
+def terminal(history):
+    """``lambdad repl programs/baydin.lam`` in a pseudo-terminal."""
+    child = spawn(history, "programs/baydin.lam")
+    yield child
+    child.close(force=True)
+
+
+def settle():
+    """On a dumb terminal prompt_toolkit prints the prompt before it switches the terminal
+    to raw mode; a control key sent in between would be taken by the terminal driver.  A
+    person is never that fast; the tests wait a moment before Ctrl-C or Ctrl-D."""
+    time.sleep(0.3)
+
+
+def answer(child, line, expected):
+    """Type ``line`` and Enter; wait for ``expected`` and the next prompt."""
+    child.send(line + "\r")
+    child.expect_exact(expected)
+    child.expect_exact("λ> ")
+
+
+def test_terminal_expression_type_and_grad(terminal):
+    answer(terminal, "f 2 5", "11.652071455223084 : R")
+    answer(terminal, ":type f", "f : R -> R -> R")
+    answer(terminal, ":grad f 2,5", "gradient: (5.5, 1.7163378145367738)")
+
+
+def test_terminal_definitions_errors_and_multi_line(terminal):
+    answer(terminal, "def g x = x * 3", "g : R -> R")
+    answer(terminal, "g 2", "6 : R")
+    answer(terminal, "def g x = x * 4", "g : R -> R")
+    answer(terminal, "g 2", "8 : R")
+    answer(terminal, "g true", "type error")
+    terminal.send("g (1 +\r")
+    terminal.expect_exact(".. ")
+    answer(terminal, "  1)", "8 : R")
+
+
+def test_terminal_tab_completion(terminal):
+    answer(terminal, "def quadruple (x : R) = 4 * x", "quadruple : R -> R")
+    # only the completed name can be a defined function of a real
+    answer(terminal, "quadr\t 2", "8 : R")
+    # only the completed command can type the expression
+    answer(terminal, ":ty\t 1", "1 : R")
+
+
+def test_terminal_line_editing(terminal):
+    left, backspace = "\x1b[D", "\x7f"
+    answer(terminal, "1 + 2" + left * 4 + backspace + "7", "9 : R")
+
+
+def test_terminal_ctrl_c_cancels_evaluation_and_input(terminal):
+    terminal.send("fold (\\a x -> a + sin x) 0 (range 10000000)\r")
+    terminal.expect_exact("range 10000000)")
+    time.sleep(0.5)
+    terminal.sendintr()
+    terminal.expect_exact("interrupted")
+    terminal.expect_exact("λ> ")
+    answer(terminal, "1 + 1", "2 : R")
+    # Ctrl-C on a half-typed line throws the line away
+    settle()
+    terminal.send("1 + 4")
+    terminal.sendintr()
+    terminal.expect_exact("λ> ")
+    answer(terminal, "3 + 3", "6 : R")
+
+
+def test_terminal_history_is_kept_across_runs_and_quit(history):
+    first = spawn(history, "programs/baydin.lam")
+    answer(first, "40 + 2", "42 : R")
+    first.send(":quit\r")
+    first.expect(pexpect.EOF)
+    first.close()
+    assert first.exitstatus == 0
+    assert "40 + 2" in history.read_text()
+    second = spawn(history)
+    time.sleep(0.5)  # prompt_toolkit loads the history file in the background
+    up = "\x1b[A"
+    answer(second, up + up, "42 : R")  # the line before `:quit`
+    settle()
+    second.sendeof()
+    second.expect(pexpect.EOF)
+    second.close()
+    assert second.exitstatus == 0
