@@ -2,6 +2,8 @@
 scale, and peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python).
 
     python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
+                             [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
+    python benchmarks/run.py --profile chain:2000     (cProfile of one workload)
 
 Every figure of a table row is measured in the same run, side by side and interleaved
 (so load on the machine hits all of them alike), as the median of repeated runs: each
@@ -15,7 +17,7 @@ one operation.  Per-operation costs divide value+gradient time by that count, fo
 peer alike (they run the same operations).
 
 Scale measurements (and the deepest sharing chains) run in a child process each, which
-reports its peak resident memory (``getrusage``) next to its times.
+reports its peak resident memory (``VmHWM``) next to its times.
 
 This is a benchmark, not a test: it asserts nothing and is never run by the test suite.
 """
@@ -28,7 +30,6 @@ import json
 import math
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -51,43 +52,55 @@ from workloads import Workload  # noqa: E402
 
 SECTIONS = ("cheap-gradient", "forward-vs-reverse", "sharing", "reference", "mlp", "scale")
 
-# Peers are skipped above these operation counts (their cost per run would dominate the
-# benchmark's time: JAX eager costs ~150 µs per operation, jit compiles unrolled loops).
-PEER_OP_LIMITS = {"jax": 20_000, "jax-jit": 6_000}
+# Peers are skipped above these operation counts (their cost would dominate the benchmark's
+# time: JAX eager costs ~0.5 ms per operation here, and jit compiles the unrolled Python
+# loops for seconds to a minute).
+PEER_OP_LIMITS = {"jax": 5_000, "jax-jit": 2_000}
 
 
 # ---------------------------------------------------------------- timing
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
 def measure(functions: dict[str, Callable[[], Any]], budget: float = 0.2, min_runs: int = 3,
-            max_runs: int = 10_000, warm: bool = True) -> dict[str, dict[str, float]]:
+            max_runs: int = 10_000, clock: str = "wall",
+            no_gc: bool = False) -> dict[str, dict[str, float]]:
     """``{label: {"median": s, "runs": k}}`` for each zero-argument callable.
 
     Each callable is warmed up once (that run also sizes k: about ``budget`` seconds, at
     least ``min_runs``), then all are run interleaved: in each of R rounds (R = the smallest
-    k), callable i runs k_i / R times, each call timed on its own with perf_counter.
+    k), callable i runs k_i / R times, each call timed on its own.  ``clock`` is ``wall``
+    (time.perf_counter) or ``cpu`` (time.process_time, this process's CPU time: steadier on
+    a loaded machine); ``no_gc`` switches Python's cyclic garbage collector off while the
+    timed runs go (to see its share).
     """
+    timer = CLOCKS[clock]
     gc.collect()
     first = {}
     for label, fn in functions.items():
-        start = time.perf_counter()
+        start = timer()
         fn()
-        first[label] = time.perf_counter() - start
-        if not warm:
-            first[label] = max(first[label], 1e-9)
+        first[label] = timer() - start
     runs = {label: max(min_runs, min(max_runs, math.ceil(budget / max(t, 1e-9))))
             for label, t in first.items()}
     rounds = min(runs.values())
     per_round = {label: math.ceil(k / rounds) for label, k in runs.items()}
     samples: dict[str, list[float]] = {label: [] for label in functions}
-    clock = time.perf_counter
-    for _ in range(rounds):
-        for label, fn in functions.items():
-            bucket = samples[label]
-            for _ in range(per_round[label]):
-                start = clock()
-                fn()
-                bucket.append(clock() - start)
+    if no_gc:
+        gc.disable()
+    try:
+        for _ in range(rounds):
+            for label, fn in functions.items():
+                bucket = samples[label]
+                for _ in range(per_round[label]):
+                    start = timer()
+                    fn()
+                    bucket.append(timer() - start)
+    finally:
+        if no_gc:
+            gc.enable()
     return {label: {"median": statistics.median(ts), "runs": len(ts)}
             for label, ts in samples.items()}
 
@@ -174,26 +187,35 @@ class Bench:
     """The options of one benchmark run, and the peers it compares against."""
 
     def __init__(self, args: argparse.Namespace):
+        self.args = args
         self.quick = args.quick
         self.budget = args.budget
+        self.clock = args.clock
+        self.no_gc = args.no_gc
         self.use_peers = not args.no_peers
         self.peers = [p for p in peer_tools.PEERS if self.use_peers and p.installed()]
         self.missing = [p.name for p in peer_tools.PEERS if self.use_peers and not p.installed()]
         self.peer_rows: list[dict[str, Any]] = []
 
+    def measure(self, functions: dict[str, Callable[[], Any]],
+                budget: float | None = None) -> dict[str, dict[str, float]]:
+        return measure(functions, budget=self.budget if budget is None else budget,
+                       clock=self.clock, no_gc=self.no_gc)
+
     def load(self, workload: Workload) -> tuple[lambdad.Program, dict[str, float]]:
         """The workload's program, with the setup times: load (parse + type check), first
         primal call (compiles), first value+gradient (transforms + compiles)."""
+        timer = CLOCKS[self.clock]
         setup = {}
-        start = time.perf_counter()
+        start = timer()
         program = lambdad.loads(workload.source, workload.file)
-        setup["load"] = time.perf_counter() - start
-        start = time.perf_counter()
+        setup["load"] = timer() - start
+        start = timer()
         program.call(workload.name, workload.point)
-        setup["first_call"] = time.perf_counter() - start
-        start = time.perf_counter()
+        setup["first_call"] = timer() - start
+        start = timer()
         program.value_and_grad(workload.name, workload.point)
-        setup["first_grad"] = time.perf_counter() - start
+        setup["first_grad"] = timer() - start
         return program, setup
 
     def run(self, workload: Workload, *, with_peers: bool = True, ops: bool = True,
@@ -228,7 +250,7 @@ class Bench:
                 functions[peer.name] = fn
                 if seconds:
                     compile_times[peer.name] = seconds
-        timings = measure(functions, budget=self.budget)
+        timings = self.measure(functions)
         record["times"] = {label: t["median"] for label, t in timings.items()}
         record["runs"] = {label: t["runs"] for label, t in timings.items()}
         record["compile"] = compile_times
@@ -241,32 +263,48 @@ class Bench:
     # ---- children: one measurement in a fresh process, with its peak memory
     def child(self, spec: dict[str, Any]) -> dict[str, Any]:
         command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec),
-                   "--budget", str(self.budget)]
+                   "--budget", str(self.budget), "--clock", self.clock, "--no-peers"]
+        if self.no_gc:
+            command.append("--no-gc")
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1], **spec}
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def child_main(spec: dict[str, Any], budget: float) -> None:
-    """Runs one measurement (``spec``: ``workload`` ∈ wide, chain, mlp; ``size``; ``once``)
-    and prints one JSON line with its times, counters and peak memory."""
+def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    """Runs one measurement (``spec``: ``workload`` ∈ wide, chain, doubling, mlp; ``size``;
+    ``once``) and prints one JSON line with its times, counters and peak memory.
+
+    With ``once`` the value+gradient run is too long to repeat: load, then one primal run
+    and one value+gradient run, each timed (they include compiling, which is small next to
+    them), and the stamps counted on the tape of that run.
+    """
     make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
             "mlp": workloads.mlp}
     workload = make[spec["workload"]](spec["size"])
-    bench_args = argparse.Namespace(quick=True, budget=budget, no_peers=True)
-    bench = Bench(bench_args)
-    program, setup = bench.load(workload)
-    rss_setup = _peak_rss_mb()
+    bench = Bench(args)
     name, point = workload.name, workload.point
-    functions = {"primal": lambda: program.call(name, point),
-                 "value+grad": lambda: program.value_and_grad(name, point)}
     if spec.get("once"):
-        # One timed run each, after the setup runs (which also warmed them up).
-        timings = measure(functions, budget=0.0, min_runs=1, max_runs=1, warm=False)
+        timer = CLOCKS[args.clock]
+        start = timer()
+        program = lambdad.loads(workload.source, workload.file)
+        setup = {"load": timer() - start}
+        rss_setup = _peak_rss_mb()
+        start = timer()
+        program.call(name, point)
+        primal = timer() - start
+        start = timer()
+        _, _, stats = program.value_and_grad(name, point, stats=True)
+        timings = {"primal": {"median": primal, "runs": 1},
+                   "value+grad": {"median": timer() - start, "runs": 1}}
     else:
-        timings = measure(functions, budget=budget)
-    _, _, stats = program.value_and_grad(name, point, stats=True)
+        program, setup = bench.load(workload)
+        rss_setup = _peak_rss_mb()
+        functions = {"primal": lambda: program.call(name, point),
+                     "value+grad": lambda: program.value_and_grad(name, point)}
+        timings = bench.measure(functions)
+        _, _, stats = program.value_and_grad(name, point, stats=True)
     print(json.dumps({
         **spec,
         "label": workload.label,
@@ -281,6 +319,16 @@ def child_main(spec: dict[str, Any], budget: float) -> None:
 
 
 def _peak_rss_mb() -> float:
+    """The process's peak resident set in MB: VmHWM where /proc has it (getrusage's
+    ru_maxrss survives exec on Linux, so a child would report its parent's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource  # POSIX; kilobytes on Linux
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -339,7 +387,7 @@ def _chain_record(bench: Bench, make: Callable[[int], Workload], depth: int,
     return record
 
 
-def _naive_records(make: Callable[[int], Workload], depths: list[int],
+def _naive_records(bench: Bench, make: Callable[[int], Workload], depths: list[int],
                    limit: float) -> list[dict[str, Any]]:
     """Naive-strategy runs at growing depths, stopping after one takes ``limit`` seconds."""
     out = []
@@ -352,7 +400,7 @@ def _naive_records(make: Callable[[int], Workload], depths: list[int],
             "naive": lambda p=program, w=workload: p.value_and_grad(w.name, w.point,
                                                                      strategy="naive"),
         }
-        timings = measure(functions, budget=0.1)
+        timings = bench.measure(functions, budget=0.1)
         _, _, naive = program.value_and_grad(workload.name, workload.point, strategy="naive",
                                              stats=True)
         _, _, factored = program.value_and_grad(workload.name, workload.point, stats=True)
@@ -363,6 +411,12 @@ def _naive_records(make: Callable[[int], Workload], depths: list[int],
         if timings["naive"]["median"] > limit:
             break
     return out
+
+
+def _per_step(before: dict[str, Any], after: dict[str, Any]) -> float:
+    """How many times the naive bodies-run count multiplies per +1 depth."""
+    steps = after["depth"] - before["depth"]
+    return (after["naive_bodies"] / before["naive_bodies"]) ** (1.0 / steps)
 
 
 def sharing(bench: Bench) -> dict[str, Any]:
@@ -403,8 +457,8 @@ def sharing(bench: Bench) -> dict[str, Any]:
                      "load = parse + type check; 1st call / 1st grad include compiling "
                      "(and transforming) the program; not part of the medians"])
     limit = 0.5 if bench.quick else 2.0
-    naive_chain = _naive_records(workloads.chain, list(range(1, 15)), limit)
-    naive_doubling = _naive_records(workloads.doubling, [2, 4, 6, 8, 10, 12, 14, 16, 18, 20],
+    naive_chain = _naive_records(bench, workloads.chain, list(range(1, 15)), limit)
+    naive_doubling = _naive_records(bench, workloads.doubling, [2, 4, 6, 8, 10, 12, 14, 16, 18, 20],
                                     limit)
     for title, records in (("3c. Naive strategy on the chain (every value used 3 times)",
                             naive_chain),
@@ -415,10 +469,9 @@ def sharing(bench: Bench) -> dict[str, Any]:
             rows.append([str(r["depth"]), fmt_time(t["factored"]), fmt_time(t["naive"]),
                          fmt_ratio(ratio(t["naive"], t["factored"])), str(r["created"]),
                          str(r["factored_bodies"]), str(r["naive_bodies"]),
-                         fmt_ratio(ratio(r["naive_bodies"], records[i - 1]["naive_bodies"]))
-                         if i else ""])
+                         fmt_ratio(_per_step(records[i - 1], r)) if i else ""])
         print_table(title, ["depth", "factored", "naive", "naive/factored", "created",
-                            "bodies (factored)", "bodies (naive)", "naive bodies growth"],
+                            "bodies (factored)", "bodies (naive)", "naive growth per step"],
                     rows, [f"naive stops after the first depth whose run takes over {limit} s"])
     return {"chain": chain_records, "doubling": doubling_records,
             "naive_chain": naive_chain, "naive_doubling": naive_doubling}
@@ -475,46 +528,99 @@ def scale(bench: Bench, sharing_records: dict[str, Any] | None) -> list[dict[str
             rows.append([f"{r['workload']} {r['size']}", "error: " + r["error"]] + [""] * 8)
             continue
         t, s = r["times"], r["setup"]
-        rows.append([r["label"], fmt_time(s["load"]), fmt_time(s["first_call"]),
-                     fmt_time(s["first_grad"]), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
+        rows.append([r["label"], fmt_time(s.get("load")), fmt_time(s.get("first_call")),
+                     fmt_time(s.get("first_grad")), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
                      fmt_ratio(ratio(t["value+grad"], t["primal"])),
                      f"{r['rss_after_setup_mb']:.0f} MB", f"{r['peak_rss_mb']:.0f} MB",
                      "1" if r.get("once") else str(min(r["runs"].values()))])
     print_table("6. Scale (each in a fresh process)",
                 ["workload", "load", "1st call", "1st grad", "primal", "value+grad",
                  "grad/primal", "peak RSS after setup", "peak RSS", "runs"], rows,
-                ["peak RSS is the process's maximum resident set (getrusage), Python and "
+                ["peak RSS is the process's maximum resident set (VmHWM), Python and "
                  "lambdad included; 'after setup' is the peak before the timed runs",
-                 "wide n=10^6 is run once (one timed run after the setup runs)"])
+                 "a row with 1 run (wide n=10^6) is timed once, right after loading: its "
+                 "primal and value+grad times include compiling"])
     return records
 
 
 def peers_table(bench: Bench) -> None:
     names = [p.name for p in bench.peers if p.name != "python"]
-    rows = []
+    per_op, ratios = [], []
     for r in bench.peer_rows:
         t, ops = r["times"], r.get("ops")
-        row = [r["workload"], str(ops), fmt_per_op(t.get("python"), ops),
-               fmt_per_op(t["value+grad"], ops)]
-        row += [fmt_per_op(t.get(name), ops) for name in names]
-        row += [fmt_ratio(ratio(t["value+grad"], t.get(name))) for name in names]
-        rows.append(row)
+        per_op.append([r["workload"], str(ops), fmt_per_op(t.get("python"), ops),
+                       fmt_per_op(t["value+grad"], ops)]
+                      + [fmt_per_op(t.get(name), ops) for name in names])
+        ratios.append([r["workload"], fmt_time(t["value+grad"])]
+                      + [fmt_ratio(ratio(t["value+grad"], t.get(name))) for name in names])
+    print_table("7a. Peers: value+gradient time per primitive operation",
+                ["workload", "ops", "python primal", "lambdad"] + names, per_op,
+                ["ops: real primitive evaluations counted from lambdad's primal run "
+                 "(event hook); every peer runs the same operations, checked to give the "
+                 "same value and gradient (to 1e-9)",
+                 "python primal: the computation on floats with math, no gradient (the floor)",
+                 f"jax eager skipped above {PEER_OP_LIMITS['jax']} ops, jax-jit above "
+                 f"{PEER_OP_LIMITS['jax-jit']} ops ('-')"]
+                + ([f"peers not installed: {', '.join(bench.missing)} "
+                    "(pip install -e '.[bench]')"] if bench.missing else []))
     compile_notes = [f"jax-jit compile (first call) for {r['workload']}: "
                      f"{fmt_time(r['compile']['jax-jit'])}"
                      for r in bench.peer_rows if "jax-jit" in r.get("compile", {})]
-    print_table("7. Peers: value+gradient cost per primitive operation, and lambdad/peer",
-                ["workload", "ops", "python primal/op", "lambdad v+g/op"]
-                + [f"{n} v+g/op" for n in names] + [f"lambdad/{n}" for n in names], rows,
-                ["ops: real primitive evaluations counted from lambdad's primal run "
-                 "(event hook); every peer runs the same operations",
-                 "targets: lambdad <= 0.2 x autograd, <= 1 x torch; stretch <= 1 µs/op",
-                 f"jax eager skipped above {PEER_OP_LIMITS['jax']} ops, jax-jit above "
-                 f"{PEER_OP_LIMITS['jax-jit']} ops"]
-                + ([f"peers not installed: {', '.join(bench.missing)} "
-                    "(pip install -e '.[bench]')"] if bench.missing else [])
+    print_table("7b. Peers: lambdad value+gradient time / peer value+gradient time",
+                ["workload", "lambdad v+g"] + [f"/ {n}" for n in names], ratios,
+                ["targets: lambdad <= 0.2 x autograd, <= 1 x torch; stretch <= 1 µs/op"]
                 + compile_notes
                 + [f"WARNING: {', '.join(r['disagree'])} disagree with lambdad on {r['workload']}"
                    for r in bench.peer_rows if r.get("disagree")])
+
+
+# ---------------------------------------------------------------- profiling
+
+
+def profile_main(target: str, args: argparse.Namespace) -> None:
+    """Profiles value+gradient of one workload (``wide:1000``, ``chain:2000``,
+    ``doubling:1000``, ``mlp:256``) with cProfile, after a warm-up run, and reports the
+    share of the time spent in Python's cyclic garbage collector."""
+    import cProfile
+    import pstats
+
+    make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
+            "mlp": workloads.mlp}
+    kind, _, size = target.partition(":")
+    if kind not in make or not size.isdigit():
+        raise SystemExit(f"--profile wants KIND:SIZE with KIND in {', '.join(make)}")
+    workload = make[kind](int(size))
+    program = lambdad.loads(workload.source, workload.file)
+    name, point = workload.name, workload.point
+    program.call(name, point)
+    program.value_and_grad(name, point)
+    timer = CLOCKS[args.clock]
+    in_gc = [0.0, 0.0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            in_gc[1] = timer()
+        else:
+            in_gc[0] += timer() - in_gc[1]
+
+    repeats = 5
+    gc.callbacks.append(on_gc)
+    start = timer()
+    for _ in range(repeats):
+        program.value_and_grad(name, point)
+    total = timer() - start
+    gc.callbacks.remove(on_gc)
+    primal = measure({"primal": lambda: program.call(name, point)}, clock=args.clock)
+    print(f"{workload.label}: value+grad {fmt_time(total / repeats)} per run, of which "
+          f"{fmt_time(in_gc[0] / repeats)} ({100 * in_gc[0] / total:.0f}%) in the cyclic "
+          f"garbage collector; primal {fmt_time(primal['primal']['median'])}")
+    profiler = cProfile.Profile(timer)
+    profiler.enable()
+    for _ in range(repeats):
+        program.value_and_grad(name, point)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
 
 
 # ---------------------------------------------------------------- main
@@ -550,10 +656,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--forward-max", type=int, default=None,
                         help="largest n for forward mode (default 300, 100 with --quick)")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer tools")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
+                        help="wall: time.perf_counter (default); cpu: time.process_time, "
+                             "steadier when other processes load the machine")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="switch Python's cyclic garbage collector off during timed runs")
+    parser.add_argument("--profile", metavar="KIND:SIZE",
+                        help="instead of the tables, profile value+gradient of one workload "
+                             "(wide:1000, chain:2000, doubling:1000, mlp:256) with cProfile")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        child_main(json.loads(args.child), args.budget)
+        child_main(json.loads(args.child), args)
+        return 0
+    if args.profile:
+        profile_main(args.profile, args)
         return 0
     bench = Bench(args)
     only = set(args.only or SECTIONS)
@@ -565,7 +682,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at start: {', '.join(f'{x:.2f}' for x in info.get('load_average', ()))}")
     print(f"peers: {', '.join(p.name for p in bench.peers) or 'none'}"
           + (f" (not installed: {', '.join(bench.missing)})" if bench.missing else ""))
-    print(f"medians of repeated runs, ~{args.budget} s of runs per figure (at least 3)")
+    print(f"medians of repeated runs, ~{args.budget} s of runs per figure (at least 3); "
+          f"clock: {args.clock} ({CLOCKS[args.clock].__name__}); garbage collector "
+          f"{'off' if args.no_gc else 'on'} during timed runs")
     results: dict[str, Any] = {"machine": info, "argv": argv or sys.argv[1:]}
     start = time.perf_counter()
     if "cheap-gradient" in only:

@@ -261,8 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also print a main computing value and gradient at POINT")
     p.add_argument("--raw", action="store_true",
                    help="the rules' literal output, without simplification")
+
     p = add("repl", cmd_repl, "the interactive loop, with FILE's definitions loaded")
-    p.add_argument("file", metavar="FILE", nargs="?")
+    p.add_argument("file", metavar="FILE", nargs="?", help="a .lam file to load first")
+
     p = add("trace", cmd_trace, "the evaluation trace: one row per primitive operation with its "
                                 "value and tangents (forward) or adjoint (reverse)")
     p.add_argument("file", metavar="FILE")

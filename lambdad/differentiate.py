@@ -22,7 +22,7 @@ from .errors import DifferentiationError
 from .interpreter import Interpreter
 from .iterate import run
 from .syntax import Builtin, Lam, Term
-from .values import Backprop, Call, Tape, add_cotangents, backward, function_parts
+from .values import Backprop, Call, Tape, add_cotangents, function_parts
 
 FORWARD = "forward"
 REVERSE = "reverse"
@@ -186,7 +186,7 @@ class Differentiator:
         transformed = self._transformer(mode)(Builtin(parts.builtin))
         g = self.interpreter.evaluate(transformed, {})
         for arg in parts.args:
-            g = g(self.transform_value(arg, mode, tape))
+            g = self.interpreter.apply(g, self.transform_value(arg, mode, tape))
         return g
 
     # ---- reverse mode
@@ -197,7 +197,7 @@ class Differentiator:
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
             g = self.transform_function(f, REVERSE, tape)
-            out = g(seeded)
+            out = self.interpreter.apply(g, seeded)
         if not is_reverse_real(out):
             raise DifferentiationError("grad needs a function whose result is a real")
         value, back = out
@@ -211,7 +211,7 @@ class Differentiator:
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
             g = self.transform_function(f, REVERSE, tape)
-            out = g(seeded)
+            out = self.interpreter.apply(g, seeded)
         value = self._primal(out, is_reverse_real)
         strategy = self.strategy
 
@@ -246,8 +246,8 @@ class Differentiator:
         return map_value(x, leaf, embed)
 
     def _backward(self, tape: Tape, cotangent: Any, strategy: str | None) -> dict[int, float]:
-        adjoints = backward(tape, cotangent, strategy or self.strategy,
-                            on_event=self.interpreter.on_event)
+        with self.interpreter.using_tape(tape):
+            adjoints = self.interpreter.backward(cotangent, strategy or self.strategy)
         self.last_stats = Stats(tape.created, tape.bodies_run)
         return adjoints
 
@@ -277,7 +277,7 @@ class Differentiator:
                            lambda leaf: (leaf, next(tangents)) if type(leaf) is float
                            else self.transform_function(leaf, FORWARD, None))
         g = self.transform_function(f, FORWARD, None)
-        out = g(seeded)
+        out = self.interpreter.apply(g, seeded)
         return self._primal(out, is_dual), map_value(out, is_dual, lambda pair: pair[1])
 
     @staticmethod

@@ -193,7 +193,7 @@ class Program:
                 module_decls[old] = attrs.evolve(module_decls[old], name=hidden)
                 for i in range(old + 1, len(module_decls)):
                     later = module_decls[i]
-                    if decl.name in free_vars(later.value):
+                    if any(isinstance(t, Var) and t.name == decl.name for t in walk(later.value)):
                         module_decls[i] = attrs.evolve(
                             later, value=_rename_free(later.value, decl.name, hidden))
                 if decl.name in values:

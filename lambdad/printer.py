@@ -66,7 +66,7 @@ __all__ = ["print_type", "print_term", "print_decl", "print_module"]
 
 def print_type(t: Type) -> str:
     """Source text of ``t``: ``*`` binds tighter than ``->``, both associate to the right;
-    a function into ``d`` is a backpropagator and prints as ``R -o d``."""
+    a function from ``R`` into ``d`` is a backpropagator and prints as ``R -o d``."""
     # Work stack of either types to print (with the context's binding level) or literal text.
     # Levels: 0 = any (function position), 1 = operand of '*', 2 = atom.
     out: list[str] = []
@@ -94,7 +94,8 @@ def print_type(t: Type) -> str:
                 parts = ["("] + parts + [")"]
             stack.extend(reversed(parts))
         elif isinstance(current, FunT):
-            arrow = " -o " if isinstance(current.result, CotangentT) else " -> "
+            linear = isinstance(current.result, CotangentT) and isinstance(current.arg, RealT)
+            arrow = " -o " if linear else " -> "
             parts = [(current.arg, 1), arrow, (current.result, 0)]
             if level > 0:
                 parts = ["("] + parts + [")"]

@@ -14,6 +14,7 @@ runs; from a pipe, lines are read plainly, without prompts, so the REPL is scrip
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -41,6 +42,8 @@ CONTINUATION = ".. "
 HISTORY_VARIABLE = "LAMBDAD_HISTORY"
 HISTORY_FILE = ".lambdad_history"
 KEYWORDS = ("def", "let", "in", "if", "then", "else", "true", "false")  # LANGUAGE.md §2
+# An entry of blanks and comments only (LANGUAGE.md §2), which does nothing.
+_NOTHING = re.compile(r"(?:\s|--[^\n]*)*")
 
 
 class Quit(Exception):
@@ -134,9 +137,9 @@ class Session:
         """The output of the entry ``text`` (one or more lines, the first of which is line
         ``line`` of ``<repl>``); None when there is nothing to print.  Raises the entry's
         LambdadError, or Quit."""
-        stripped = text.strip()
-        if not stripped:
+        if _NOTHING.fullmatch(text):
             return None
+        stripped = text.strip()
         if stripped.startswith(":"):
             return self.command(text, line)
         entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound())
@@ -177,7 +180,9 @@ class Session:
         if not argument.text:
             raise UsageError("usage: :type EXPRESSION")
         term = self.parse_expression(argument)
-        return f"{argument.text} : {print_type(self.program.type_of_term(term))}"
+        # The language has no string literals: `--` always starts a comment.
+        shown = argument.text.split("--", 1)[0].rstrip()
+        return f"{shown} : {print_type(self.program.type_of_term(term))}"
 
     def _name_and_point(self, argument: Argument, usage: str, point_needed: bool = True):
         """The definition named first in ``argument`` and the point written after it (None

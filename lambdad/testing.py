@@ -293,17 +293,24 @@ class Ranges:
 # --------------------------------------------------------------------------- programs
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class GeneratedProgram:
     """A random module and the function of it to differentiate.
 
     ``params`` are the function's curried parameters with their types; a point for it is a
     single value if there is one parameter, else a tuple with one component per parameter.
+    Its ``repr`` is the source text, so a failing example reads as a program.
     """
 
     module: Module
     name: str
     params: tuple[tuple[str, Type], ...]
+
+    def __repr__(self) -> str:
+        return "GeneratedProgram(source=" + repr("\n" + self.source()) + ")"
+
+    def __str__(self) -> str:
+        return self.source()
 
     def source(self) -> str:
         """The module as lambdad source text (via the printer)."""

@@ -71,6 +71,16 @@ def test_redefining_a_file_name_keeps_its_users(baydin):
     assert entry(baydin, "fst main") == "11.652071455223084 : R"
 
 
+def test_deep_entries_and_redefinition_under_deep_nesting():
+    session = Session()
+    entry(session, "def g x = x + 1")
+    deep = "(" * 5000 + "g x" + ")" * 5000
+    assert entry(session, f"def k x = {deep} * 2") == "k : R -> R"
+    entry(session, "def g x = x * 10")  # k keeps the old g, 5000 parentheses down
+    assert entry(session, "k 1") == "4 : R"
+    assert entry(session, "(" * 5000 + "g 1" + ")" * 5000) == "10 : R"
+
+
 def test_errors_are_rendered_at_the_typed_line_and_leave_the_session_alive(baydin):
     entry(baydin, "def g x = x * 2")
     with pytest.raises(LambdadError) as caught:
@@ -98,6 +108,12 @@ def test_runtime_error_in_a_definition_made_earlier_points_at_it(baydin):
 def test_multi_line_input_continues_an_unfinished_entry():
     out, err, failures = run_lines("def g x =", "  x * 2", "g (1 +", "  4)")
     assert (out, err, failures) == ("g : R -> R\n10 : R\n", "", 0)
+
+
+def test_comments_and_blank_lines_do_nothing():
+    out, err, failures = run_lines("-- a comment", "", "   ", "1 -- one", ":t 2 -- two",
+                                   "def f x = -- the body follows", "  x * 2", "f 3")
+    assert (out, err, failures) == ("1 : R\n2 : R\nf : R -> R\n6 : R\n", "", 0)
 
 
 def test_blank_line_ends_an_unfinished_entry_with_its_error():

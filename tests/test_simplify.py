@@ -95,8 +95,8 @@ def test_constant_folding(source, expected):
 
 @pytest.mark.parametrize("source, expected", [
     (r"\a -o x_ (0 * a)", r"\a -o zero"),
-    (r"\a -o zero <+> x_ a", r"\a -o x_ a"),
-    (r"\a -o x_ a <+> zero", r"\a -o x_ a"),
+    (r"\a -o zero <+> x_ (2 * a)", r"\a -o x_ (2 * a)"),
+    (r"\a -o x_ (2 * a) <+> zero", r"\a -o x_ (2 * a)"),
     (r"\a -o x_ (1 * a) <+> y_ (-1 * a)", r"\a -o x_ a <+> y_ (-a)"),
     # the backpropagator of a constant sends nothing
     (r"\a -o (\b -o zero) (2 * a)", r"\a -o zero"),

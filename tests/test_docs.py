@@ -1,0 +1,473 @@
+"""The documentation is tested: every console example in docs/*.md runs and prints exactly
+what the page shows.
+
+Conventions of the pages (docs/index.md explains them to readers too):
+
+- A ```` ```console ```` block holds commands, each on a line starting with ``$ lambdad``,
+  followed by its output (stdout and stderr, as a terminal shows them).  The command runs in
+  a scratch directory that holds ``programs/`` (the repository's examples) and an empty
+  ``docs/images/``, so paths read as from the repository root and nothing in the repository
+  is written.  ``$ lambdad ... > FILE`` writes the command's stdout to FILE there.
+- Exit status: a shown ``usage error:`` means status 2, another ``error:`` status 1,
+  otherwise 0.
+- ``$ lambdad repl ...`` is followed by a transcript: what the REPL prints before its first
+  ``λ> `` prompt appears only on a terminal and is not checked; each entry (a ``λ> `` line
+  and its ``.. `` continuation lines) is fed to the REPL through a pipe, and the lines
+  between entries are what it must answer.
+- A ```` ```lam file=NAME ```` block is a file the reader saves as NAME; later commands of
+  the same page see it.  A ```` ```lam excerpt=PATH ```` block must appear verbatim in PATH.
+- Commands whose output contains timings (``"seconds"``) are not compared.
+
+By default commands run in this process through :func:`lambdad.cli.main` (what
+``python -m lambdad`` calls), which keeps the test fast; ``LAMBDAD_DOCS_SUBPROCESS=1`` runs
+every one as ``python -m lambdad`` instead, and one test always does so for a sample.
+
+The built-in table of docs/language.md is generated from :data:`lambdad.primitives.PRIMITIVES`.
+``python tests/test_docs.py --update`` rewrites that table and every console output from
+what the commands print now (review the diff before keeping it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pytest
+
+from lambdad import cli, repl
+from lambdad.primitives import PRIMITIVES, Primitive
+from lambdad.printer import print_type
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.glob("*.md"))
+
+PROMPT = "λ> "
+CONTINUATION = ".. "
+BUILTINS_BEGIN = ("<!-- built-ins: generated from lambdad.primitives.PRIMITIVES by "
+                  "`python tests/test_docs.py --update`; do not edit by hand -->")
+BUILTINS_END = "<!-- end of built-ins -->"
+SUBPROCESS = os.environ.get("LAMBDAD_DOCS_SUBPROCESS") == "1"
+
+
+# ---------------------------------------------------------------- reading the pages
+
+
+@attrs.frozen
+class Entry:
+    """One REPL entry of a transcript: its input lines (prompts removed) and the line
+    range ``[start, end)`` of the page holding the answer shown for it."""
+
+    text: str
+    start: int
+    end: int
+
+
+@attrs.frozen
+class Example:
+    """``$ lambdad ...`` in a console block of ``page`` at 1-based ``line``; the output
+    shown occupies lines ``[start, end)`` (0-based) of the page."""
+
+    page: str
+    line: int
+    command: str
+    expected: str
+    start: int
+    end: int
+    entries: tuple[Entry, ...] = ()
+
+    @property
+    def argv(self) -> list[str]:
+        words = shlex.split(self.command)
+        assert words[0] == "lambdad", f"{self.where}: a console example runs `lambdad`"
+        return words[1:]
+
+    @property
+    def is_repl(self) -> bool:
+        return self.argv[:1] == ["repl"]
+
+    @property
+    def where(self) -> str:
+        return f"docs/{self.page}:{self.line}"
+
+
+@attrs.frozen
+class FileBlock:
+    """A ```` ```lam file=NAME ```` block: a file the reader saves."""
+
+    name: str
+    text: str
+
+
+@attrs.frozen
+class Fence:
+    """A fenced block: its info string, its body lines and where the body starts (0-based)."""
+
+    info: str
+    lines: tuple[str, ...]
+    start: int
+
+
+def fences(text: str) -> Iterator[Fence]:
+    """The fenced code blocks of a Markdown page (fences at the start of a line)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        match = re.match(r"^```(.*)$", lines[i])
+        if match is None:
+            i += 1
+            continue
+        start = i + 1
+        end = start
+        while end < len(lines) and lines[end] != "```":
+            end += 1
+        yield Fence(match.group(1).strip(), tuple(lines[start:end]), start)
+        i = end + 1
+
+
+def parse_console(page: str, fence: Fence) -> list[Example]:
+    """The examples of one console block."""
+    examples = []
+    commands = [i for i, line in enumerate(fence.lines) if line.startswith("$ ")]
+    for k, i in enumerate(commands):
+        end = commands[k + 1] if k + 1 < len(commands) else len(fence.lines)
+        body = fence.lines[i + 1:end]
+        command = fence.lines[i][2:]
+        entries: tuple[Entry, ...] = ()
+        if shlex.split(command)[1:2] == ["repl"]:
+            entries = tuple(_transcript(body, fence.start + i + 1))
+        examples.append(Example(page, fence.start + i + 1, command, "\n".join(body),
+                                fence.start + i + 1, fence.start + end, entries))
+    return examples
+
+
+def _transcript(body: tuple[str, ...], offset: int) -> Iterator[Entry]:
+    """The entries of a REPL transcript (see the module docstring)."""
+    i = 0
+    while i < len(body) and not body[i].startswith(PROMPT):
+        i += 1
+    while i < len(body):
+        lines = [body[i][len(PROMPT):]]
+        i += 1
+        while i < len(body) and body[i].startswith(CONTINUATION):
+            lines.append(body[i][len(CONTINUATION):])
+            i += 1
+        start = i
+        while i < len(body) and not body[i].startswith(PROMPT):
+            i += 1
+        yield Entry("\n".join(lines), offset + start, offset + i)
+
+
+def read_page(path: Path) -> list[Example | FileBlock]:
+    """The examples and the saved files of a page, in order."""
+    items: list[Example | FileBlock] = []
+    for fence in fences(path.read_text(encoding="utf-8")):
+        words = fence.info.split()
+        if words[:1] == ["console"]:
+            items.extend(parse_console(path.name, fence))
+        elif words[:1] == ["lam"]:
+            for word in words[1:]:
+                if word.startswith("file="):
+                    items.append(FileBlock(word[len("file="):], "\n".join(fence.lines) + "\n"))
+    return items
+
+
+def all_examples() -> list[Example]:
+    return [item for page in PAGES for item in read_page(page) if isinstance(item, Example)]
+
+
+# ---------------------------------------------------------------- running the examples
+
+
+def _in_process(argv: list[str], stdin: str) -> tuple[int, str]:
+    """Exit status and output (stdout and stderr interleaved) of ``lambdad argv``."""
+    out = io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            status = cli.main(argv)
+    finally:
+        sys.stdin = saved
+    return status, out.getvalue()
+
+
+def _subprocess(argv: list[str], stdin: str) -> tuple[int, str]:
+    """The same as :func:`_in_process`, as a separate ``python -m lambdad``."""
+    done = subprocess.run([sys.executable, "-m", "lambdad", *argv], input=stdin, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return done.returncode, done.stdout
+
+
+def run_command(argv: list[str], stdin: str = "", separate: bool = SUBPROCESS
+                ) -> tuple[int, str, str]:
+    """Exit status, stdout-or-redirected text and shown output of one command line.
+
+    With ``> FILE`` at the end of ``argv``, stdout goes to FILE and only stderr is shown;
+    that needs the in-process runner (which cannot separate the streams otherwise)."""
+    target = None
+    if ">" in argv:
+        index = argv.index(">")
+        argv, target = argv[:index], argv[index + 1]
+    if target is None:
+        status, shown = (_subprocess if separate else _in_process)(argv, stdin)
+        return status, shown, shown
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = cli.main(argv)
+    Path(target).write_text(stdout.getvalue(), encoding="utf-8")
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
+def make_sandbox(directory: Path) -> Path:
+    """A scratch directory that looks like the repository root to the examples."""
+    (directory / "programs").symlink_to(ROOT / "programs", target_is_directory=True)
+    (directory / "docs" / "images").mkdir(parents=True)
+    return directory
+
+
+def run_page(page: Path, directory: Path) -> dict[int, tuple[int, str]]:
+    """Runs a page's examples in order in the sandbox ``directory``; the exit status and
+    the output of each, by the example's line."""
+    results: dict[int, tuple[int, str]] = {}
+    with contextlib.chdir(make_sandbox(directory)):
+        for item in read_page(page):
+            if isinstance(item, FileBlock):
+                Path(item.name).write_text(item.text, encoding="utf-8")
+                continue
+            stdin = "\n".join(entry.text for entry in item.entries)
+            stdin += "\n" if stdin else ""
+            status, _, shown = run_command(item.argv, stdin)
+            results[item.line] = (status, shown)
+    return results
+
+
+def expected_status(output: str) -> int:
+    if "usage error:" in output:
+        return 2
+    if re.search(r"\berror:", output):
+        return 1
+    return 0
+
+
+def repl_answer(example: Example) -> str:
+    """What the REPL must print for the transcript of ``example``: every answer in turn."""
+    lines = example.expected.split("\n")
+    first = example.entries[0].start - example.start if example.entries else len(lines)
+    return "\n".join(line for line in lines[first:]
+                     if not line.startswith((PROMPT, CONTINUATION)))
+
+
+def shown_output(example: Example) -> str:
+    return repl_answer(example) if example.is_repl else example.expected
+
+
+def has_timings(example: Example) -> bool:
+    return '"seconds"' in example.expected
+
+
+# ---------------------------------------------------------------- the built-in table
+
+
+def _written(prim: Primitive) -> str:
+    """How a built-in is applied in source: ``x + y``, ``-x``, ``sin x``, ``map f xs``."""
+    symbol, params = prim.spelling.symbol, prim.params
+    if prim.spelling.fixity == "infix":
+        return f"{params[0]} {symbol} {params[1]}"
+    if prim.spelling.fixity == "prefix":
+        return f"{symbol}{params[0]}"
+    return " ".join((symbol, *params))
+
+
+def _partials(prim: Primitive) -> str:
+    if prim.kind != "real":
+        return ""
+    parts = [f"∂{param}: `{text}`" for param, text in zip(prim.params, prim.partials)]
+    text = "; ".join(parts)
+    if prim.result is not None:
+        text += f" (`{prim.result}` = the result)"
+    return text
+
+
+KIND_NOTES = {
+    "real": "real function",
+    "test": "comparison",
+    "logic": "logic",
+    "structural": "structure",
+    "constant": "locally constant",
+    "ad": "differentiation",
+}
+
+
+def builtins_table() -> str:
+    """The Markdown table of every primitive, in the table's order."""
+    rows = ["| written | type | kind | partial derivatives | description |",
+            "|---|---|---|---|---|"]
+    for prim in PRIMITIVES.values():
+        cells = [f"`{_written(prim)}`", f"`{print_type(prim.type)}`",
+                 KIND_NOTES.get(prim.kind, prim.kind), _partials(prim), prim.doc]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
+
+
+def builtins_region(text: str) -> str | None:
+    match = re.search(re.escape(BUILTINS_BEGIN) + r"\n(.*?)\n" + re.escape(BUILTINS_END),
+                      text, re.S)
+    return None if match is None else match.group(1)
+
+
+# ---------------------------------------------------------------- the tests
+
+EXAMPLES = all_examples()
+
+
+@pytest.fixture(scope="module")
+def page_results(tmp_path_factory):
+    cache: dict[str, dict[int, tuple[int, str]]] = {}
+
+    def results(page: str) -> dict[int, tuple[int, str]]:
+        if page not in cache:
+            cache[page] = run_page(DOCS / page, tmp_path_factory.mktemp(Path(page).stem))
+        return cache[page]
+
+    return results
+
+
+def test_the_pages_have_console_examples():
+    pages = {example.page for example in EXAMPLES}
+    assert {"tutorial.md", "transformations.md", "cli.md"} <= pages
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])
+def test_console_example(example, page_results):
+    if has_timings(example):
+        pytest.skip("the output contains timings")
+    status, output = page_results(example.page)[example.line]
+    expected = shown_output(example)
+    assert output.rstrip("\n") == expected.rstrip("\n"), (
+        f"{example.where}: `{example.command}` printed\n{output}")
+    assert status == expected_status(expected), f"{example.where}: exit status {status}"
+
+
+def test_repl_greetings_say_what_was_loaded():
+    """The lines a transcript shows before its first prompt (printed on a terminal only)
+    report the file loaded as the REPL does."""
+    for example in (e for e in EXAMPLES if e.is_repl and e.entries):
+        lines = example.expected.split("\n")
+        greeting = lines[:next(i for i, line in enumerate(lines) if line.startswith(PROMPT))]
+        loaded = [line for line in greeting if line.startswith("loaded ")]
+        files = example.argv[1:]
+        if files:
+            with contextlib.chdir(ROOT):
+                assert loaded == [repl.Session().load(files[0])], example.where
+
+
+def test_python_m_lambdad_prints_what_the_in_process_runner_shows(tmp_path):
+    """The in-process runner stands for `python -m lambdad`: a sample agrees."""
+    sample = [e for e in EXAMPLES if not e.is_repl and not has_timings(e)
+              and ">" not in e.argv][:2]
+    with contextlib.chdir(make_sandbox(tmp_path)):
+        for example in sample:
+            assert (_subprocess(example.argv, "")[1].rstrip("\n")
+                    == example.expected.rstrip("\n")), example.where
+
+
+def test_lam_excerpts_are_verbatim_from_their_files():
+    for page in PAGES:
+        for fence in fences(page.read_text(encoding="utf-8")):
+            words = fence.info.split()
+            for word in words[1:]:
+                if words[0] == "lam" and word.startswith("excerpt="):
+                    path = ROOT / word[len("excerpt="):]
+                    assert "\n".join(fence.lines) in path.read_text(encoding="utf-8"), (
+                        f"docs/{page.name}:{fence.start}: not an excerpt of {path.name}")
+
+
+def test_relative_links_point_at_files():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (DOCS / target.split("#")[0]).resolve()
+            assert path.exists(), f"docs/{page.name}: broken link {target}"
+
+
+def test_builtin_table_is_generated_from_the_primitive_table():
+    text = (DOCS / "language.md").read_text(encoding="utf-8")
+    assert builtins_region(text) == builtins_table(), (
+        "docs/language.md's built-in table is stale: run `python tests/test_docs.py --update`")
+
+
+def test_cli_reference_covers_every_command():
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    reference = (DOCS / "cli.md").read_text(encoding="utf-8")
+    for name in commands.choices:
+        assert f"## `lambdad {name}" in reference, f"docs/cli.md does not document `{name}`"
+    for command in repl.COMMANDS:
+        for name in command.names:
+            assert f"`:{name}" in reference, f"docs/cli.md does not document `:{name}`"
+
+
+def test_the_graph_picture_of_the_tutorial_is_there():
+    assert (DOCS / "images" / "baydin-graph.svg").read_text(encoding="utf-8").lstrip().startswith(
+        ("<?xml", "<svg", "<!DOCTYPE"))
+    assert "images/baydin-graph.svg" in (DOCS / "tutorial.md").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- updating the pages
+
+
+def _repl_outputs(example: Example) -> list[str]:
+    """The answer to each entry of a transcript, found by running growing prefixes."""
+    answers, before = [], ""
+    for k in range(len(example.entries)):
+        stdin = "\n".join(e.text for e in example.entries[:k + 1]) + "\n"
+        _, output = _in_process(example.argv, stdin)
+        answers.append(output[len(before):].rstrip("\n"))
+        before = output if output.endswith("\n") or not output else output + "\n"
+    return answers
+
+
+def update(page: Path) -> None:
+    """Rewrites the outputs of ``page``'s console examples (and the built-in table)."""
+    text = page.read_text(encoding="utf-8")
+    region = builtins_region(text)
+    if region is not None:
+        text = text.replace(region, builtins_table())
+        page.write_text(text, encoding="utf-8")
+    with tempfile.TemporaryDirectory() as scratch:
+        results = run_page(page, Path(scratch))
+        lines = text.split("\n")
+        for example in reversed([e for e in read_page(page) if isinstance(e, Example)]):
+            if has_timings(example):
+                continue
+            if example.is_repl:
+                with contextlib.chdir(scratch):
+                    answers = _repl_outputs(example)
+                for entry, answer in reversed(list(zip(example.entries, answers))):
+                    lines[entry.start:entry.end] = answer.split("\n") if answer else []
+                continue
+            output = results[example.line][1].rstrip("\n")
+            lines[example.start:example.end] = output.split("\n") if output else []
+    page.write_text("\n".join(lines), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--update"]:
+        raise SystemExit("usage: python tests/test_docs.py --update [PAGE.md ...]")
+    chosen = sys.argv[2:] or [p.name for p in PAGES]
+    for name in chosen:
+        update(DOCS / name)
+        print(f"updated docs/{name}")
