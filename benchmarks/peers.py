@@ -154,6 +154,13 @@ class Peer:
     def installed(self) -> bool:
         return not self.module or available(self.module)
 
+    def load(self) -> None:
+        """Imports the peer's package (and initialises it), so timing never includes it."""
+        if self.module:
+            importlib.import_module(self.module)
+        if self.module == "jax":
+            _jax()
+
     def prepare(self, f: Callable[[Any, Any], Any], point: Any) -> tuple[Callable[[], Any], float]:
         raise NotImplementedError
 

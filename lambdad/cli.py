@@ -191,6 +191,35 @@ def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(session: _Session, args: argparse.Namespace) -> int:
+    from . import gradcheck
+
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at") if args.at is not None else None
+    with _time_limit(args.timeout):
+        report = gradcheck.check(program, args.names or None, point=point,
+                                 samples=args.samples or 3, seed=args.seed, eps=args.eps,
+                                 rtol=args.rtol)
+    print(report.render())
+    for mismatch in report.mismatches():
+        print(f"mismatch: {mismatch}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def cmd_fuzz(session: _Session, args: argparse.Namespace) -> int:
+    # Imported here: hypothesis is only needed by this command.
+    from . import testing
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"fuzz: {done}/{total} programs", file=sys.stderr, flush=True)
+
+    report = testing.fuzz(lambda text: Program(text, "<fuzz>"), count=args.programs,
+                          seed=args.seed, progress=progress)
+    print(report.render())
+    return 0 if report.ok else 1
+
+
 # ---------------------------------------------------------------- argument parsing
 
 
@@ -283,7 +312,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help="label nodes with adjoints (reverse, default) or tangents (forward)")
     p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png")
     timeout(p)
+
+    p = add("check", cmd_check, "gradient check: forward mode, both reverse strategies and "
+                                "central finite differences must agree")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("names", metavar="NAME", nargs="*",
+                   help="functions to check (default: every function of reals, pairs and "
+                        "lists returning R)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--at", metavar="POINT", help="check at this point only")
+    # No default here: argparse could not tell `--samples 3` from the default otherwise.
+    where.add_argument("--samples", type=_positive, metavar="N",
+                       help="check at N random points away from kinks (default 3)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the random points (default 0)")
+    p.add_argument("--eps", type=float, default=None, metavar="E",
+                   help="relative finite-difference step (default cbrt(machine epsilon))")
+    p.add_argument("--rtol", type=float, default=None, metavar="R",
+                   help="relative tolerance against finite differences (default 1e-5)")
+    timeout(p)
+
+    p = add("fuzz", cmd_fuzz, "run the property tests on random well-typed programs; report a "
+                              "minimal failing program")
+    p.add_argument("--programs", type=_positive, default=100, metavar="N",
+                   help="how many random programs (default 100)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     return parser
+
+
+def _positive(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

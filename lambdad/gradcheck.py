@@ -4,23 +4,27 @@ differences must agree (``lambdad check``; docs/checking.md explains the numbers
 For a function ``f`` of a differentiable input (reals, pairs, lists) returning ``R``, at a
 point ``x`` with real leaves ``x_1 ... x_n``:
 
-* finite differences: ``(f(x + h_i e_i) - f(x - h_i e_i)) / (2 h_i)`` with the step
-  ``h_i = eps * max(1, |x_i|)``, ``eps = cbrt(machine epsilon)`` by default;
+* finite differences: ``D(h) = (f(x + h e_i) - f(x - h e_i)) / 2h`` with the step
+  ``h = eps * max(1, |x_i|)``, ``eps = cbrt(machine epsilon)`` by default, and with the
+  step ``h / 2``, extrapolated: ``(4 D(h/2) - D(h)) / 3``;
 * forward mode (one dual-number run per input), reverse mode with the ``factored`` and the
   ``naive`` strategy.
 
 A derivative ``d`` of a mode agrees with the finite difference ``fd`` when
-``|d - fd| <= rtol * max(|d|, |fd|) + atol``, where ``atol`` bounds the rounding error of the
-difference quotient, ``100 * machine epsilon * S / h_i``, with ``S`` the largest magnitude of
-any real the evaluation computed.  The three AD modes must agree with each other to
-``AGREEMENT`` relative.
+``|d - fd| <= rtol * max(|d|, |fd|) + atol``.  ``atol`` is the rounding error of the
+difference quotients, ``100 * machine epsilon * S / h`` with ``S`` the largest magnitude of
+any real the evaluation computed, plus their truncation error, estimated by how much halving
+the step changes them; where that change is not small (more than 1 %), the function is too
+curved at the step's scale and finite differences are not compared.  The three AD modes must
+agree with each other to ``AGREEMENT`` relative (plus rounding on the computation's scale).
 
-Sampled points (``samples``) are drawn with a seeded generator and kept only where the
-function evaluates without error at the point and at every finite-difference probe, the
-probes take the same branches as the point (same primitives evaluated, same comparison
-results), and every primitive with a kink (``relu``, ``abs``, ``max``, ``min``,
-comparisons) is evaluated farther from its kink than the probes move its arguments.  The
-primitives' ``kink`` and ``domain`` functions of the table say where that is.
+Sampled points are drawn with a seeded generator and kept only where the function evaluates
+without error at the point and at every finite-difference probe, the probes take the same
+branches as the point (same primitives evaluated, same comparison results), and every
+primitive with a kink (``relu``, ``abs``, ``max``, ``min``, comparisons) is evaluated
+farther from its kink than the probes move its arguments.  The primitives' ``kink`` and
+``domain`` functions of the table say where that is; an interpreter with an event hook
+reports each primitive evaluated.
 
 This module works on a loaded program (anything with the interface of
 :class:`lambdad.pipeline.Program`) and never prints; :meth:`Report.render` is the table.
@@ -48,6 +52,7 @@ DEFAULT_RTOL = 1e-5
 AGREEMENT = 1e-9
 AGREEMENT_FLOOR = 1e-12
 ROUNDING_SAFETY = 100.0
+UNSETTLED = 0.01
 KINK_MARGIN = 10.0
 SAMPLE_RANGE = 2.0
 SAMPLE_LIST_LENGTH = 3
@@ -456,47 +461,68 @@ def _relative(a: float, b: float) -> float:
 class _Differences:
     value: float
     quotients: tuple[float, ...]
+    # Allowed absolute deviation of a derivative from each quotient: rounding error of the
+    # difference quotients plus their estimated truncation error.
     atols: tuple[float, ...]
     problem: str | None
     domain: str | None
     scale: float
 
 
+def _quotient(prober: Prober, center: Probe, point: Any, reals: list[float], i: int,
+              h: float) -> tuple[float, float, str | None]:
+    """The central difference for input ``i`` with step ``h``, its rounding error bound, and
+    what is wrong with its probes (if anything)."""
+    x = reals[i]
+    up, down = list(reals), list(reals)
+    up[i], down[i] = x + h, x - h
+    try:
+        plus = prober(replace_leaves(point, up))
+        minus = prober(replace_leaves(point, down))
+    except LambdadError as exc:
+        return math.nan, math.inf, f"a finite-difference probe fails: {exc.message}"
+    problem = branch_problem(center, plus) or branch_problem(center, minus)
+    if not (_finite(plus.value) and _finite(minus.value)):
+        return math.nan, math.inf, problem or "a finite-difference probe is not finite"
+    step = up[i] - down[i]  # the representable step, not 2h
+    scale = max(center.scale, plus.scale, minus.scale)
+    rounding = ROUNDING_SAFETY * MACHINE_EPSILON * scale / (step / 2.0)
+    return (plus.value - minus.value) / step, rounding, problem
+
+
 def finite_differences(prober: Prober, point: Any, eps: float) -> _Differences:
-    """Central differences at ``point`` for every input real, with each one's rounding
-    tolerance, and the reason (if any) the point is near a kink or a branch switch.  Raises
-    LambdadError if the function fails at the point itself."""
+    """Central differences at ``point`` for every input real, with each one's tolerance, and
+    the reason (if any) they cannot be trusted there: a kink or a branch switch between the
+    probes, or differences that change when the step is halved.  Raises LambdadError if the
+    function fails at the point itself.
+
+    Each derivative is estimated with the step ``h`` and with ``h / 2`` and extrapolated
+    (Richardson: ``(4 D(h/2) - D(h)) / 3`` cancels the ``h^2`` error term); the change
+    between the two steps bounds the truncation error left."""
     center = prober(point)
     if not _finite(center.value):
         raise _NotFinite(center.value)
     reals = leaves(point)
     quotients, atols = [], []
     problem = None
-    scale = center.scale
     for i, x in enumerate(reals):
         h = eps * max(1.0, abs(x))
-        up, down = list(reals), list(reals)
-        up[i], down[i] = x + h, x - h
-        try:
-            plus = prober(replace_leaves(point, up))
-            minus = prober(replace_leaves(point, down))
-        except LambdadError as exc:
-            problem = problem or f"a finite-difference probe fails: {exc.message}"
-            quotients.append(math.nan)
-            atols.append(math.inf)
-            continue
-        problem = problem or branch_problem(center, plus) or branch_problem(center, minus)
-        if not (_finite(plus.value) and _finite(minus.value)):
-            problem = problem or "a finite-difference probe is not finite"
-            quotients.append(math.nan)
-            atols.append(math.inf)
-            continue
-        step = up[i] - down[i]  # the representable step, not 2h
-        quotients.append((plus.value - minus.value) / step)
-        s = max(scale, plus.scale, minus.scale)
-        atols.append(ROUNDING_SAFETY * MACHINE_EPSILON * s / (step / 2.0))
+        coarse, coarse_rounding, trouble = _quotient(prober, center, point, reals, i, h)
+        problem = problem or trouble
+        fine, fine_rounding, trouble = _quotient(prober, center, point, reals, i, h / 2.0)
+        problem = problem or trouble
+        estimate = (4.0 * fine - coarse) / 3.0
+        rounding = (4.0 * fine_rounding + coarse_rounding) / 3.0
+        truncation = abs(fine - coarse) / 3.0
+        if problem is None and math.isfinite(estimate) and \
+                truncation > UNSETTLED * max(abs(estimate), rounding):
+            problem = (f"the finite differences for input {i + 1} do not settle (halving the "
+                       f"step changes them by {abs(fine - coarse):.2g}): the function is too "
+                       "curved at this scale")
+        quotients.append(estimate)
+        atols.append(rounding + truncation)
     return _Differences(center.value, tuple(quotients), tuple(atols), problem,
-                        domain_problem(center), scale)
+                        domain_problem(center), center.scale)
 
 
 class _NotFinite(Exception):

@@ -32,6 +32,7 @@ import functools
 import gc
 import itertools
 import math
+import re
 import sys
 import threading
 import time
@@ -146,18 +147,28 @@ class _Function:
     ``captures`` maps captured source names to the parameters receiving them, in order.
     """
 
-    __slots__ = ("parent", "scope", "captures", "lines", "indent", "if_depth")
+    __slots__ = ("parent", "scope", "captures", "lines", "indent", "if_depth", "blocks")
 
     def __init__(self, parent: "_Function | None"):
         self.parent = parent
         self.scope: dict[str, str] = {}
         self.captures: dict[str, str] = {}
-        self.lines: list[tuple[int, str, _PrimSite | None]] = []
+        # (indent, text, primitive site, names defined if the statement is pure)
+        self.lines: list[tuple[int, str, _PrimSite | None, tuple[str, ...]]] = []
         self.indent = 1
         self.if_depth = 0
+        # Ids of the blocks (if/else branches) enclosing the statement being generated.
+        self.blocks: tuple[int, ...] = ()
 
-    def emit(self, text: str, site: _PrimSite | None = None) -> None:
-        self.lines.append((self.indent, text, site))
+    def emit(self, text: str, site: _PrimSite | None = None,
+             pure: tuple[str, ...] = ()) -> None:
+        """Appends a statement; ``pure`` names what it defines when it has no effect and
+        cannot fail, so it may be dropped if they are never used."""
+        self.lines.append((self.indent, text, site, pure))
+
+
+# Generated names in a statement (temporaries, parameters, lifted functions).
+_NAME = re.compile(r"\b(?:[tvc]|_f)\d+\b")
 
 
 def _real_atom(value: float) -> str:
@@ -199,6 +210,11 @@ class _CodeGenerator:
         }
         self.evaluators: dict[str, str] = {}
         self.free_spans: dict[str, Span | None] = {}
+        # Atoms of pairs built by `(e1, e2)`: temporaries are assigned once and only seen
+        # where they are in scope, so a later `let (x, y) =` of one can use the parts.
+        self.pairs: dict[str, tuple[str, str]] = {}
+        # Atoms already unpacked: the function and blocks of the unpacking, and the parts.
+        self.unpacked: dict[str, tuple[_Function, tuple[int, ...], tuple[str, str]]] = {}
         self.arms: dict[type, Callable[[Any, _Function], Any]] = {
             Const: self.const,
             BoolLit: self.bool_lit,
@@ -273,7 +289,7 @@ class _CodeGenerator:
         values = ", ".join(self.lookup(source, fn, self.free_spans.get(source))
                            for source, _ in captured)
         t = self.fresh("t")
-        fn.emit(f"{t} = _partial({name}, {values})")
+        fn.emit(f"{t} = _partial({name}, {values})", pure=(t,))
         return t
 
     # ---- driver
@@ -306,14 +322,54 @@ class _CodeGenerator:
         return name, names, self.assemble()
 
     def assemble(self) -> str:
+        """The module source: every function, without its dead pure statements."""
+        dead = self.dead_statements()
         out: list[str] = []
         for name, fn, params in self.functions:
             out.append(f"def {name}({', '.join(params)}):")
-            for indent, text, site in fn.lines:
+            for index, (indent, text, site, _) in enumerate(fn.lines):
+                if (name, index) in dead:
+                    continue
                 out.append("    " * indent + text)
                 if site is not None:
                     self.lines[len(out)] = site
         return "\n".join(out) + "\n"
+
+    def dead_statements(self) -> set[tuple[str, int]]:
+        """The pure statements whose names are never used, directly or through other dead
+        statements (``let``-bound pairs taken apart at once leave their tuple unused)."""
+        functions = {name: fn for name, fn, _ in self.functions}
+
+        def unused(key: tuple[str, int]) -> bool:
+            defined = functions[key[0]].lines[key[1]][3]
+            return all(uses.get(d, 0) == 0 for d in defined)
+
+        uses: dict[str, int] = {}
+        definer: dict[str, tuple[str, int]] = {}
+        used_by: dict[tuple[str, int], list[str]] = {}
+        for name, fn, _ in self.functions:
+            for index, (_, text, _, pure) in enumerate(fn.lines):
+                if pure:
+                    text = text.split("=", 1)[1]
+                    for defined in pure:
+                        definer[defined] = (name, index)
+                    used_by[(name, index)] = _NAME.findall(text)
+                for used in _NAME.findall(text):
+                    uses[used] = uses.get(used, 0) + 1
+        dead: set[tuple[str, int]] = set()
+        work = [key for key in used_by if unused(key)]
+        while work:
+            key = work.pop()
+            if key in dead:
+                continue
+            dead.add(key)
+            for used in used_by[key]:
+                uses[used] -= 1
+                if uses[used] == 0:
+                    other = definer.get(used)
+                    if other is not None and other not in dead and unused(other):
+                        work.append(other)
+        return dead
 
     # ---- arms: one per construct of syntax.py
     def const(self, term: Const, fn: _Function):
@@ -421,8 +477,19 @@ class _CodeGenerator:
     def let_pair(self, term: LetPair, fn: _Function):
         """``let (x, y) = e1 in e2``: one unpacking statement."""
         value = yield self.gen(term.value, fn)
-        first, second = self.fresh("v"), self.fresh("v")
-        fn.emit(f"{first}, {second} = {value}")
+        known = self.pairs.get(value)
+        unpacked = self.unpacked.get(value)
+        if known is not None:
+            # The pair was built here from two atoms: bind to them, no unpacking.
+            first, second = known
+        elif (unpacked is not None and unpacked[0] is fn
+              and fn.blocks[:len(unpacked[1])] == unpacked[1]):
+            # Already taken apart by a statement that runs before this one.
+            first, second = unpacked[2]
+        else:
+            first, second = self.fresh("v"), self.fresh("v")
+            fn.emit(f"{first}, {second} = {value}", pure=(first, second))
+            self.unpacked[value] = (fn, fn.blocks, (first, second))
         previous_first = self.bind(fn, term.first, first)
         previous_second = self.bind(fn, term.second, second)
         body = yield self.gen(term.body, fn)
@@ -436,7 +503,8 @@ class _CodeGenerator:
         first = yield self.gen(term.first, fn)
         second = yield self.gen(term.second, fn)
         t = self.fresh("t")
-        fn.emit(f"{t} = ({first}, {second})")
+        fn.emit(f"{t} = ({first}, {second})", pure=(t,))
+        self.pairs[t] = (first, second)
         return t
 
     def if_(self, term: If, fn: _Function):
@@ -449,6 +517,8 @@ class _CodeGenerator:
                 fn.emit(header)
             fn.indent += 1
             fn.if_depth += 1
+            enclosing = fn.blocks
+            fn.blocks = enclosing + (next(self.counter),)
             if fn.if_depth > _MAX_IF_DEPTH:
                 child = _Function(fn)
                 atom = yield self.gen(branch, child)
@@ -460,6 +530,7 @@ class _CodeGenerator:
             else:
                 atom = yield self.gen(branch, fn)
             fn.emit(f"{result} = {atom}")
+            fn.blocks = enclosing
             fn.indent -= 1
             fn.if_depth -= 1
         return result
@@ -470,7 +541,7 @@ class _CodeGenerator:
         for item in term.items:
             atoms.append((yield self.gen(item, fn)))
         t = self.fresh("t")
-        fn.emit(f"{t} = [{', '.join(atoms)}]")
+        fn.emit(f"{t} = [{', '.join(atoms)}]", pure=(t,))
         return t
 
     def annot(self, term: Annot, fn: _Function):
@@ -514,7 +585,7 @@ class _CodeGenerator:
             return left
         t = self.fresh("t")
         fn.emit(f"{t} = ({right} if {left} is None else {left} if {right} is None "
-                f"else _Sum({left}, {right}))")
+                f"else _Sum({left}, {right}))", pure=(t,))
         return t
 
     def seed(self, term: Seed, fn: _Function):
@@ -630,7 +701,7 @@ class Interpreter:
         self.timeout = timeout
         self.tape = Tape()
         self.steps = 0
-        self._run_tapes: list[Tape] = [self.tape]
+        self._run_tapes: dict[int, Tape] = {id(self.tape): self.tape}
         self._deadline: float | None = None
         self._depth = 0  # nesting of _run (generated code calling the AD hooks, ...)
         self._pinned = 0  # nesting of using_tape
@@ -647,9 +718,11 @@ class Interpreter:
 
     @property
     def stats(self) -> TapeStats:
-        """Backpropagators created and bodies run in the current run (every tape it used)."""
-        return TapeStats(sum(t.created for t in self._run_tapes),
-                         sum(t.bodies_run for t in self._run_tapes))
+        """Backpropagators created and bodies run by the current program run (started by
+        :meth:`evaluate` or :meth:`evaluate_module`): its own tape and those of the
+        differentiations it ran."""
+        tapes = self._run_tapes.values()
+        return TapeStats(sum(t.created for t in tapes), sum(t.bodies_run for t in tapes))
 
     @contextlib.contextmanager
     def using_tape(self, tape: Tape) -> Iterator[Tape]:
@@ -657,8 +730,8 @@ class Interpreter:
         saved = self.tape
         self.tape = tape
         self._pinned += 1
-        if not any(t is tape for t in self._run_tapes):
-            self._run_tapes.append(tape)
+        if self._depth:  # differentiation inside a running program: part of its stats
+            self._run_tapes.setdefault(id(tape), tape)
         try:
             yield tape
         finally:
@@ -777,7 +850,7 @@ class Interpreter:
         """A top-level run starts with a fresh tape (unless the AD glue installed one)."""
         if self._depth == 0 and self._pinned == 0:
             self.tape = Tape()
-            self._run_tapes = [self.tape]
+            self._run_tapes = {id(self.tape): self.tape}
 
     def _run(self, function: Callable[..., Any], args: Sequence[Any]) -> Any:
         """``function(*args)`` for generated code: the outermost call raises the recursion

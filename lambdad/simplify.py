@@ -28,8 +28,10 @@ It works in two passes, each iterative (deep terms are fine):
      primitives only — in a transformed program such a factor is a partial derivative
      multiplied by the zero tangent of a constant — and ``g 0`` in a cotangent position as
      ``zero``, ``(\\a -o zero) e`` as ``zero``, ``zero <+> e`` as ``e``;
+   - reads ``\a -o g a`` as ``g`` and ``let (x, y) = p in (x, y)`` as ``p``;
    - removes a ``let`` whose variables are unused only when its value cannot fail
-     (variables, literals, pairs and lambdas, primitives with an ``inline`` form);
+     (variables, literals, pairs and lambdas, primitives with an ``inline`` form); one
+     that may fail stays, as ``let _ = e``;
 2. binders get back readable names: the original ones wherever that captures nothing.
 
 Nothing is duplicated: only variables and literals are ever substituted, so every shared
@@ -127,6 +129,7 @@ _KIDS = MappingProxyType({
 
 
 def _kids(t: Term) -> tuple[Term, ...]:
+    """The children of ``t`` (as :func:`syntax.children`)."""
     accessor = _KIDS.get(type(t))
     return () if accessor is None else accessor(t)
 
@@ -251,11 +254,12 @@ def _primitive_only(t: Term) -> bool:
 
 
 def _mentions(t: Term, name: str) -> bool:
+    """Whether the variable ``name`` occurs in ``t``."""
     return any(isinstance(node, Var) and node.name == name for node in walk(t))
 
 
 class _Simplifier:
-    """The simplifying pass over a term whose binders are unique."""
+    """The simplifying pass (see the module docstring); binders get internal names."""
 
     def __init__(self):
         self.names = _Renaming()
@@ -273,14 +277,17 @@ class _Simplifier:
         self.keep: list[Term] = []                       # keeps `pure`'s keys alive
 
     def run(self, term: Term) -> Term:
+        """The simplified ``term``, its binders still internal names."""
         return run(self.closed(term, False))
 
     # ---- bookkeeping
 
     def base(self, name: str) -> str:
+        """The name ``name`` is shown as, if nothing prevents it."""
         return self.prefer.get(name) or self.origin.get(name, name)
 
     def know_pair(self, name: str, components: tuple[Term | None, Term | None]) -> None:
+        """Record that the pair ``name`` has these components, until the context closes."""
         self.undo[-1].append((name, self.pairs.get(name)))
         self.pairs[name] = components
 
@@ -555,14 +562,22 @@ class _Simplifier:
 
     def finalize(self, chain: _Chain) -> Term:
         """The chain as nested ``let``s: dead bindings whose value cannot fail are dropped,
-        ``let x = e in x`` is ``e``, and ``let x = e1 in let x' = e2`` reads as
-        ``let (x, x') = (e1, e2)``."""
+        ``let x = e in x`` is ``e``, ``let (x, y) = p in (x, y)`` is ``p``, and
+        ``let x = e1 in let x' = e2`` reads as ``let (x, x') = (e1, e2)``."""
         body = chain.tail
         for bind in reversed(chain.binds):
             names = tuple(n if n == "_" or self.uses[n] > 0 else "_" for n in bind.names)
             value = bind.value
             if all(n == "_" for n in names) and self.cannot_fail(value):
                 self.discard(value)
+                continue
+            if (len(names) == 2 and isinstance(value, Var) and isinstance(body, Pair)
+                    and isinstance(body.first, Var) and isinstance(body.second, Var)
+                    and (body.first.name, body.second.name) == names
+                    and self.uses[names[0]] == self.uses[names[1]] == 1):
+                # let (x, y) = p in (x, y) is p
+                self.uses[names[0]] = self.uses[names[1]] = 0
+                body = Var(value.name, span=value.span)
                 continue
             if len(names) == 2 and isinstance(value, Pair):
                 # one dead component that cannot fail: a plain let of the other
@@ -573,6 +588,10 @@ class _Simplifier:
                 elif second == "_" and self.cannot_fail(value.second):
                     self.discard(value.second)
                     names, value = (first,), value.first
+            if all(n == "_" for n in names):
+                # evaluated only for the runtime errors it may raise
+                body = Let("_", value, body, span=bind.span)
+                continue
             if len(names) == 1:
                 (name,) = names
                 if isinstance(body, Var) and body.name == name and self.uses[name] == 1:
@@ -736,6 +755,7 @@ class _Namer:
         self.index = 0
 
     def run(self, term: Term) -> Term:
+        """``term`` with every internal name replaced by a readable one."""
         self.survey(term)
         for name in self.occurrences:
             if name not in self.origin:
@@ -770,6 +790,8 @@ class _Namer:
 
     def choose(self, name: str, scope: int, taken: tuple[str, ...] = (),
                first: str | None = None) -> str:
+        """The shown name of the binder ``name`` whose scope is the subtree at ``scope``:
+        ``first`` or its own name, else a numbered variant, never in ``taken``."""
         if name == "_":
             return name
         base = self.prefer.get(name) or self.origin.get(name, name)
@@ -784,6 +806,7 @@ class _Namer:
         raise AssertionError("unreachable")
 
     def enter(self, names: tuple[str, ...], shown: tuple[str, ...]):
+        """Make the binders ``names`` visible as ``shown``; returns what to restore."""
         saved = []
         for name, display in zip(names, shown):
             if name == "_":
@@ -800,6 +823,7 @@ class _Namer:
                 self.visible[display] = previous
 
     def go(self, t: Term):
+        """``t`` with readable names; ``self.index`` is its pre-order position."""
         i = self.index
         self.index += 1
         if isinstance(t, Var):
@@ -842,10 +866,12 @@ class _Namer:
         return _rebuild(t, kids)
 
     def base(self, name: str) -> str:
+        """The name ``name`` is shown as, if nothing prevents it."""
         return self.prefer.get(name) or self.origin.get(name, name)
 
 
 def _candidates(bases: list[str]):
+    """``bases``, then numbered variants of the last one (``x1``, ``x2``; ``v1_1``...)."""
     yield from bases
     base = bases[-1]
     joiner = "_" if base[-1:].isdigit() else ""

@@ -87,6 +87,7 @@ from .syntax import (
     Term,
     Type,
     Var,
+    free_vars,
 )
 from .typecheck import Scheme, TypeEnv, check_term, infer_module
 
@@ -312,6 +313,10 @@ class GeneratedProgram:
     def __str__(self) -> str:
         return self.source()
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # hypothesis prints falsifying examples with this hook (IPython's protocol).
+        printer.text(repr(self))
+
     def source(self) -> str:
         """The module as lambdad source text (via the printer)."""
         return print_module(self.module)
@@ -326,6 +331,7 @@ class GeneratedProgram:
         return result
 
     def decl(self) -> Decl:
+        """The declaration of the function to differentiate."""
         return next(d for d in self.module.decls if d.name == self.name)
 
 
@@ -356,12 +362,14 @@ class _Builder:
         self.image = ranges.image
         self.squashers = ranges.squashers
         self.reals = [p for p in PRIMITIVES.values() if _is_real_function(p)]
+        self.operators = [p for p in self.reals if p.spelling.fixity == "infix"]
         self.tests = [p for p in PRIMITIVES.values() if p.kind == "test"]
         self.logic = [p for p in PRIMITIVES.values()
                       if p.kind == "logic" and p.type == FunT(BOOL, BOOL)]
 
     # ---- choices (hypothesis shrinks toward the first option)
     def choose(self, options: Sequence[tuple[str, float]]) -> str:
+        """One of the weighted ``(name, weight)`` options; zero weights are impossible."""
         options = [(name, w) for name, w in options if w > 0]
         total = sum(w for _, w in options)
         ticks = [max(1, round(100 * w / total)) for _, w in options]
@@ -373,10 +381,12 @@ class _Builder:
         return options[-1][0]
 
     def pick(self, items: Sequence[Any]) -> Any:
+        """One of ``items`` (shrinking toward the first)."""
         return items[self.draw(st.integers(0, len(items) - 1))]
 
     def flip(self, p: float) -> bool:
-        return self.draw(st.integers(0, 99)) < round(100 * p)
+        """True with probability ``p`` (shrinking toward False)."""
+        return self.draw(st.integers(0, 99)) >= 100 - round(100 * p)
 
     def spend(self) -> bool:
         """Whether there is size budget left for one more compound construct."""
@@ -414,7 +424,8 @@ class _Builder:
                     stack.append((Prim("fst", (term,)), s.first))
         return found
 
-    def variable(self, t: Type, env: tuple):
+    def variable(self, t: Type, env: tuple) -> tuple[Term, Any] | None:
+        """A variable (or projection) of type ``t`` from ``env``, or None if there is none."""
         found = self.candidates(t, env)
         if not found:
             return None
@@ -457,7 +468,8 @@ class _Builder:
 
     # ---- reals
     def leaf_real(self, env: tuple) -> tuple[Term, RealShape]:
-        if self.flip(0.8):
+        """A real variable (mostly) or a literal."""
+        if not self.flip(0.2):
             found = self.variable(REAL, env)
             if found is not None:
                 return found
@@ -465,12 +477,13 @@ class _Builder:
         return Const(c), RealShape(c, c)
 
     def gen_real(self, env: tuple, depth: int):
+        """A real term: any construct of the language that can produce ``R``."""
         if depth <= 0 or not self.spend():
             return self.leaf_real(env)
         has_pairs = any(isinstance(s, PairShape) for _, s in env)
         kind = self.choose([
             ("leaf", 2), ("prim", 6), ("let", 2.5), ("chain", 1), ("letpair", 1),
-            ("fst", 0.7), ("if", 1), ("apply", 2), ("fold", 1), ("length", 0.3),
+            ("project", 0.7), ("if", 1), ("apply", 2), ("fold", 1.5), ("length", 0.3),
             ("annot", 0.3), ("path", 1 if has_pairs else 0),
         ])
         if kind == "leaf":
@@ -483,7 +496,7 @@ class _Builder:
             term, shape = yield self.gen_chain(env, depth)
         elif kind == "letpair":
             term, shape = yield self.gen_letpair(REAL, env, depth)
-        elif kind == "fst":
+        elif kind == "project":
             other = self.pick([REAL, PairT(REAL, REAL)])
             first = self.flip(0.5)
             t = PairT(REAL, other) if first else PairT(other, REAL)
@@ -530,7 +543,7 @@ class _Builder:
         """``prim`` applied to ``args``, each wrapped as little as the primitive's domain
         allows; None if no wrapping works."""
         options = [self.wrappings(t, s, i, len(args)) for i, (t, s) in enumerate(args)]
-        least = self.flip(0.7)  # mostly the least wrapping that works, else any that works
+        least = not self.flip(0.3)  # mostly the least wrapping that works, else any that does
         passing = []
         for combo in itertools.product(*options):
             literal = any(isinstance(t, Const) and s.lo == s.hi and i > 0
@@ -548,7 +561,9 @@ class _Builder:
         return Prim(prim.name, tuple(t for t, _ in combo)), r
 
     def gen_prim(self, env: tuple, depth: int):
-        prim = self.pick(self.reals)
+        """A real primitive of the table applied to real terms, inside its domain."""
+        # Operators (+, -, *, /, ^) are what most programs are made of: drawn more often.
+        prim = self.pick(self.operators if self.flip(0.4) else self.reals)
         args = []
         for _ in range(prim.arity):
             args.append((yield self.gen_real(env, depth - 1)))
@@ -668,15 +683,17 @@ class _Builder:
     # ---- lists
     def gen_list(self, t: ListT, env: tuple, depth: int):
         item = t.item
+        is_real_list = isinstance(item, RealT)
         if depth <= 0 or not self.spend():
             found = self.variable(t, env)
             if found is not None and self.flip(0.7):
                 return found
+            if is_real_list and self.flip(0.25):
+                return self.range_literal()
             return (yield self.list_literal(item, env, 0))
-        is_real_list = isinstance(item, RealT)
         kind = self.choose([
             ("literal", 3), ("var", 2), ("map", 3),
-            ("range", 1.5 if is_real_list else 0), ("zip", 0 if is_real_list else 3),
+            ("range", 2 if is_real_list else 0), ("zip", 0 if is_real_list else 4),
             ("let", 0.7), ("if", 0.3),
         ])
         if kind == "var":
@@ -690,9 +707,7 @@ class _Builder:
                 n = s.length if isinstance(s.length, int) else MAX_LIST
                 return (Prim("range", (Prim("length", (xs,)),)),
                         ListShape(RealShape(0.0, float(max(n - 1, 0))), s.length))
-            k = self.draw(st.integers(0, MAX_LIST))
-            return (Prim("range", (Const(float(k)),)),
-                    ListShape(RealShape(0.0, float(max(k - 1, 0))), k))
+            return self.range_literal()
         if kind == "map":
             return (yield self.gen_map(t, env, depth))
         if kind == "zip":
@@ -702,6 +717,12 @@ class _Builder:
         if kind == "if":
             return (yield self.gen_if(t, env, depth))
         return (yield self.list_literal(item, env, depth - 1))
+
+    def range_literal(self) -> tuple[Term, ListShape]:
+        """``range k`` for a literal ``k``."""
+        k = self.draw(st.integers(0, MAX_LIST))
+        return (Prim("range", (Const(float(k)),)),
+                ListShape(RealShape(0.0, float(max(k - 1, 0))), k))
 
     def list_literal(self, item: Type, env: tuple, depth: int):
         n = self.draw(st.integers(1, MAX_LIST))
@@ -855,6 +876,12 @@ class _Builder:
         value, s = yield self.gen(bound, env, depth - 1)
         name = self.names.fresh(_PREFIX[type(bound)])
         body, body_shape = yield self.gen(t, env + ((name, s),), depth - 1)
+        if isinstance(t, RealT) and isinstance(bound, RealT) and not self.flip(0.2) \
+                and name not in free_vars(body):
+            # A binding nobody uses shares nothing: use it (most of the time).
+            made = self.apply_real(self.pick([_ADD, _MUL]), [(body, body_shape), (Var(name), s)])
+            if made is not None:
+                body, body_shape = made
         return Let(name, value, body), body_shape
 
     def gen_letpair(self, t: Type, env: tuple, depth: int):
@@ -910,38 +937,57 @@ def _input_params(builder: _Builder, kind: str) -> list[tuple[str, Any]]:
 
 
 def _input_shape(t: Type, key: str) -> Any:
+    """The shape of an input of type ``t``: reals in the input box, lists of a length only
+    known to be the input's own (``key``), functions and booleans as for a parameter."""
     if isinstance(t, RealT):
         return INPUT_REAL
     if isinstance(t, PairT):
         return PairShape(_input_shape(t.first, key), _input_shape(t.second, key))
-    return ListShape(INPUT_REAL, key)
+    if isinstance(t, ListT):
+        return ListShape(_input_shape(t.item, key), key)
+    return standard_shape(t)
 
 
-def _helpers(builder: _Builder, depth: int):
-    """Top-level helper definitions the main function may call: first-order ones of one or
-    two reals and a higher-order one taking a function."""
-    count = builder.draw(st.integers(0, 2))
-    decls, env = [], ()
-    for i in range(count):
-        name = f"h{i + 1}"
-        kind = builder.pick(["real", "real2", "higher"])
-        params: list[tuple[str, Any]]
-        if kind == "real":
-            params = [("u", PARAM_REAL)]
-        elif kind == "real2":
-            params = [("u", PARAM_REAL), ("v", PARAM_REAL)]
-        else:
-            params = [("k", standard_shape(FunT(REAL, REAL))), ("u", PARAM_REAL)]
-        body, shape = yield builder.gen_real(env + tuple(params), depth)
-        body, shape = builder.fit(body, shape, PARAM_REAL)
-        annotate = builder.flip(0.7)
-        decls.append(_definition(name, [(p, s.type if annotate else None) for p, s in params],
-                                 REAL if annotate else None, body))
-        fshape: Any = shape
-        for _, s in reversed(params):
-            fshape = FunShape(s, fshape)
-        env = env + ((name, fshape),)
-    return decls, env
+MAX_HELPERS = 2
+
+
+def _helper(builder: _Builder, name: str, env: tuple, depth: int):
+    """A top-level helper definition the main function may call: a first-order one of one or
+    two reals, or a higher-order one taking a function.  Returns the declaration and its
+    environment entry."""
+    kind = builder.pick(["real", "real2", "higher"])
+    params: list[tuple[str, Any]]
+    if kind == "real":
+        params = [("u", PARAM_REAL)]
+    elif kind == "real2":
+        params = [("u", PARAM_REAL), ("v", PARAM_REAL)]
+    else:
+        params = [("k", standard_shape(FunT(REAL, REAL))), ("u", PARAM_REAL)]
+    body, shape = yield builder.gen_real(env + tuple(params), depth)
+    body, shape = builder.fit(body, shape, PARAM_REAL)
+    annotate = builder.flip(0.7)
+    decl = _definition(name, [(p, s.type if annotate else None) for p, s in params],
+                       REAL if annotate else None, body)
+    fshape: Any = shape
+    for _, s in reversed(params):
+        fshape = FunShape(s, fshape)
+    return decl, (name, fshape)
+
+
+def _in_span(builder: _Builder, make_step: Callable[[], Any]) -> st.SearchStrategy:
+    """Strategy running the generator ``make_step()`` with the builder: drawing it as one
+    hypothesis example span lets the shrinker delete or simplify it as a whole."""
+
+    @st.composite
+    def span(draw):
+        outer = builder.draw
+        builder.draw = draw
+        try:
+            return run(make_step())
+        finally:
+            builder.draw = outer
+
+    return span()
 
 
 def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: bool = True,
@@ -965,9 +1011,20 @@ def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: b
         params = _input_params(builder, kind)
         decls: list[Decl] = []
         env: tuple = ()
-        if helpers:
-            decls, env = run(_helpers(builder, max(1, max_depth - 2)))
-        body, _ = run(builder.gen_real(env + tuple(params), max_depth))
+        while helpers and len(decls) < MAX_HELPERS and builder.flip(0.4):
+            name = f"h{len(decls) + 1}"
+            decl, entry = draw(_in_span(builder, lambda: _helper(
+                builder, name, env, max(1, max_depth - 2))))
+            decls.append(decl)
+            env = env + (entry,)
+        scope = env + tuple(params)
+        body, shape = run(builder.gen_real(scope, max_depth))
+        if not free_vars(body) & {p for p, _ in params} and not builder.flip(0.1):
+            # A function of none of its inputs has a zero gradient: make it depend on one.
+            made = builder.apply_real(builder.pick([_ADD, _MUL]),
+                                      [(body, shape), builder.leaf_real(params)])
+            if made is not None:
+                body = made[0]
         decls.append(_definition("f", [(p, s.type) for p, s in params], REAL, body))
         return GeneratedProgram(Module(tuple(decls)), "f",
                                 tuple((p, s.type) for p, s in params))
@@ -1003,8 +1060,7 @@ def terms_of_type(t: Type, env: Sequence[tuple[str, Type]] = (), max_depth: int 
     built from ``R``, ``Bool``, pairs, lists and functions; drawing raises ValueError for a
     type outside that range (type variables, ``d``)."""
     ranges = Ranges()
-    scope = tuple((name, _input_shape(ty, name) if not isinstance(ty, (FunT, BoolT))
-                   else standard_shape(ty)) for name, ty in env)
+    scope = tuple((name, _input_shape(ty, name)) for name, ty in env)
 
     @st.composite
     def draw_term(draw) -> Term:
@@ -1235,6 +1291,22 @@ class FuzzReport:
     @property
     def ok(self) -> bool:
         return self.failure is None
+
+    def render(self) -> str:
+        """What ``lambdad fuzz`` prints: a verdict, and the minimal failing program if any."""
+        skipped = (f" ({self.skipped} point(s) skipped where the source program fails)"
+                   if self.skipped else "")
+        if self.failure is None:
+            return (f"ok: {self.ran} random program(s), every property holds{skipped}: "
+                    + ", ".join(PROPERTIES))
+        f = self.failure
+        return "\n".join([
+            f"FAILED: property `{f.prop}` after {self.ran} passing program(s){skipped}",
+            f.message,
+            f"minimal failing program (`{f.name}` at {f.point!r}):",
+            "",
+            f.source.rstrip(),
+        ])
 
 
 def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth: int = 4,

@@ -210,58 +210,64 @@ def backward(tape: Tape, cotangent: Any, strategy: str = "factored",
 
 def _backward_factored(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:
     n = tape.stamps
-    acc = [0.0] * n
-    pending = bytearray(n)
-    nodes: list[Backprop | None] = [None] * n
+    acc = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
+    nodes: list[Backprop | None] = [None] * n  # stamp -> backpropagator, while pending
     adjoints: dict[int, float] = {}
-    top = -1  # largest pending stamp so far
-    work = [cotangent]
-    stamp = n
-    while True:
-        # Stage every call of the data in ``work``: acc[stamp] += a (linear factoring).
-        while work:
-            item = work.pop()
-            kind = type(item)
-            if kind is Call:
-                bp = item.backprop
-                if bp.tape is not tape:
-                    raise _foreign(bp)
-                if bp.body is None:
-                    if bp.seed_index is not None:
+    top = -1  # no pending stamp is larger
+    ran = 0
+    work: list[Any] = []
+    push, pop = work.append, work.pop
+    item = cotangent
+    try:
+        while True:
+            # Stage every call in ``item`` and ``work``.
+            while True:
+                kind = type(item)
+                if kind is Call:
+                    bp = item.backprop
+                    if bp.tape is not tape:
+                        raise _foreign(bp)
+                    if bp.body is not None:
+                        s = bp.stamp
+                        acc[s] += item.cotangent
+                        if nodes[s] is None:
+                            nodes[s] = bp
+                            if s > top:
+                                top = s
+                    elif bp.seed_index is not None:
                         index = bp.seed_index
                         adjoints[index] = adjoints.get(index, 0.0) + item.cotangent
+                elif kind is Sum:
+                    push(item.right)
+                    item = item.left
                     continue
-                s = bp.stamp
-                if s >= stamp:
-                    # Bodies only refer to older backpropagators; this one is not older.
-                    raise DifferentiationError(
-                        "a backpropagator was created during the backward phase", bp.span)
-                acc[s] += item.cotangent
-                if not pending[s]:
-                    pending[s] = 1
-                    nodes[s] = bp
-                    if s > top:
-                        top = s
-            elif kind is Sum:
-                work.append(item.right)
-                work.append(item.left)
-            elif item is not None:
-                raise TypeError(f"not cotangent data: {item!r}")
-        # The pending backpropagator with the largest stamp runs next, once.
-        stamp = top
-        while stamp >= 0 and not pending[stamp]:
-            stamp -= 1
-        if stamp < 0:
-            return adjoints
-        pending[stamp] = 0
-        top = stamp - 1
-        bp = nodes[stamp]
-        nodes[stamp] = None
-        a = acc[stamp]
-        tape.bodies_run += 1
-        if on_event is not None:
-            on_event(BackpropRun(stamp, bp.span, a))
-        work.append(bp.body(a))
+                elif item is not None:
+                    raise TypeError(f"not cotangent data: {item!r}")
+                if not work:
+                    break
+                item = pop()
+            # The pending backpropagator with the largest stamp runs next, once: bodies
+            # only send to older backpropagators, so nothing will be added to it later.
+            stamp = top
+            while stamp >= 0 and nodes[stamp] is None:
+                stamp -= 1
+            if stamp < 0:
+                return adjoints
+            bp = nodes[stamp]
+            nodes[stamp] = None
+            top = stamp - 1
+            a = acc[stamp]
+            ran += 1
+            if on_event is not None:
+                on_event(BackpropRun(stamp, bp.span, a))
+            item = bp.body(a)
+    except IndexError:
+        if any(type(x) is Call and x.backprop.stamp >= n for x in (item, *work)):
+            raise DifferentiationError(
+                "a backpropagator was created during the backward phase") from None
+        raise
+    finally:
+        tape.bodies_run += ran
 
 
 def _backward_naive(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:

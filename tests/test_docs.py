@@ -17,6 +17,8 @@ Conventions of the pages (docs/index.md explains them to readers too):
 - A ```` ```lam file=NAME ```` block is a file the reader saves as NAME; later commands of
   the same page see it.  A ```` ```lam excerpt=PATH ```` block must appear verbatim in PATH.
 - Commands whose output contains timings (``"seconds"``) are not compared.
+- A ```` ```pycon ```` block is a Python session, run as a doctest in the repository root;
+  the blocks of a page share their names.
 
 By default commands run in this process through :func:`lambdad.cli.main` (what
 ``python -m lambdad`` calls), which keeps the test fast; ``LAMBDAD_DOCS_SUBPROCESS=1`` runs
@@ -30,6 +32,7 @@ what the commands print now (review the diff before keeping it).
 from __future__ import annotations
 
 import contextlib
+import doctest
 import io
 import os
 import re
@@ -320,10 +323,10 @@ def builtins_table() -> str:
     return "\n".join(rows)
 
 
-def builtins_region(text: str) -> str | None:
-    match = re.search(re.escape(BUILTINS_BEGIN) + r"\n(.*?)\n" + re.escape(BUILTINS_END),
-                      text, re.S)
-    return None if match is None else match.group(1)
+def builtins_region(text: str) -> re.Match | None:
+    """Where the generated table sits in a page: group 1, between the two markers."""
+    return re.search(re.escape(BUILTINS_BEGIN) + r"\n(.*?)\n?" + re.escape(BUILTINS_END),
+                     text, re.S)
 
 
 # ---------------------------------------------------------------- the tests
@@ -367,7 +370,8 @@ def test_repl_greetings_say_what_was_loaded():
         greeting = lines[:next(i for i, line in enumerate(lines) if line.startswith(PROMPT))]
         loaded = [line for line in greeting if line.startswith("loaded ")]
         files = example.argv[1:]
-        if files:
+        if loaded or greeting:
+            assert files, f"{example.where}: a greeting without a file loaded"
             with contextlib.chdir(ROOT):
                 assert loaded == [repl.Session().load(files[0])], example.where
 
@@ -375,11 +379,27 @@ def test_repl_greetings_say_what_was_loaded():
 def test_python_m_lambdad_prints_what_the_in_process_runner_shows(tmp_path):
     """The in-process runner stands for `python -m lambdad`: a sample agrees."""
     sample = [e for e in EXAMPLES if not e.is_repl and not has_timings(e)
-              and ">" not in e.argv][:2]
+              and ">" not in e.argv and e.argv[1].startswith("programs/")][:2]
     with contextlib.chdir(make_sandbox(tmp_path)):
         for example in sample:
             assert (_subprocess(example.argv, "")[1].rstrip("\n")
                     == example.expected.rstrip("\n")), example.where
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if "```pycon" in p.read_text(encoding="utf-8")],
+                         ids=lambda p: p.name)
+def test_python_sessions_print_what_the_page_shows(page):
+    parser, out = doctest.DocTestParser(), io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    names: dict = {}
+    with contextlib.chdir(ROOT):
+        for fence in fences(page.read_text(encoding="utf-8")):
+            if fence.info == "pycon":
+                test = parser.get_doctest("\n".join(fence.lines), names, page.name,
+                                          str(page), fence.start)
+                runner.run(test, out=out.write, clear_globs=False)
+                names.update(test.globs)  # a DocTest runs in a copy of ``names``
+    assert runner.failures == 0, out.getvalue()
 
 
 def test_lam_excerpts_are_verbatim_from_their_files():
@@ -393,19 +413,37 @@ def test_lam_excerpts_are_verbatim_from_their_files():
                         f"docs/{page.name}:{fence.start}: not an excerpt of {path.name}")
 
 
-def test_relative_links_point_at_files():
+def anchors(text: str) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them."""
+    found = set()
+    for heading in re.findall(r"^#+ (.*)$", _without_fences(text), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+def _without_fences(text: str) -> str:
+    return re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)
+
+
+def test_links_point_at_files_and_headings():
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
-            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            if re.match(r"[a-z]+:", target):
                 continue
-            path = (DOCS / target.split("#")[0]).resolve()
+            file, _, anchor = target.partition("#")
+            path = (DOCS / file).resolve() if file else page
             assert path.exists(), f"docs/{page.name}: broken link {target}"
+            if anchor:
+                assert anchor in anchors(path.read_text(encoding="utf-8")), (
+                    f"docs/{page.name}: no heading for {target}")
 
 
 def test_builtin_table_is_generated_from_the_primitive_table():
     text = (DOCS / "language.md").read_text(encoding="utf-8")
-    assert builtins_region(text) == builtins_table(), (
+    region = builtins_region(text)
+    assert region is not None and region.group(1) == builtins_table(), (
         "docs/language.md's built-in table is stale: run `python tests/test_docs.py --update`")
 
 
@@ -445,7 +483,8 @@ def update(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     region = builtins_region(text)
     if region is not None:
-        text = text.replace(region, builtins_table())
+        text = text[:region.start(1)] + builtins_table() + "\n" + text[region.end(0) - len(
+            BUILTINS_END):]
         page.write_text(text, encoding="utf-8")
     with tempfile.TemporaryDirectory() as scratch:
         results = run_page(page, Path(scratch))

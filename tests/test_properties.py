@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import lambdad
-from lambdad import testing
+from lambdad import rules, testing
+from lambdad.parser import parse_expr
 from lambdad.primitives import PRIMITIVES
 from lambdad.syntax import (
     REAL,
@@ -69,7 +70,7 @@ def run_or_skip(check, program, point):
 # ---------------------------------------------------------------- 5. types
 
 
-@examples(60)
+@examples(100)
 @given(testing.programs())
 def test_generated_programs_and_their_transforms_type_check(generated):
     testing.check_types(generated)
@@ -78,7 +79,7 @@ def test_generated_programs_and_their_transforms_type_check(generated):
 # ---------------------------------------------------------------- 3. printing
 
 
-@examples(40)
+@examples(60)
 @given(testing.programs())
 def test_print_then_parse_gives_back_the_term(generated):
     testing.check_round_trip(generated)
@@ -87,7 +88,7 @@ def test_print_then_parse_gives_back_the_term(generated):
 # ---------------------------------------------------------------- 4. primal
 
 
-@examples(60)
+@examples(100)
 @given(testing.cases())
 def test_primal_of_transformed_programs_is_the_source_value(case):
     generated, point = case
@@ -97,7 +98,7 @@ def test_primal_of_transformed_programs_is_the_source_value(case):
 # ---------------------------------------------------------------- 1. modes agree
 
 
-@examples(80)
+@examples(150)
 @given(testing.cases())
 def test_forward_and_both_reverse_strategies_agree(case):
     generated, point = case
@@ -107,7 +108,7 @@ def test_forward_and_both_reverse_strategies_agree(case):
 # ---------------------------------------------------------------- 2. finite differences
 
 
-@examples(80)
+@examples(150)
 @given(testing.cases())
 def test_every_mode_agrees_with_finite_differences(case):
     generated, point = case
@@ -204,3 +205,27 @@ def test_fuzz_reports_nothing_on_the_stages():
     report = testing.fuzz(lambdad.loads, count=8, seed=5)
     assert report.ok, report.failure
     assert report.ran == 8
+
+
+def test_fuzz_shrinks_a_planted_bug_to_a_minimal_program(monkeypatch):
+    """With `+`'s second partial wrongly 2, fuzz finds it and shrinks to `x1 + x1`."""
+    wrong = dict(rules.PARTIALS)
+    wrong["add"] = (parse_expr("1", bound=("x", "y")), parse_expr("2", bound=("x", "y")))
+    monkeypatch.setattr(rules, "PARTIALS", wrong)
+    report = testing.fuzz(lambdad.loads, count=20, seed=0)
+    assert not report.ok
+    assert report.failure.prop in ("finite differences", "modes agree")
+    text = report.render()
+    assert text.startswith(f"FAILED: property `{report.failure.prop}`")
+    assert "def f (x1 : R) : R = x1 + x1" in text
+
+
+def test_cli_fuzz_prints_progress_and_a_verdict(lambdad_cli):
+    result = lambdad_cli("fuzz", "--programs", "4", "--seed", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok: 4 random program(s), every property holds" in result.stdout
+    assert "fuzz: 4/4 programs" in result.stderr
+
+
+def test_cli_fuzz_rejects_a_bad_count(lambdad_cli):
+    assert lambdad_cli("fuzz", "--programs", "0").returncode == 2

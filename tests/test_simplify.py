@@ -146,6 +146,8 @@ def test_lets(source, expected):
     ("let y = log x in 3", "let _ = log x in 3"),
     ("let y = f x in 3", "let _ = f x in 3"),
     ("let y = x / z in 3", "let _ = x / z in 3"),
+    ("let (v, v') = (log x, 1 / x * x') in 3", "let _ = (log x, 1 / x * x') in 3"),
+    ("let (v, v') = (log x, x * x') in 3", "let _ = log x in 3"),
 ])
 def test_unused_lets(source, expected):
     assert_simplifies(source, expected)
@@ -164,6 +166,7 @@ def test_unused_lets(source, expected):
     # a known pair
     ("let p = (x, 2) in let (a, b) = p in a * b", "x * 2"),
     ("fst (x, y)", "x"),
+    ("let (a, b) = p in (a, b)", "p"),
     ("snd (f x, y)", "snd (f x, y)"),
     # a real and its derivative bound as a pair read as two names
     ("let y = (sin x, cos x * x') in let (y, y') = y in y * y'",
