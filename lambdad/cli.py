@@ -351,12 +351,28 @@ def _positive(text: str) -> int:
     return value
 
 
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--at -1,2`` as ``--at=-1,2``: argparse would read ``-1,2`` as an option."""
+    out: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("--at", "--dir") and index + 1 < len(argv) and argv[index + 1].startswith("-"):
+            out.append(f"{arg}={argv[index + 1]}")
+            index += 2
+            continue
+        out.append(arg)
+        index += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     session = _Session()
     debug = os.environ.get("LAMBDAD_DEBUG") == "1"
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(_attach_negative_values(
+            list(sys.argv[1:] if argv is None else argv)))
         return args.handler(session, args)
     except LambdadError as error:
         print(render(error, session.sources), file=sys.stderr)

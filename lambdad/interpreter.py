@@ -13,6 +13,9 @@ checked syntax tree, with generated names (no user text ever reaches the code):
   apart (the AD glue transforms them).
 * ``if`` becomes Python ``if``/``else`` statements; a branch nested deeper than
   ``_MAX_IF_DEPTH`` is lifted into a function of its own (CPython limits indentation).
+* ``let`` binds names to atoms without copying; ``let (x, y) =`` of a pair built in the same
+  function uses its parts directly, and pure statements left unused (such tuples) are
+  dropped, which matters for the ``let``-heavy output of the transformations.
 
 The code generator is a set of generator functions driven by :func:`lambdad.iterate.run`,
 so terms nested 10^4 deep compile.  Generated code runs under :meth:`Interpreter._run`,
@@ -105,13 +108,10 @@ _DEFAULT_STACK = 8 * 1024 * 1024
 _GROWN_STACK = 64 * 1024 * 1024
 _CAN_GROW_STACK = resource is not None and sys.platform.startswith("linux")
 
-# What generated code may call besides its own namespace: pure built-ins for `inline`
-# templates of the primitive table.
-_SAFE_BUILTINS = {
-    name: getattr(builtins, name)
-    for name in ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
-                 "list", "max", "min", "pow", "range", "round", "sum", "tuple", "zip")
-}
+# The only Python built-ins generated code can reach (for `inline` templates of the
+# primitive table): pure functions, nothing that touches the host.
+_SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
+                  "list", "max", "min", "pow", "range", "round", "sum", "tuple", "zip")
 
 
 @attrs.frozen
@@ -193,7 +193,7 @@ class _CodeGenerator:
         self.lifted: list[tuple[str, Lam, tuple[str, ...]]] = []
         self.lines: dict[int, _PrimSite] = {}
         self.namespace: dict[str, Any] = {
-            "__builtins__": _SAFE_BUILTINS,
+            "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
             "__lambdad_lines__": self.lines,
             "_m": math,
             "_partial": functools.partial,
@@ -301,7 +301,8 @@ class _CodeGenerator:
                             getattr(term, "span", None))
         return arm(term, fn)
 
-    def compile_unit(self, term: Term, names: Sequence[str] | None) -> tuple[str, tuple[str, ...], str]:
+    def compile_unit(self, term: Term, names: Sequence[str] | None
+                     ) -> tuple[str, tuple[str, ...], str]:
         """Generates the entry function computing ``term`` from the values of its free
         variables: parameters ``names`` if given (EvalError if ``term`` has another free
         variable), else the free variables in order of first occurrence.  Returns the
@@ -392,7 +393,8 @@ class _CodeGenerator:
         primitive = self.primitive(term.name, term.span)
         if primitive.arity == 0:
             return self.apply_primitive(primitive, [], None, term.span, fn)
-        apply = self.runtime._apply_builtin_traced if self.instrumented else self.runtime._apply_builtin
+        runtime = self.runtime
+        apply = runtime._apply_builtin_traced if self.instrumented else runtime._apply_builtin
         return self.constant(BuiltinFunction(primitive, (), term.span, apply))
         yield  # pragma: no cover
 
@@ -962,7 +964,11 @@ class Interpreter:
         try:
             return primitive.evaluate(*args)
         except _RUNTIME_ERRORS as exc:
-            raise EvalError(_describe(primitive, args, exc), function.span) from None
+            # A closure given to `map` or `fold` may have failed inside: locate it there.
+            located = _locate(exc)
+            if located.span is None:
+                located = EvalError(_describe(primitive, args, exc), function.span)
+            raise located from None
 
     def _apply_builtin_traced(self, function: BuiltinFunction, args: tuple) -> Any:
         result = self._apply_builtin(function, args)

@@ -236,31 +236,60 @@ class Program:
             return self.parse_point(point)
         return _from_python(point)
 
-    def _function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
-        """The function to differentiate (uncurried if needed), its argument value, and the
-        result type.  Raises UsageError if the point does not fit the function's input."""
+    def arguments_covered(self, name: str, point: Any) -> int:
+        """How many of ``name``'s curried parameters the point supplies: 1 if it fits the
+        first parameter, k if it is a k-tuple fitting the first k.  Raises UsageError if
+        the point does not fit the function's input."""
         self._require(name)
-        scheme = self.typing.schemes[name]
-        f_type = scheme.type
+        f_type = self.typing.schemes[name].type
         value = self._as_value(point)
-        params: list[Type] = []
-        result = f_type
-        while isinstance(result, FunT):
-            params.append(result.arg)
-            result = result.result
+        params = _params(f_type)
         if not params:
             raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
-        f = self.value_of(name)
         if _fits(value, params[0]):
-            return f, value, f_type.result
+            return 1
         for k in range(2, len(params) + 1):
             if _fits(value, _tuple_type(params[:k])):
-                return self._uncurried(name, k), value, _result_after(f_type, k)
+                return k
         expected = print_type(params[0])
         if len(params) > 1:
             expected += " (or the tuple " + print_type(_tuple_type(params)) + ")"
         raise UsageError(
             f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
+
+    def _function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
+        """The function to differentiate (uncurried if needed), its argument value, and the
+        result type.  Raises UsageError if the point does not fit the function's input."""
+        value = self._as_value(point)
+        k = self.arguments_covered(name, value)
+        f = self.value_of(name) if k == 1 else self._uncurried(name, k)
+        return f, value, _result_after(self.typing.schemes[name].type, k)
+
+    def input_names(self, name: str, point: Any) -> list[str]:
+        """A name for each real of the point, left to right: the parameter's name, with
+        ``.0``/``.1`` for pair components and ``[i]`` for list elements (``w.1[2]``)."""
+        value = self._as_value(point)
+        k = self.arguments_covered(name, value)
+        params = _parameter_names(self.decls[name].value)
+        parts = []
+        rest = value
+        for _ in range(k - 1):
+            parts.append(rest[0])
+            rest = rest[1]
+        parts.append(rest)
+        names: list[str] = []
+        for position, part in enumerate(parts):
+            root = params[position] if position < len(params) else f"x{position + 1}"
+            stack = [(part, root)]
+            while stack:
+                v, path = stack.pop()
+                if type(v) is float:
+                    names.append(path)
+                elif type(v) is tuple:
+                    stack.extend(((v[1], path + ".1"), (v[0], path + ".0")))
+                elif type(v) is list:
+                    stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
+        return names
 
     def _uncurried(self, name: str, k: int) -> Any:
         """``\\p -> name p1 ... pk`` as a closure value, so it can be transformed."""
@@ -377,13 +406,7 @@ class Program:
 
     def _show_main(self, name: str, at: Any, mode: str) -> str:
         f, x, result = self._function_and_point(name, at)
-        scheme = self.typing.schemes[name]
-        curried_k = 1
-        if f is not self.value_of(name):
-            # uncurried: count how many arguments the point covers
-            params = _params(scheme.type)
-            curried_k = next(k for k in range(2, len(params) + 1)
-                             if _fits(x, _tuple_type(params[:k])))
+        curried_k = self.arguments_covered(name, x)
 
         def call_on(arg: Term) -> Term:
             if curried_k == 1:
@@ -499,6 +522,15 @@ def _from_python(value: Any) -> Any:
     if callable(value):
         return value
     raise UsageError(f"cannot use {value!r} as a lambdad value")
+
+
+def _parameter_names(term: Term) -> list[str]:
+    """The names of a definition's curried parameters (``p``-style names for patterns)."""
+    names = []
+    while isinstance(term, Lam):
+        names.append(term.param)
+        term = term.body
+    return names
 
 
 def _params(t: Type) -> list[Type]:

@@ -476,6 +476,36 @@ class _Builder:
         c = self.pick(_CONSTANTS)
         return Const(c), RealShape(c, c)
 
+    def real_of(self, name: str, shape: Any) -> tuple[Term, RealShape] | None:
+        """A real computed from the variable ``name``: itself, a projection, or the sum of a
+        list of reals; None for other values."""
+        found = self.candidates(REAL, ((name, shape),))
+        if found:
+            return self.pick(found)
+        if isinstance(shape, ListShape) and isinstance(shape.item, RealShape):
+            acc, v = self.names.fresh("acc"), self.names.fresh("v")
+            add = Lam(acc, Lam(v, Prim(_ADD.name, (Var(acc), Var(v)))))
+            lo, hi = min(shape.item.lo, 0.0), max(shape.item.hi, 0.0)
+            return (Prim("fold", (add, Const(0.0), Var(name))),
+                    RealShape(MAX_LIST * lo, MAX_LIST * hi))
+        return None
+
+    def mention(self, term: Term, shape: RealShape, entries: Sequence[tuple[str, Any]]
+                ) -> tuple[Term, RealShape]:
+        """The real ``term`` combined (``+``, ``*``) with each variable of ``entries`` it does
+        not use yet, most of the time: an unused binding shares nothing, and a function that
+        ignores its input has a zero derivative."""
+        for name, s in entries:
+            if name == "_" or self.flip(0.2) or name in free_vars(term):
+                continue
+            leaf = self.real_of(name, s)
+            if leaf is None:
+                continue
+            made = self.apply_real(self.pick([_ADD, _MUL]), [(term, shape), leaf])
+            if made is not None:
+                term, shape = made
+        return term, shape
+
     def gen_real(self, env: tuple, depth: int):
         """A real term: any construct of the language that can produce ``R``."""
         if depth <= 0 or not self.spend():
@@ -615,6 +645,8 @@ class _Builder:
         acc, v = self.names.fresh("acc"), self.names.fresh("v")
         scope = env + ((acc, acc_shape), (v, xs_shape.item))
         body, body_shape = yield self.gen(acc_type, scope, depth - 1)
+        if isinstance(acc_type, RealT):
+            body, body_shape = self.mention(body, body_shape, scope[-2:])
         body, _ = self.fit(body, body_shape, acc_shape)
         f = self.lam(acc, acc_type, self.lam(v, item_type, body))
         folded = Prim("fold", (f, z, xs))
@@ -846,9 +878,13 @@ class _Builder:
             p, a, b = self.names.fresh("p"), self.names.fresh("y"), self.names.fresh("y")
             scope = env + ((a, arg_shape.first), (b, arg_shape.second))
             body, s = yield self.gen(t.result, scope, depth - 1)
+            if isinstance(t.result, RealT):
+                body, s = self.mention(body, s, scope[-2:])
             return (self.lam(p, t.arg, LetPair(a, b, Var(p), body)), FunShape(arg_shape, s))
         name = self.names.fresh(_PREFIX[type(t.arg)])
         body, s = yield self.gen(t.result, env + ((name, arg_shape),), depth - 1)
+        if isinstance(t.result, RealT):
+            body, s = self.mention(body, s, [(name, arg_shape)])
         return self.lam(name, t.arg, body), FunShape(arg_shape, s)
 
     def gen_apply(self, t: Type, env: tuple, depth: int):
@@ -876,12 +912,8 @@ class _Builder:
         value, s = yield self.gen(bound, env, depth - 1)
         name = self.names.fresh(_PREFIX[type(bound)])
         body, body_shape = yield self.gen(t, env + ((name, s),), depth - 1)
-        if isinstance(t, RealT) and isinstance(bound, RealT) and not self.flip(0.2) \
-                and name not in free_vars(body):
-            # A binding nobody uses shares nothing: use it (most of the time).
-            made = self.apply_real(self.pick([_ADD, _MUL]), [(body, body_shape), (Var(name), s)])
-            if made is not None:
-                body, body_shape = made
+        if isinstance(t, RealT):
+            body, body_shape = self.mention(body, body_shape, [(name, s)])
         return Let(name, value, body), body_shape
 
     def gen_letpair(self, t: Type, env: tuple, depth: int):
@@ -895,8 +927,10 @@ class _Builder:
             b = "_"
             if self.flip(0.3):
                 a = "_"
-        scope = env + tuple((n, c) for n, c in ((a, s.first), (b, s.second)) if n != "_")
-        body, body_shape = yield self.gen(t, scope, depth - 1)
+        bound = tuple((n, c) for n, c in ((a, s.first), (b, s.second)) if n != "_")
+        body, body_shape = yield self.gen(t, env + bound, depth - 1)
+        if isinstance(t, RealT):
+            body, body_shape = self.mention(body, body_shape, bound)
         return LetPair(a, b, value, body), body_shape
 
     def gen_if(self, t: Type, env: tuple, depth: int):
@@ -964,6 +998,7 @@ def _helper(builder: _Builder, name: str, env: tuple, depth: int):
     else:
         params = [("k", standard_shape(FunT(REAL, REAL))), ("u", PARAM_REAL)]
     body, shape = yield builder.gen_real(env + tuple(params), depth)
+    body, shape = builder.mention(body, shape, [p for p in params if p[0] != "k"])
     body, shape = builder.fit(body, shape, PARAM_REAL)
     annotate = builder.flip(0.7)
     decl = _definition(name, [(p, s.type if annotate else None) for p, s in params],
@@ -1017,14 +1052,8 @@ def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: b
                 builder, name, env, max(1, max_depth - 2))))
             decls.append(decl)
             env = env + (entry,)
-        scope = env + tuple(params)
-        body, shape = run(builder.gen_real(scope, max_depth))
-        if not free_vars(body) & {p for p, _ in params} and not builder.flip(0.1):
-            # A function of none of its inputs has a zero gradient: make it depend on one.
-            made = builder.apply_real(builder.pick([_ADD, _MUL]),
-                                      [(body, shape), builder.leaf_real(params)])
-            if made is not None:
-                body = made[0]
+        body, shape = run(builder.gen_real(env + tuple(params), max_depth))
+        body, shape = builder.mention(body, shape, params)
         decls.append(_definition("f", [(p, s.type) for p, s in params], REAL, body))
         return GeneratedProgram(Module(tuple(decls)), "f",
                                 tuple((p, s.type) for p, s in params))

@@ -27,7 +27,7 @@ from .differentiate import Differentiator, is_real, map_value
 from .errors import Span, UsageError
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
-from .syntax import Lam, Let, LinLam, Pair, Prim, Term, Var, walk
+from .syntax import Let, Pair, Prim, Term, Var, walk
 from .values import BackpropCreated, BackpropRun, PrimEvent, format_real
 
 
@@ -57,6 +57,7 @@ class Trace:
     rows: tuple[Row, ...]
     columns: tuple[str, ...]
     output: float
+    file: str = ""
 
 
 # ------------------------------------------------------------------ finding the rule outputs
@@ -158,43 +159,6 @@ class _TracingDifferentiator(Differentiator):
         return register
 
 
-def _input_names(program: Any, name: str, x: Any) -> list[str]:
-    """Names of the input reals: curried parameter names when the point is a tuple of
-    reals matching them, else paths like ``x.0``, ``x[2]``."""
-    paths: list[str] = []
-
-    def visit(v: Any, path: str) -> None:
-        stack = [(v, path)]
-        while stack:
-            value, p = stack.pop()
-            if type(value) is float:
-                paths.append(p)
-            elif type(value) is tuple:
-                stack.extend(((value[1], p + ".1"), (value[0], p + ".0")))
-            elif type(value) is list:
-                stack.extend((item, f"{p}[{i}]") for i, item in reversed(list(enumerate(value))))
-
-    params = _parameter_names(program.decls[name].value)
-    flat = []
-    v = x
-    while type(v) is tuple and len(flat) < len(params) - 1:
-        flat.append(v[0])
-        v = v[1]
-    flat.append(v)
-    if len(params) >= 2 and len(flat) == len(params) and all(type(f) is float for f in flat):
-        return params
-    visit(x, params[0] if len(params) == 1 else "x")
-    return paths
-
-
-def _parameter_names(term: Term) -> list[str]:
-    names = []
-    while isinstance(term, Lam):
-        names.append(term.param)
-        term = term.body
-    return names or ["x"]
-
-
 def trace(program: Any, name: str, point: Any, mode: str = "forward",
           strategy: str = "factored") -> Trace:
     """The trace of ``name`` at ``point`` (a runtime value or Python data).
@@ -207,7 +171,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     interpreter = Interpreter(strategy=strategy, on_event=recorder)
     differentiator = _TracingDifferentiator(interpreter, recorder, strategy)
     interpreter.ad_hooks = differentiator.hooks()
-    names = _input_names(program, name, x)
+    names = program.input_names(name, x)
     leaves: list[float] = []
     map_value(x, is_real, lambda r: leaves.append(r) or r)
     # fresh float objects so dependencies on inputs are recognised by identity
@@ -247,7 +211,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
         row.parents = tuple(renumber.get(p, p) for p in row.parents)
         row.index = renumber[row.index]
     return Trace(mode, tuple(zip(names, inputs)), per_input, tuple(rows), tuple(columns),
-                 float(output) if type(output) is float else output)
+                 float(output) if type(output) is float else output, program.file)
 
 
 def _assign_levels(rows: list[Row]) -> None:
@@ -287,7 +251,11 @@ def format_trace(tr: Trace, sources: dict[str, str]) -> str:
     for row in tr.rows:
         args = ", ".join(f"v{p}" for p in row.parents)
         operation = f"{row.symbol} {args}".strip() if args else row.symbol
-        location = f"{row.span.line}:{row.span.col}" if row.span else ""
+        location = ""
+        if row.span is not None:
+            location = f"{row.span.line}:{row.span.col}"
+            if row.span.file != tr.file:  # e.g. the prelude's `sum`
+                location = f"{row.span.file}:{location}"
         source = _source_text(row.span, sources)
         table.append([f"v{row.index}", operation, f"{source}  ({location})" if location else source,
                       format_real(row.value), *(format_real(d) for d in row.derivatives)])

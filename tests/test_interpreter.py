@@ -258,6 +258,8 @@ def test_modules_evaluate_in_order_up_to_a_name():
     ("sin (exp 700 * exp 700)", "sin (exp 700 * exp 700)", "`sin` failed on inf"),
     ("map (\\x -> 2 * log x) [1, 0]", "log x", "log of a non-positive number (0.0)"),
     ("map log [1, 0]", "log", "log of a non-positive number (0.0)"),
+    ("(map (\\x -> sqrt x)) [0 - 1]", "sqrt x", "sqrt of a negative number (-1.0)"),
+    ("let m = fold in m (\\a x -> a / x) 1 [0]", "a / x", "division by zero (1.0 / 0.0)"),
     ("(max 1) (sqrt (0 - 1))", "sqrt (0 - 1)", "sqrt of a negative number"),
 ])
 def test_runtime_errors_name_the_operation_at_its_span(text, culprit, message):
