@@ -182,7 +182,10 @@ class _Backward:
         a = local_name(LINEAR_PARAM, taken | {result})
         application = Prim(t.op, tuple(Var(x, span=s) for x in primals), span=s)
         cotangent: Term | None = None
-        for derivative, (_, x_) in zip(partials(prim, primals, result, s), params):
+        for index, (derivative, (_, x_)) in enumerate(zip(partials(prim, primals, result, s),
+                                                          params)):
+            if isinstance(t.args[index], Const):
+                continue  # a literal's backpropagator is zero: its partial is never needed
             term = App(Var(x_, span=s), times(derivative, Var(a, span=s), s), span=s)
             cotangent = term if cotangent is None else Plus(cotangent, term, span=s)
         backpropagator = LinLam(a, Zero(span=s) if cotangent is None else cotangent, span=s)

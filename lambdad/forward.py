@@ -171,7 +171,10 @@ class _Forward:
         result = result_name(prim, {n for pair in params for n in pair})
         application = Prim(t.op, tuple(Var(x, span=s) for x in primals), span=s)
         tangent: Term | None = None
-        for derivative, (_, dx) in zip(partials(prim, primals, result, s), params):
+        for index, (derivative, (_, dx)) in enumerate(zip(partials(prim, primals, result, s),
+                                                          params)):
+            if isinstance(t.args[index], Const):
+                continue  # a literal's tangent is 0: its partial is never needed (x ^ 2)
             term = times(derivative, Var(dx, span=s), s)
             tangent = term if tangent is None else plus(tangent, term, s)
         body: Term = Pair(application if result is None else Var(result, span=s),

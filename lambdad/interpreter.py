@@ -91,6 +91,9 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
 
 # Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
 _MAX_IF_DEPTH = 48
+# Compiled units kept per interpreter; the least recently used goes first.  Each entry keeps
+# its term alive, so the term's id cannot be reused while it is cached.
+_CACHE_SIZE = 8192
 # Built-ins applied to this many arguments at most (peeling `f a b c` for a built-in head).
 _MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
 
@@ -801,10 +804,16 @@ class Interpreter:
         :meth:`_CodeGenerator.compile_unit`), compiled once per term, names and variant."""
         instrumented = self.instrumented
         key = (id(term), names, instrumented)
-        entry = self._compiled.get(key)
-        if entry is None or entry[0] is not term:
+        compiled = self._compiled
+        entry = compiled.get(key)
+        if entry is None:
             entry = (term, *self._compile(term, names, instrumented))
-            self._compiled[key] = entry
+            if len(compiled) >= _CACHE_SIZE:
+                # Forget the least recently used unit (its closures keep their own code).
+                del compiled[next(iter(compiled))]
+        else:
+            del compiled[key]  # re-inserted below: most recently used last
+        compiled[key] = entry
         return entry[1], entry[2]
 
     @staticmethod

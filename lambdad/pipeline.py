@@ -106,6 +106,7 @@ class Program:
         self._differentiator = Differentiator(self._interpreter, self.strategy)
         self._interpreter.ad_hooks = self._differentiator.hooks()
         self._values: dict[str, Any] | None = None
+        self._adapters: dict[tuple[str, int], Any] = {}
 
     # ------------------------------------------------------------ inspection
     def names(self) -> tuple[str, ...]:
@@ -208,6 +209,7 @@ class Program:
         new.decls = {d.name: d for d in new.module.decls}
         new.user_names = tuple(user_names)
         new._values = values
+        new._adapters = {}
         for decl in new.module.decls[len(module_decls) - len(decls):]:
             needed = free_vars(decl.value) & set(new.decls)
             env = {name: new.value_of(name) for name in needed}
@@ -279,7 +281,10 @@ class Program:
         parts.append(rest)
         names: list[str] = []
         for position, part in enumerate(parts):
-            root = params[position] if position < len(params) else f"x{position + 1}"
+            if position < len(params):
+                root = params[position]
+            else:
+                root = "x" if k == 1 else f"x{position + 1}"
             stack = [(part, root)]
             while stack:
                 v, path = stack.pop()
@@ -292,7 +297,14 @@ class Program:
         return names
 
     def _uncurried(self, name: str, k: int) -> Any:
-        """``\\p -> name p1 ... pk`` as a closure value, so it can be transformed."""
+        """``\\p -> name p1 ... pk`` as a closure value, so it can be transformed (made once
+        per name and k: its compiled code and transformed versions are cached by term)."""
+        key = (name, k)
+        if key not in self._adapters:
+            self._adapters[key] = self._make_uncurried(name, k)
+        return self._adapters[key]
+
+    def _make_uncurried(self, name: str, k: int) -> Any:
         body: Term = Var(name)
         rest: Term = Var("p")
         for i in range(k):

@@ -47,7 +47,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
+import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -576,10 +579,12 @@ class _Builder:
         least = not self.flip(0.3)  # mostly the least wrapping that works, else any that does
         passing = []
         for combo in itertools.product(*options):
-            literal = any(isinstance(t, Const) and s.lo == s.hi and i > 0
-                          for i, (t, s) in enumerate(combo))
-            # A literal argument is a constant, not a differentiated input: the primitive only
-            # has to evaluate there (a negative base with a literal integer exponent is fine).
+            literal = any(i > 0 and isinstance(t, Const) and t.value in _LITERAL_ARGUMENTS
+                          for i, (t, _) in enumerate(combo))
+            # A literal integer argument is a constant, not a differentiated input: the
+            # primitive only has to evaluate there (`(x - y) ^ 2` with a negative base is
+            # fine), and so do its partials (`2 * (x - y) ^ 1`).  Not so for `(x - x) ^ 0.5`,
+            # whose partial `0.5 * 0 ^ -0.5` fails: other literals respect the domain.
             r = self.image(prim, [s for _, s in combo], respect_domain=not literal)
             if r is not None:
                 passing.append((combo, r))
@@ -1338,15 +1343,51 @@ class FuzzReport:
         ])
 
 
+class _OutOfTime(BaseException):
+    """Stops hypothesis's shrinking (a BaseException, so it is not taken for a failure)."""
+
+
 def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth: int = 4,
-         progress: Callable[[int, int], None] | None = None) -> FuzzReport:
+         progress: Callable[[int, int], None] | None = None,
+         shrink_seconds: float = 60.0) -> FuzzReport:
     """Runs every property on ``count`` random programs (hypothesis, seeded with ``seed``)
-    and returns a :class:`FuzzReport`; a failure is shrunk to a minimal program first.  An
-    internal error of a stage (an exception that is not a LambdadError) is a failure too."""
+    and returns a :class:`FuzzReport`.  A failure is shrunk to a smaller program, for at most
+    ``shrink_seconds``.  An internal error of a stage (an exception that is not a
+    LambdadError) is a failure too."""
     from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
     from hypothesis import seed as seeded
 
-    state: dict[str, Any] = {"ran": 0, "skipped": 0, "failure": None, "shrinking": False}
+    state: dict[str, Any] = {"ran": 0, "skipped": 0, "failure": None, "deadline": math.inf}
+
+    def examine(generated: GeneratedProgram, point: Any) -> PropertyViolation | None:
+        """The violation at this case, recording it; None if every property holds."""
+        failing: FuzzFailure | None = state["failure"]
+        if failing is not None and time.monotonic() > state["deadline"]:
+            raise _OutOfTime()  # the smallest failure found so far is the answer
+        # While shrinking a failure, only its property matters: checking the others would
+        # only slow the search for the smallest program that still fails.
+        wanted = (failing.prop,) if failing is not None and failing.prop in PROPERTIES \
+            else PROPERTIES
+        try:
+            check_properties(generated, point, load, wanted)
+            return None
+        except PointRejected:
+            if failing is None:
+                state["skipped"] += 1
+            assume(False)
+            return None
+        except PropertyViolation as exc:
+            violation = exc
+        except Exception as exc:  # a crash of a stage is a bug to report, not to hide
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            violation = PropertyViolation(
+                "no crash", f"{type(exc).__name__}: {exc} (at {Path(where.filename).name}:"
+                f"{where.lineno})")
+        if failing is None:
+            state["deadline"] = time.monotonic() + shrink_seconds
+        state["failure"] = FuzzFailure(violation.prop, violation.message, generated.source(),
+                                       generated.name, point)
+        return violation
 
     @settings(max_examples=count, database=None, deadline=None, verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck), print_blob=False,
@@ -1355,34 +1396,18 @@ def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth:
     @given(cases(max_depth=max_depth))
     def run_case(case):
         generated, point = case
-        # While shrinking a failure, only its property matters: checking the others would
-        # only slow the search for the smallest program that still fails.
-        failing = state["failure"]
-        wanted = (failing.prop,) if failing is not None and failing.prop in PROPERTIES \
-            else PROPERTIES
-        try:
-            check_properties(generated, point, load, wanted)
-        except PointRejected:
-            if not state["shrinking"]:
-                state["skipped"] += 1
-            assume(False)
-        except PropertyViolation as violation:
-            state["shrinking"] = True
-            state["failure"] = FuzzFailure(violation.prop, violation.message,
-                                           generated.source(), generated.name, point)
-            raise
-        except Exception as exc:  # a crash of a stage is a bug to report, not to hide
-            state["shrinking"] = True
-            state["failure"] = FuzzFailure("no crash", f"{type(exc).__name__}: {exc}",
-                                           generated.source(), generated.name, point)
-            raise
-        if not state["shrinking"]:
+        violation = examine(generated, point)
+        if violation is not None:
+            raise violation
+        if state["failure"] is None:
             state["ran"] += 1
             if progress is not None:
                 progress(state["ran"], count)
 
     try:
         run_case()
+    except _OutOfTime:
+        pass
     except Exception:
         if state["failure"] is None:
             raise

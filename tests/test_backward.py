@@ -188,8 +188,7 @@ BMP_RAW = r"""
       (x1 - x2, \a -o x1_ (1 * a) <+> x2_ (-1 * a)) in
     let (v2, v2_) = (2, \a -o zero) in
     let r = v1 ^ v2 in
-    (r, \a -o v1_ (v2 * v1 ^ (v2 - 1) * a)
-              <+> v2_ ((if v1 > 0 then log v1 * r else 0) * a)) in
+    (r, \a -o v1_ (v2 * v1 ^ (v2 - 1) * a)) in
   (sin v3, \a -o v3_ (cos v3 * a))
 """
 

@@ -72,7 +72,7 @@ def test_homomorphic_rules(source, expected):
     # a constant argument: its tangent is the literal 0
     (r"\x -> x / 2",
      r"""\x -> let (v1, v1') = (2, 0) in let (x, x') = x in
-               (x / v1, 1 / v1 * x' + -x / (v1 * v1) * v1')"""),
+               (x / v1, 1 / v1 * x')"""),
 ])
 def test_chain_rule(source, expected):
     assert_program(forward(source), expected)
@@ -214,7 +214,7 @@ BMP_RAW = r"""
       (x1 - x2, 1 * x1' + -1 * x2') in
     let (v2, v2') = (2, 0) in
     let r = v1 ^ v2 in
-    (r, v2 * v1 ^ (v2 - 1) * v1' + (if v1 > 0 then log v1 * r else 0) * v2') in
+    (r, v2 * v1 ^ (v2 - 1) * v1') in
   (sin v3, cos v3 * v3')
 """
 

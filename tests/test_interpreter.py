@@ -2,6 +2,7 @@
 spans, deep programs, the linear constructs and both backpropagation strategies, events."""
 
 import functools
+import gc
 import json
 import math
 import sys
@@ -185,6 +186,14 @@ def test_if_evaluates_only_the_branch_taken():
     assert run("if 1 > 2 then 1 / 0 else 7") == 7.0
 
 
+def test_pairs_taken_apart_in_some_branches_only():
+    # Unpacking reuse and dead-tuple removal must respect which branch ran.
+    f = run("\\p -> (if fst p < 0 then (let (a, b) = p in a) else 0, let (a, b) = p in b)")
+    assert f((1.0, 2.0)) == (0.0, 2.0) and f((-1.0, 2.0)) == (-1.0, 2.0)
+    g = run("\\x -> let p = (x, x + 1) in if x > 0 then (let (a, b) = p in b) else fst p")
+    assert g(1.0) == 2.0 and g(-1.0) == -1.0
+
+
 def test_identifiers_never_clash_with_generated_names():
     names = ["x'", "None", "class", "_rt", "_m", "t0", "v1", "c2", "_f3", "_k4", "lambda"]
     term = Const(0.0)
@@ -226,6 +235,17 @@ def test_compiled_code_is_cached_per_term():
     first = interpreter.evaluate(term)
     second = interpreter.evaluate(term)
     assert first is second  # the same lifted function, no recompilation
+
+
+def test_the_compiled_code_cache_is_bounded(monkeypatch):
+    import lambdad.interpreter as interpreter_module
+
+    monkeypatch.setattr(interpreter_module, "_CACHE_SIZE", 2)
+    interpreter = Interpreter()
+    terms = [parse_expr(f"{i} + 1", FILE) for i in range(3)]
+    assert [interpreter.evaluate(t) for t in terms] == [1.0, 2.0, 3.0]
+    assert len(interpreter._compiled) == 2
+    assert interpreter.evaluate(terms[0]) == 1.0  # compiled again
 
 
 def test_modules_evaluate_in_order_up_to_a_name():
@@ -339,7 +359,7 @@ def test_chain_of_definitions_each_calling_the_previous():
     decls.append(Decl("main", App(Var("f3000"), Const(0.0))))
     limit = sys.getrecursionlimit()
     assert evaluate_module(Module(tuple(decls)))["main"] == 3000.0
-    assert sys.getrecursionlimit() == limit
+    assert sys.getrecursionlimit() == limit and gc.isenabled()
 
 
 def test_runaway_call_depth_is_a_resource_error():
