@@ -279,7 +279,6 @@ class Bench:
             return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1], **spec}
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-
     def child_median(self, spec: dict[str, Any], processes: int = 3,
                      up_to: int = 2000) -> dict[str, Any]:
         """:meth:`child` in ``processes`` fresh processes (one above size ``up_to``): the
@@ -551,7 +550,8 @@ def scale(bench: Bench, sharing_records: dict[str, Any] | None) -> list[dict[str
             continue
         t, s = r["times"], r["setup"]
         rows.append([r["label"], fmt_time(s.get("load")), fmt_time(s.get("first_call")),
-                     fmt_time(s.get("first_grad")), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
+                     fmt_time(s.get("first_grad")), fmt_time(t["primal"]),
+                     fmt_time(t["value+grad"]),
                      fmt_ratio(ratio(t["value+grad"], t["primal"])),
                      f"{r['rss_after_setup_mb']:.0f} MB", f"{r['peak_rss_mb']:.0f} MB",
                      "1" if r.get("once") else str(min(r["runs"].values()))])

@@ -71,12 +71,20 @@ def _time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextmanager
+def _limits(program: Program, args: argparse.Namespace):
+    """The resource limits the user asked for: --timeout and --max-steps."""
+    program.set_max_steps(getattr(args, "max_steps", None))
+    with _time_limit(getattr(args, "timeout", None)):
+        yield
+
+
 # ---------------------------------------------------------------- commands
 
 
 def cmd_run(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    with _time_limit(args.timeout):
+    with _limits(program, args):
         value = program.run_raw(args.entry)
     if args.json:
         print(json.dumps({"value": to_json(value)}))
@@ -102,7 +110,7 @@ def cmd_grad(session: _Session, args: argparse.Namespace) -> int:
     point = _point(session, program, args.at, "--at")
     modes = ("reverse", "forward") if args.mode == "both" else (args.mode,)
     results = {}
-    with _time_limit(args.timeout):
+    with _limits(program, args):
         for mode in modes:
             started = time.perf_counter()
             value, gradient, stats = program.value_and_grad(
@@ -140,7 +148,7 @@ def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at")
     direction = _point(session, program, args.dir, "--dir")
-    with _time_limit(args.timeout):
+    with _limits(program, args):
         value, tangent = program.jvp(args.name, point, direction)
     if args.json:
         print(json.dumps({"value": _json_value(value), "derivative": _json_value(tangent)}))
@@ -170,7 +178,7 @@ def cmd_trace(session: _Session, args: argparse.Namespace) -> int:
 
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at")
-    with _time_limit(args.timeout):
+    with _limits(program, args):
         result = trace(program, args.name, point, mode=args.mode, strategy=args.strategy)
     print(format_trace(result, session.sources))
     return 0
@@ -181,7 +189,7 @@ def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
 
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at")
-    with _time_limit(args.timeout):
+    with _limits(program, args):
         result = trace(program, args.name, point, mode=args.mode, strategy="factored")
     dot = graph_dot(result, session.sources, title=f"{args.name} at {args.at}")
     if args.output is None:
@@ -196,7 +204,7 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
 
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at") if args.at is not None else None
-    with _time_limit(args.timeout):
+    with _limits(program, args):
         report = gradcheck.check(program, args.names or None, point=point,
                                  samples=args.samples or 3, seed=args.seed, eps=args.eps,
                                  rtol=args.rtol)
@@ -247,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     def timeout(p: argparse.ArgumentParser) -> None:
         p.add_argument("--timeout", type=float, metavar="S",
                        help="stop the run cleanly after S seconds")
+        p.add_argument("--max-steps", type=int, metavar="N",
+                       help="stop the run cleanly after N primitive operations")
 
     p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
     p.add_argument("file", metavar="FILE")

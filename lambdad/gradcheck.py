@@ -40,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from .differentiate import Differentiator
+from .differentiate import Differentiator, is_real, map_value
 from .errors import LambdadError, UsageError
 from .interpreter import Interpreter
 from .syntax import Annot, BoolT, FunT, Lam, LetPair, ListT, PairT, RealT, Term, Type, Var
@@ -327,18 +327,7 @@ def leaves(value: Any) -> list[float]:
 def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
     """``value`` with its real leaves replaced, in order, by ``reals``."""
     it = iter(reals)
-
-    def rebuild(v: Any) -> Any:
-        if type(v) is float:
-            return next(it)
-        if type(v) is tuple:
-            return (rebuild(v[0]), rebuild(v[1]))
-        if type(v) is list:
-            return [rebuild(item) for item in v]
-        return v
-
-    # Points are data a user typed or a sampler built: nesting is shallow.
-    return rebuild(value)
+    return map_value(value, is_real, lambda _: next(it))
 
 
 def sample_value(t: Type, rng: random.Random) -> Any:

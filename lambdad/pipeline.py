@@ -129,6 +129,13 @@ class Program:
         return decl
 
     # ------------------------------------------------------------ evaluation
+    def set_max_steps(self, steps: int | None) -> None:
+        """Stop runs with a ResourceError after ``steps`` primitive operations (None: no
+        limit).  Counting steps runs the instrumented, slower variant of the code."""
+        if steps is not None and steps < 1:
+            raise UsageError("--max-steps needs a positive number")
+        self._interpreter.max_steps = steps
+
     def _set_strategy(self, strategy: str | None) -> None:
         strategy = strategy or "factored"
         if strategy not in STRATEGIES:

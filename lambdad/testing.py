@@ -26,20 +26,23 @@ Keeping values moderate
 Public API::
 
     programs(max_depth=4, inputs=INPUT_KINDS, helpers=True)  # strategy of GeneratedProgram
-    points_for(program)                                      # strategy of points for it
+    points_for(generated)                                    # strategy of points for it
+    cases(max_depth=4)                                       # (program, point) pairs
     terms_of_type(t, env=())                                 # strategy of terms of type t
-    PROPERTIES, check_properties(...), fuzz(...)              # the properties of QUALITY.md
+    check_types, check_round_trip, check_primal, check_modes_agree,
+    check_finite_differences, check_properties               # the properties of QUALITY.md
+    fuzz(lambdad.loads, count, seed)                         # what `lambdad fuzz` runs
 
 Example::
 
     from hypothesis import given
-    from lambdad import loads
-    from lambdad.testing import programs, points_for
+    import lambdad
+    from lambdad.testing import cases
 
-    @given(programs().flatmap(lambda g: st.tuples(st.just(g), points_for(g))))
+    @given(cases())
     def test_my_change(case):
         generated, point = case
-        program = loads(generated.source())
+        program = lambdad.loads(generated.source())
         ...
 """
 
@@ -93,6 +96,7 @@ from .syntax import (
     free_vars,
 )
 from .typecheck import Scheme, TypeEnv, check_term, infer_module
+from .values import format_value
 
 INPUT_BOUND = 3.0
 PARAM_BOUND = 4.0
@@ -517,7 +521,7 @@ class _Builder:
         kind = self.choose([
             ("leaf", 2), ("prim", 6), ("let", 2.5), ("chain", 1), ("letpair", 1),
             ("project", 0.7), ("if", 1), ("apply", 2), ("fold", 1.5), ("length", 0.3),
-            ("annot", 0.3), ("path", 1 if has_pairs else 0),
+            ("annot", 0.3), ("path", 1 if has_pairs else 0), ("poly", 0.5),
         ])
         if kind == "leaf":
             return self.leaf_real(env)
@@ -550,11 +554,45 @@ class _Builder:
         elif kind == "annot":
             inner, shape = yield self.gen_real(env, depth - 1)
             term = Annot(inner, REAL)
+        elif kind == "poly":
+            term, shape = yield self.gen_poly(env, depth)
         else:
             term, shape = self.variable(REAL, env) or self.leaf_real(env)
         if shape.magnitude > MAGNITUDE:
             term, shape = self.squash(term, shape)
         return term, shape
+
+    def gen_poly(self, env: tuple, depth: int):
+        """A polymorphic local function used at two types (let-polymorphism):
+        ``let id = \\z -> z in id e1 + fst (id (e2, e3))``, ``let k = \\a b -> a in ...``
+        used with a boolean and a list, or ``let tw = \\g z -> g (g z) in ...`` used on a real
+        and on a pair."""
+        e1, s1 = yield self.gen_real(env, depth - 1)
+        e2, s2 = yield self.gen_real(env, depth - 1)
+        e3, _ = yield self.gen_real(env, depth - 1)
+        kind = self.pick(["id", "const", "twice"])
+        name, z = self.names.fresh("g"), self.names.fresh("z")
+        if kind == "id":
+            value: Term = Lam(z, Var(z))
+            first = (App(Var(name), e1), s1)
+            second = (Prim("fst", (App(Var(name), Pair(e2, e3)),)), s2)
+        elif kind == "const":
+            b = self.names.fresh("z")
+            value = Lam(z, Lam(b, Var(z)))
+            first = (App(App(Var(name), e1), BoolLit(self.flip(0.5))), s1)
+            second = (App(App(Var(name), e2), ListLit((e3,))), s2)
+        else:
+            g, q = self.names.fresh("g"), self.names.fresh("p")
+            value = Lam(g, Lam(z, App(Var(g), App(Var(g), Var(z)))))
+            fn, fs = yield self.gen_function(FunT(REAL, REAL), env, depth - 1)
+            fn, _ = self.fit(fn, fs, standard_shape(FunT(REAL, REAL)))
+            e1, s1 = self.fit(e1, s1, PARAM_REAL)
+            swap = Lam(q, Pair(Prim("snd", (Var(q),)), Prim("fst", (Var(q),))))
+            first = (App(App(Var(name), fn), e1), PARAM_REAL)
+            second = (Prim("fst", (App(App(Var(name), swap), Pair(e2, e3)),)), s2)
+        made = self.apply_real(self.pick([_ADD, _MUL]), [first, second])
+        body, shape = made if made is not None else first
+        return Let(name, value, body), shape
 
     def wrappings(self, term: Term, shape: RealShape, position: int, arity: int):
         """The ways of passing ``term`` as argument ``position``: as is, squashed, squashed
@@ -598,7 +636,7 @@ class _Builder:
     def gen_prim(self, env: tuple, depth: int):
         """A real primitive of the table applied to real terms, inside its domain."""
         # Operators (+, -, *, /, ^) are what most programs are made of: drawn more often.
-        prim = self.pick(self.operators if self.flip(0.4) else self.reals)
+        prim = self.pick(self.operators if self.flip(0.25) else self.reals)
         args = []
         for _ in range(prim.arity):
             args.append((yield self.gen_real(env, depth - 1)))
@@ -1110,11 +1148,13 @@ def terms_of_type(t: Type, env: Sequence[tuple[str, Type]] = (), max_depth: int 
 # loaded program: this module sits below the pipeline, so callers pass ``lambdad.loads``).
 # Each raises PropertyViolation, naming the property, when it does not hold.
 
-PROPERTIES = ("types", "round trip", "primal", "modes agree", "finite differences")
+PROPERTIES = ("types", "round trip", "primal", "modes agree", "finite differences",
+              "in-language AD")
 
 
 class PropertyViolation(AssertionError):
-    """A property of QUALITY.md that does not hold; ``prop`` is one of :data:`PROPERTIES`."""
+    """A property that does not hold: one of QUALITY.md's five, or ``in-language AD`` (the
+    ``grad``/``jvp``/``vjp`` built-ins agree with the API); ``prop`` names it."""
 
     def __init__(self, prop: str, message: str):
         super().__init__(f"{prop}: {message}")
@@ -1271,6 +1311,52 @@ def check_finite_differences(program: Any, name: str, point: Any) -> bool:
     return True
 
 
+def check_in_language(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
+                      program: Any = None) -> None:
+    """Property 6: ``grad``, ``jvp`` and ``vjp`` called inside a program on the function (a
+    closure, uncurried by a λ) agree with the API's gradient: the same gradient, the
+    directional derivative along all-ones, and the pull-back of 1.  Raises PointRejected if
+    the source program fails at ``point``."""
+    program = program or load(generated.source())
+    value = _source_value(program, generated.name, point)
+    _, gradient = program.value_and_grad(generated.name, point)
+    k = len(generated.params)
+    if k == 1:
+        function = generated.name
+    else:
+        args, rest = [], "p"
+        for i in range(k):
+            args.append(f"(fst {rest})" if i < k - 1 else rest)
+            rest = f"(snd {rest})"
+        function = f"(\\p -> {generated.name} {' '.join(args)})"
+    at = gradcheck._runtime(point)
+    reals = gradcheck.leaves(at)
+    ones = gradcheck.replace_leaves(at, [1.0] * len(reals))
+    x, v = f"({format_value(at)})", f"({format_value(ones)})"
+    text = (generated.source() + f"\ndef main = (grad {function} {x}, jvp {function} {x} {v}, "
+            f"snd (vjp {function} {x}) 1)\n")
+    try:
+        inside, ((jvp_value, jvp_derivative), pulled) = load(text).run("main")
+    except LambdadError as exc:
+        raise PropertyViolation("in-language AD", f"grad/jvp/vjp inside the program fail: "
+                                f"{exc}\n{text}") from None
+    expected = gradcheck.leaves(gradient)
+    scale = max([1.0, abs(value), *(abs(g) for g in expected)])
+
+    def close(a: float, b: float) -> bool:
+        return abs(a - b) <= gradcheck.AGREEMENT * max(abs(a), abs(b)) + \
+            gradcheck.AGREEMENT_FLOOR * scale * max(1, len(expected))
+
+    for what, found in (("grad", gradcheck.leaves(inside)), ("vjp", gradcheck.leaves(pulled))):
+        if len(found) != len(expected) or not all(map(close, found, expected)):
+            raise PropertyViolation("in-language AD", f"{what} inside the program gives "
+                                    f"{found}, the API {expected}\n{text}")
+    if jvp_value != value or not close(jvp_derivative, math.fsum(expected)):
+        raise PropertyViolation("in-language AD", f"jvp inside the program gives "
+                                f"({jvp_value!r}, {jvp_derivative!r}); the value is {value!r} "
+                                f"and the gradient sums to {math.fsum(expected)!r}\n{text}")
+
+
 def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
                      properties: Sequence[str] = PROPERTIES) -> Any:
     """Checks ``properties`` of ``generated`` at ``point``, loading its source with ``load``
@@ -1290,6 +1376,8 @@ def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[st
         check_modes_agree(program, generated.name, point)
     if "finite differences" in properties:
         check_finite_differences(program, generated.name, point)
+    if "in-language AD" in properties:
+        check_in_language(generated, point, load, program)
     return program
 
 

@@ -175,3 +175,23 @@ def test_factored_never_runs_a_body_twice_on_programs():
         prog = lambdad.load(PROGRAMS / file)
         _, stats = prog.grad(name, point, stats=True)
         assert stats.bodies_run <= stats.created
+
+
+def test_jvp_on_closures_partial_applications_and_structured_inputs():
+    prog = lambdad.loads("""
+def scale (k : R) (v : [R]) : [R] = map (\\x -> k * x) v
+def j1 = jvp (scale 3) [1, 2] [1, 0]
+def j2 = jvp (\\p -> let (a, b) = p in a * b) (2, 5) (1, 1)
+def j3 = jvp (max 2) 3 1
+def j4 = jvp (\\xs -> fold (\\acc x -> acc + x * x) 0 xs) [1, 2, 3] [1, 1, 1]
+""")
+    assert prog.run("j1") == ([3.0, 6.0], [3.0, 0.0])
+    assert prog.run("j2") == (10.0, 7.0)
+    assert prog.run("j3") == (3.0, 1.0)
+    assert prog.run("j4") == (14.0, 12.0)
+
+
+def test_max_steps_stops_a_run(lambdad_cli):
+    result = lambdad_cli("run", "programs/sharing.lam", "--max-steps", "50")
+    assert result.returncode == 1
+    assert "stopped after 50 steps" in result.stderr

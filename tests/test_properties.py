@@ -5,7 +5,8 @@
 3. parse(print(t)) == t for source modules and transformed terms, raw and simplified;
 4. the primal of every transformed run is the source value, bit for bit;
 5. the type checker accepts the generated programs, and the transformed declarations check
-   at the transformed types; factored backpropagation runs each body at most once.
+   at the transformed types; factored backpropagation runs each body at most once;
+6. ``grad``, ``jvp`` and ``vjp`` used inside a program agree with the API.
 
 The default run is small and reproducible (a fixed seed).  For a long run, set the number
 of examples per property, which also draws them from a random seed:
@@ -117,6 +118,20 @@ def test_every_mode_agrees_with_finite_differences(case):
     assume(compared)
 
 
+# ---------------------------------------------------------------- 6. grad, jvp, vjp inside
+
+
+@examples(60)
+@given(testing.cases())
+def test_grad_jvp_vjp_inside_a_program_agree_with_the_api(case):
+    generated, point = case
+    program = lambdad.loads(generated.source())
+    try:
+        testing.check_in_language(generated, point, lambdad.loads, program)
+    except testing.PointRejected:
+        assume(False)
+
+
 # ---------------------------------------------------------------- the generator itself
 
 
@@ -137,7 +152,7 @@ def _draw_many(strategy, count):
 
 @pytest.fixture(scope="module")
 def sample_programs():
-    return _draw_many(testing.programs(), 150)
+    return _draw_many(testing.programs(), 250)
 
 
 def test_generator_covers_every_real_primitive_and_every_construct(sample_programs):
