@@ -501,3 +501,161 @@ def eta_expand(name: str, names: NameSupply, span: Span | None) -> Term:
     for param in reversed(prim.params):
         body = Lam(param, body, span=span)
     return body
+
+
+# ---------------------------------------------------------------- the shared homomorphism
+
+
+class Differentiation:
+    """The arms shared by →D and ←D, one per construct of the core syntax.
+
+    BMP's two transformations are the same homomorphism on every construct — variables,
+    λ, application, pairs, ``let`` (which keeps its sharing), conditionals (Mazza–Pagani:
+    the test looks at primals), lists and the structural primitives — and differ only at
+    the reals: what a literal's derivative is, and how the chain rule combines the partial
+    derivatives of a primitive (a sum of tangents for →D, a linear abstraction sending
+    the cotangent on for ←D).  A subclass says just that, in :meth:`transform_type`,
+    :meth:`zero` and :meth:`combine`.
+    """
+
+    symbol = "D"
+    suffix = "'"
+
+    def __init__(self, names: NameSupply):
+        self.names = names
+
+    # ---- what a subclass provides
+    def transform_type(self, t: Type) -> Type:
+        raise NotImplementedError
+
+    def zero(self, span: Span | None) -> Term:
+        """The derivative part of a literal: ``0`` or ``\\a -o zero``."""
+        raise NotImplementedError
+
+    def combine(self, contributions: list[tuple[Term, str]], taken: set[str],
+                span: Span | None) -> Term:
+        """The derivative part of ``f(x1..xk)`` from ``(∂i f, name of xi's derivative)``
+        for the non-literal arguments; ``taken`` are names it must not bind."""
+        raise NotImplementedError
+
+    # ---- the arms
+    def term(self, t: Term):
+        """D(t), a generator driven by :func:`lambdad.iterate.run`."""
+        s = t.span
+        if isinstance(t, Const):
+            # BMP, constants: D(r) = (r, 0) / (r, \a -o zero)
+            return Pair(t, self.zero(s), span=s)
+        if isinstance(t, (Var, BoolLit)):
+            # variables and booleans are their own images
+            return t
+        if isinstance(t, Builtin):
+            # a primitive used as a value: D of its eta-expansion
+            return (yield self.term(eta_expand(t.name, self.names, s)))
+        if isinstance(t, Prim):
+            prim = PRIMITIVES[t.op]
+            if prim.kind == "real":
+                return (yield from self.chain_rule(t, prim))
+            if prim.kind == "ad":
+                # nested differentiation is rejected (LANGUAGE.md section 6)
+                raise not_differentiable(t)
+            return (yield from self.locally_constant(t, prim))
+        if isinstance(t, Lam):
+            # D(\x -> e) = \x -> D(e), annotation transformed
+            body = yield self.term(t.body)
+            param_type = None if t.param_type is None else self.located_type(t.param_type, s)
+            return Lam(t.param, body, param_type, span=s)
+        if isinstance(t, App):
+            # D(f a) = D(f) D(a)
+            fn = yield self.term(t.fn)
+            arg = yield self.term(t.arg)
+            return App(fn, arg, span=s)
+        if isinstance(t, Let):
+            # D(let x = e1 in e2) = let x = D(e1) in D(e2): the sharing is kept
+            value = yield self.term(t.value)
+            body = yield self.term(t.body)
+            return Let(t.name, value, body, span=s)
+        if isinstance(t, LetPair):
+            # D(let (x, y) = e1 in e2) = let (x, y) = D(e1) in D(e2)
+            value = yield self.term(t.value)
+            body = yield self.term(t.body)
+            return LetPair(t.first, t.second, value, body, span=s)
+        if isinstance(t, Pair):
+            # D((e1, e2)) = (D(e1), D(e2))
+            first = yield self.term(t.first)
+            second = yield self.term(t.second)
+            return Pair(first, second, span=s)
+        if isinstance(t, If):
+            # Mazza-Pagani: D(if c then e1 else e2) = if D(c) then D(e1) else D(e2), the
+            # derivative of the branch taken
+            cond = yield self.term(t.cond)
+            then = yield self.term(t.then)
+            orelse = yield self.term(t.orelse)
+            return If(cond, then, orelse, span=s)
+        if isinstance(t, ListLit):
+            # D([e1, ..., en]) = [D(e1), ..., D(en)]
+            items = []
+            for item in t.items:
+                items.append((yield self.term(item)))
+            return ListLit(tuple(items), span=s)
+        if isinstance(t, Annot):
+            # D((e : A)) = (D(e) : D(A))
+            expr = yield self.term(t.expr)
+            return Annot(expr, self.located_type(t.type, s), span=s)
+        # a transformed program (target terms) is not differentiated again; nor is anything
+        # this arm list does not know
+        raise not_differentiable(t)
+
+    def chain_rule(self, t: Prim, prim: Primitive):
+        """BMP, primitive application: D(f(t1..tk)) = let (x1, dx1) = D(t1) in ...
+        let (xk, dxk) = D(tk) in (f(x1..xk), combine [(∂1f(x1..xk), dx1), ...]) — with
+        ``let r = f(x1..xk) in (r, ...)`` when the partials mention the result.  A literal
+        argument has a zero derivative, so its partial is left out: ``x ^ 2`` is
+        differentiated as a power with a constant exponent (never ``log`` of its base)."""
+        s = t.span
+        images: dict[int, Term] = {}
+        for i, arg in enumerate(t.args):
+            if not isinstance(arg, Var):
+                images[i] = yield self.term(arg)
+        order, params = name_arguments(t.args, self.suffix, self.names)
+        primals = [primal for primal, _ in params]
+        taken = {n for pair in params for n in pair}
+        result = result_name(prim, taken)
+        if result is not None:
+            taken.add(result)
+        application = Prim(t.op, tuple(Var(x, span=s) for x in primals), span=s)
+        contributions = [
+            (derivative, derivative_name)
+            for arg, derivative, (_, derivative_name)
+            in zip(t.args, partials(prim, primals, result, s), params)
+            if not isinstance(arg, Const)
+        ]
+        body: Term = Pair(application if result is None else Var(result, span=s),
+                          self.combine(contributions, taken, s), span=s)
+        if result is not None:
+            body = Let(result, application, body, span=s)
+        for i in reversed(order):
+            primal, derivative_name = params[i]
+            body = LetPair(primal, derivative_name, images.get(i, t.args[i]), body, span=s)
+        return body
+
+    def locally_constant(self, t: Prim, prim: Primitive):
+        """Comparisons, logic, ``length``/``range``, structural primitives:
+        D(f(t1..tk)) = f(a1..ak) with ``ai = fst D(ti)`` where f takes a real and
+        ``ai = D(ti)`` otherwise, each real of the result paired with a zero derivative
+        (``D(t1 < t2) = fst D(t1) < fst D(t2)``, ``D(length xs) = (length xs, 0)``,
+        ``D(map f xs) = map D(f) D(xs)``), all read from the primitive's type."""
+        s = t.span
+        param_types, result_type = signature(prim)
+        args = []
+        for arg, param_type in zip(t.args, param_types):
+            image = yield self.term(arg)
+            args.append(primal_of(param_type, image, s))
+        application = Prim(t.op, tuple(args), span=s)
+        return lift(result_type, application, lambda: self.zero(s), s)
+
+    def located_type(self, t: Type, span: Span | None) -> Type:
+        """D(t); a DifferentiationError it raises is located at ``span``."""
+        try:
+            return self.transform_type(t)
+        except DifferentiationError as error:
+            raise error.with_span(span) from None
