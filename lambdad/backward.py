@@ -21,6 +21,7 @@ from .rules import (
     BACKPROPAGATOR,
     LINEAR_PARAM,
     NameSupply,
+    rename_target_binders,
     local_name,
     map_reals,
     times,
@@ -58,7 +59,7 @@ def backward_term(term: Term, names: NameSupply | None = None) -> Term:
     """
     if names is None:
         names = NameSupply.for_terms(term)
-    return run(_Backward(names).term(term))
+    return run(_Backward(names).term(rename_target_binders(term, names)))
 
 
 def backward_module(module: Module, names: NameSupply | None = None) -> Module:

@@ -17,6 +17,7 @@ from .rules import (
     Differentiation,
     TANGENT,
     NameSupply,
+    rename_target_binders,
     map_reals,
     plus,
     times,
@@ -50,7 +51,7 @@ def forward_term(term: Term, names: NameSupply | None = None) -> Term:
     """
     if names is None:
         names = NameSupply.for_terms(term)
-    return run(_Forward(names).term(term))
+    return run(_Forward(names).term(rename_target_binders(term, names)))
 
 
 def forward_module(module: Module, names: NameSupply | None = None) -> Module:

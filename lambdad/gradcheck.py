@@ -41,28 +41,42 @@ from typing import Any
 import attrs
 
 from .differentiate import Differentiator, is_real, map_value
-from .errors import LambdadError, UsageError
+from .errors import LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
-from .syntax import Annot, BoolT, FunT, Lam, LetPair, ListT, PairT, RealT, Term, Type, Var
+from .syntax import (
+    Annot,
+    App,
+    BoolT,
+    FunT,
+    Lam,
+    LetPair,
+    ListT,
+    PairT,
+    Prim,
+    RealT,
+    Term,
+    Type,
+    Var,
+    VarT,
+)
 from .values import PrimEvent, format_value
 
 MACHINE_EPSILON = sys.float_info.epsilon
 DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
-DEFAULT_RTOL = 1e-5
-AGREEMENT = 1e-9
-AGREEMENT_FLOOR = 1e-12
-ROUNDING_SAFETY = 100.0
-UNSETTLED = 0.01
-KINK_MARGIN = 10.0
-SAMPLE_RANGE = 2.0
+DEFAULT_RTOL = 1e-5         # AD vs finite differences, relative
+AGREEMENT = 1e-9            # AD mode vs AD mode, relative ...
+AGREEMENT_FLOOR = 1e-12     # ... plus this times the computation's scale
+ROUNDING_SAFETY = 100.0     # rounding bound of a difference quotient: this * eps * S / h
+UNSETTLED = 0.01            # halving the step may change a difference by at most this
+KINK_MARGIN = 10.0          # a kink must be this many probe moves away
+SAMPLE_RANGE = 2.0          # sampled reals are uniform in [-SAMPLE_RANGE, SAMPLE_RANGE]
 SAMPLE_LIST_LENGTH = 3
-ATTEMPTS = 200
+ATTEMPTS = 200              # candidates tried per sampled point
+NAIVE_SECONDS = 2.0         # naive backpropagation is given up after this
 
 MODES = ("forward", "reverse", "naive")
 MODE_TITLES = {"forward": "forward", "reverse": "reverse (factored)",
                "naive": "reverse (naive)"}
-_MODE_CALLS = {"forward": ("forward", "factored"), "reverse": ("reverse", "factored"),
-               "naive": ("reverse", "naive")}
 
 
 # --------------------------------------------------------------------------- results
@@ -70,13 +84,14 @@ _MODE_CALLS = {"forward": ("forward", "factored"), "reverse": ("reverse", "facto
 
 @attrs.frozen
 class Row:
-    """One input real: its path, the finite difference, each mode's derivative, the largest
-    relative error of a mode against the finite difference, and the modes that disagree."""
+    """One input real: its path, the finite difference, each mode's derivative (None for a
+    mode not run), the largest relative error of a mode against the finite difference (NaN
+    when they were not compared), and the modes that disagree with it."""
 
     path: str
     value: float
     finite_difference: float
-    derivatives: dict[str, float]
+    derivatives: dict[str, float | None]
     error: float
     disagreeing: tuple[str, ...]
 
@@ -172,7 +187,8 @@ def _result(program: Any, name: str, k: int) -> Type:
 
 
 def is_differentiable(t: Type) -> bool:
-    """Whether ``t`` is built from ``R``, pairs and lists only (no type variables)."""
+    """Whether ``t`` is built from ``R``, pairs and lists only; a type variable (an unused
+    component, ``def f (a, _) = a``) stands for ``R`` here."""
     stack = [t]
     while stack:
         current = stack.pop()
@@ -180,7 +196,7 @@ def is_differentiable(t: Type) -> bool:
             stack.extend((current.first, current.second))
         elif isinstance(current, ListT):
             stack.append(current.item)
-        elif not isinstance(current, RealT):
+        elif not isinstance(current, (RealT, VarT)):
             return False
     return True
 
@@ -222,8 +238,8 @@ def _fits(value: Any, t: Type) -> bool:
             if type(v) is not list:
                 return False
             stack.extend((item, ty.item) for item in v)
-        elif not isinstance(ty, FunT):
-            return True
+        elif not isinstance(ty, (FunT, VarT)):
+            return False
     return True
 
 
@@ -255,7 +271,9 @@ def parameter_names(program: Any, name: str, k: int) -> list[str]:
         body = term.body
         if (isinstance(body, LetPair) and isinstance(body.value, Var)
                 and body.value.name == term.param):
-            names.append(_pattern_name(body))
+            names.append(_pattern_name(term.param, body))
+            while isinstance(body, LetPair) and isinstance(body.value, Var):
+                body = body.body  # the desugared pattern; the next parameter follows
         elif term.param == "_":
             names.append(f"arg{len(names) + 1}")
         else:
@@ -264,9 +282,21 @@ def parameter_names(program: Any, name: str, k: int) -> list[str]:
     return names
 
 
-def _pattern_name(let_pair: LetPair) -> str:
-    """``(a, b)`` for a destructured parameter (nested patterns keep their fresh names)."""
-    return f"({let_pair.first}, {let_pair.second})"
+def _pattern_name(param: str, body: Term) -> str:
+    """The pattern a parameter is destructured by, ``(a, b)`` or ``((a, b), c)``: the parser
+    turns it into a chain of ``let (x, y) = v in`` on the parameter and fresh names."""
+    parts: dict[str, tuple[str, str]] = {}
+    while isinstance(body, LetPair) and isinstance(body.value, Var):
+        parts[body.value.name] = (body.first, body.second)
+        body = body.body
+
+    def spell(name: str) -> str:
+        if name not in parts:
+            return name
+        first, second = parts.pop(name)  # each fresh name is destructured once
+        return f"({spell(first)}, {spell(second)})"
+
+    return spell(param)
 
 
 def leaf_paths(point: Any, names: Sequence[str]) -> list[str]:
@@ -333,7 +363,7 @@ def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
 def sample_value(t: Type, rng: random.Random) -> Any:
     """A random runtime value of the differentiable type ``t``: reals uniform in
     ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items."""
-    if isinstance(t, RealT):
+    if isinstance(t, (RealT, VarT)):
         return rng.uniform(-SAMPLE_RANGE, SAMPLE_RANGE)
     if isinstance(t, PairT):
         return (sample_value(t.first, rng), sample_value(t.second, rng))
@@ -373,7 +403,26 @@ class Prober:
         self.interpreter = Interpreter(on_event=self._record)
         self.interpreter.ad_hooks = Differentiator(self.interpreter).hooks()
         self.function = self.interpreter.evaluate_module(program.module, upto=name)[name]
-        self.k = k
+        self.program, self.name, self.k = program, name, k
+        self._naive: tuple[Differentiator, Any] | None = None
+
+    def naive_gradient(self, point: Any, seconds: float) -> list[float] | None:
+        """The gradient at ``point`` by naive backpropagation, on an interpreter of its own
+        that gives up after ``seconds`` (None then)."""
+        if self._naive is None:
+            interpreter = Interpreter(strategy="naive", timeout=seconds)
+            differentiator = Differentiator(interpreter, "naive")
+            interpreter.ad_hooks = differentiator.hooks()
+            f = interpreter.evaluate_module(self.program.module, upto=self.name)[self.name]
+            if self.k > 1:
+                f = interpreter.evaluate(_uncurried(self.name, self.k), {self.name: f})
+            self._naive = (differentiator, f)
+        differentiator, f = self._naive
+        try:
+            _, gradient = differentiator.grad(f, point, strategy="naive")
+        except ResourceError:
+            return None
+        return leaves(gradient)
 
     def _record(self, event: Any) -> None:
         if isinstance(event, PrimEvent):
@@ -391,6 +440,16 @@ class Prober:
         self.events = []
         value = self.interpreter.apply(self.function, *args)
         return Probe(value, tuple(self.events))
+
+
+def _uncurried(name: str, k: int) -> Term:
+    """``\\p -> name (fst p) (fst (snd p)) ... `` for a function of ``k`` curried arguments."""
+    body: Term = Var(name)
+    rest: Term = Var("p")
+    for i in range(k):
+        body = App(body, Prim("fst", (rest,)) if i < k - 1 else rest)
+        rest = Prim("snd", (rest,))
+    return Lam("p", body)
 
 
 def _real_args(event: PrimEvent) -> bool:
@@ -525,10 +584,12 @@ class _NotFinite(Exception):
 
 def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                 rtol: float | None = None, prober: Prober | None = None,
-                differences: _Differences | None = None) -> PointCheck:
+                differences: _Differences | None = None,
+                naive_seconds: float = NAIVE_SECONDS) -> PointCheck:
     """The check of ``name`` at the runtime value ``point``: finite differences against
-    forward mode and both reverse-mode strategies.  Raises LambdadError if the program fails
-    at ``point`` and UsageError if the point does not fit."""
+    forward mode and both reverse-mode strategies (naive left out if it takes more than
+    ``naive_seconds``).  Raises LambdadError if the program fails at ``point`` and
+    UsageError if the point does not fit."""
     eps = DEFAULT_EPS if eps is None else eps
     rtol = DEFAULT_RTOL if rtol is None else rtol
     k = arity_of_point(program, name, point)
@@ -539,17 +600,27 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
             differences = finite_differences(prober, point, eps)
         except _NotFinite as exc:
             return PointCheck(name, point, math.nan, (), (f"not checked: {exc}",))
-    derivatives: dict[str, list[float]] = {}
-    for mode in MODES:
-        how, strategy = _MODE_CALLS[mode]
-        _, gradient = program.value_and_grad(name, point, mode=how, strategy=strategy)
+    derivatives: dict[str, list[float | None]] = {}
+    notes = []
+    for mode in ("forward", "reverse"):
+        _, gradient = program.value_and_grad(name, point, mode=mode, strategy="factored")
         derivatives[mode] = leaves(gradient)
+    naive = prober.naive_gradient(point, naive_seconds)
+    if naive is None:
+        # Naive backpropagation is exponential in the sharing (AD.md section 5): on a long
+        # chain it would not finish.  Its column is left out rather than waited for.
+        naive = [None] * len(derivatives["reverse"])
+        notes.append(f"reverse (naive) not run: it takes over {naive_seconds:g} s here "
+                     "(its cost grows exponentially with sharing)")
+    derivatives["naive"] = naive
     paths = leaf_paths(point, parameter_names(program, name, k))
     # The AD modes sum the same chain-rule terms in different orders: they agree to
     # AGREEMENT relative, up to rounding on the scale of the computation (a derivative that
     # is zero comes out as +-1e-17 in one mode and exactly 0 in another).
-    biggest = max([abs(d) for ds in derivatives.values() for d in ds if _finite(d)], default=0.0)
+    biggest = max([abs(d) for ds in derivatives.values() for d in ds if d is not None
+                   and _finite(d)], default=0.0)
     floor = AGREEMENT_FLOOR * max(1.0, differences.scale, biggest)
+    reals = leaves(point)
     rows, conflicts = [], []
     for i, path in enumerate(paths):
         fd = differences.quotients[i]
@@ -559,6 +630,8 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
         compared = differences.problem is None and _finite(fd)
         worst = 0.0 if compared else math.nan
         for mode, d in ds.items():
+            if d is None:
+                continue
             if not _finite(d):
                 disagreeing.append(mode)
                 worst = math.inf
@@ -571,20 +644,17 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                 disagreeing.append(mode)
         for first, second in (("forward", "reverse"), ("reverse", "naive"), ("forward", "naive")):
             a, b = ds[first], ds[second]
+            if a is None or b is None:
+                continue
             if _finite(a) and _finite(b) and abs(a - b) > AGREEMENT * max(abs(a), abs(b)) + floor:
                 conflicts.append((first, second, path))
-        rows.append(Row(path, reals_at(point, i), fd, ds, worst, tuple(disagreeing)))
-    notes = []
+        rows.append(Row(path, reals[i], fd, ds, worst, tuple(disagreeing)))
     if differences.problem is not None:
         notes.append(f"finite differences not compared: {differences.problem}")
     if differences.domain is not None:
         notes.append(differences.domain)
     return PointCheck(name, point, differences.value, tuple(rows), tuple(notes),
                       tuple(conflicts))
-
-
-def reals_at(point: Any, i: int) -> float:
-    return leaves(point)[i]
 
 
 def sample_points(program: Any, name: str, samples: int, seed: int, eps: float | None = None
@@ -629,11 +699,12 @@ def sample_points(program: Any, name: str, samples: int, seed: int, eps: float |
 
 def check(program: Any, names: str | Iterable[str] | None = None, point: Any = None,
           samples: int = 3, seed: int = 0, eps: float | None = None,
-          rtol: float | None = None) -> Report:
+          rtol: float | None = None, naive_seconds: float = NAIVE_SECONDS) -> Report:
     """The gradient check of ``names`` (default: :func:`differentiable_functions`) at
     ``point`` (Python data or lambdad syntax, for every name) or at ``samples`` seeded random
-    points.  Raises UsageError for an unknown or non-differentiable name or a point that does
-    not fit, LambdadError if the program fails at the given point."""
+    points; naive backpropagation is left out where it takes over ``naive_seconds``.
+    Raises UsageError for an unknown or non-differentiable name or a point that does not
+    fit, LambdadError if the program fails at the given point."""
     if isinstance(names, str):
         names = [names]
     names = list(names) if names is not None else differentiable_functions(program)
@@ -651,12 +722,13 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
             k = arity_of_point(program, name, value)
             if not isinstance(_result(program, name, k), RealT):
                 raise UsageError(f"`{name}` does not return R")
-            reports.append(FunctionReport(name, (check_point(program, name, value, eps, rtol),)))
+            reports.append(FunctionReport(name, (check_point(program, name, value, eps, rtol,
+                                                             naive_seconds=naive_seconds),)))
             continue
         if not isinstance(_result(program, name, len(params)), RealT):
             raise UsageError(f"`{name}` does not return R")
         found, problem = sample_points(program, name, samples, seed, eps)
-        checks = tuple(check_point(program, name, p, eps, rtol, prober, d)
+        checks = tuple(check_point(program, name, p, eps, rtol, prober, d, naive_seconds)
                        for p, prober, d in found)
         if not found:
             problem = problem or "no point found"
@@ -701,7 +773,8 @@ def render_check(c: PointCheck) -> list[str]:
         mark = "  <- " + ", ".join(MODE_TITLES[m] for m in row.disagreeing) \
             if row.disagreeing else ""
         table.append([row.path, _number(row.finite_difference),
-                      *(_number(row.derivatives[m]) for m in MODES),
+                      *(_number(row.derivatives[m]) if row.derivatives[m] is not None else "-"
+                        for m in MODES),
                       (f"{row.error:.1e}" if not math.isnan(row.error) else "-") + mark])
     widths = [max(len(r[i]) for r in table) for i in range(len(headers) - 1)]
     for r in table:
@@ -725,11 +798,15 @@ def render_report(report: Report) -> str:
     total = sum(len(f.checks) for f in report.functions)
     skipped = sum(1 for f in report.functions for c in f.checks
                   if any(math.isnan(r.error) for r in c.rows))
+    no_naive = sum(1 for f in report.functions for c in f.checks
+                   if any(r.derivatives["naive"] is None for r in c.rows))
     if report.ok:
+        caveats = [f"finite differences not compared at {skipped} point(s)"] if skipped else []
+        if no_naive:
+            caveats.append(f"reverse (naive) not run at {no_naive} point(s)")
         lines.append(f"ok: {len(report.functions)} function(s), {total} point(s): forward, "
                      "reverse (factored, naive) and finite differences agree"
-                     + (f" (finite differences not compared at {skipped} point(s))"
-                        if skipped else ""))
+                     + (f" ({'; '.join(caveats)})" if caveats else ""))
     else:
         bad = [f.name for f in report.functions if not f.ok]
         lines.append(f"FAILED: {', '.join(bad)}")

@@ -55,7 +55,10 @@ from .syntax import (
     Var,
     VarT,
     Zero,
+    binders,
+    children,
     walk,
+    with_children,
 )
 
 # ---------------------------------------------------------------- the vocabulary
@@ -659,3 +662,43 @@ class Differentiation:
             return self.transform_type(t)
         except DifferentiationError as error:
             raise error.with_span(span) from None
+
+
+def rename_target_binders(term: Term, names: NameSupply) -> Term:
+    """``term`` with every binder named like a target-language construct (``zero``,
+    ``seed``, ``cotangent``) renamed to a fresh name, with its bound occurrences.
+
+    ←D puts ``zero`` (and a printed program ``seed``/``cotangent``) inside the scope of
+    the source's binders; a binder of that name would capture them when the program is
+    printed and parsed again.  Renaming it first keeps ``parse(print(D(t))) == D(t)``."""
+    reserved = frozenset(LINEAR_NAMES)
+    if not any(name in reserved for node in walk(term) for bound in binders(node)
+               for name in bound):
+        return term
+
+    def go(t: Term, current: dict[str, str]):
+        if isinstance(t, Var):
+            new = current.get(t.name)
+            return t if new is None else attrs.evolve(t, name=new)
+        fresh = {name: names.fresh(name) for bound in binders(t) for name in bound
+                 if name in reserved}
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            inner = current
+            if bound:
+                inner = dict(current)
+                for name in bound:
+                    inner.pop(name, None)
+                    if name in fresh:
+                        inner[name] = fresh[name]
+            kids.append((yield go(child, inner)))
+        t = with_children(t, kids)
+        if fresh:
+            fields = {"param": Lam, "name": Let, "first": LetPair, "second": LetPair}
+            changes = {field: fresh[getattr(t, field)] for field, cls in fields.items()
+                       if isinstance(t, cls) or (field == "param" and isinstance(t, LinLam))
+                       if getattr(t, field) in fresh}
+            t = attrs.evolve(t, **changes)
+        return t
+
+    return run(go(term, {}))

@@ -371,6 +371,21 @@ def children(term: Term) -> Iterator[Term]:
             yield value
 
 
+def with_children(term: Term, new_children: list[Term]) -> Term:
+    """``term`` with its immediate sub-terms replaced, in :func:`children` order."""
+    changes = {}
+    position = 0
+    for name in _CHILD_FIELDS[type(term)]:
+        value = getattr(term, name)
+        if isinstance(value, tuple):
+            changes[name] = tuple(new_children[position:position + len(value)])
+            position += len(value)
+        else:
+            changes[name] = new_children[position]
+            position += 1
+    return attrs.evolve(term, **changes) if changes else term
+
+
 def binders(term: Term) -> tuple[tuple[str, ...], ...]:
     """For each child of ``term`` (as in :func:`children`), the names it binds there."""
     if isinstance(term, (Lam, LinLam)):

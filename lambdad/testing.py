@@ -93,6 +93,7 @@ from .syntax import (
     Term,
     Type,
     Var,
+    children,
     free_vars,
 )
 from .typecheck import Scheme, TypeEnv, check_term, infer_module
@@ -315,7 +316,11 @@ class GeneratedProgram:
     params: tuple[tuple[str, Type], ...]
 
     def __repr__(self) -> str:
-        return "GeneratedProgram(source=" + repr("\n" + self.source()) + ")"
+        try:
+            text = self.source()
+        except Exception:  # a printer bug must not hide the example that shows it
+            return f"GeneratedProgram(module={self.module!r}, name={self.name!r})"
+        return "GeneratedProgram(source=" + repr("\n" + text) + ")"
 
     def __str__(self) -> str:
         return self.source()
@@ -355,17 +360,32 @@ class NameSupply:
 
 _PREFIX = {RealT: "y", BoolT: "c", PairT: "p", ListT: "xs", FunT: "g"}
 
+# Names a binding sometimes gets instead of a fresh one: they shadow inputs (`x`) and helpers
+# (`h1`), look like the tangents, backpropagators and parameters the transformations
+# generate (`x'`, `x_`, `a`), or are the target language's own words (`zero`, `seed`,
+# `cotangent`, `d`), which a local binding may shadow.  Never of the fresh form (`y12`).
+TRICKY_NAMES = ("x", "a", "r", "d", "x_", "x'", "a_", "a'", "v'", "zero", "seed",
+                "cotangent", "h1")
+
+
+def _extend(env: tuple, *entries: tuple[str, Any]) -> tuple:
+    """``env`` with ``entries`` bound last, hiding earlier bindings of the same names."""
+    names = {name for name, _ in entries}
+    return tuple(e for e in env if e[0] not in names) + tuple(entries)
+
 
 class _Builder:
     """Type-directed generation of one program.  Every ``gen_*`` method is a generator
     driven by :func:`lambdad.iterate.run` (sub-terms are ``yield``-ed), returning
     ``(term, shape)``."""
 
-    def __init__(self, draw: Callable, names: NameSupply, budget: int, ranges: Ranges):
+    def __init__(self, draw: Callable, names: NameSupply, budget: int, ranges: Ranges,
+                 tricky: bool = True):
         self.draw = draw
         self.names = names
         self.budget = budget
         self.ranges = ranges
+        self.tricky = tricky
         self.image = ranges.image
         self.squashers = ranges.squashers
         self.reals = [p for p in PRIMITIVES.values() if _is_real_function(p)]
@@ -468,6 +488,13 @@ class _Builder:
             body, s = self.fit(App(term, Var(v)), shape.result, target.result)
             return Lam(v, body), FunShape(shape.arg, s)
         return term, shape
+
+    def bind(self, prefix: str) -> str:
+        """A name for a new binding: fresh, or now and then one of :data:`TRICKY_NAMES`
+        (shadowing an outer binding, or spelled like the names the transformations make)."""
+        if self.tricky and self.flip(0.15):
+            return self.pick(TRICKY_NAMES)
+        return self.names.fresh(prefix)
 
     def lam(self, param: str, param_type: Type, body: Term) -> Lam:
         """``\\param -> body``, with the parameter annotated half of the time."""
@@ -652,7 +679,7 @@ class _Builder:
         previous: tuple[Term, RealShape] = (start, shape)
         scope = env
         for _ in range(length):
-            name = self.names.fresh("y")
+            name = self.bind("y")
             binary = [p for p in self.reals if p.arity == 2]
             prim = self.pick(binary)
             if previous[0] is start:
@@ -665,7 +692,7 @@ class _Builder:
                 if s.magnitude > MAGNITUDE:
                     value, s = self.squash(value, s)
             bindings.append((name, value))
-            scope = scope + ((name, s),)
+            scope = _extend(scope, (name, s))
             previous = (Var(name), s)
         body, body_shape = yield self.gen_real(scope, depth - 1)
         if self.flip(0.7):
@@ -685,8 +712,10 @@ class _Builder:
         z, z_shape = yield self.gen(acc_type, env, depth - 1)
         acc_shape = standard_shape(acc_type)
         z, _ = self.fit(z, z_shape, acc_shape)
-        acc, v = self.names.fresh("acc"), self.names.fresh("v")
-        scope = env + ((acc, acc_shape), (v, xs_shape.item))
+        acc, v = self.bind("acc"), self.bind("v")
+        if v == acc:
+            v = self.names.fresh("v")
+        scope = _extend(env, (acc, acc_shape), (v, xs_shape.item))
         body, body_shape = yield self.gen(acc_type, scope, depth - 1)
         if isinstance(acc_type, RealT):
             body, body_shape = self.mention(body, body_shape, scope[-2:])
@@ -819,8 +848,8 @@ class _Builder:
         xs, xs_shape = yield self.gen_list(ListT(source_item), env, depth - 1)
         target = standard_shape(t.item)
         if self.flip(0.6):
-            v = self.names.fresh("v")
-            body, s = yield self.gen(t.item, env + ((v, xs_shape.item),), depth - 1)
+            v = self.bind("v")
+            body, s = yield self.gen(t.item, _extend(env, (v, xs_shape.item)), depth - 1)
             body, s = self.fit(body, s, target)
             f: Term = self.lam(v, source_item, body)
         else:
@@ -850,8 +879,8 @@ class _Builder:
         elif how == "same" and pair.second == pair.first:
             ys, ys_shape = xs, xs_shape
         else:
-            v = self.names.fresh("v")
-            body, s = yield self.gen(pair.second, env + ((v, xs_shape.item),), depth - 2)
+            v = self.bind("v")
+            body, s = yield self.gen(pair.second, _extend(env, (v, xs_shape.item)), depth - 2)
             body, s = self.fit(body, s, standard_shape(pair.second))
             ys, ys_shape = (Prim("map", (self.lam(v, pair.first, body), xs)),
                             ListShape(s, xs_shape.length))
@@ -918,14 +947,17 @@ class _Builder:
         arg_shape = standard_shape(t.arg)
         if isinstance(t.arg, PairT) and self.flip(0.5):
             # \p -> let (a, b) = p in e : the desugaring of a pattern parameter, with our names
-            p, a, b = self.names.fresh("p"), self.names.fresh("y"), self.names.fresh("y")
-            scope = env + ((a, arg_shape.first), (b, arg_shape.second))
+            # `p` stays fresh: the body does not see it, so it must not hide anything.
+            p, a, b = self.names.fresh("p"), self.bind("y"), self.bind("y")
+            if a == b:
+                b = self.names.fresh("y")
+            scope = _extend(env, (a, arg_shape.first), (b, arg_shape.second))
             body, s = yield self.gen(t.result, scope, depth - 1)
             if isinstance(t.result, RealT):
                 body, s = self.mention(body, s, scope[-2:])
             return (self.lam(p, t.arg, LetPair(a, b, Var(p), body)), FunShape(arg_shape, s))
-        name = self.names.fresh(_PREFIX[type(t.arg)])
-        body, s = yield self.gen(t.result, env + ((name, arg_shape),), depth - 1)
+        name = self.bind(_PREFIX[type(t.arg)])
+        body, s = yield self.gen(t.result, _extend(env, (name, arg_shape)), depth - 1)
         if isinstance(t.result, RealT):
             body, s = self.mention(body, s, [(name, arg_shape)])
         return self.lam(name, t.arg, body), FunShape(arg_shape, s)
@@ -953,8 +985,8 @@ class _Builder:
         bound = self.pick([REAL, REAL, REAL, PairT(REAL, REAL), FunT(REAL, REAL), ListT(REAL),
                            FunT(REAL, FunT(REAL, REAL)), BOOL])
         value, s = yield self.gen(bound, env, depth - 1)
-        name = self.names.fresh(_PREFIX[type(bound)])
-        body, body_shape = yield self.gen(t, env + ((name, s),), depth - 1)
+        name = self.bind(_PREFIX[type(bound)])
+        body, body_shape = yield self.gen(t, _extend(env, (name, s)), depth - 1)
         if isinstance(t, RealT):
             body, body_shape = self.mention(body, body_shape, [(name, s)])
         return Let(name, value, body), body_shape
@@ -964,14 +996,16 @@ class _Builder:
         pair_type = self.pick([PairT(REAL, REAL), PairT(REAL, PairT(REAL, REAL)),
                                PairT(ListT(REAL), REAL)])
         value, s = yield self.gen(pair_type, env, depth - 1)
-        a = self.names.fresh(_PREFIX[type(pair_type.first)])
-        b = self.names.fresh(_PREFIX[type(pair_type.second)])
+        a = self.bind(_PREFIX[type(pair_type.first)])
+        b = self.bind(_PREFIX[type(pair_type.second)])
+        if a == b:
+            b = self.names.fresh(_PREFIX[type(pair_type.second)])
         if self.flip(0.15):
             b = "_"
             if self.flip(0.3):
                 a = "_"
         bound = tuple((n, c) for n, c in ((a, s.first), (b, s.second)) if n != "_")
-        body, body_shape = yield self.gen(t, env + bound, depth - 1)
+        body, body_shape = yield self.gen(t, _extend(env, *bound), depth - 1)
         if isinstance(t, RealT):
             body, body_shape = self.mention(body, body_shape, bound)
         return LetPair(a, b, value, body), body_shape
@@ -1069,7 +1103,7 @@ def _in_span(builder: _Builder, make_step: Callable[[], Any]) -> st.SearchStrate
 
 
 def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: bool = True,
-             budget: int = 60) -> st.SearchStrategy:
+             budget: int = 60, tricky: bool = True) -> st.SearchStrategy:
     """Strategy: a random well-typed module ending with ``def f (params) : R = body``, as a
     :class:`GeneratedProgram`.
 
@@ -1077,14 +1111,15 @@ def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: b
     ``"tuple"`` (``(p : R * R)`` or ``R * R * R``), ``"list"`` (``(xs : [R])``, maybe a real
     ``x`` too) and ``"nested"`` (``(w : (R * R) * R) (x : R)``).  ``max_depth`` bounds the
     nesting of constructs, ``budget`` the number of compound constructs; ``helpers`` allows
-    top-level definitions ``h1``, ``h2`` before ``f``.
+    top-level definitions ``h1``, ``h2`` before ``f``; ``tricky`` lets some bindings take
+    names from :data:`TRICKY_NAMES` (shadowing, names like the generated ones).
     """
     ranges = Ranges()
     kinds = tuple(inputs)
 
     @st.composite
     def draw_program(draw) -> GeneratedProgram:
-        builder = _Builder(draw, NameSupply(), budget, ranges)
+        builder = _Builder(draw, NameSupply(), budget, ranges, tricky)
         kind = draw(st.sampled_from(kinds))
         params = _input_params(builder, kind)
         decls: list[Decl] = []
@@ -1209,8 +1244,11 @@ def check_round_trip(generated: GeneratedProgram) -> None:
         raise PropertyViolation("round trip", f"the printed module does not parse: {exc}\n"
                                 f"{text}") from None
     if parsed != generated.module:
-        raise PropertyViolation("round trip", "the printed module parses to another module:\n"
-                                f"{text}\n--- parsed back and printed:\n{print_module(parsed)}")
+        where = next((first_difference(a.value, b.value) for a, b in
+                      zip(generated.module.decls, parsed.decls) if a != b), "declarations")
+        raise PropertyViolation("round trip", f"the printed module parses to another module "
+                                f"({where}):\n{text}\n--- parsed back and printed:\n"
+                                f"{print_module(parsed)}")
     bound: list[str] = []
     for decl in generated.module.decls:
         for label, transform, _ in _transforms():
@@ -1225,9 +1263,31 @@ def check_round_trip(generated: GeneratedProgram) -> None:
             if again != term:
                 raise PropertyViolation(
                     "round trip", f"{label} of `{decl.name}` prints as text that parses to "
-                    f"another term:\n{printed}\n--- parsed back and printed:\n"
-                    f"{print_term(again)}")
+                    f"another term ({first_difference(term, again)}):\n{printed}\n"
+                    f"--- parsed back and printed:\n{print_term(again)}")
         bound.append(decl.name)
+
+
+def first_difference(a: Term, b: Term) -> str:
+    """Where two terms first differ (pre-order), as ``X became Y`` with the two nodes'
+    own fields (not their sub-terms); iterative."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x == y:
+            continue
+        kids_x, kids_y = list(children(x)), list(children(y))
+        if type(x) is not type(y) or len(kids_x) != len(kids_y) or \
+                _node_text(x) != _node_text(y):
+            return f"{_node_text(x)} became {_node_text(y)}"
+        stack.extend(reversed(list(zip(kids_x, kids_y))))
+    return "equal terms"
+
+
+def _node_text(t: Term) -> str:
+    fields = ", ".join(f"{f.name}={getattr(t, f.name)!r}" for f in attrs.fields(type(t))
+                       if f.name != "span" and not isinstance(getattr(t, f.name), (Term, tuple)))
+    return f"{type(t).__name__}({fields})"
 
 
 _ROUTES = (("forward", "factored"), ("reverse", "factored"), ("reverse", "naive"))

@@ -114,6 +114,17 @@ def test_a_bug_in_one_mode_names_that_mode(monkeypatch):
                    for p in problems)
 
 
+def test_naive_backpropagation_is_left_out_where_it_would_take_exponential_time():
+    chain = ["def f (x : R) : R =", "  let y0 = x in"]
+    chain += [f"  let y{i} = sin y{i - 1} * 0.5 + y{i - 1} * 0.5 in" for i in range(1, 80)]
+    program = lambdad.loads("\n".join(chain + ["  y79"]))
+    report = gradcheck.check(program, "f", point=0.3, naive_seconds=0.2)
+    assert report.ok, report.render()
+    [row] = report.functions[0].checks[0].rows
+    assert row.derivatives["naive"] is None and row.derivatives["reverse"] is not None
+    assert "reverse (naive) not run" in report.render()
+
+
 # ---------------------------------------------------------------- naming inputs
 
 
@@ -128,6 +139,12 @@ def test_inputs_are_named_by_their_paths():
     assert paths["g"] == ["w.0.0", "w.0.1", "w.1[0]", "w.1[1]", "w.1[2]", "x"]
     assert paths["h"] == ["a", "b"]
     assert paths["k"] == ["p.0", "p.1.0", "p.1.1"]
+
+
+def test_nested_pattern_parameters_name_their_components():
+    program = lambdad.loads("def f ((a, b), (c, _)) (d : R) = a * b + c * d")
+    report = gradcheck.check(program, "f", point=(((1.0, 2.0), (3.0, 4.0)), 5.0))
+    assert [r.path for r in report.functions[0].checks[0].rows] == ["a", "b", "c", "_", "d"]
 
 
 def test_a_tuple_point_for_a_single_pair_parameter_is_one_argument():

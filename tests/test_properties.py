@@ -16,12 +16,12 @@ of examples per property, which also draws them from a random seed:
 import os
 
 import pytest
-from hypothesis import HealthCheck, assume, given, seed, settings
+from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import lambdad
 from lambdad import rules, testing
-from lambdad.parser import parse_expr
+from lambdad.parser import parse_expr, parse_module
 from lambdad.primitives import PRIMITIVES
 from lambdad.syntax import (
     REAL,
@@ -44,11 +44,13 @@ LONG = int(os.environ.get("LAMBDAD_PROPERTY_EXAMPLES", "0") or 0)
 
 def examples(default: int):
     """Decorator for a property: ``default`` examples from a fixed seed (the default run is
-    reproducible), or the long profile's number of examples from a random seed."""
+    reproducible and quick: a failing program is shown as drawn, not shrunk — `lambdad fuzz`
+    shrinks), or the long profile's number of examples from a random seed, shrunk."""
     chosen = settings(
         max_examples=LONG or default,
         deadline=None,
         database=None,
+        phases=tuple(Phase) if LONG else (Phase.explicit, Phase.generate),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                HealthCheck.data_too_large],
     )
@@ -246,3 +248,11 @@ def test_cli_fuzz_prints_progress_and_a_verdict(lambdad_cli):
 
 def test_cli_fuzz_rejects_a_bad_count(lambdad_cli):
     assert lambdad_cli("fuzz", "--programs", "0").returncode == 2
+
+
+def test_round_trip_of_a_binder_named_like_the_zero_cotangent():
+    """`zero` is a target-language word a local binding may shadow (primitives.LINEAR_NAMES);
+    ←D must still print as a term that parses back to itself when it puts the zero
+    cotangent inside the scope of a source binder named `zero`."""
+    module = parse_module("def f (x : R) : R = (\\zero -> zero * 2) x", "<test>")
+    testing.check_round_trip(testing.GeneratedProgram(module, "f", (("x", REAL),)))
