@@ -20,9 +20,8 @@ from . import backward as backward_mode
 from . import forward as forward_mode
 from .errors import DifferentiationError
 from .interpreter import Interpreter
-from .iterate import run
 from .syntax import Builtin, Lam, Term
-from .values import Backprop, Call, Tape, add_cotangents, function_parts
+from .values import Backprop, Call, Tape, add_cotangents, all_reals, function_parts
 
 FORWARD = "forward"
 REVERSE = "reverse"
@@ -45,24 +44,31 @@ class Stats:
 
 def map_value(value: Any, is_leaf: Callable[[Any], bool], on_leaf: Callable[[Any], Any]) -> Any:
     """``value`` rebuilt with every leaf (``is_leaf``) replaced by ``on_leaf(leaf)``, left to
-    right; pairs and lists are rebuilt, anything else is kept.  Iterative."""
-
-    def visit(v: Any):
-        if is_leaf(v):
-            return on_leaf(v)
-        if isinstance(v, tuple):
-            first = yield visit(v[0])
-            second = yield visit(v[1])
-            return (first, second)
-        if isinstance(v, list):
-            items = []
-            for item in v:
-                items.append((yield visit(item)))
-            return items
-        return v
-        yield  # pragma: no cover - makes this a generator
-
-    return run(visit(value))
+    right; pairs and lists are rebuilt, anything else is kept.  Iterative: a stack of the
+    containers being rebuilt, each scanned by a plain loop (a flat list is one loop)."""
+    if is_leaf(value):
+        return on_leaf(value)
+    if type(value) is not tuple and type(value) is not list:
+        return value
+    # (container, its rebuilt items so far)
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while True:
+        source, built = stack[-1]
+        for index in range(len(built), len(source)):
+            item = source[index]
+            if is_leaf(item):
+                built.append(on_leaf(item))
+            elif type(item) is tuple or type(item) is list:
+                stack.append((item, []))
+                break
+            else:
+                built.append(item)
+        else:
+            stack.pop()
+            done = built if type(source) is list else tuple(built)
+            if not stack:
+                return done
+            stack[-1][1].append(done)
 
 
 def zip_values(left: Any, right: Any, is_leaf: Callable[[Any], bool]) -> Iterator[tuple[Any, Any]]:
@@ -99,6 +105,9 @@ def is_reverse_real(v: Any) -> bool:
 
 
 def count_reals(value: Any) -> int:
+    """How many reals the value ``value`` holds (in pairs and lists)."""
+    if type(value) is list and all_reals(value):
+        return len(value)
     count = 0
 
     def tally(_):
@@ -108,6 +117,11 @@ def count_reals(value: Any) -> int:
 
     map_value(value, is_real, tally)
     return count
+
+
+def _is_flat_reals(value: Any) -> bool:
+    """Whether ``value`` is a list of reals (the common point, seeded and read by a loop)."""
+    return type(value) is list and all_reals(value)
 
 
 # ---------------------------------------------------------------- the differentiator
@@ -193,6 +207,11 @@ class Differentiator:
     def grad(self, f: Any, x: Any, strategy: str | None = None) -> tuple[float, Any]:
         """``(f x, ∇f(x))`` by backpropagation; the gradient has the shape of ``x``.
         Raises DifferentiationError if ``f x`` is not a real."""
+        # One guarded run for seeding, both phases and the read-off: the tape's objects are
+        # never rescanned by the cyclic collector between them.
+        return self.interpreter.guarded(self._grad, f, x, strategy)
+
+    def _grad(self, f: Any, x: Any, strategy: str | None) -> tuple[float, Any]:
         tape = Tape()
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
@@ -202,6 +221,7 @@ class Differentiator:
             raise DifferentiationError("grad needs a function whose result is a real")
         value, back = out
         adjoints = self._backward(tape, back(1.0), strategy)
+        tape.release()  # the run is over: its seeds need not wait for the cyclic collector
         return value, self._read_off(x, adjoints)
 
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
@@ -229,6 +249,10 @@ class Differentiator:
         return value, pullback
 
     def _seed(self, x: Any, tape: Tape) -> Any:
+        """``x`` with its i-th real ``r`` (left to right) replaced by ``(r, seed i)`` and its
+        functions transformed."""
+        if _is_flat_reals(x):
+            return list(zip(x, tape.seeds(0, len(x))))
         index = 0
 
         def seed(r: float):
@@ -253,6 +277,11 @@ class Differentiator:
 
     @staticmethod
     def _read_off(x: Any, adjoints: dict[int, float]) -> Any:
+        """The gradient in the shape of ``x``: its i-th real replaced by the i-th adjoint
+        (0 if the seed was never reached)."""
+        if _is_flat_reals(x):
+            get = adjoints.get
+            return [get(i, 0.0) for i in range(len(x))]
         index = 0
 
         def adjoint(_: float) -> float:

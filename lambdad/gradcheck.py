@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -369,7 +369,7 @@ def sample_value(t: Type, rng: random.Random) -> Any:
         return (sample_value(t.first, rng), sample_value(t.second, rng))
     if isinstance(t, ListT):
         return [sample_value(t.item, rng) for _ in range(SAMPLE_LIST_LENGTH)]
-    raise UsageError(f"cannot sample a point of a non-differentiable type")
+    raise UsageError("cannot sample a point of a non-differentiable type")
 
 
 # --------------------------------------------------------------------------- evaluation

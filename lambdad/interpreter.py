@@ -46,7 +46,7 @@ import attrs
 
 from .errors import EvalError, LambdadError, ResourceError, Span, UsageError
 from .iterate import run
-from .primitives import PRIMITIVES, DomainError, Primitive
+from .primitives import PRIMITIVES, TWO_ARGUMENTS, DomainError, Primitive
 from .syntax import (
     Annot,
     App,
@@ -91,6 +91,9 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
 
 # Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
 _MAX_IF_DEPTH = 48
+# Longest function (in statements) also compiled as a function of two arguments (see
+# _CodeGenerator.lam): the copy saves a closure per call, which only matters for short ones.
+_MAX_TWO_ARGUMENT_LINES = 24
 # Compiled units kept per interpreter; the least recently used goes first.  Each entry keeps
 # its term alive, so the term's id cannot be reused while it is cached.
 _CACHE_SIZE = 8192
@@ -185,6 +188,31 @@ def _real_atom(value: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+def _stageable(body: Term) -> bool:
+    """Whether the linear body ``body`` is a tree of ``<+>``, ``zero``, ``let`` and
+    applications ``g e`` other than saturated built-ins (what :meth:`_CodeGenerator.staged`
+    compiles)."""
+    work = [body]
+    while work:
+        t = work.pop()
+        if isinstance(t, Zero):
+            continue
+        if isinstance(t, Plus):
+            work.extend((t.right, t.left))
+        elif isinstance(t, (Let, LetPair)):
+            work.append(t.body)
+        elif isinstance(t, App):
+            head, arity = t.fn, 1
+            while isinstance(head, App) and arity < _MAX_ARITY:
+                head, arity = head.fn, arity + 1
+            if isinstance(head, Builtin) and PRIMITIVES.get(head.name) is not None \
+                    and PRIMITIVES[head.name].arity == arity:
+                return False
+        else:
+            return False
+    return True
+
+
 class _CodeGenerator:
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
@@ -194,6 +222,10 @@ class _CodeGenerator:
         self.counter = itertools.count()
         self.functions: list[tuple[str, _Function, list[str]]] = []
         self.lifted: list[tuple[str, Lam, tuple[str, ...]]] = []
+        # Closure atoms made by `close`: the lifted function and the captured atoms.
+        self.closures: dict[str, tuple[str, list[str]]] = {}
+        # (function of x returning a closure of y, the same taking x and y at once)
+        self.two_arguments: list[tuple[str, str]] = []
         self.lines: dict[int, _PrimSite] = {}
         self.namespace: dict[str, Any] = {
             "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
@@ -205,7 +237,9 @@ class _CodeGenerator:
             "_nan": math.nan,
             "_rt": runtime,
             "_Backprop": Backprop,
+            "_new": object.__new__,
             "_newbp": runtime._new_backprop_traced,
+            "_newzero": runtime._new_constant_traced,
             "_seed": runtime._seed,
             "_readoff": runtime._read_off,
             "_ad": runtime._call_ad,
@@ -288,11 +322,12 @@ class _CodeGenerator:
         if lam is not None:
             self.lifted.append((name, lam, tuple(source for source, _ in captured)))
         if not captured:
+            self.closures[name] = (name, [])
             return name
-        values = ", ".join(self.lookup(source, fn, self.free_spans.get(source))
-                           for source, _ in captured)
+        values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
         t = self.fresh("t")
-        fn.emit(f"{t} = _partial({name}, {values})", pure=(t,))
+        fn.emit(f"{t} = _partial({name}, {', '.join(values)})", pure=(t,))
+        self.closures[t] = (name, values)
         return t
 
     # ---- driver
@@ -341,25 +376,27 @@ class _CodeGenerator:
 
     def dead_statements(self) -> set[tuple[str, int]]:
         """The pure statements whose names are never used, directly or through other dead
-        statements (``let``-bound pairs taken apart at once leave their tuple unused)."""
+        statements (``let``-bound pairs taken apart at once leave their tuple unused).
+        Generated names are local to their function (values reach other functions as
+        parameters), so uses are counted per function."""
         functions = {name: fn for name, fn, _ in self.functions}
 
         def unused(key: tuple[str, int]) -> bool:
             defined = functions[key[0]].lines[key[1]][3]
-            return all(uses.get(d, 0) == 0 for d in defined)
+            return all(uses.get((key[0], d), 0) == 0 for d in defined)
 
-        uses: dict[str, int] = {}
-        definer: dict[str, tuple[str, int]] = {}
+        uses: dict[tuple[str, str], int] = {}
+        definer: dict[tuple[str, str], tuple[str, int]] = {}
         used_by: dict[tuple[str, int], list[str]] = {}
         for name, fn, _ in self.functions:
             for index, (_, text, _, pure) in enumerate(fn.lines):
                 if pure:
                     text = text.split("=", 1)[1]
                     for defined in pure:
-                        definer[defined] = (name, index)
+                        definer[(name, defined)] = (name, index)
                     used_by[(name, index)] = _NAME.findall(text)
                 for used in _NAME.findall(text):
-                    uses[used] = uses.get(used, 0) + 1
+                    uses[(name, used)] = uses.get((name, used), 0) + 1
         dead: set[tuple[str, int]] = set()
         work = [key for key in used_by if unused(key)]
         while work:
@@ -367,10 +404,11 @@ class _CodeGenerator:
             if key in dead:
                 continue
             dead.add(key)
+            function = key[0]
             for used in used_by[key]:
-                uses[used] -= 1
-                if uses[used] == 0:
-                    other = definer.get(used)
+                uses[(function, used)] -= 1
+                if uses[(function, used)] == 0:
+                    other = definer.get((function, used))
                     if other is not None and other not in dead and unused(other):
                         work.append(other)
         return dead
@@ -442,13 +480,32 @@ class _CodeGenerator:
         return t
 
     def lam(self, term: Lam, fn: _Function):
-        """``\\x -> e``: a lifted function of (captured..., x); its closure as the value."""
+        """``\\x -> e``: a lifted function of (captured..., x); its closure as the value.
+
+        When ``e`` ends in a closure made here (``\\x -> let ... in \\y -> e'``) and the
+        function is short, a second function of (captured..., x, y) is lifted too, ending
+        in a call of the inner function instead of building its closure: ``fold`` calls it
+        (see :data:`lambdad.primitives.TWO_ARGUMENTS`)."""
         child = _Function(fn)
         param = self.fresh("v")
         self.bind(child, term.param, param)
         body = yield self.gen(term.body, child)
         child.emit(f"return {body}")
-        return self.close(child, [param], fn, term)
+        closure = self.close(child, [param], fn, term)
+        inner = self.closures.get(body)
+        if inner is not None and len(child.lines) <= _MAX_TWO_ARGUMENT_LINES:
+            inner_name, inner_values = inner
+            second = self.fresh("v")
+            both = _Function(fn)
+            call = f"{inner_name}({', '.join([*inner_values, second])})"
+            # The same statements (the closure's, now dead, are dropped), then the call.
+            both.lines = child.lines[:-1] + [(1, f"return {call}", None, ())]
+            outer_name, _ = self.closures[closure]
+            captured = [inner_param for _, inner_param in child.captures.items()]
+            name = self.fresh("_f")
+            self.functions.append((name, both, [*captured, param, second]))
+            self.two_arguments.append((outer_name, name))
+        return closure
 
     def app(self, term: App, fn: _Function):
         """``f a``: a call; ``p a1 .. ak`` with a built-in ``p`` of arity k is evaluated as
@@ -471,16 +528,18 @@ class _CodeGenerator:
         fn.emit(f"{t} = {f}({x})")
         return t
 
-    def let(self, term: Let, fn: _Function):
-        """``let x = e1 in e2``: ``x`` names the atom of ``e1`` (no copy)."""
+    def let(self, term: Let, fn: _Function, then: Callable[[Term, _Function], Any] | None = None):
+        """``let x = e1 in e2``: ``x`` names the atom of ``e1`` (no copy).  ``e2`` is
+        compiled by ``then`` (default :meth:`gen`; :meth:`staged` in a linear body)."""
         value = yield self.gen(term.value, fn)
         previous = self.bind(fn, term.name, value)
-        body = yield self.gen(term.body, fn)
+        body = yield (then or self.gen)(term.body, fn)
         self.unbind(fn, term.name, previous)
         return body
 
-    def let_pair(self, term: LetPair, fn: _Function):
-        """``let (x, y) = e1 in e2``: one unpacking statement."""
+    def let_pair(self, term: LetPair, fn: _Function,
+                 then: Callable[[Term, _Function], Any] | None = None):
+        """``let (x, y) = e1 in e2``: one unpacking statement; ``e2`` as in :meth:`let`."""
         value = yield self.gen(term.value, fn)
         known = self.pairs.get(value)
         unpacked = self.unpacked.get(value)
@@ -497,7 +556,7 @@ class _CodeGenerator:
             self.unpacked[value] = (fn, fn.blocks, (first, second))
         previous_first = self.bind(fn, term.first, first)
         previous_second = self.bind(fn, term.second, second)
-        body = yield self.gen(term.body, fn)
+        body = yield (then or self.gen)(term.body, fn)
         # Unbind in reverse: `let (x, x) = ...` binds the second x last.
         self.unbind(fn, term.second, previous_second)
         self.unbind(fn, term.first, previous_first)
@@ -554,26 +613,78 @@ class _CodeGenerator:
         return (yield self.gen(term.expr, fn))
 
     def lin_lam(self, term: LinLam, fn: _Function):
-        """``\\a -o e``: a lifted body function, wrapped in a :class:`Backprop` that gets the
-        next creation stamp of the current tape each time this is evaluated."""
+        """``\\a -o e``: a :class:`Backprop` that gets the next creation stamp of the current
+        tape each time this is evaluated, over a lifted body ``(captured, a, stage)``.
+
+        A body that is a tree of ``<+>``, ``zero``, ``let`` and applications ``g e'`` (what
+        ←D builds) is compiled into staging statements ``stage(g, e')``: the backward phase
+        accumulates instead of walking cotangent data (:meth:`staged`).  Any other body
+        returns its cotangent as data.  ``\\a -o zero`` is the tape's shared zero
+        backpropagator (AD.md section 3), which has no body and is not counted as created;
+        the instrumented variant gives each evaluation its own, reported in events
+        (:class:`~lambdad.values.ConstantBackprop`), so traces show what reaches constants.
+        """
+        if isinstance(term.body, Zero):
+            t = self.fresh("t")
+            if self.instrumented:  # one per evaluation, reported (see ConstantBackprop)
+                fn.emit(f"{t} = _newzero({self.constant(term.span)})")
+            else:
+                fn.emit(f"{t} = _rt.tape.constant()", pure=(t,))
+            return t
         child = _Function(fn)
         param = self.fresh("v")
         self.bind(child, term.param, param)
-        body = yield self.gen(term.body, child)
-        child.emit(f"return {body}")
-        closure = self.close(child, [param], fn, None)
+        if _stageable(term.body):
+            yield self.staged(term.body, child)
+        else:
+            body = yield self.gen(term.body, child)
+            child.emit(f"return {body}")
+        name = self.fresh("_f")
+        captured = list(child.captures.items())
+        names = [inner for _, inner in captured]
+        if names:
+            # The captured values arrive as one tuple: cheaper to build and to call with
+            # than a partial application over them.
+            child.lines.insert(0, (1, f"{', '.join(names)}, = _c", None, ()))
+        self.functions.append((name, child, ["_c", param, "_st"]))
+        values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
+        closed = f"({', '.join(values)},)" if values else "()"
         span = self.constant(term.span)
         t = self.fresh("t")
         if self.instrumented:
-            fn.emit(f"{t} = _newbp({closure}, {span})")
+            fn.emit(f"{t} = _newbp({name}, {closed}, {span})")
             return t
-        # Tape.backprop, inline: this runs once per primitive of a reverse-mode program.
+        # Tape stamping and the Backprop, inline (see Backprop): this runs once per
+        # primitive of a reverse-mode program.
         tape, stamp = self.fresh("t"), self.fresh("t")
         fn.emit(f"{tape} = _rt.tape")
         fn.emit(f"{stamp} = {tape}.stamps")
         fn.emit(f"{tape}.stamps = {stamp} + 1")
-        fn.emit(f"{t} = _Backprop({stamp}, {closure}, {span}, None, {tape})")
+        fn.emit(f"{t} = _new(_Backprop)")
+        fn.emit(f"{t}.stamp = {stamp}; {t}.function = {name}; {t}.captured = {closed}; "
+                f"{t}.span = {span}; {t}.tape = {tape}")
         return t
+
+    def staged(self, term: Term, fn: _Function):
+        """The cotangent ``term`` (of type ``d``, :func:`_stageable`) of a linear body as
+        staging statements: ``zero`` stages nothing, ``e1 <+> e2`` stages both sides left to
+        right, ``g e`` is ``stage(g, e)``, and ``let`` binds, then stages its body."""
+        if isinstance(term, Zero):
+            return None
+        if isinstance(term, Plus):
+            yield self.staged(term.left, fn)
+            yield self.staged(term.right, fn)
+            return None
+        if isinstance(term, Let):
+            return (yield from self.let(term, fn, self.staged))
+        if isinstance(term, LetPair):
+            return (yield from self.let_pair(term, fn, self.staged))
+        if isinstance(term, App):
+            f = yield self.gen(term.fn, fn)
+            x = yield self.gen(term.arg, fn)
+            fn.emit(f"_st({f}, {x})")
+            return None
+        raise EvalError(f"cannot stage a {type(term).__name__} term", term.span)
 
     def zero(self, term: Zero, fn: _Function):
         """``zero``: the zero cotangent, ``None``."""
@@ -709,6 +820,7 @@ class Interpreter:
         self._run_tapes: dict[int, Tape] = {id(self.tape): self.tape}
         self._deadline: float | None = None
         self._depth = 0  # nesting of _run (generated code calling the AD hooks, ...)
+        self._guarded = False  # inside the outermost guard (of _run or guarded)
         self._pinned = 0  # nesting of using_tape
         self._units = itertools.count()
         # (id(term), names, instrumented) -> (term kept alive so its id stays unique, function)
@@ -791,6 +903,14 @@ class Interpreter:
 
         return self._run(call, ())
 
+    def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` under the runtime guard of generated code (see :meth:`apply`),
+        so the runs it makes through this interpreter share one guard: deep calls allowed,
+        the cyclic collector paused, runtime errors located, limits as ResourceError."""
+        if self._guarded:
+            return function(*args)
+        return self._outermost(function, args, 0)
+
     def backward(self, cotangent: Any, strategy: str | None = None) -> dict[int, float]:
         """:func:`~lambdad.values.backward` on the current tape with this interpreter's
         strategy (or ``strategy``) and event callback."""
@@ -850,6 +970,8 @@ class Interpreter:
             function = namespace[name]
             function.__lambdad_lam__ = lam
             function.__lambdad_captured__ = captured
+        for name, both in generator.two_arguments:
+            setattr(namespace[name], TWO_ARGUMENTS, namespace[both])
         return namespace[entry], names
 
     def _evaluate_decl(self, decl: Decl, values: Mapping[str, Any]) -> Any:
@@ -867,7 +989,7 @@ class Interpreter:
         """``function(*args)`` for generated code: the outermost call raises the recursion
         limit (restored after); Python errors become located EvalErrors, RecursionError
         and MemoryError become ResourceErrors."""
-        if self._depth:
+        if self._guarded:
             self._depth += 1
             try:
                 return function(*args)
@@ -877,10 +999,16 @@ class Interpreter:
                 raise _locate(exc) from None
             finally:
                 self._depth -= 1
+        return self._outermost(function, args, 1)
+
+    def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int) -> Any:
+        """``function(*args)`` as the outermost guarded call, at run depth ``depth`` (0 for
+        :meth:`guarded`: work around program runs, not one of them)."""
         self.steps = 0
         self._deadline = None if self.timeout is None else time.monotonic() + self.timeout
         saved = self._raise_limits()
-        self._depth = 1
+        self._depth = depth
+        self._guarded = True
         # Generated code makes no reference cycles (values are immutable trees and DAGs), so
         # reference counting frees everything; the cyclic collector would only rescan the
         # ever-growing graph of backpropagators, which can double the cost of a run.
@@ -902,6 +1030,7 @@ class Interpreter:
             if collecting:
                 gc.enable()
             self._depth = 0
+            self._guarded = False
             self._restore_limits(saved)
 
     @staticmethod
@@ -934,8 +1063,16 @@ class Interpreter:
                 resource.setrlimit(resource.RLIMIT_STACK, saved_rlimit)
 
     # ---- called by generated code
-    def _new_backprop_traced(self, body: Callable[[float], Any], span: Span | None) -> Backprop:
-        backprop = self.tape.backprop(body, span)
+    def _new_backprop_traced(self, function: Callable[..., Any], captured: tuple,
+                             span: Span | None) -> Backprop:
+        tape = self.tape
+        backprop = Backprop(tape.next_stamp(), function, captured, span, tape)
+        if self.on_event is not None:
+            self.on_event(BackpropCreated(backprop.stamp, span))
+        return backprop
+
+    def _new_constant_traced(self, span: Span | None) -> Backprop:
+        backprop = self.tape.own_constant(span)
         if self.on_event is not None:
             self.on_event(BackpropCreated(backprop.stamp, span))
         return backprop

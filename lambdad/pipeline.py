@@ -6,7 +6,6 @@ The CLI, the REPL and the Python API are thin layers over this module.
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -16,12 +15,12 @@ import attrs
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .differentiate import FORWARD, REVERSE, Differentiator, Stats, count_reals, is_real, map_value
+from .differentiate import FORWARD, REVERSE, Differentiator, Stats, count_reals
 from .errors import DifferentiationError, LambdadError, UsageError
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
-from .printer import print_decl, print_term, print_type
+from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
     App,
@@ -51,8 +50,8 @@ from .syntax import (
     free_vars,
     walk,
 )
-from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
-from .values import format_value, to_python
+from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
+from .values import all_reals, format_value, to_python
 
 PRELUDE_FILE = "<prelude>"
 STRATEGIES = ("factored", "naive")
@@ -250,8 +249,11 @@ class Program:
         first parameter, k if it is a k-tuple fitting the first k.  Raises UsageError if
         the point does not fit the function's input."""
         self._require(name)
+        return self._arguments_covered(name, self._as_value(point))
+
+    def _arguments_covered(self, name: str, value: Any) -> int:
+        """:meth:`arguments_covered` for the runtime value ``value`` of a point."""
         f_type = self.typing.schemes[name].type
-        value = self._as_value(point)
         params = _params(f_type)
         if not params:
             raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
@@ -269,8 +271,9 @@ class Program:
     def _function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
         """The function to differentiate (uncurried if needed), its argument value, and the
         result type.  Raises UsageError if the point does not fit the function's input."""
-        value = self._as_value(point)
-        k = self.arguments_covered(name, value)
+        self._require(name)
+        value = self._as_value(point)  # converted once, then checked against the type
+        k = self._arguments_covered(name, value)
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
         return f, value, _result_after(self.typing.schemes[name].type, k)
 
@@ -526,6 +529,11 @@ def _has_top_level_comma(text: str) -> bool:
 
 def _from_python(value: Any) -> Any:
     """Python data as a runtime value: numbers become floats."""
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is list and all_reals(value):
+        return value[:]  # a list of reals, the common point: one pass, copied as before
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
@@ -593,7 +601,11 @@ def _fits(value: Any, t: Type) -> bool:
         elif isinstance(ty, ListT):
             if type(v) is not list:
                 return False
-            stack.extend((item, ty.item) for item in v)
+            if isinstance(ty.item, RealT):  # a list of reals: one loop, no stack entries
+                if not all_reals(v):
+                    return False
+            elif not isinstance(ty.item, VarT):
+                stack.extend((item, ty.item) for item in v)
         elif isinstance(ty, FunT):
             if not callable(v):
                 return False

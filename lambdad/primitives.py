@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -164,7 +165,8 @@ def _sigmoid(x: float) -> float:
 
 
 def _zip(xs: list, ys: list) -> list:
-    _check(len(xs) == len(ys), f"zip of lists of different lengths ({len(xs)} and {len(ys)})")
+    if len(xs) != len(ys):  # the message is only built when needed: zip runs in inner loops
+        raise DomainError(f"zip of lists of different lengths ({len(xs)} and {len(ys)})")
     return list(zip(xs, ys))
 
 
@@ -180,8 +182,24 @@ def _map(f: Callable, xs: list) -> list:
     return [f(x) for x in xs]
 
 
+# A function value ``f`` of two curried arguments may offer, under this attribute of itself
+# (or of ``f.func`` when ``f`` is a ``functools.partial`` over captured values), a function
+# taking both at once: ``both(x, y) == f(x)(y)``, without building the closure ``f(x)``.
+TWO_ARGUMENTS = "__lambdad_two_arguments__"
+
+
 def _fold(f: Callable, z: Any, xs: list) -> Any:
     acc = z
+    if type(f) is partial:
+        both = getattr(f.func, TWO_ARGUMENTS, None)
+        if both is not None:
+            both = partial(both, *f.args)
+    else:
+        both = getattr(f, TWO_ARGUMENTS, None)
+    if both is not None:
+        for x in xs:
+            acc = both(acc, x)
+        return acc
     for x in xs:
         acc = f(acc)(x)
     return acc

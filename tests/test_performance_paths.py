@@ -1,0 +1,274 @@
+"""The fast paths of value+gradient give what the general paths give.
+
+Linear bodies built by ←D are compiled into staging statements (`stage(g, e)`) while any
+other linear body returns cotangent data; constants share one zero backpropagator; points
+that are lists of reals are converted, seeded and read off by plain loops.  Each test
+states the behaviour both paths must share: the same adjoints under both strategies, the
+same counts, the same events, no recursion on deep terms.
+"""
+
+import gc
+
+import pytest
+
+import lambdad
+from lambdad.differentiate import count_reals, is_dual, map_value
+from lambdad.errors import DifferentiationError, UsageError
+from lambdad.interpreter import Interpreter
+from lambdad.parser import parse_expr
+from lambdad.pipeline import _fits, _from_python
+from lambdad.syntax import REAL, BoolT, ListT, PairT
+from lambdad.values import (
+    BackpropCreated,
+    BackpropRun,
+    Tape,
+    backward,
+    to_python,
+)
+
+FILE = "<test>"
+STRATEGIES = ("factored", "naive")
+
+
+def run(text, interpreter=None):
+    return (interpreter or Interpreter()).evaluate(parse_expr(text, FILE))
+
+
+def source_of(backprop):
+    """The generated module holding a backpropagator's body."""
+    return backprop.function.__globals__["__lambdad_source__"]
+
+
+# --------------------------------------------------------------------------- staging
+
+
+def test_chain_rule_bodies_stage_their_calls_other_bodies_return_data():
+    staged = run("\\a -o seed 0 (2 * a) <+> zero <+> seed 1 a")
+    assert "_st(" in source_of(staged) and "_Sum" not in source_of(staged)
+    data = run("\\a -o let d = seed 0 a in d <+> d")
+    assert "_st(" not in source_of(data) and "_Sum" in source_of(data)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("text, gradient, bodies", [
+    # a `d` value bound by `let` and used twice counts twice (data body)
+    ("let g = \\a -o (let d = seed 0 a in d <+> d) in cotangent (1, seed 0) (g 1 <+> g 1)",
+     4.0, {"factored": 1, "naive": 2}),
+    # the same sum written as staged applications
+    ("let g = \\a -o seed 0 a <+> seed 0 a in cotangent (1, seed 0) (g 1 <+> g 1)",
+     4.0, {"factored": 1, "naive": 2}),
+    # a staged application of a function into d (not a backpropagator)
+    (("let h = \\b -> seed 0 (3 * b) in let g = \\a -o h a <+> seed 0 a in "
+      "cotangent (1, seed 0) (g 1)"), 4.0, {"factored": 1, "naive": 1}),
+    # `let` inside a staged body, and a body that stages into the shared zero
+    (("let g = \\a -o (let b = 5 * a in seed 0 b <+> (\\c -o zero) b) in "
+      "cotangent (1, seed 0) (g 1)"), 5.0, {"factored": 1, "naive": 1}),
+])
+def test_staged_and_data_bodies_agree(strategy, text, gradient, bodies):
+    interpreter = Interpreter(strategy=strategy)
+    assert run(text, interpreter) == gradient
+    assert interpreter.stats.bodies_run == bodies[strategy]
+    assert interpreter.stats.bodies_run <= interpreter.stats.created or strategy == "naive"
+
+
+def test_naive_runs_staged_calls_in_order_and_counts_every_call():
+    events = []
+    interpreter = Interpreter(strategy="naive", on_event=events.append)
+    text = ("let p = (1, seed 0) in let (v, v_) = p in "
+            "let u = \\a -o v_ a in let w = \\a -o u (2 * a) <+> u (3 * a) in "
+            "cotangent p (w 1)")
+    assert run(text, interpreter) == 5.0
+    runs = [(e.stamp, e.cotangent) for e in events if isinstance(e, BackpropRun)]
+    u, w = sorted({stamp for stamp, _ in runs})
+    assert runs == [(w, 1.0), (u, 2.0), (u, 3.0)]  # left to right, each right after w
+
+
+def test_deep_staged_bodies_compile_without_recursion():
+    n = 5000
+    sums = " <+> ".join(["seed 0 a"] * n)
+    assert run(f"cotangent (1, seed 0) ((\\a -o {sums}) 1)") == float(n)
+    lets = "".join(f"let b{k} = b{k - 1} + 1 in " for k in range(1, n))
+    assert run(f"cotangent (1, seed 0) ((\\a -o let b0 = a in {lets}seed 0 b{n - 1}) 1)") \
+        == float(n)
+
+
+# --------------------------------------------------------------------------- the zero
+
+
+def test_constants_share_the_zero_backpropagator_and_are_not_created():
+    tape = Tape()
+    interpreter = Interpreter()
+    with interpreter.using_tape(tape):
+        first, second = run("(\\a -o zero, \\a -o zero)", interpreter)
+    assert first is second is tape.constant() and tape.created == 0
+    assert backward(tape, first(5.0)) == {}
+
+
+def test_instrumented_runs_report_each_constant_but_count_the_same():
+    text = ("let p = (2, seed 0) in let (x, x_) = p in let z = \\b -o zero in "
+            "cotangent p ((\\a -o x_ a <+> z a) 3)")
+    plain = Interpreter()
+    assert run(text, plain) == 3.0
+    events = []
+    traced = Interpreter(on_event=events.append)
+    assert run(text, traced) == 3.0
+    assert (traced.stats.created, traced.stats.bodies_run) == (plain.stats.created,
+                                                                plain.stats.bodies_run) == (1, 1)
+    zero, body = [e.stamp for e in events if isinstance(e, BackpropCreated)]
+    ran = [(e.stamp, e.cotangent) for e in events if isinstance(e, BackpropRun)]
+    assert ran == [(body, 3.0), (zero, 3.0)]  # the constant reports what reached it
+
+
+def test_traces_show_adjoints_of_constant_subexpressions():
+    from lambdad.trace import trace
+
+    prog = lambdad.loads("def f (x : R) : R = x * sin 2\n")
+    rows = {row.symbol: row for row in trace(prog, "f", 1.5, mode="reverse").rows}
+    assert rows["sin"].derivatives == [pytest.approx(1.5)]
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_seed_first_made_during_the_backward_phase_is_read_off(strategy):
+    tape = Tape()
+    u = tape.backprop(lambda a: tape.seed(0)(2.0 * a))
+    assert backward(tape, u(1.5), strategy) == {0: 3.0}
+
+
+def test_a_backpropagator_made_during_the_backward_phase_is_an_error():
+    with pytest.raises(DifferentiationError, match="created during the backward phase"):
+        run("cotangent (1, seed 0) ((\\a -o (\\b -o seed 0 b) a) 1)")
+
+
+def test_backward_rejects_a_foreign_backpropagator_in_a_staged_body():
+    mine, theirs = Tape(), Tape()
+    interpreter = Interpreter()
+    with interpreter.using_tape(mine):
+        g = run("let s = seed 0 in \\a -o s a", interpreter)
+    assert backward(mine, g(1.0)) == {0: 1.0}
+    with interpreter.using_tape(theirs):
+        h = interpreter.evaluate(parse_expr("\\a -o g (2 * a)", FILE, bound=("g",)), {"g": g})
+    assert "_st(" in source_of(h)
+    with pytest.raises(DifferentiationError, match="another differentiation"):
+        backward(theirs, h(1.0))
+
+
+def test_a_gradient_leaves_no_reference_cycles_and_no_tapes_behind():
+    prog = lambdad.loads("def f (xs : [R]) : R = fold (\\acc x -> acc + x * x) 0 xs\n")
+    point = [0.5 * k for k in range(50)]
+    prog.value_and_grad("f", point)
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for strategy in STRATEGIES:
+            prog.value_and_grad("f", point, strategy=strategy)
+            assert gc.collect() == 0  # reference counting freed the whole run
+    finally:
+        if enabled:
+            gc.enable()
+    for _ in range(20):
+        prog.value_and_grad("f", point)
+    assert len(prog._interpreter._run_tapes) <= 1
+
+
+# --------------------------------------------------------------------------- value walking
+
+
+def test_map_value_rebuilds_flat_nested_and_deep_values_left_to_right():
+    seen = []
+
+    def visit(leaf):
+        seen.append(leaf)
+        return -leaf
+
+    value = (1.0, [2.0, (3.0, True), [4.0]])
+    rebuilt = map_value(value, lambda v: type(v) is float, visit)
+    assert rebuilt == (-1.0, [-2.0, (-3.0, True), [-4.0]])
+    assert seen == [1.0, 2.0, 3.0, 4.0]
+    assert map_value([1.0, 2.0], lambda v: type(v) is float, lambda v: 2 * v) == [2.0, 4.0]
+    assert map_value([(1.0, 0.0), (2.0, 1.0)], is_dual, lambda p: p[1]) == [0.0, 1.0]
+    deep = 0.0
+    for _ in range(20000):
+        deep = (1.0, [deep])
+    assert count_reals(deep) == 20001
+    assert count_reals([1.0, 2.0, 3.0]) == 3 and count_reals([]) == 0
+
+
+def test_list_points_and_structured_points_differentiate_alike():
+    prog = lambdad.loads(
+        "def f (xs : [R]) : R = fold (\\acc x -> acc + x * x) 0 xs\n"
+        "def g (p : R * [R]) : R = let (a, xs) = p in a * f xs\n"
+        "def h (xss : [[R]]) : R = fold (\\acc xs -> acc + f xs) 0 xss\n")
+    assert prog.value_and_grad("f", [1, 2.0, 3]) == (14.0, [2.0, 4.0, 6.0])
+    assert prog.value_and_grad("f", []) == (0.0, [])
+    assert prog.value_and_grad("g", (2.0, [1.0, 3.0])) == (20.0, (10.0, [4.0, 12.0]))
+    assert prog.value_and_grad("h", [[1.0], [2.0, 3.0]]) == (14.0, [[2.0], [4.0, 6.0]])
+    for mode in ("forward", "reverse"):
+        assert prog.grad("f", [1.0, 2.0], mode=mode) == [2.0, 4.0]
+
+
+def test_point_conversion_fast_paths_keep_their_meaning():
+    point = [1.0, 2.0]
+    converted = _from_python(point)
+    assert converted == point and converted is not point  # a copy, as before
+    assert _from_python([1, 2.5]) == [1.0, 2.5] and type(_from_python([1])[0]) is float
+    assert _from_python([True, 1.0]) == [True, 1.0]
+    assert _from_python((1, 2, 3)) == (1.0, (2.0, 3.0))
+    assert _fits([1.0, 2.0], ListT(REAL)) and _fits([], ListT(REAL))
+    assert not _fits([1.0, True], ListT(REAL)) and not _fits((1.0, 2.0), ListT(REAL))
+    assert _fits([(1.0, True)], ListT(PairT(REAL, BoolT())))
+    assert to_python([1.0, 2.0]) == [1.0, 2.0] and to_python(2.0) == 2.0
+    prog = lambdad.loads("def f (xs : [R]) : R = fold (\\acc x -> acc + x) 0 xs\n")
+    with pytest.raises(UsageError, match="does not fit"):
+        prog.grad("f", [1.0, True])
+
+
+# --------------------------------------------------------------------------- fold
+
+
+@pytest.mark.parametrize("text, value", [
+    ("fold (\\acc x -> acc + x * x) 0 [1, 2, 3]", 14.0),  # no captured values
+    ("let k = 2 in fold (\\acc x -> acc + k * x) 0 [1, 2, 3]", 12.0),  # captured k
+    ("fold (\\(s, p) x -> (s + p * x, x)) (0, 1) [2, 3]", (8.0, 3.0)),  # a pattern first
+    ("fold (\\acc -> if acc > 1 then (\\x -> acc) else (\\x -> acc + x)) 0 [1, 2, 3]", 3.0),
+    ("fold max 0 [1, 5, 2]", 5.0),  # a built-in: no two-argument form
+])
+def test_fold_gives_the_same_with_or_without_the_two_argument_form(text, value):
+    assert run(text) == value
+    assert run(text, Interpreter(on_event=lambda e: None)) == value
+
+
+def test_two_argument_forms_are_offered_by_short_curried_closures_only():
+    from lambdad.primitives import TWO_ARGUMENTS
+
+    closure = run("let k = 2 in \\acc x -> acc + k * x")
+    both = getattr(closure.func, TWO_ARGUMENTS)
+    assert both(*closure.args, 1.0, 3.0) == closure(1.0)(3.0) == 7.0
+    assert not hasattr(run("\\x -> x + 1"), TWO_ARGUMENTS)
+    long_body = "".join(f"let y{k} = x * {k} in " for k in range(40))
+    assert not hasattr(run(f"\\x -> {long_body}\\y -> y0 + y"), TWO_ARGUMENTS)
+
+
+def test_errors_inside_a_fold_step_are_located_in_the_step():
+    from lambdad.errors import EvalError
+
+    text = "fold (\\acc x -> acc + log x) 0 [1, 0]"
+    with pytest.raises(EvalError, match="log") as caught:
+        run(text)
+    assert caught.value.span is not None and caught.value.span.col == text.index("log x") + 1
+
+
+def test_counts_survive_the_release_of_a_finished_tape():
+    prog = lambdad.loads("def g = grad (\\x -> x * sin x + 2) 2\n")
+    prog.run_raw("g")
+    stats = prog._interpreter.stats  # the in-language grad's tape, released after use
+    assert (stats.created, stats.bodies_run) == (3, 3)  # `2`'s zero is not created
+    tape = Tape()
+    tape.seeds(0, 3)
+    tape.constant()
+    tape.backprop(lambda a: None)
+    tape.release()
+    assert tape.created == 1 and tape.stamps == 5
