@@ -44,10 +44,10 @@ from .differentiate import Differentiator, is_real, map_value
 from .errors import LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
 from .syntax import (
+    curried_params,
+    tuple_type,
     Annot,
     App,
-    BoolT,
-    FunT,
     Lam,
     LetPair,
     ListT,
@@ -59,7 +59,7 @@ from .syntax import (
     Var,
     VarT,
 )
-from .values import PrimEvent, format_value
+from .values import PrimEvent, fits, format_value
 
 MACHINE_EPSILON = sys.float_info.epsilon
 DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
@@ -171,12 +171,7 @@ class Report:
 
 def function_params(program: Any, name: str) -> list[Type]:
     """The curried parameter types of the top-level ``name`` (empty if not a function)."""
-    t = program.typing.schemes[name].type
-    params = []
-    while isinstance(t, FunT):
-        params.append(t.arg)
-        t = t.result
-    return params
+    return curried_params(program.typing.schemes[name].type)
 
 
 def _result(program: Any, name: str, k: int) -> Type:
@@ -213,46 +208,16 @@ def differentiable_functions(program: Any) -> list[str]:
     return found
 
 
-def _tuple_type(types: Sequence[Type]) -> Type:
-    result = types[-1]
-    for t in reversed(types[:-1]):
-        result = PairT(t, result)
-    return result
-
-
-def _fits(value: Any, t: Type) -> bool:
-    stack = [(value, t)]
-    while stack:
-        v, ty = stack.pop()
-        if isinstance(ty, RealT):
-            if type(v) is not float:
-                return False
-        elif isinstance(ty, BoolT):
-            if type(v) is not bool:
-                return False
-        elif isinstance(ty, PairT):
-            if type(v) is not tuple or len(v) != 2:
-                return False
-            stack.extend(((v[0], ty.first), (v[1], ty.second)))
-        elif isinstance(ty, ListT):
-            if type(v) is not list:
-                return False
-            stack.extend((item, ty.item) for item in v)
-        elif not isinstance(ty, (FunT, VarT)):
-            return False
-    return True
-
-
 def arity_of_point(program: Any, name: str, point: Any) -> int:
     """How many curried parameters of ``name`` the runtime value ``point`` covers (one, or
     a tuple of the first k); raises UsageError if it fits none."""
     params = function_params(program, name)
     if not params:
         raise UsageError(f"`{name}` is not a function")
-    if _fits(point, params[0]):
+    if fits(point, params[0]):
         return 1
     for k in range(2, len(params) + 1):
-        if _fits(point, _tuple_type(params[:k])):
+        if fits(point, tuple_type(params[:k])):
             return k
     raise UsageError(f"the point {format_value(point)} does not fit `{name}`")
 
@@ -665,7 +630,7 @@ def sample_points(program: Any, name: str, samples: int, seed: int, eps: float |
     eps = DEFAULT_EPS if eps is None else eps
     params = function_params(program, name)
     rng = random.Random(seed)
-    input_type = _tuple_type(params)
+    input_type = tuple_type(params)
     k = len(params)
     prober = Prober(program, name, k)
     found = []

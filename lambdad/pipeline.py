@@ -23,20 +23,19 @@ from .parser import parse_expr, parse_module
 from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
+    curried_params,
+    result_after,
+    tuple_type,
     App,
     BoolLit,
-    BoolT,
     Const,
     Decl,
-    FunT,
     Let,
     LetPair,
     Lam,
     ListLit,
-    ListT,
     Module,
     Pair,
-    PairT,
     Prim,
     RealT,
     ReadOff,
@@ -51,7 +50,7 @@ from .syntax import (
     walk,
 )
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
-from .values import all_reals, format_value, to_python
+from .values import fits, all_reals, format_value, to_python
 
 PRELUDE_FILE = "<prelude>"
 STRATEGIES = ("factored", "naive")
@@ -254,17 +253,17 @@ class Program:
     def _arguments_covered(self, name: str, value: Any) -> int:
         """:meth:`arguments_covered` for the runtime value ``value`` of a point."""
         f_type = self.typing.schemes[name].type
-        params = _params(f_type)
+        params = curried_params(f_type)
         if not params:
             raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
-        if _fits(value, params[0]):
+        if fits(value, params[0]):
             return 1
         for k in range(2, len(params) + 1):
-            if _fits(value, _tuple_type(params[:k])):
+            if fits(value, tuple_type(params[:k])):
                 return k
         expected = print_type(params[0])
         if len(params) > 1:
-            expected += " (or the tuple " + print_type(_tuple_type(params)) + ")"
+            expected += " (or the tuple " + print_type(tuple_type(params)) + ")"
         raise UsageError(
             f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
 
@@ -275,7 +274,7 @@ class Program:
         value = self._as_value(point)  # converted once, then checked against the type
         k = self._arguments_covered(name, value)
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
-        return f, value, _result_after(self.typing.schemes[name].type, k)
+        return f, value, result_after(self.typing.schemes[name].type, k)
 
     def input_names(self, name: str, point: Any) -> list[str]:
         """A name for each real of the point, left to right: the parameter's name, with
@@ -558,60 +557,6 @@ def _parameter_names(term: Term) -> list[str]:
         names.append(term.param)
         term = term.body
     return names
-
-
-def _params(t: Type) -> list[Type]:
-    params = []
-    while isinstance(t, FunT):
-        params.append(t.arg)
-        t = t.result
-    return params
-
-
-def _result_after(t: Type, k: int) -> Type:
-    for _ in range(k):
-        t = t.result
-    return t
-
-
-def _tuple_type(types: list[Type]) -> Type:
-    result = types[-1]
-    for t in reversed(types[:-1]):
-        result = PairT(t, result)
-    return result
-
-
-def _fits(value: Any, t: Type) -> bool:
-    """Whether the runtime value could have type ``t`` (type variables fit anything)."""
-    stack = [(value, t)]
-    while stack:
-        v, ty = stack.pop()
-        if isinstance(ty, VarT):
-            continue
-        if isinstance(ty, RealT):
-            if type(v) is not float:
-                return False
-        elif isinstance(ty, BoolT):
-            if type(v) is not bool:
-                return False
-        elif isinstance(ty, PairT):
-            if type(v) is not tuple:
-                return False
-            stack.extend(((v[0], ty.first), (v[1], ty.second)))
-        elif isinstance(ty, ListT):
-            if type(v) is not list:
-                return False
-            if isinstance(ty.item, RealT):  # a list of reals: one loop, no stack entries
-                if not all_reals(v):
-                    return False
-            elif not isinstance(ty.item, VarT):
-                stack.extend((item, ty.item) for item in v)
-        elif isinstance(ty, FunT):
-            if not callable(v):
-                return False
-        else:
-            return False
-    return True
 
 
 def _real_term(r: float) -> Term:

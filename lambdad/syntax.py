@@ -141,6 +141,30 @@ class CotangentT(Type):
     """``d``: the cotangent space of the inputs being differentiated (target language only)."""
 
 
+def tuple_type(types: "list[Type] | tuple[Type, ...]") -> "Type":
+    """``t1 * t2 * ... * tn`` (pairs nest to the right)."""
+    result = types[-1]
+    for t in reversed(types[:-1]):
+        result = PairT(t, result)
+    return result
+
+
+def curried_params(t: "Type") -> "list[Type]":
+    """The parameter types of the curried function type ``t1 -> ... -> tn -> r``."""
+    params = []
+    while isinstance(t, FunT):
+        params.append(t.arg)
+        t = t.result
+    return params
+
+
+def result_after(t: "Type", k: int) -> "Type":
+    """The type of ``f a1 .. ak`` for ``f : t``."""
+    for _ in range(k):
+        t = t.result
+    return t
+
+
 REAL = RealT()
 BOOL = BoolT()
 COTANGENT = CotangentT()

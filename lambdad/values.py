@@ -35,7 +35,7 @@ import attrs
 
 from .errors import DifferentiationError, Span, UsageError
 from .primitives import Primitive
-from .syntax import Lam, Prim
+from .syntax import BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
 
 STRATEGIES = ("factored", "naive")
 
@@ -660,3 +660,36 @@ def to_json(v: Any) -> Any:
 
 def _descend(item: Any) -> tuple[bool, Any]:
     return False, None
+
+
+def fits(value: Any, t: Type) -> bool:
+    """Whether the runtime value could have type ``t`` (type variables fit anything)."""
+    stack = [(value, t)]
+    while stack:
+        v, ty = stack.pop()
+        if isinstance(ty, VarT):
+            continue
+        if isinstance(ty, RealT):
+            if type(v) is not float:
+                return False
+        elif isinstance(ty, BoolT):
+            if type(v) is not bool:
+                return False
+        elif isinstance(ty, PairT):
+            if type(v) is not tuple:
+                return False
+            stack.extend(((v[0], ty.first), (v[1], ty.second)))
+        elif isinstance(ty, ListT):
+            if type(v) is not list:
+                return False
+            if isinstance(ty.item, RealT):  # a list of reals: one loop, no stack entries
+                if not all_reals(v):
+                    return False
+            elif not isinstance(ty.item, VarT):
+                stack.extend((item, ty.item) for item in v)
+        elif isinstance(ty, FunT):
+            if not callable(v):
+                return False
+        else:
+            return False
+    return True
