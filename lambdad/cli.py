@@ -15,11 +15,18 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from .errors import LambdadError, ResourceError, UsageError, render
-from .pipeline import MODES, STRATEGIES, Program, _from_python, _prelude_text, PRELUDE_FILE
+from .pipeline import (
+    MODES,
+    PRELUDE_FILE,
+    STRATEGIES,
+    Program,
+    _from_python,
+    _prelude_text,
+    read_source,
+)
 from .values import format_value, to_json
 
 
@@ -30,15 +37,7 @@ class _Session:
         self.sources: dict[str, str] = {PRELUDE_FILE: _prelude_text()}
 
     def load(self, path: str) -> Program:
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"no such file: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"{path} is a directory, not a .lam file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from None
+        text = read_source(path)
         self.sources[path] = text
         return Program(text, path)
 

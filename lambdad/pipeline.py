@@ -61,17 +61,23 @@ def _prelude_text() -> str:
     return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
 
 
+def read_source(path: str | Path) -> str:
+    """The text of the file ``path``; raises UsageError if it cannot be read."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a .lam file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
 def load(path: str | Path) -> "Program":
     """The program in the file ``path``; raises UsageError if it cannot be read and
     ParseError / TypeCheckError if it is not a well-typed program."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    return loads(text, str(path))
+    return loads(read_source(path), str(path))
 
 
 def loads(text: str, file: str = "<string>") -> "Program":

@@ -30,7 +30,7 @@ from prompt_toolkit.shortcuts import CompleteStyle
 from . import gradcheck, trace
 from .errors import LambdadError, UsageError, render
 from .parser import is_incomplete, parse_entry
-from .pipeline import PRELUDE_FILE, STRATEGIES, Program, _from_python, _prelude_text
+from .pipeline import PRELUDE_FILE, STRATEGIES, Program, _from_python, _prelude_text, read_source
 from .primitives import NAMED
 from .printer import print_type
 from .syntax import Decl, Term
@@ -107,15 +107,7 @@ class Session:
         """Load the definitions of the file ``path`` in place of the current ones (those
         entered at the prompt are forgotten); raises UsageError if the file cannot be read
         and the file's parse or type error otherwise, leaving the session unchanged."""
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"no such file: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"{path} is a directory, not a .lam file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from None
+        text = read_source(path)
         self.sources[path] = text
         program = Program(text, path)
         program._set_strategy(self.strategy)
