@@ -5,6 +5,8 @@ The CLI, the REPL and the Python API are thin layers over this module.
 
 from __future__ import annotations
 
+import math
+
 import copy
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -15,8 +17,16 @@ import attrs
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .differentiate import FORWARD, REVERSE, Differentiator, Stats, count_reals
-from .errors import DifferentiationError, LambdadError, UsageError
+from .differentiate import (
+    FORWARD,
+    REVERSE,
+    Differentiator,
+    Stats,
+    count_reals,
+    is_real,
+    map_value,
+)
+from .errors import DifferentiationError, EvalError, LambdadError, UsageError
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
@@ -50,7 +60,7 @@ from .syntax import (
     walk,
 )
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
-from .values import fits, all_reals, format_value, to_python
+from .values import all_reals, fits, format_real, format_value, to_python
 
 PRELUDE_FILE = "<prelude>"
 STRATEGIES = ("factored", "naive")
@@ -359,8 +369,24 @@ class Program:
         else:
             value, gradient = self._differentiator.grad(f, x)
             run_stats = self._differentiator.last_stats
+        self._require_finite(name, x, value, gradient)
         out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
+
+    def _require_finite(self, name: str, x: Any, value: Any, gradient: Any) -> None:
+        """Raises EvalError if the value or a gradient component is NaN or infinite: an
+        overflow somewhere in the program must not pass silently as a number."""
+        reals: list[float] = []
+        map_value(gradient, is_real, lambda r: reals.append(r) or r)
+        bad = [i for i, r in enumerate(reals) if not math.isfinite(r)]
+        if type(value) is float and not math.isfinite(value):
+            raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "
+                            "result overflowed or was undefined")
+        if bad:
+            names = self.input_names(name, x)
+            listed = ", ".join(f"{names[i]} = {format_real(reals[i])}" for i in bad[:5])
+            raise EvalError(f"the gradient of `{name}` is not finite ({listed}): an "
+                            "intermediate derivative overflowed or was undefined")
 
     def grad(self, name: str, point: Any, mode: str = "reverse",
              strategy: str | None = None, stats: bool = False):

@@ -195,3 +195,11 @@ def test_max_steps_stops_a_run(lambdad_cli):
     result = lambdad_cli("run", "programs/sharing.lam", "--max-steps", "50")
     assert result.returncode == 1
     assert "stopped after 50 steps" in result.stderr
+
+
+def test_overflow_never_passes_silently_as_a_gradient():
+    prog = lambdad.loads("def f (x : R) : R = x * x * x\ndef g (x : R) : R = sqrt (x * x * 1e300 * 1e10)\n")
+    for mode in ("reverse", "forward"):
+        with pytest.raises(LambdadError, match="inf"):
+            prog.grad("f", 1e200, mode=mode)
+    assert prog.grad("f", 2.0) == 12.0
