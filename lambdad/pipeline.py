@@ -240,16 +240,18 @@ class Program:
     # ------------------------------------------------------------ points
     def parse_point(self, text: str, what: str = "--at") -> Any:
         """The runtime value written as ``text`` in the language's syntax (``2,5``,
-        ``(2, 5)``, ``[1, 2, 3]``); raises UsageError if it is not a constant value."""
+        ``(2, 5)``, ``[1, 2, 3]``), which may use the program's definitions (``--at w0``);
+        raises UsageError if it is not a well-typed expression."""
         source = text.strip()
         if not source:
             raise UsageError(f"{what} needs a value")
         if _has_top_level_comma(source):
             source = f"({source})"
         try:
-            term = parse_expr(source, what)
-            infer_term(term)
-            return self._interpreter.evaluate(term, {})
+            term = parse_expr(source, what, bound=tuple(self.decls))
+            infer_term(term, self.typing.env)
+            needed = free_vars(term) & set(self.decls)
+            return self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
         except LambdadError as exc:
             raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
 

@@ -117,3 +117,10 @@ def test_timeout_stops_cleanly(lambdad_cli, tmp_path):
     assert result.returncode == 1
     assert "time limit" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_point_may_use_the_programs_definitions(lambdad_cli, tmp_path):
+    path = write(tmp_path, "def w0 = (1, 2)\ndef f (p : R * R) : R = fst p * snd p\n")
+    result = lambdad_cli("grad", path, "f", "--at", "w0")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["value: 2", "gradient: (2, 1)"]
