@@ -206,7 +206,7 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
     with _limits(program, args):
         report = gradcheck.check(program, args.names or None, point=point,
                                  samples=args.samples or 3, seed=args.seed, eps=args.eps,
-                                 rtol=args.rtol)
+                                 rtol=args.rtol, jobs=args.jobs or gradcheck.default_jobs())
     print(report.render())
     for mismatch in report.mismatches():
         print(f"mismatch: {mismatch}", file=sys.stderr)
@@ -338,7 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eps", type=float, default=None, metavar="E",
                    help="relative finite-difference step (default cbrt(machine epsilon))")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
-                   help="relative tolerance against finite differences (default 1e-5)")
+                   help="relative tolerance against finite differences, in (0, 1) "
+                        "(default 1e-5)")
+    p.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                   help="check the sampled points in N processes (default: all cores); the "
+                        "report is the same for every N")
     timeout(p)
 
     p = add("fuzz", cmd_fuzz, "run the property tests on random well-typed programs; report a "

@@ -10,13 +10,23 @@ point ``x`` with real leaves ``x_1 ... x_n``:
 * forward mode (one dual-number run per input), reverse mode with the ``factored`` and the
   ``naive`` strategy.
 
-A derivative ``d`` of a mode agrees with the finite difference ``fd`` when
-``|d - fd| <= rtol * max(|d|, |fd|) + atol``.  ``atol`` is the rounding error of the
-difference quotients, ``100 * machine epsilon * S / h`` with ``S`` the largest magnitude of
-any real the evaluation computed, plus their truncation error, estimated by how much halving
-the step changes them; where that change is not small (more than 1 %), the function is too
-curved at the step's scale and finite differences are not compared.  The three AD modes must
-agree with each other to ``AGREEMENT`` relative (plus rounding on the computation's scale).
+Each input ``x_i`` gets an error measure of its own.  Its absolute floor ``atol_i`` is the
+rounding error of its difference quotients, ``ROUNDING_SAFETY * machine epsilon * M_i / h``,
+where ``M_i`` is the largest magnitude among the reals that *move* when ``x_i`` is probed
+(the function's value and every primitive result whose arguments differ between the probes
+``x + h e_i`` and ``x - h e_i``) -- a large constant elsewhere in the program does not blunt
+the check -- plus the truncation error, estimated by how much halving the step changes the
+quotient.  The error of a mode's derivative ``d`` against the finite difference ``fd`` is
+
+    error = |d - fd| / max(|d|, |fd|, atol_i / rtol)
+
+(relative, with magnitudes below ``atol_i / rtol`` counted as ``atol_i / rtol``), and the
+mode disagrees when ``error > rtol``.  Finite differences can only judge a derivative when
+their floor is small: where the rounding part exceeds ``rtol * max(|fd|, 1)`` (a value of
+1e30 moving with the input, ``sin x + 1e30``), or where halving the step changes the
+quotient by more than 1 % (too curved at the step's scale), the input is *not compared* -- and a point that is not
+compared is never reported as checked.  The three AD modes must agree with each other to
+``AGREEMENT`` relative (plus rounding on the scale ``M_i``).
 
 Sampled points are drawn with a seeded generator and kept only where the function evaluates
 without error at the point and at every finite-difference probe, the probes take the same
@@ -33,15 +43,18 @@ This module works on a loaded program (anything with the interface of
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import random
 import sys
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from .differentiate import Differentiator, is_real, map_value
-from .errors import LambdadError, ResourceError, UsageError
+from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
 from .syntax import (
     curried_params,
@@ -84,9 +97,11 @@ MODE_TITLES = {"forward": "forward", "reverse": "reverse (factored)",
 
 @attrs.frozen
 class Row:
-    """One input real: its path, the finite difference, each mode's derivative (None for a
-    mode not run), the largest relative error of a mode against the finite difference (NaN
-    when they were not compared), and the modes that disagree with it."""
+    """One input real: its path and value, the finite difference, each mode's derivative
+    (None for a mode not run), the absolute floor ``atol_i`` of the comparison, the error
+    (the largest over the modes, see the module docstring; NaN when finite differences
+    were not compared on this input), and the modes that disagree with the finite
+    difference."""
 
     path: str
     value: float
@@ -94,6 +109,12 @@ class Row:
     derivatives: dict[str, float | None]
     error: float
     disagreeing: tuple[str, ...]
+    floor: float = 0.0
+
+    @property
+    def compared(self) -> bool:
+        """Whether the finite difference judged this input's derivatives."""
+        return not math.isnan(self.error)
 
 
 @attrs.frozen
@@ -107,10 +128,18 @@ class PointCheck:
     notes: tuple[str, ...] = ()
     # Pairs of AD modes that disagree with each other (beyond AGREEMENT), with the path.
     mode_conflicts: tuple[tuple[str, str, str], ...] = ()
+    rtol: float = DEFAULT_RTOL
 
     @property
     def ok(self) -> bool:
+        """No disagreement (finite differences may not have been compared: see
+        :attr:`compared`)."""
         return not self.mismatches()
+
+    @property
+    def compared(self) -> bool:
+        """Whether finite differences judged every input's derivatives here."""
+        return bool(self.rows) and all(row.compared for row in self.rows)
 
     def mismatches(self) -> list[str]:
         """One sentence per disagreement: which mode, on which input, by how much."""
@@ -119,8 +148,9 @@ class PointCheck:
             for mode in row.disagreeing:
                 d = row.derivatives[mode]
                 out.append(f"{MODE_TITLES[mode]} disagrees with finite differences on "
-                           f"`{row.path}`: {d!r} vs {row.finite_difference!r} "
-                           f"(relative error {_relative(d, row.finite_difference):.1e})")
+                           f"`{row.path}`: {_number(d)} vs {_number(row.finite_difference)} "
+                           f"(error {_error(_error_of(d, row.finite_difference, row.floor, self.rtol))}"
+                           f" > rtol {self.rtol:g})")
         for first, second, path in self.mode_conflicts:
             row = next(r for r in self.rows if r.path == path)
             out.append(f"{MODE_TITLES[second]} disagrees with {MODE_TITLES[first]} on "
@@ -137,8 +167,20 @@ class FunctionReport:
     problem: str | None = None
 
     @property
+    def failed(self) -> bool:
+        """Whether some derivative disagrees (with finite differences or another mode)."""
+        return any(not c.ok for c in self.checks)
+
+    @property
+    def verified(self) -> bool:
+        """Whether finite differences judged every derivative at every point, and there was
+        at least one point."""
+        return self.problem is None and bool(self.checks) and all(c.compared for c in self.checks)
+
+    @property
     def ok(self) -> bool:
-        return self.problem is None and all(c.ok for c in self.checks)
+        """Verified and without a disagreement: only then is a function reported ``ok``."""
+        return self.verified and not self.failed
 
 
 @attrs.frozen
@@ -149,21 +191,29 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return all(f.ok for f in self.functions)
+        return bool(self.functions) and all(f.ok for f in self.functions)
 
     def mismatches(self) -> list[str]:
-        """Every disagreement as ``name at point: sentence``, and functions left unchecked."""
+        """Every disagreement as ``name at point: sentence``, and every function or point
+        left unchecked, with the reason."""
         out = []
         for function in self.functions:
             if function.problem is not None:
-                out.append(f"{function.name}: {function.problem}")
+                out.append(f"{function.name}: not checked: {function.problem}")
             for c in function.checks:
                 out.extend(f"{c.name} at {format_value(c.point)}: {m}" for m in c.mismatches())
+                if not c.compared:
+                    why = "; ".join(n for n in c.notes if n.startswith(NOT_COMPARED)) or \
+                        "finite differences not compared"
+                    out.append(f"{c.name} at {format_value(c.point)}: not checked: {why}")
         return out
 
     def render(self) -> str:
         """The report as text: a table per function and point, then a verdict."""
         return render_report(self)
+
+
+NOT_COMPARED = "finite differences not compared"
 
 
 # --------------------------------------------------------------------------- inputs
@@ -325,15 +375,25 @@ def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
     return map_value(value, is_real, lambda _: next(it))
 
 
-def sample_value(t: Type, rng: random.Random) -> Any:
+def sample_value(t: Type, rng: random.Random, orthant: int | None = None) -> Any:
     """A random runtime value of the differentiable type ``t``: reals uniform in
-    ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items."""
+    ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items.  With an
+    ``orthant``, the signs alternate: the i-th real is positive when ``orthant + i`` is
+    even, negative otherwise (``+ - + ...`` for orthant 0, ``- + - ...`` for orthant 1)."""
+    value = _draw(t, rng)
+    if orthant is None:
+        return value
+    reals = [abs(r) if (orthant + i) % 2 == 0 else -abs(r) for i, r in enumerate(leaves(value))]
+    return replace_leaves(value, reals)
+
+
+def _draw(t: Type, rng: random.Random) -> Any:
     if isinstance(t, (RealT, VarT)):
         return rng.uniform(-SAMPLE_RANGE, SAMPLE_RANGE)
     if isinstance(t, PairT):
-        return (sample_value(t.first, rng), sample_value(t.second, rng))
+        return (_draw(t.first, rng), _draw(t.second, rng))
     if isinstance(t, ListT):
-        return [sample_value(t.item, rng) for _ in range(SAMPLE_LIST_LENGTH)]
+        return [_draw(t.item, rng) for _ in range(SAMPLE_LIST_LENGTH)]
     raise UsageError("cannot sample a point of a non-differentiable type")
 
 
@@ -347,16 +407,22 @@ class Probe:
     value: Any
     events: tuple[PrimEvent, ...]
 
-    @property
-    def scale(self) -> float:
-        """The largest magnitude of a real the evaluation computed (at least 1)."""
-        biggest = 1.0
-        if type(self.value) is float:
-            biggest = max(biggest, abs(self.value))
-        for e in self.events:
-            if type(e.result) is float and math.isfinite(e.result):
-                biggest = max(biggest, abs(e.result))
-        return biggest
+
+def moving_magnitude(plus: Probe, minus: Probe) -> float:
+    """The largest magnitude among the reals that differ between two probes of one input:
+    their values, and the results of the primitives whose arguments or result differ.  A
+    constant (``-1e30``, ``log (exp 30)``) does not move, so it does not count; a sum that
+    adds a moving input to it does."""
+    biggest = 0.0
+    if plus.value != minus.value:
+        biggest = max(abs(plus.value), abs(minus.value))
+    for a, b in zip(plus.events, minus.events):
+        if type(a.result) is float and type(b.result) is float and (
+                a.result != b.result or a.args != b.args):
+            for r in (a.result, b.result):
+                if math.isfinite(r):
+                    biggest = max(biggest, abs(r))
+    return biggest
 
 
 class Prober:
@@ -365,7 +431,9 @@ class Prober:
 
     def __init__(self, program: Any, name: str, k: int):
         self.events: list[PrimEvent] = []
-        self.interpreter = Interpreter(on_event=self._record)
+        # The step limit of the program (--max-steps) holds for every probe too.
+        self.max_steps = getattr(program, "max_steps", None)
+        self.interpreter = Interpreter(on_event=self._record, max_steps=self.max_steps)
         self.interpreter.ad_hooks = Differentiator(self.interpreter).hooks()
         self.function = self.interpreter.evaluate_module(program.module, upto=name)[name]
         self.program, self.name, self.k = program, name, k
@@ -373,9 +441,11 @@ class Prober:
 
     def naive_gradient(self, point: Any, seconds: float) -> list[float] | None:
         """The gradient at ``point`` by naive backpropagation, on an interpreter of its own
-        that gives up after ``seconds`` (None then)."""
+        that gives up after ``seconds`` (None then).  Any other limit (the program's step
+        limit, the caller's time limit) raises ResourceError."""
         if self._naive is None:
-            interpreter = Interpreter(strategy="naive", timeout=seconds)
+            interpreter = Interpreter(strategy="naive", timeout=seconds,
+                                      max_steps=self.max_steps)
             differentiator = Differentiator(interpreter, "naive")
             interpreter.ad_hooks = differentiator.hooks()
             f = interpreter.evaluate_module(self.program.module, upto=self.name)[self.name]
@@ -383,9 +453,12 @@ class Prober:
                 f = interpreter.evaluate(_uncurried(self.name, self.k), {self.name: f})
             self._naive = (differentiator, f)
         differentiator, f = self._naive
+        started = time.monotonic()
         try:
             _, gradient = differentiator.grad(f, point, strategy="naive")
         except ResourceError:
+            if time.monotonic() - started < seconds:
+                raise  # not this budget: a limit the user set
             return None
         return leaves(gradient)
 
@@ -456,8 +529,10 @@ def domain_problem(center: Probe) -> str | None:
     (``log`` near 0, a divisor near 0...), or None."""
     for e in center.events:
         if e.prim.domain is not None and _real_args(e) and not e.prim.domain(*e.args):
-            args = ", ".join(repr(a) for a in e.args)
-            return f"`{e.prim.spelling.symbol}`{_where(e)} is evaluated near the edge of its domain ({args})"
+            args = ", ".join(format_value(a) for a in e.args)
+            return (f"`{e.prim.spelling.symbol}`{_where(e)} is evaluated outside the range "
+                    f"sampling prefers for it, near the edge of its domain or where it is "
+                    f"steep ({args})")
     return None
 
 
@@ -465,86 +540,113 @@ def _finite(value: Any) -> bool:
     return type(value) is float and math.isfinite(value)
 
 
-def _relative(a: float, b: float) -> float:
-    scale = max(abs(a), abs(b))
-    return abs(a - b) / scale if scale > 0 else 0.0
+def _error_of(d: float, fd: float, floor: float, rtol: float) -> float:
+    """``|d - fd| / max(|d|, |fd|, floor / rtol)``: relative, with magnitudes below
+    ``floor / rtol`` counted as that (the module docstring)."""
+    if d == fd:
+        return 0.0
+    return abs(d - fd) / max(abs(d), abs(fd), floor / rtol)
 
 
 @attrs.frozen
 class _Differences:
     value: float
     quotients: tuple[float, ...]
-    # Allowed absolute deviation of a derivative from each quotient: rounding error of the
-    # difference quotients plus their estimated truncation error.
+    # Allowed absolute deviation of a derivative from each quotient (atol_i): rounding error
+    # of the difference quotients plus their estimated truncation error.
     atols: tuple[float, ...]
+    # M_i: the largest magnitude that moves when input i is probed.
+    magnitudes: tuple[float, ...]
+    # Why the finite differences cannot judge input i (None where they can).
+    unresolved: tuple[str | None, ...]
     problem: str | None
     domain: str | None
-    scale: float
 
 
 def _quotient(prober: Prober, center: Probe, point: Any, reals: list[float], i: int,
-              h: float) -> tuple[float, float, str | None]:
-    """The central difference for input ``i`` with step ``h``, its rounding error bound, and
-    what is wrong with its probes (if anything)."""
+              h: float) -> tuple[float, float, float, str | None]:
+    """The central difference for input ``i`` with step ``h``, its rounding error bound, the
+    magnitude ``M_i`` of what moves, and what is wrong with its probes (if anything)."""
     x = reals[i]
     up, down = list(reals), list(reals)
     up[i], down[i] = x + h, x - h
     try:
         plus = prober(replace_leaves(point, up))
         minus = prober(replace_leaves(point, down))
+    except ResourceError:
+        raise  # a limit the user set: the check stops, it is not a failed probe
     except LambdadError as exc:
-        return math.nan, math.inf, f"a finite-difference probe fails: {exc.message}"
+        return math.nan, math.inf, math.inf, f"a finite-difference probe fails: {exc.message}"
     problem = branch_problem(center, plus) or branch_problem(center, minus)
     if not (_finite(plus.value) and _finite(minus.value)):
-        return math.nan, math.inf, problem or "a finite-difference probe is not finite"
+        return math.nan, math.inf, math.inf, problem or "a finite-difference probe is not finite"
     step = up[i] - down[i]  # the representable step, not 2h
-    scale = max(center.scale, plus.scale, minus.scale)
-    rounding = ROUNDING_SAFETY * MACHINE_EPSILON * scale / (step / 2.0)
-    return (plus.value - minus.value) / step, rounding, problem
+    magnitude = moving_magnitude(plus, minus)
+    rounding = ROUNDING_SAFETY * MACHINE_EPSILON * magnitude / (step / 2.0)
+    return (plus.value - minus.value) / step, rounding, magnitude, problem
 
 
-def finite_differences(prober: Prober, point: Any, eps: float) -> _Differences:
-    """Central differences at ``point`` for every input real, with each one's tolerance, and
-    the reason (if any) they cannot be trusted there: a kink or a branch switch between the
-    probes, or differences that change when the step is halved.  Raises LambdadError if the
-    function fails at the point itself.
+def finite_differences(prober: Prober, point: Any, eps: float = DEFAULT_EPS,
+                       rtol: float = DEFAULT_RTOL) -> _Differences:
+    """Central differences at ``point`` for every input real, with each one's floor
+    ``atol_i``, and the reason (if any) they cannot be trusted there: a kink or a branch
+    switch between the probes (for the whole point); for an input, differences that change
+    when the step is halved or a floor too large for ``rtol``.  Raises LambdadError if the
+    function fails at the point itself or its value is not finite.
 
     Each derivative is estimated with the step ``h`` and with ``h / 2`` and extrapolated
     (Richardson: ``(4 D(h/2) - D(h)) / 3`` cancels the ``h^2`` error term); the change
     between the two steps bounds the truncation error left."""
     center = prober(point)
     if not _finite(center.value):
-        raise _NotFinite(center.value)
+        raise EvalError(f"the value of `{prober.name}` at {format_value(point)} is "
+                        f"{format_value(center.value)}")
     reals = leaves(point)
-    quotients, atols = [], []
+    quotients, atols, magnitudes, unresolved = [], [], [], []
     problem = None
     for i, x in enumerate(reals):
         h = eps * max(1.0, abs(x))
-        coarse, coarse_rounding, trouble = _quotient(prober, center, point, reals, i, h)
+        coarse, coarse_rounding, coarse_size, trouble = _quotient(prober, center, point, reals,
+                                                                  i, h)
         problem = problem or trouble
-        fine, fine_rounding, trouble = _quotient(prober, center, point, reals, i, h / 2.0)
+        fine, fine_rounding, fine_size, trouble = _quotient(prober, center, point, reals, i,
+                                                            h / 2.0)
         problem = problem or trouble
         estimate = (4.0 * fine - coarse) / 3.0
         rounding = (4.0 * fine_rounding + coarse_rounding) / 3.0
         truncation = abs(fine - coarse) / 3.0
-        if problem is None and math.isfinite(estimate) and \
-                truncation > UNSETTLED * max(abs(estimate), rounding):
-            problem = (f"the finite differences for input {i + 1} do not settle (halving the "
-                       f"step changes them by {abs(fine - coarse):.2g}): the function is too "
-                       "curved at this scale")
+        atol = rounding + truncation
+        reason = None
+        if math.isfinite(estimate):
+            if truncation > UNSETTLED * max(abs(estimate), rounding):
+                reason = (f"the finite differences do not settle (halving the step changes "
+                          f"them by {abs(fine - coarse):.2g}): the function is too curved at "
+                          "this scale")
+            elif rounding > rtol * max(abs(estimate), 1.0):
+                reason = (f"their rounding error is {rounding:.2g} here (magnitudes up "
+                          f"to {max(coarse_size, fine_size):.2g} move with this input)")
         quotients.append(estimate)
-        atols.append(rounding + truncation)
-    return _Differences(center.value, tuple(quotients), tuple(atols), problem,
-                        domain_problem(center), center.scale)
-
-
-class _NotFinite(Exception):
-    def __init__(self, value: Any):
-        super().__init__(f"the function's value is {value!r}")
-        self.value = value
+        atols.append(atol)
+        magnitudes.append(max(coarse_size, fine_size))
+        unresolved.append(reason)
+    return _Differences(center.value, tuple(quotients), tuple(atols), tuple(magnitudes),
+                        tuple(unresolved), problem, domain_problem(center))
 
 
 # --------------------------------------------------------------------------- checking
+
+
+def validate_tolerances(eps: float | None, rtol: float | None) -> tuple[float, float]:
+    """``eps`` and ``rtol`` (defaults for None); raises UsageError unless each is a number
+    in (0, 1): a NaN, infinite, zero, negative or huge tolerance would make every
+    comparison pass or every step meaningless."""
+    eps = DEFAULT_EPS if eps is None else eps
+    rtol = DEFAULT_RTOL if rtol is None else rtol
+    for flag, value in (("--eps", eps), ("--rtol", rtol)):
+        if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+            raise UsageError(f"{flag} must be a number between 0 and 1 (exclusive), "
+                             f"got {value!r}")
+    return float(eps), float(rtol)
 
 
 def check_point(program: Any, name: str, point: Any, eps: float | None = None,
@@ -553,18 +655,15 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                 naive_seconds: float = NAIVE_SECONDS) -> PointCheck:
     """The check of ``name`` at the runtime value ``point``: finite differences against
     forward mode and both reverse-mode strategies (naive left out if it takes more than
-    ``naive_seconds``).  Raises LambdadError if the program fails at ``point`` and
-    UsageError if the point does not fit."""
-    eps = DEFAULT_EPS if eps is None else eps
-    rtol = DEFAULT_RTOL if rtol is None else rtol
+    ``naive_seconds``).  Raises LambdadError if the program fails at ``point`` (or its value
+    or a derivative is not finite), ResourceError when a limit is hit, and UsageError if the
+    point does not fit or a tolerance is not in (0, 1)."""
+    eps, rtol = validate_tolerances(eps, rtol)
     k = arity_of_point(program, name, point)
     if prober is None:
         prober = Prober(program, name, k)
     if differences is None:
-        try:
-            differences = finite_differences(prober, point, eps)
-        except _NotFinite as exc:
-            return PointCheck(name, point, math.nan, (), (f"not checked: {exc}",))
+        differences = finite_differences(prober, point, eps, rtol)
     derivatives: dict[str, list[float | None]] = {}
     notes = []
     for mode in ("forward", "reverse"):
@@ -579,20 +678,14 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                      "(its cost grows exponentially with sharing)")
     derivatives["naive"] = naive
     paths = leaf_paths(point, parameter_names(program, name, k))
-    # The AD modes sum the same chain-rule terms in different orders: they agree to
-    # AGREEMENT relative, up to rounding on the scale of the computation (a derivative that
-    # is zero comes out as +-1e-17 in one mode and exactly 0 in another).
-    biggest = max([abs(d) for ds in derivatives.values() for d in ds if d is not None
-                   and _finite(d)], default=0.0)
-    floor = AGREEMENT_FLOOR * max(1.0, differences.scale, biggest)
     reals = leaves(point)
     rows, conflicts = [], []
     for i, path in enumerate(paths):
-        fd = differences.quotients[i]
-        atol = differences.atols[i]
+        fd, atol = differences.quotients[i], differences.atols[i]
         ds = {mode: derivatives[mode][i] for mode in MODES}
         disagreeing = []
-        compared = differences.problem is None and _finite(fd)
+        compared = (differences.problem is None and differences.unresolved[i] is None
+                    and _finite(fd))
         worst = 0.0 if compared else math.nan
         for mode, d in ds.items():
             if d is None:
@@ -603,77 +696,92 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                 continue
             if not compared:
                 continue
-            slack = abs(d - fd) - rtol * max(abs(d), abs(fd))
-            worst = max(worst, abs(d - fd) / max(abs(fd), abs(d), atol / rtol, 1e-300))
-            if slack > atol:
+            error = _error_of(d, fd, atol, rtol)
+            worst = max(worst, error)
+            if error > rtol:
                 disagreeing.append(mode)
+        # The AD modes sum the same chain-rule terms in different orders: they agree to
+        # AGREEMENT relative, up to rounding on the scale of what moves with this input (a
+        # derivative that is zero comes out as +-1e-17 in one mode and exactly 0 in another).
+        biggest = max([abs(d) for d in ds.values() if d is not None and _finite(d)],
+                      default=0.0)
+        floor = AGREEMENT_FLOOR * max(1.0, differences.magnitudes[i], biggest)
         for first, second in (("forward", "reverse"), ("reverse", "naive"), ("forward", "naive")):
             a, b = ds[first], ds[second]
             if a is None or b is None:
                 continue
             if _finite(a) and _finite(b) and abs(a - b) > AGREEMENT * max(abs(a), abs(b)) + floor:
                 conflicts.append((first, second, path))
-        rows.append(Row(path, reals[i], fd, ds, worst, tuple(disagreeing)))
+        rows.append(Row(path, reals[i], fd, ds, worst, tuple(disagreeing), atol))
+        if differences.problem is None and differences.unresolved[i] is not None:
+            notes.append(f"{NOT_COMPARED} on `{path}`: {differences.unresolved[i]}")
     if differences.problem is not None:
-        notes.append(f"finite differences not compared: {differences.problem}")
+        notes.append(f"{NOT_COMPARED}: {differences.problem}")
     if differences.domain is not None:
         notes.append(differences.domain)
     return PointCheck(name, point, differences.value, tuple(rows), tuple(notes),
-                      tuple(conflicts))
+                      tuple(conflicts), rtol)
 
 
-def sample_points(program: Any, name: str, samples: int, seed: int, eps: float | None = None
-                  ) -> tuple[list[tuple[Any, Prober, _Differences]], str | None]:
-    """Up to ``samples`` points (seeded) where ``name`` evaluates without error, away from
-    kinks and branch switches and inside the table's domains; with each, its finite
-    differences.  Also says why fewer were found, if so."""
-    eps = DEFAULT_EPS if eps is None else eps
-    params = function_params(program, name)
-    rng = random.Random(seed)
-    input_type = tuple_type(params)
-    k = len(params)
-    prober = Prober(program, name, k)
-    found = []
-    last_problem = None
-    for _ in range(samples):
-        for attempt in range(ATTEMPTS):
-            point = sample_value(input_type, rng)
-            try:
-                differences = finite_differences(prober, point, eps)
-            except (LambdadError, _NotFinite) as exc:
-                last_problem = getattr(exc, "message", None) or str(exc)
-                continue
-            if differences.problem is not None:
-                last_problem = differences.problem
-                continue
-            # The table's domains are margins (log x with x > 0.1...): insist on them for the
-            # first half of the attempts, then accept any point where the probes are fine.
-            if differences.domain is not None and attempt < ATTEMPTS // 2:
-                last_problem = differences.domain
-                continue
-            found.append((point, prober, differences))
-            break
-        else:
-            break
-    problem = None
-    if len(found) < samples:
-        problem = (f"found {len(found)} of {samples} points away from kinks and errors in "
-                   f"{ATTEMPTS} attempts (last reason: {last_problem})")
-    return found, problem
+def sample_point(prober: Prober, input_type: Type, seed: int, index: int,
+                 eps: float = DEFAULT_EPS, rtol: float = DEFAULT_RTOL
+                 ) -> tuple[Any, _Differences] | str:
+    """The ``index``-th sampled point of ``prober``'s function for ``seed`` (from a
+    generator of its own, so points can be drawn in any order or in parallel), with its
+    finite differences: the first of ``ATTEMPTS`` candidates where the function evaluates
+    without error, away from kinks and branch switches, with finite differences that can
+    judge every input, and (for the first two thirds of the attempts) inside the table's
+    domains; the first third are drawn with alternating signs (see :func:`sample_value`).
+    Returns why none was found instead, if so; raises ResourceError when a limit is hit."""
+    rng = random.Random(f"{seed}/{prober.name}/{index}")
+    last_problem = "no candidate"
+    for attempt in range(ATTEMPTS):
+        # Consecutive points lie in opposite orthants (signs + - + ... and - + - ...) during
+        # the first third of the attempts, so both sides of `relu x` or `max x y` are seen
+        # and a wrong derivative on either side is caught.
+        point = sample_value(input_type, rng, index if attempt < ATTEMPTS // 3 else None)
+        try:
+            differences = finite_differences(prober, point, eps, rtol)
+        except ResourceError:
+            raise
+        except LambdadError as exc:
+            last_problem = exc.message
+            continue
+        if differences.problem is not None:
+            last_problem = differences.problem
+            continue
+        reason = next((r for r in differences.unresolved if r is not None), None)
+        if reason is not None:
+            last_problem = f"{NOT_COMPARED}: {reason}"
+            continue
+        # The table's domains are margins (log x with x > 0.1...): insist on them for the
+        # first two thirds of the attempts, then accept any point where the probes are fine.
+        if differences.domain is not None and attempt < 2 * ATTEMPTS // 3:
+            last_problem = differences.domain
+            continue
+        return point, differences
+    return last_problem
 
 
 def check(program: Any, names: str | Iterable[str] | None = None, point: Any = None,
           samples: int = 3, seed: int = 0, eps: float | None = None,
-          rtol: float | None = None, naive_seconds: float = NAIVE_SECONDS) -> Report:
+          rtol: float | None = None, naive_seconds: float = NAIVE_SECONDS,
+          jobs: int = 1) -> Report:
     """The gradient check of ``names`` (default: :func:`differentiable_functions`) at
     ``point`` (Python data or lambdad syntax, for every name) or at ``samples`` seeded random
-    points; naive backpropagation is left out where it takes over ``naive_seconds``.
-    Raises UsageError for an unknown or non-differentiable name or a point that does not
-    fit, LambdadError if the program fails at the given point."""
+    points, drawn and checked by ``jobs`` worker processes (the report does not depend on
+    ``jobs``); naive backpropagation is left out where it takes over ``naive_seconds``.
+    Raises UsageError for an unknown or non-differentiable name, a program with nothing to
+    check, a point that does not fit or a tolerance outside (0, 1); LambdadError if the
+    program fails at the given point; ResourceError when a limit is hit."""
+    eps, rtol = validate_tolerances(eps, rtol)
     if isinstance(names, str):
         names = [names]
     names = list(names) if names is not None else differentiable_functions(program)
-    reports = []
+    if not names:
+        raise UsageError("nothing to check: no function of reals, pairs and lists of reals "
+                         "returning R is defined" + (f" (defined: {', '.join(program.names())})"
+                                                     if program.names() else ""))
     for name in names:
         if name not in program.decls or name not in program.names():
             known = ", ".join(program.names()) or "none"
@@ -682,28 +790,122 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         if not params or not all(is_differentiable(p) for p in params):
             raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
                              f"it has type {program.typing.schemes[name]}")
-        if point is not None:
-            value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
+    if point is not None:
+        reports = []
+        value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
+        for name in names:
             k = arity_of_point(program, name, value)
             if not isinstance(_result(program, name, k), RealT):
                 raise UsageError(f"`{name}` does not return R")
             reports.append(FunctionReport(name, (check_point(program, name, value, eps, rtol,
                                                              naive_seconds=naive_seconds),)))
-            continue
-        if not isinstance(_result(program, name, len(params)), RealT):
+        return Report(tuple(reports))
+    for name in names:
+        if not isinstance(_result(program, name, len(function_params(program, name))), RealT):
             raise UsageError(f"`{name}` does not return R")
-        found, problem = sample_points(program, name, samples, seed, eps)
-        checks = tuple(check_point(program, name, p, eps, rtol, prober, d, naive_seconds)
-                       for p, prober, d in found)
-        if not found:
-            problem = problem or "no point found"
-        elif problem is not None:
+    if samples < 1:
+        raise UsageError("--samples needs a positive number")
+    probers: dict[str, Prober] = {}
+    given_up: set[str] = set()  # functions with a point not found (a serial run skips them)
+
+    def sample_and_check(task: tuple[str, int]) -> PointCheck | str:
+        name, index = task
+        if name in given_up:
+            return "skipped"
+        if name not in probers:
+            probers[name] = Prober(program, name, len(function_params(program, name)))
+        prober = probers[name]
+        found = sample_point(prober, tuple_type(function_params(program, name)), seed, index,
+                             eps, rtol)
+        if isinstance(found, str):
+            return found
+        sampled, differences = found
+        return check_point(program, name, sampled, eps, rtol, prober, differences,
+                           naive_seconds)
+
+    tasks = [(name, index) for name in names for index in range(samples)]
+    results = iter(in_parallel(sample_and_check, tasks, jobs))
+    reports = []
+    for name in names:
+        checks: list[PointCheck] = []
+        problem = None
+        for index in range(samples):
+            result = next(results)
+            if problem is not None:
+                continue  # drawn in parallel; a serial run stops at the first failure
+            if isinstance(result, str):
+                given_up.add(name)
+                problem = (f"found {len(checks)} of {samples} points away from kinks and "
+                           f"errors in {ATTEMPTS} attempts (last reason: {result})")
+            else:
+                checks.append(result)
+        if checks and problem is not None:
             # Some points were checked: say why there are fewer, but do not fail for that.
-            checks = checks[:-1] + (attrs.evolve(checks[-1], notes=checks[-1].notes
-                                                 + (problem,)),)
+            checks[-1] = attrs.evolve(checks[-1], notes=checks[-1].notes + (problem,))
             problem = None
-        reports.append(FunctionReport(name, checks, problem))
+        reports.append(FunctionReport(name, tuple(checks), problem))
     return Report(tuple(reports))
+
+
+def in_parallel(work: Callable[[Any], Any], tasks: Sequence[Any], jobs: int) -> Iterator[Any]:
+    """``work(task)`` for every task, in order, computed by up to ``jobs`` forked worker
+    processes (lazily in this process for one job, or where processes cannot be forked).
+    Each worker inherits this process's state (the program, its compiled code) and returns
+    its results by pickling; a LambdadError raised by ``work`` is raised here again, in
+    task order.  Workers are stopped when the caller stops (an error, a time limit)."""
+    jobs = min(jobs, len(tasks))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(work, tasks)
+        return
+    context = multiprocessing.get_context("fork")
+    todo, done = context.SimpleQueue(), context.SimpleQueue()
+    for position in range(len(tasks)):
+        todo.put(position)
+    for _ in range(jobs):
+        todo.put(None)
+
+    def serve() -> None:
+        while (position := todo.get()) is not None:
+            try:
+                done.put((position, "value", work(tasks[position])))
+            except LambdadError as exc:
+                done.put((position, "error", (type(exc), exc.message, exc.span, exc.notes)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent to raise
+                done.put((position, "crash", f"{type(exc).__name__}: {exc}"))
+        done.close()
+
+    workers = [context.Process(target=serve, daemon=True) for _ in range(jobs)]
+    for worker in workers:
+        worker.start()
+    try:
+        results: dict[int, tuple[str, Any]] = {}
+        for position in range(len(tasks)):
+            while position not in results:
+                got, kind, payload = done.get()
+                results[got] = (kind, payload)
+            kind, payload = results.pop(position)
+            if kind == "error":
+                cls, message, span, notes = payload
+                error = cls.__new__(cls)
+                LambdadError.__init__(error, message, span, notes)
+                raise error
+            if kind == "crash":
+                raise RuntimeError(f"a worker process failed: {payload}")
+            yield payload
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+        for worker in workers:
+            worker.join()
+
+
+def default_jobs() -> int:
+    """All the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _runtime(value: Any) -> Any:
@@ -725,22 +927,32 @@ def _runtime(value: Any) -> Any:
 # --------------------------------------------------------------------------- rendering
 
 
-def _number(x: float) -> str:
-    return f"{x:.12g}" if math.isfinite(x) else repr(x)
+def _number(x: float | None) -> str:
+    """A real in the language's style (``2``, ``0.5``, ``-1e+30``), 12 significant digits."""
+    if x is None:
+        return "-"
+    if not math.isfinite(x):
+        return format_value(x)
+    text = f"{x:.12g}"
+    return text
+
+
+def _error(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.1e}"
 
 
 def render_check(c: PointCheck) -> list[str]:
-    """The table of one point: a row per input real."""
+    """The table of one point: a row per input real; ``floor`` is the absolute floor
+    ``atol_i`` and ``error`` the largest error of a mode (the module docstring)."""
     lines = [f"{c.name} at {format_value(c.point)}: value {_number(c.value)}"]
-    headers = ["input", "finite diff.", *(MODE_TITLES[m] for m in MODES), "error"]
+    headers = ["input", "finite diff.", *(MODE_TITLES[m] for m in MODES), "floor", "error"]
     table = [headers]
     for row in c.rows:
         mark = "  <- " + ", ".join(MODE_TITLES[m] for m in row.disagreeing) \
             if row.disagreeing else ""
         table.append([row.path, _number(row.finite_difference),
-                      *(_number(row.derivatives[m]) if row.derivatives[m] is not None else "-"
-                        for m in MODES),
-                      (f"{row.error:.1e}" if not math.isnan(row.error) else "-") + mark])
+                      *(_number(row.derivatives[m]) for m in MODES),
+                      f"{row.floor:.1e}" if row.compared else "-", _error(row.error) + mark])
     widths = [max(len(r[i]) for r in table) for i in range(len(headers) - 1)]
     for r in table:
         cells = [cell.ljust(width) for cell, width in zip(r, widths)] + [r[-1]]
@@ -750,7 +962,8 @@ def render_check(c: PointCheck) -> list[str]:
 
 
 def render_report(report: Report) -> str:
-    """The whole report: each function's tables, its mismatches, and a last verdict line."""
+    """The whole report: each function's tables, its mismatches, and a last verdict line:
+    ``ok`` only when finite differences judged every derivative at every point."""
     lines: list[str] = []
     for function in report.functions:
         for c in function.checks:
@@ -761,18 +974,19 @@ def render_report(report: Report) -> str:
             lines.append(f"{function.name}: not checked: {function.problem}")
             lines.append("")
     total = sum(len(f.checks) for f in report.functions)
-    skipped = sum(1 for f in report.functions for c in f.checks
-                  if any(math.isnan(r.error) for r in c.rows))
     no_naive = sum(1 for f in report.functions for c in f.checks
                    if any(r.derivatives["naive"] is None for r in c.rows))
     if report.ok:
-        caveats = [f"finite differences not compared at {skipped} point(s)"] if skipped else []
-        if no_naive:
-            caveats.append(f"reverse (naive) not run at {no_naive} point(s)")
+        caveat = f" (reverse (naive) not run at {no_naive} point(s))" if no_naive else ""
         lines.append(f"ok: {len(report.functions)} function(s), {total} point(s): forward, "
-                     "reverse (factored, naive) and finite differences agree"
-                     + (f" ({'; '.join(caveats)})" if caveats else ""))
-    else:
-        bad = [f.name for f in report.functions if not f.ok]
-        lines.append(f"FAILED: {', '.join(bad)}")
+                     "reverse (factored, naive) and finite differences agree (error <= rtol "
+                     f"{report.functions[0].checks[0].rtol:g}){caveat}")
+        return "\n".join(lines)
+    failed = [f.name for f in report.functions if f.failed]
+    unchecked = [f.name for f in report.functions if not f.failed and not f.verified]
+    if failed:
+        lines.append(f"FAILED: {', '.join(failed)}")
+    if unchecked:
+        lines.append(f"NOT CHECKED: {', '.join(unchecked)} (finite differences could not "
+                     "judge every derivative: see the notes)")
     return "\n".join(lines)

@@ -150,6 +150,11 @@ class Program:
             raise UsageError("--max-steps needs a positive number")
         self._interpreter.max_steps = steps
 
+    @property
+    def max_steps(self) -> int | None:
+        """The step limit set by :meth:`set_max_steps` (None: no limit)."""
+        return self._interpreter.max_steps
+
     def _set_strategy(self, strategy: str | None) -> None:
         strategy = strategy or "factored"
         if strategy not in STRATEGIES:

@@ -254,12 +254,15 @@ _ENTRIES: list[Primitive] = [
           ("1 / y", "-x / (y * y)"), spelling=_infix("/", LEVEL_MUL),
           domain=lambda x, y: abs(y) > 0.1),
     _real("pow", ("x", "y"),
-          "real power x ^ y; a negative base needs an integer exponent. The derivative in y "
+          "real power x ^ y; a negative base needs an integer exponent. The derivative in x "
+          "is 0 for y = 0 (x ^ 0 is constant, also at x = 0); the derivative in y "
           "is log x * x ^ y for x > 0 and 0 otherwise (where x ^ y is only defined for "
           "integer y); a literal exponent is never differentiated",
-          _pow, ("y * x ^ (y - 1)", "if x > 0 then log x * r else 0"), result="r",
-          spelling=_infix("^", LEVEL_POW, "right"),
-          domain=lambda x, y: x > 0.1 and abs(y) < 4),
+          _pow, ("if y == 0 then 0 else y * x ^ (y - 1)", "if x > 0 then log x * r else 0"),
+          result="r", spelling=_infix("^", LEVEL_POW, "right"),
+          # Far from 0, and a negative base only with a whole exponent (x ^ 2 at -1).
+          domain=lambda x, y: (x > 0.1 or (x < -0.1 and float(y).is_integer()))
+          and abs(y) < 4),
     _real("neg", ("x",), "-x", lambda x: -x, ("-1",), inline="(-{x})",
           spelling=Spelling("-", "prefix", LEVEL_NEG, "none")),
     # ---- elementary functions

@@ -22,3 +22,22 @@ def lambdad_cli():
         )
 
     return run
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long", action="store_true",
+                     help="also run the long profile: tests marked `long` (adversarial "
+                          "inputs in full, every mutation of every partial)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: part of the long profile (run with --long)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--long"):
+        return
+    skip = pytest.mark.skip(reason="long profile: run with --long")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)

@@ -188,7 +188,7 @@ BMP_RAW = r"""
       (x1 - x2, \a -o x1_ (1 * a) <+> x2_ (-1 * a)) in
     let (v2, v2_) = (2, \a -o zero) in
     let r = v1 ^ v2 in
-    (r, \a -o v1_ (v2 * v1 ^ (v2 - 1) * a)) in
+    (r, \a -o v1_ ((if v2 == 0 then 0 else v2 * v1 ^ (v2 - 1)) * a)) in
   (sin v3, \a -o v3_ (cos v3 * a))
 """
 

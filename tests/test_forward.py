@@ -214,7 +214,7 @@ BMP_RAW = r"""
       (x1 - x2, 1 * x1' + -1 * x2') in
     let (v2, v2') = (2, 0) in
     let r = v1 ^ v2 in
-    (r, v2 * v1 ^ (v2 - 1) * v1') in
+    (r, (if v2 == 0 then 0 else v2 * v1 ^ (v2 - 1)) * v1') in
   (sin v3, cos v3 * v3')
 """
 

@@ -173,9 +173,13 @@ def test_sampled_points_stay_away_from_kinks_and_branch_switches():
 def test_at_a_kink_finite_differences_are_not_compared(point, culprit):
     report = gradcheck.check(lambdad.loads(KINKS), "r", point=point)
     [c] = report.functions[0].checks
-    assert report.ok  # the derivative of the branch taken is the documented answer
+    # The modes agree (the derivative of the branch taken is the documented answer), but
+    # nothing independent confirms it: the function is not reported as checked.
+    assert c.ok and not c.compared
+    assert not report.ok and not report.functions[0].failed
     assert any(f"`{culprit}`" in note and "not compared" in note for note in c.notes), c.notes
     assert "-" in report.render().splitlines()[2].split()
+    assert report.render().splitlines()[-1].startswith("NOT CHECKED: r")
 
 
 def test_a_function_with_kinks_everywhere_cannot_be_sampled():
@@ -255,6 +259,45 @@ def test_cli_check_rtol_and_eps_are_used(monkeypatch, capsys):
     assert cli.main(["check", file, "--at", "2,5"]) == 1
     assert cli.main(["check", file, "--at", "2,5", "--rtol", "1e-3"]) == 0
     capsys.readouterr()
-    # A step so large that halving it changes the differences: they are not compared.
-    assert cli.main(["check", file, "--at", "2,5", "--eps", "0.5"]) == 0
+    # A step so large that halving it changes the differences: they are not compared, and
+    # a derivative not compared is not reported as checked.
+    assert cli.main(["check", file, "--at", "2,5", "--eps", "0.5"]) == 1
     assert "do not settle" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- limits and processes
+
+
+def test_a_step_limit_hit_while_checking_is_a_failure_never_ok(lambdad_cli, tmp_path):
+    file = tmp_path / "long.lam"
+    file.write_text("def f (x : R) : R = fold (\\a i -> a + sin (x * i)) 0 (range 2000)\n")
+    for where in (("--samples", "2"), ("--at", "0.5")):
+        result = lambdad_cli("check", str(file), *where, "--max-steps", "500")
+        assert result.returncode == 1, (where, result.stdout, result.stderr)
+        assert "stopped after 500 steps" in result.stderr
+        assert "ok" not in result.stdout
+
+
+def test_a_time_limit_hit_while_checking_is_a_failure_never_ok(lambdad_cli, tmp_path):
+    file = tmp_path / "slow.lam"
+    file.write_text("def f (x : R) : R = fold (\\a i -> a + sin (x * i)) 0 (range 200000)\n")
+    result = lambdad_cli("check", str(file), "--timeout", "1", "--jobs", "2")
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "time limit" in result.stderr or "stopped after" in result.stderr
+    assert "ok" not in result.stdout
+
+
+def test_parallel_sampling_gives_the_serial_report():
+    program = lambdad.loads(SHAPES + KINKS)
+    serial = gradcheck.check(program, samples=4, seed=7, jobs=1)
+    parallel = gradcheck.check(program, samples=4, seed=7, jobs=3)
+    assert parallel == serial
+    assert parallel.render() == serial.render()
+    assert "found 0 of 4 points" in serial.render()  # `dense`: a serial run gives up early
+
+
+def test_an_error_in_a_worker_is_raised_in_order(monkeypatch):
+    monkeypatch.setattr(rules, "PARTIALS", wrong_table("sin", "cos x * 1e308 * 10"))
+    program = lambdad.loads("def f (x : R) : R = x * x\ndef g (x : R) : R = sin x")
+    with pytest.raises(lambdad.EvalError):
+        gradcheck.check(program, samples=2, jobs=2)
