@@ -8,8 +8,8 @@ Conventions of the pages (docs/index.md explains them to readers too):
   a scratch directory that holds ``programs/`` (the repository's examples) and an empty
   ``docs/images/``, so paths read as from the repository root and nothing in the repository
   is written.  ``$ lambdad ... > FILE`` writes the command's stdout to FILE there.
-- Exit status: a shown ``usage error:`` means status 2, another ``error:`` status 1,
-  otherwise 0.
+- Exit status: a shown ``usage error:`` means status 2, another ``error:`` (or a
+  ``FAILED:`` / ``NOT CHECKED:`` verdict of ``check`` or ``fuzz``) status 1, otherwise 0.
 - ``$ lambdad repl ...`` is followed by a transcript: what the REPL prints before its first
   ``λ> `` prompt appears only on a terminal and is not checked; each entry (a ``λ> `` line
   and its ``.. `` continuation lines) is fed to the REPL through a pipe, and the lines
@@ -263,7 +263,7 @@ def expected_status(output: str) -> int:
     """The exit status an output implies: 2 for a usage error, 1 for another error, else 0."""
     if "usage error:" in output:
         return 2
-    if re.search(r"\berror:", output):
+    if re.search(r"\berror:", output) or re.search(r"^(FAILED|NOT CHECKED):", output, re.M):
         return 1
     return 0
 
