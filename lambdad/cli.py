@@ -1,7 +1,8 @@
 """The ``lambdad`` command: a thin layer over :mod:`lambdad.pipeline`.
 
 Results go to stdout, diagnostics to stderr.  Exit status: 0 success, 1 an error in the
-program (parse, type, runtime), 2 a usage error.  No Python traceback reaches the user unless
+program (parse, type, runtime), 2 a usage error, 4 a missing optional tool (Graphviz for
+PNG).  No Python traceback reaches the user unless
 ``LAMBDAD_DEBUG=1`` is set.
 """
 
@@ -184,17 +185,18 @@ def cmd_trace(session: _Session, args: argparse.Namespace) -> int:
 
 
 def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
-    from .trace import graph_dot, render_graph, trace
+    from .graph import graph_of, write_graph
+    from .trace import trace
 
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at")
     with _limits(program, args):
         result = trace(program, args.name, point, mode=args.mode, strategy="factored")
-    dot = graph_dot(result, session.sources, title=f"{args.name} at {args.at}")
+    graph = graph_of(result, title=f"{args.name} at {args.at}")
     if args.output is None:
-        sys.stdout.write(dot)
+        sys.stdout.write(graph.dot())
     else:
-        print(render_graph(dot, args.output), file=sys.stderr)
+        print(write_graph(graph, args.output), file=sys.stderr)
     return 0
 
 
@@ -312,14 +314,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=STRATEGIES, default="factored")
     timeout(p)
 
-    p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT; SVG/PNG "
-                                "with Graphviz), nodes labelled with values and adjoints")
+    p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT text, or an SVG "
+                                "picture; PNG/PDF with Graphviz), nodes labelled with values "
+                                "and adjoints")
     p.add_argument("file", metavar="FILE")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--at", required=True, metavar="POINT")
     p.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
                    help="label nodes with adjoints (reverse, default) or tangents (forward)")
-    p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot, OUT.svg or OUT.png")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="OUT.dot, OUT.svg (no Graphviz needed), OUT.png or OUT.pdf (Graphviz)")
     timeout(p)
 
     p = add("check", cmd_check, "gradient check: forward mode, both reverse strategies and "

@@ -86,6 +86,14 @@ class UsageError(LambdadError):
     exit_code = 2
 
 
+class ToolError(LambdadError):
+    """An optional outside tool that the request needs is not installed (or failed); the
+    message says how to install it."""
+
+    kind = "tool error"
+    exit_code = 4
+
+
 def render(error: LambdadError, sources: dict[str, str] | None = None) -> str:
     """The user-facing text of ``error``: ``file:line:col: kind: message``, source line, caret.
 

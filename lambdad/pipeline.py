@@ -300,11 +300,13 @@ class Program:
         return f, value, result_after(self.typing.schemes[name].type, k)
 
     def input_names(self, name: str, point: Any) -> list[str]:
-        """A name for each real of the point, left to right: the parameter's name, with
-        ``.0``/``.1`` for pair components and ``[i]`` for list elements (``w.1[2]``)."""
+        """A name for each real of the point, left to right, as the user wrote it: the
+        parameter's name, with ``.0``/``.1`` for pair components and ``[i]`` for list
+        elements (``w.1[2]``); a component that a pattern parameter names (``\\(a, b) ->``)
+        has that name."""
         value = self._as_value(point)
         k = self.arguments_covered(name, value)
-        params = _parameter_names(self.decls[name].value)
+        params, components = _parameter_names(self.decls[name].value)
         parts = []
         rest = value
         for _ in range(k - 1):
@@ -317,15 +319,19 @@ class Program:
                 root = params[position]
             else:
                 root = "x" if k == 1 else f"x{position + 1}"
-            stack = [(part, root)]
+            # (value, its name as text, the variable bound to it if a pattern names it)
+            stack = [(part, root, root)]
             while stack:
-                v, path = stack.pop()
+                v, path, bound = stack.pop()
                 if type(v) is float:
                     names.append(path)
                 elif type(v) is tuple:
-                    stack.extend(((v[1], path + ".1"), (v[0], path + ".0")))
+                    first, second = components.get(bound, (None, None))
+                    stack.extend(((v[1], _component_path(path, second, ".1"), second),
+                                  (v[0], _component_path(path, first, ".0"), first)))
                 elif type(v) is list:
-                    stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
+                    stack.extend((item, f"{path}[{i}]", None)
+                                 for i, item in reversed(list(enumerate(v))))
         return names
 
     def _uncurried(self, name: str, k: int) -> Any:
@@ -589,13 +595,26 @@ def _from_python(value: Any) -> Any:
     raise UsageError(f"cannot use {value!r} as a lambdad value")
 
 
-def _parameter_names(term: Term) -> list[str]:
-    """The names of a definition's curried parameters (``p``-style names for patterns)."""
-    names = []
-    while isinstance(term, Lam):
-        names.append(term.param)
+def _parameter_names(term: Term) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The names of a definition's curried parameters, and the names its patterns give to
+    pair components: a pattern parameter ``(a, (b, c))`` is a fresh parameter ``p`` with
+    ``let (a, p1) = p in let (b, c) = p1 in ...`` (parser), read back as ``{p: (a, p1),
+    p1: (b, c)}``."""
+    names: list[str] = []
+    components: dict[str, tuple[str, str]] = {}
+    while True:
+        if isinstance(term, Lam):
+            names.append(term.param)
+        elif isinstance(term, LetPair) and isinstance(term.value, Var):
+            components[term.value.name] = (term.first, term.second)
+        else:
+            return names, components
         term = term.body
-    return names
+
+
+def _component_path(path: str, bound: str | None, step: str) -> str:
+    """The name of a pair component: the pattern's name for it, else ``path`` + ``step``."""
+    return bound if bound is not None and bound != "_" else path + step
 
 
 def _real_term(r: float) -> Term:

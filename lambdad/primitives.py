@@ -90,6 +90,8 @@ class Primitive:
     # Distance from the arguments to the nearest point where the primitive is not smooth
     # (gradient checks sample away from those).
     kink: Callable[..., float] | None = None
+    # ``f x y == f y x``: pictures mark the argument order of the other binary operations.
+    commutative: bool = False
 
     @property
     def arity(self) -> int:
@@ -206,7 +208,7 @@ def _fold(f: Callable, z: Any, xs: list) -> Any:
 
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
-          domain=None, kink=None) -> Primitive:
+          domain=None, kink=None, commutative=False) -> Primitive:
     arity = len(params)
     return Primitive(
         name=name,
@@ -221,6 +223,7 @@ def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, sp
         result=result,
         domain=domain,
         kink=kink,
+        commutative=commutative,
     )
 
 
@@ -245,11 +248,11 @@ def _infix(symbol: str, level: int, assoc: str = "left") -> Spelling:
 _ENTRIES: list[Primitive] = [
     # ---- arithmetic
     _real("add", ("x", "y"), "x + y", lambda x, y: x + y, ("1", "1"),
-          inline="({x} + {y})", spelling=_infix("+", LEVEL_ADD)),
+          inline="({x} + {y})", spelling=_infix("+", LEVEL_ADD), commutative=True),
     _real("sub", ("x", "y"), "x - y", lambda x, y: x - y, ("1", "-1"),
           inline="({x} - {y})", spelling=_infix("-", LEVEL_ADD)),
     _real("mul", ("x", "y"), "x * y", lambda x, y: x * y, ("y", "x"),
-          inline="({x} * {y})", spelling=_infix("*", LEVEL_MUL)),
+          inline="({x} * {y})", spelling=_infix("*", LEVEL_MUL), commutative=True),
     _real("div", ("x", "y"), "x / y; division by zero is a runtime error", _div,
           ("1 / y", "-x / (y * y)"), spelling=_infix("/", LEVEL_MUL),
           domain=lambda x, y: abs(y) > 0.1),

@@ -15,10 +15,7 @@ one primitive's result into another's arguments.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -42,6 +39,9 @@ class Row:
     value: float
     parents: tuple[int, ...]  # row indices (inputs are negative: v-1, v0, ...)
     derivatives: list[float] = attrs.field(factory=list)
+    primitive: str = ""  # the table entry's name
+    # per argument: the row index that produced it, or None for a constant operand
+    operands: tuple[int | None, ...] = ()
     stamp: int | None = None
     level: int = 0
 
@@ -58,6 +58,8 @@ class Trace:
     columns: tuple[str, ...]
     output: float
     file: str = ""
+    # the source texts the spans point into, by file name (for the source column)
+    sources: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
 
 
 # ------------------------------------------------------------------ finding the rule outputs
@@ -124,10 +126,12 @@ class _Recorder:
         node_id = id(event.term) if event.term is not None else None
         if node_id in self.primal:
             if self.collect_rows:
-                parents = tuple(self.producers[id(a)] for a in event.args
-                                if type(a) is float and id(a) in self.producers)
+                operands = tuple(self.producers.get(id(a)) if type(a) is float else None
+                                 for a in event.args)
+                parents = tuple(p for p in operands if p is not None)
                 row = Row(len(self.rows) + 1, PRIMITIVES[event.prim.name].spelling.symbol,
-                          event.span, event.args, event.result, parents)
+                          event.span, event.args, event.result, parents,
+                          primitive=event.prim.name, operands=operands)
                 self.rows.append(row)
                 self.producers[id(event.result)] = row.index
                 self.keep.append(event.result)
@@ -209,9 +213,11 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     renumber = {row.index: position + 1 for position, row in enumerate(rows)}
     for row in rows:
         row.parents = tuple(renumber.get(p, p) for p in row.parents)
+        row.operands = tuple(None if p is None else renumber.get(p, p) for p in row.operands)
         row.index = renumber[row.index]
     return Trace(mode, tuple(zip(names, inputs)), per_input, tuple(rows), tuple(columns),
-                 float(output) if type(output) is float else output, program.file)
+                 float(output) if type(output) is float else output, program.file,
+                 dict(program.sources))
 
 
 def _assign_levels(rows: list[Row]) -> None:
@@ -236,6 +242,11 @@ def _source_text(span: Span | None, sources: dict[str, str]) -> str:
     if span.line == span.end_line and 1 <= span.line <= len(lines):
         return lines[span.line - 1][span.col - 1:span.end_col - 1]
     return f"{str(span)}"
+
+
+def source_excerpt(span: Span | None, sources: dict[str, str]) -> str:
+    """The source text ``span`` covers when it is one line, else its location."""
+    return _source_text(span, sources)
 
 
 def format_trace(tr: Trace, sources: dict[str, str]) -> str:
@@ -266,62 +277,3 @@ def format_trace(tr: Trace, sources: dict[str, str]) -> str:
     for r in table:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
     return "\n".join(lines)
-
-
-def graph_dot(tr: Trace, sources: dict[str, str], title: str = "") -> str:
-    """The computational graph of the trace in Graphviz DOT: one node per input and per
-    primitive evaluation, labelled with its primal value and derivative(s)."""
-    n = len(tr.inputs)
-    lines = ["digraph lambdad {", "  rankdir=LR;",
-             '  node [shape=box, fontname="Helvetica", fontsize=11];']
-    if title:
-        lines.append(f'  label="{_escape(title)}"; labelloc=t;')
-    deriv_name = "adjoint" if tr.mode == "reverse" else "tangent"
-    for position, (name, value) in enumerate(tr.inputs):
-        index = position - n + 1
-        derivs = tr.input_derivatives[position] if tr.input_derivatives else ()
-        label = f"v{index} = {name}\\n{format_real(value)}"
-        if derivs:
-            label += f"\\n{deriv_name} " + ", ".join(format_real(d) for d in derivs)
-        lines.append(f'  v{_id(index)} [label="{_escape(label)}", style=rounded];')
-    for row in tr.rows:
-        label = (f"v{row.index} = {row.symbol}\\n{format_real(row.value)}\\n{deriv_name} "
-                 + ", ".join(format_real(d) for d in row.derivatives))
-        tooltip = _source_text(row.span, sources)
-        lines.append(f'  v{_id(row.index)} [label="{_escape(label)}", tooltip="{_escape(tooltip)}"];')
-        for parent in row.parents:
-            lines.append(f"  v{_id(parent)} -> v{_id(row.index)};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def _id(index: int) -> str:
-    return str(index) if index > 0 else f"m{-index}"
-
-
-def _escape(text: str) -> str:
-    return text.replace('"', '\\"')
-
-
-def render_graph(dot: str, output: str) -> str:
-    """Writes ``dot`` to ``output`` (``.dot`` as text; ``.svg``/``.png`` through Graphviz's
-    ``dot``).  Returns a note for the user.  Raises UsageError if Graphviz is missing for
-    an image format or the suffix is unknown."""
-    path = Path(output)
-    suffix = path.suffix.lower()
-    if suffix in ("", ".dot", ".gv"):
-        path.write_text(dot)
-        return f"wrote {path}"
-    if suffix not in (".svg", ".png", ".pdf"):
-        raise UsageError(f"unknown graph format `{suffix}`; use .dot, .svg or .png")
-    dot_program = shutil.which("dot")
-    if dot_program is None:
-        fallback = path.with_suffix(".dot")
-        fallback.write_text(dot)
-        raise UsageError(f"Graphviz (`dot`) is not installed, so {suffix} cannot be made; "
-                         f"wrote the DOT text to {fallback} instead")
-    result = subprocess.run([dot_program, f"-T{suffix[1:]}", "-o", str(path)], input=dot,
-                            text=True, capture_output=True)
-    if result.returncode != 0:
-        raise UsageError(f"Graphviz failed: {result.stderr.strip()}")
-    return f"wrote {path}"

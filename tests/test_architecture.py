@@ -16,14 +16,14 @@ LAYERS = [
     {"typecheck", "rules"},
     {"forward", "backward", "simplify", "values"},
     {"interpreter"},
-    {"differentiate", "trace", "gradcheck", "testing"},
+    {"differentiate", "trace", "gradcheck", "testing", "graph"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__"},
 ]
 SAME_LAYER_ALLOWED = {("parser", "printer"), ("backward", "forward"), ("simplify", "forward"),
                       ("simplify", "backward"), ("forward", "simplify"), ("backward", "simplify"),
                       ("cli", "repl"), ("repl", "cli"), ("__main__", "cli"), ("__init__", "pipeline"), ("gradcheck", "testing"),
-                      ("testing", "gradcheck"), ("trace", "differentiate"),
+                      ("testing", "gradcheck"), ("trace", "differentiate"), ("graph", "trace"),
                       ("gradcheck", "differentiate")}
 
 

@@ -282,9 +282,10 @@ def shown_output(example: Example) -> str:
 
 
 def needs_graphviz(example: Example) -> bool:
-    """Whether the command draws a picture with Graphviz (`graph -o OUT.svg`)."""
+    """Whether the command draws a picture only Graphviz makes (`graph -o OUT.png`; SVG is
+    drawn without it)."""
     argv = example.argv
-    return argv[:1] == ["graph"] and any(a.endswith((".svg", ".png")) for a in argv)
+    return argv[:1] == ["graph"] and any(a.endswith((".png", ".pdf")) for a in argv)
 
 
 def has_timings(example: Example) -> bool:

@@ -7,7 +7,7 @@ import pytest
 
 import lambdad
 from conftest import PROGRAMS
-from lambdad.trace import format_trace, graph_dot, trace
+from lambdad.trace import format_trace, trace
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +60,6 @@ def test_trace_through_map_and_closures():
     squares = [row for row in tr.rows if row.symbol == "*"]
     assert [row.value for row in squares] == [1.0, 4.0]
     assert [d[0] for d in tr.input_derivatives] == pytest.approx([2.0, 4.0])
-
-
-def test_graph_dot_has_nodes_and_edges(baydin):
-    dot = graph_dot(trace(baydin, "f", (2.0, 5.0), mode="reverse"), baydin.sources)
-    assert dot.startswith("digraph")
-    assert "v1 [label=\"v1 = log" in dot
-    assert "vm1 -> v1;" in dot
-    assert "adjoint 5.5" in dot
 
 
 def test_graph_cli_writes_dot(lambdad_cli, tmp_path):

@@ -1,0 +1,394 @@
+"""Pictures of one evaluation: the computational graph of a trace, as DOT text or SVG.
+
+A :class:`Graph` has one node per input real and one per primitive evaluation (a trace
+row), and an edge from each operand's node to the operation that read it.  Labels are for
+reading: every operand is written out (``v2 = 2 * v-1``, so a constant operand is visible
+even though it has no node), edges into an operation whose argument order matters (``-``,
+``/``, ``^``; every primitive not marked ``commutative`` in the table) carry the argument's
+position, numbers are rounded to four significant digits, with full precision in the hover
+text (SVG ``<title>``, DOT ``tooltip``), and inputs carry the names the user wrote.
+
+SVG is drawn without any system package: the layered (Sugiyama) layout of ``grandalf``, a
+pure-Python library, places the nodes; this module writes the SVG.  When Graphviz's ``dot``
+is installed it draws instead (its spline routing is better); PNG and PDF need it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .errors import ToolError, UsageError
+from .primitives import PRIMITIVES
+from .trace import Trace, source_excerpt
+from .values import format_real
+
+GRAPHVIZ_HINT = ("install Graphviz (Debian/Ubuntu: `apt-get install graphviz`, macOS: "
+                 "`brew install graphviz`), or write .svg or .dot, which need no Graphviz")
+
+
+@attrs.frozen
+class Node:
+    """One box: ``lines`` are its label, ``title`` the hover text (full precision)."""
+
+    id: str
+    lines: tuple[str, ...]
+    title: str
+    kind: str  # "input", "operation" or "output"
+
+
+@attrs.frozen
+class Edge:
+    """From an operand's node to the operation that read it; ``label`` is the argument's
+    position ("1", "2") where the order matters, else empty."""
+
+    source: str
+    target: str
+    label: str = ""
+
+
+@attrs.frozen
+class Graph:
+    """The computational graph of one evaluation.  In a notebook it shows as SVG."""
+
+    title: str
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+
+    def dot(self) -> str:
+        """Graphviz DOT text."""
+        return to_dot(self)
+
+    def svg(self) -> str:
+        """SVG text, through Graphviz when it is installed, else the built-in layout."""
+        return to_svg(self)
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+    def __str__(self) -> str:
+        return self.dot()
+
+
+# ------------------------------------------------------------------ labels
+
+
+def rounded(x: float) -> str:
+    """``x`` to four significant digits for a label (integral values as integers)."""
+    if isinstance(x, float) and math.isfinite(x) and not (x.is_integer() and abs(x) < 1e6):
+        return f"{x:.4g}"
+    return format_real(x) if isinstance(x, float) else str(x)
+
+
+def _node_id(index: int) -> str:
+    return f"v{index}" if index > 0 else f"vm{-index}"
+
+
+def _operand_text(row: Any, position: int) -> str:
+    producer = row.operands[position] if position < len(row.operands) else None
+    if producer is not None:
+        return f"v{producer}"
+    value = row.args[position]
+    text = rounded(value) if isinstance(value, float) else str(value)
+    return f"({text})" if text.startswith("-") else text
+
+
+def operation_text(row: Any) -> str:
+    """The row's operation with its operands written out: ``v4 - v3``, ``2 * v-1``,
+    ``sin v0``."""
+    spelling = PRIMITIVES[row.primitive].spelling if row.primitive else None
+    operands = [_operand_text(row, i) for i in range(len(row.args))]
+    if spelling is not None and spelling.fixity == "infix" and len(operands) == 2:
+        return f"{operands[0]} {spelling.symbol} {operands[1]}"
+    if spelling is not None and spelling.fixity == "prefix":
+        return spelling.symbol + " ".join(operands)
+    return " ".join([row.symbol, *operands])
+
+
+def graph_of(tr: Trace, title: str = "") -> Graph:
+    """The computational graph of ``tr``, labelled with primal values and the tangents
+    (forward trace) or adjoints (reverse trace)."""
+    derivative_name = "adjoint" if tr.mode == "reverse" else "tangent"
+    n = len(tr.inputs)
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+
+    def derivative_lines(values: Any, full: bool) -> list[str]:
+        values = tuple(values)
+        if not values:
+            return []
+        show = format_real if full else rounded
+        return [f"{derivative_name} " + ", ".join(show(d) for d in values)]
+
+    for position, (name, value) in enumerate(tr.inputs):
+        index = position - n + 1
+        derivs = tr.input_derivatives[position] if tr.input_derivatives else ()
+        nodes.append(Node(_node_id(index),
+                          (name, f"v{index} = {rounded(value)}", *derivative_lines(derivs, False)),
+                          "\n".join([f"input {name}", f"value {format_real(value)}",
+                                     *derivative_lines(derivs, True)]),
+                          "input"))
+    used = {parent for row in tr.rows for parent in row.parents}
+    for row in tr.rows:
+        source = source_excerpt(row.span, tr.sources)
+        where = f" ({row.span.line}:{row.span.col})" if row.span is not None else ""
+        kind = "operation" if row.index in used else "output"
+        nodes.append(Node(_node_id(row.index),
+                          (f"v{row.index} = {operation_text(row)}", f"value {rounded(row.value)}",
+                           *derivative_lines(row.derivatives, False)),
+                          "\n".join([f"{source}{where}".strip() or operation_text(row),
+                                     f"value {format_real(row.value)}",
+                                     *derivative_lines(row.derivatives, True)]),
+                          kind))
+        ordered = row.primitive and not PRIMITIVES[row.primitive].commutative
+        producers = [(position, p) for position, p in enumerate(row.operands) if p is not None]
+        for position, producer in producers:
+            label = str(position + 1) if ordered and len(row.args) > 1 else ""
+            edges.append(Edge(_node_id(producer), _node_id(row.index), label))
+    return Graph(title, tuple(nodes), tuple(edges))
+
+
+# ------------------------------------------------------------------ DOT
+
+
+def _dot_string(text: str) -> str:
+    """A DOT double-quoted string holding ``text`` (newlines as centred line breaks)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\r", "").replace("\n", "\\n") + '"'
+
+
+_DOT_STYLE = {
+    "input": 'style="rounded,filled", fillcolor="#e3f0fb"',
+    "operation": 'style=filled, fillcolor="#ffffff"',
+    "output": 'style="filled,bold", fillcolor="#fff4d6"',
+}
+
+
+def to_dot(graph: Graph) -> str:
+    """The graph in Graphviz DOT, left to right."""
+    lines = ["digraph lambdad {", "  rankdir=LR;",
+             '  node [shape=box, fontname="Helvetica", fontsize=11];',
+             "  edge [fontsize=9, fontcolor=\"#b03000\"];"]
+    if graph.title:
+        lines.append(f"  label={_dot_string(graph.title)}; labelloc=t;")
+    for node in graph.nodes:
+        lines.append(f"  {node.id} [label={_dot_string(chr(10).join(node.lines))}, "
+                     f"tooltip={_dot_string(node.title)}, {_DOT_STYLE[node.kind]}];")
+    for edge in graph.edges:
+        label = f" [headlabel={_dot_string(edge.label)}]" if edge.label else ""
+        lines.append(f"  {edge.source} -> {edge.target}{label};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ SVG
+
+FONT_SIZE = 12
+CHAR_WIDTH = 7.3  # of the monospace font at FONT_SIZE, generously
+LINE_HEIGHT = 16
+PADDING = 8
+LAYER_GAP = 56  # between columns: room for the arrows and their position labels
+NODE_GAP = 14  # between boxes of one column
+MARGIN = 16
+
+_SVG_FILL = {"input": "#e3f0fb", "operation": "#ffffff", "output": "#fff4d6"}
+
+
+def _box_size(node: Node) -> tuple[float, float]:
+    width = max(len(line) for line in node.lines) * CHAR_WIDTH + 2 * PADDING
+    height = len(node.lines) * LINE_HEIGHT + 2 * PADDING - 4
+    return width, height
+
+
+class _View:
+    """What grandalf reads and writes for a vertex or an edge."""
+
+    def __init__(self, w: float = 0.0, h: float = 0.0):
+        self.w, self.h = w, h
+        self.xy = (0.0, 0.0)
+        self.points: list[tuple[float, float]] = []
+
+    def setpath(self, points: list[tuple[float, float]]) -> None:
+        self.points = [tuple(p) for p in points]
+
+
+def layout(graph: Graph) -> tuple[dict[str, tuple[float, float, float, float]],
+                                  list[list[tuple[float, float]]]]:
+    """Box centres and sizes ``{id: (x, y, w, h)}`` and one polyline per edge (in
+    ``graph.edges`` order), left to right: columns are the layers of a Sugiyama layout.
+
+    grandalf lays layers out top to bottom; it is given boxes turned a quarter (width and
+    height swapped) and the result is transposed."""
+    from grandalf.graphs import Edge as LayoutEdge, Graph as LayoutGraph, Vertex
+    from grandalf.layouts import SugiyamaLayout
+
+    vertices = {}
+    for node in graph.nodes:
+        width, height = _box_size(node)
+        vertex = Vertex(node.id)
+        vertex.view = _View(height, width)
+        vertices[node.id] = vertex
+    # One layout edge per connected pair (an operand used twice is drawn twice, laid once).
+    layout_edges = {}
+    for edge in graph.edges:
+        key = (edge.source, edge.target)
+        if key not in layout_edges:
+            layout_edge = LayoutEdge(vertices[edge.source], vertices[edge.target])
+            layout_edge.view = _View()
+            layout_edges[key] = layout_edge
+    whole = LayoutGraph(list(vertices.values()), list(layout_edges.values()))
+    left = 0.0
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    paths: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for component in whole.C:  # side by side, top-aligned
+        sugiyama = SugiyamaLayout(component)
+        sugiyama.xspace, sugiyama.yspace = NODE_GAP, LAYER_GAP
+        roots = [v for v in component.sV if not v.e_in()]
+        sugiyama.init_all(roots=roots, inverted_edges=[])
+        sugiyama.draw(3)
+        members = list(component.sV)
+        low = min(v.view.xy[0] - v.view.w / 2 for v in members)
+        top = min(v.view.xy[1] - v.view.h / 2 for v in members)
+        # transposed: grandalf's layer axis (y) is our x
+        for v in members:
+            gx, gy = v.view.xy
+            boxes[v.data] = (gy - top + MARGIN, gx - low + left + MARGIN, v.view.h, v.view.w)
+        for layout_edge in component.sE:
+            key = (layout_edge.v[0].data, layout_edge.v[1].data)
+            paths[key] = [(gy - top + MARGIN, gx - low + left + MARGIN)
+                          for gx, gy in layout_edge.view.points]
+        left += max(v.view.xy[0] + v.view.w / 2 for v in members) - low + NODE_GAP
+    # Edges end at ports spread down the target's left side in argument order, so that
+    # "1" is above "2" and neither arrow hides the other.
+    incoming: dict[str, list[int]] = {}
+    for number, edge in enumerate(graph.edges):
+        incoming.setdefault(edge.target, []).append(number)
+    port: dict[int, float] = {}
+    for target, numbers in incoming.items():
+        _, ty, _, th = boxes[target]
+        for rank, number in enumerate(numbers):
+            port[number] = ty - th / 2 + (rank + 1) * th / (len(numbers) + 1)
+    polylines = []
+    for number, edge in enumerate(graph.edges):
+        points = list(paths.get((edge.source, edge.target), []))
+        if len(points) < 2:
+            sx, sy, _, _ = boxes[edge.source]
+            tx, ty, _, _ = boxes[edge.target]
+            points = [(sx, sy), (tx, ty)]
+        # from the right side of the source box to the left side of the target box
+        sx, sy, sw, _ = boxes[edge.source]
+        tx, ty, tw, _ = boxes[edge.target]
+        points[0] = (sx + sw / 2, sy)
+        points[-1] = (tx - tw / 2, port[number])
+        polylines.append(points)
+    return boxes, polylines
+
+
+def _path_data(points: list[tuple[float, float]]) -> str:
+    """An SVG path through ``points``: horizontal-tangent cubic curves between them."""
+    parts = [f"M{points[0][0]:.1f},{points[0][1]:.1f}"]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        middle = (x0 + x1) / 2
+        parts.append(f"C{middle:.1f},{y0:.1f} {middle:.1f},{y1:.1f} {x1:.1f},{y1:.1f}")
+    return " ".join(parts)
+
+
+def to_svg_builtin(graph: Graph) -> str:
+    """The graph as a standalone SVG document, laid out by grandalf, drawn here."""
+    boxes, polylines = layout(graph)
+    title_height = LINE_HEIGHT + 8 if graph.title else 0
+    width = max((x + w / 2 for x, _, w, _ in boxes.values()), default=0.0) + MARGIN
+    height = max((y + h / 2 for _, y, _, h in boxes.values()), default=0.0) + MARGIN
+    width = max(width, len(graph.title) * CHAR_WIDTH + 2 * MARGIN)
+    total_height = height + title_height
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+           f'height="{total_height:.0f}" viewBox="0 0 {width:.0f} {total_height:.0f}" '
+           f'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" '
+           f'font-size="{FONT_SIZE}" class="lambdad-graph">',
+           "<defs><marker id=\"lambdad-arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" "
+           "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">"
+           "<path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/></marker></defs>",
+           '<rect width="100%" height="100%" fill="white"/>']
+    if graph.title:
+        out.append(f'<text x="{width / 2:.1f}" y="{LINE_HEIGHT + 2}" text-anchor="middle" '
+                   f'font-weight="bold">{html.escape(graph.title)}</text>')
+    out.append(f'<g transform="translate(0,{title_height})">')
+    for edge, points in zip(graph.edges, polylines):
+        out.append(f'<g class="edge"><title>{html.escape(edge.source)} → '
+                   f'{html.escape(edge.target)}</title>'
+                   f'<path d="{_path_data(points)}" fill="none" stroke="#555" '
+                   f'stroke-width="1.2" marker-end="url(#lambdad-arrow)"/>')
+        if edge.label:
+            x, y = points[-1]
+            out.append(f'<text x="{x - 5:.1f}" y="{y - 4:.1f}" text-anchor="end" '
+                       f'font-size="10" fill="#b03000">{html.escape(edge.label)}</text>')
+        out.append("</g>")
+    for node in graph.nodes:
+        x, y, w, h = boxes[node.id]
+        radius = 10 if node.kind == "input" else 2
+        stroke = 2 if node.kind == "output" else 1
+        out.append(f'<g class="node" id="{node.id}"><title>{html.escape(node.title)}</title>'
+                   f'<rect x="{x - w / 2:.1f}" y="{y - h / 2:.1f}" width="{w:.1f}" '
+                   f'height="{h:.1f}" rx="{radius}" fill="{_SVG_FILL[node.kind]}" '
+                   f'stroke="#333" stroke-width="{stroke}"/>')
+        first = y - h / 2 + PADDING + FONT_SIZE - 1
+        for number, line in enumerate(node.lines):
+            weight = ' font-weight="bold"' if number == 0 else ""
+            out.append(f'<text x="{x:.1f}" y="{first + number * LINE_HEIGHT:.1f}" '
+                       f'text-anchor="middle"{weight}>{html.escape(line)}</text>')
+        out.append("</g>")
+    out.append("</g></svg>")
+    return "\n".join(out) + "\n"
+
+
+def _graphviz(dot: str, fmt: str) -> bytes:
+    """Graphviz's rendering of ``dot`` in ``fmt``.  Raises ToolError if it is missing or
+    fails."""
+    program = shutil.which("dot")
+    if program is None:
+        raise ToolError(f"Graphviz (`dot`) is not installed, so .{fmt} cannot be made; "
+                        + GRAPHVIZ_HINT)
+    result = subprocess.run([program, f"-T{fmt}"], input=dot.encode(), capture_output=True)
+    if result.returncode != 0:
+        raise ToolError(f"Graphviz failed: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def to_svg(graph: Graph, engine: str = "auto") -> str:
+    """SVG text.  ``engine``: ``"graphviz"``, ``"builtin"`` or ``"auto"`` (Graphviz when
+    installed).  Raises ToolError if Graphviz is asked for and missing."""
+    if engine == "graphviz" or (engine == "auto" and shutil.which("dot")):
+        return _graphviz(to_dot(graph), "svg").decode()
+    return to_svg_builtin(graph)
+
+
+FORMATS = (".dot", ".gv", ".svg", ".png", ".pdf")
+
+
+def write_graph(graph: Graph, output: str) -> str:
+    """Writes ``graph`` to ``output`` by its suffix: ``.dot``/``.gv`` text, ``.svg`` (Graphviz
+    if installed, else the built-in layout), ``.png``/``.pdf`` (Graphviz).  Returns a note
+    for the user.  Raises UsageError for an unknown suffix, ToolError if Graphviz is needed
+    and missing."""
+    path = Path(output)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise UsageError(f"unknown graph format `{suffix or output}`; use "
+                         + ", ".join(FORMATS))
+    if suffix in (".dot", ".gv"):
+        data = to_dot(graph).encode()
+    elif suffix == ".svg":
+        data = to_svg(graph).encode()
+    else:
+        data = _graphviz(to_dot(graph), suffix[1:])
+    try:
+        path.write_bytes(data)
+    except OSError as error:
+        raise UsageError(f"cannot write {output}: {error.strerror}") from None
+    return f"wrote {path}"
