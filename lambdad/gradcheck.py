@@ -783,7 +783,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
                          "returning R is defined" + (f" (defined: {', '.join(program.names())})"
                                                      if program.names() else ""))
     for name in names:
-        if name not in program.decls or name not in program.names():
+        if name not in program.decls:  # the program's own names, or the prelude's
             known = ", ".join(program.names()) or "none"
             raise UsageError(f"no top-level definition named `{name}` (defined: {known})")
         params = function_params(program, name)

@@ -344,6 +344,8 @@ _TERMINAL_WORDS = {
     "LESS": "`<`",
     "GREATER": "`>`",
     "PLUS": "`+`",
+    "PLUSPLUS": "`++`",
+    "BANGBANG": "`!!`",
     "MINUS": "`-`",
     "STAR": "`*`",
     "SLASH": "`/`",
@@ -356,7 +358,8 @@ _EXPRESSION_START = _ATOM_START | {"LAMBDA", "LET", "IF", "MINUS"}
 _TYPE_START = frozenset({"NAME", "REAL", "LSQB", "LPAR"})
 _PARAMETER_START = frozenset({"NAME", "LPAR"})
 _COMPARISONS = frozenset({"EQEQ", "NOTEQ", "LESSEQ", "GREATEREQ", "LESS", "GREATER"})
-_BINARY = _COMPARISONS | {"OPLUS", "OROR", "ANDAND", "PLUS", "MINUS", "STAR", "SLASH", "CARET"}
+_BINARY = _COMPARISONS | {"OPLUS", "OROR", "ANDAND", "PLUS", "MINUS", "STAR", "SLASH", "CARET",
+                          "PLUSPLUS", "BANGBANG"}
 
 
 def _expected_words(expected: Iterable[str]) -> str:

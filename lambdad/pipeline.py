@@ -109,10 +109,8 @@ class Program:
         prelude = parse_module(prelude_text, PRELUDE_FILE)
         self.prelude_names = tuple(d.name for d in prelude.decls)
         user = parse_module(text, file, predefined=self.prelude_names, allow_redefinition=True)
-        user_names = {d.name for d in user.decls}
-        kept = tuple(d for d in prelude.decls if d.name not in user_names)
         self.user_names = tuple(d.name for d in user.decls)
-        self.module = Module(kept + user.decls)
+        self.module = Module(_hide_redefined(prelude.decls, user.decls) + user.decls)
         self.typing: ModuleTyping = infer_module(self.module)
         self.decls: dict[str, Decl] = {d.name: d for d in self.module.decls}
         self.strategy = "factored"
@@ -529,6 +527,23 @@ def _unused_name(name: str, decls: Sequence[Decl]) -> str:
     while f"{name}'{k}" in taken:
         k += 1
     return f"{name}'{k}"
+
+
+def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]) -> tuple[Decl, ...]:
+    """The prelude's declarations, those the program redefines renamed ``name'1`` (and so
+    are their uses in the prelude), so that the rest of the prelude keeps using its own
+    versions: a program's own ``dot`` does not change the prelude's ``norm``."""
+    decls = list(prelude)
+    redefined = {d.name for d in user} & {d.name for d in prelude}
+    for index, decl in enumerate(decls):
+        if decl.name not in redefined:
+            continue
+        hidden = _unused_name(decl.name, [*decls, *user])
+        decls[index] = attrs.evolve(decl, name=hidden)
+        for later in range(index + 1, len(decls)):
+            decls[later] = attrs.evolve(
+                decls[later], value=_rename_free(decls[later].value, decl.name, hidden))
+    return tuple(decls)
 
 
 def _rename_free(term: Term, old: str, new: str) -> Term:

@@ -65,7 +65,8 @@ LEVEL_ADD = 4
 LEVEL_MUL = 5
 LEVEL_NEG = 6
 LEVEL_POW = 7
-LEVEL_APP = 8
+LEVEL_INDEX = 8
+LEVEL_APP = 9
 
 
 @attrs.frozen
@@ -166,6 +167,61 @@ def _sigmoid(x: float) -> float:
     return z / (1.0 + z)
 
 
+def _overflowing(name: str, function: Callable[[float], float]) -> Callable[[float], float]:
+    """``function`` with an overflow reported as a DomainError naming ``name``."""
+
+    def evaluate(x: float) -> float:
+        try:
+            return function(x)
+        except OverflowError:
+            raise DomainError(f"overflow in {name} {_num(x)}") from None
+
+    return evaluate
+
+
+def _asin(x: float) -> float:
+    _check(-1.0 <= x <= 1.0, f"asin needs -1 <= x <= 1, got {_num(x)}")
+    return math.asin(x)
+
+
+def _acos(x: float) -> float:
+    _check(-1.0 <= x <= 1.0, f"acos needs -1 <= x <= 1, got {_num(x)}")
+    return math.acos(x)
+
+
+def _acosh(x: float) -> float:
+    _check(x >= 1.0, f"acosh needs x >= 1, got {_num(x)}")
+    return math.acosh(x)
+
+
+def _atanh(x: float) -> float:
+    _check(-1.0 < x < 1.0, f"atanh needs -1 < x < 1, got {_num(x)}")
+    return math.atanh(x)
+
+
+def _log1p(x: float) -> float:
+    _check(x > -1.0, f"log1p needs x > -1, got {_num(x)}")
+    return math.log1p(x)
+
+
+def _sign(x: float) -> float:
+    return 1.0 if x > 0.0 else -1.0 if x < 0.0 else 0.0
+
+
+def _clip(lo: float, hi: float, x: float) -> float:
+    return lo if x < lo else hi if x > hi else x
+
+
+def _whole_distance(x: float) -> float:
+    """Distance from ``x`` to the nearest integer, where floor and ceil jump."""
+    return abs(x - round(x))
+
+
+def _half_distance(x: float) -> float:
+    """Distance from ``x`` to the nearest half-integer, where round jumps."""
+    return abs(x - math.floor(x) - 0.5)
+
+
 def _zip(xs: list, ys: list) -> list:
     if len(xs) != len(ys):  # the message is only built when needed: zip runs in inner loops
         raise DomainError(f"zip of lists of different lengths ({len(xs)} and {len(ys)})")
@@ -190,21 +246,68 @@ def _map(f: Callable, xs: list) -> list:
 TWO_ARGUMENTS = "__lambdad_two_arguments__"
 
 
-def _fold(f: Callable, z: Any, xs: list) -> Any:
-    acc = z
+def _curried_pair(f: Callable) -> Callable[[Any, Any], Any]:
+    """A two-argument Python function computing ``f(x)(y)``, without the closure ``f(x)``
+    when ``f`` offers it (see TWO_ARGUMENTS)."""
     if type(f) is partial:
         both = getattr(f.func, TWO_ARGUMENTS, None)
         if both is not None:
-            both = partial(both, *f.args)
+            return partial(both, *f.args)
     else:
         both = getattr(f, TWO_ARGUMENTS, None)
-    if both is not None:
-        for x in xs:
-            acc = both(acc, x)
-        return acc
+        if both is not None:
+            return both
+    return lambda x, y: f(x)(y)
+
+
+def _fold(f: Callable, z: Any, xs: list) -> Any:
+    acc = z
+    both = _curried_pair(f)
     for x in xs:
-        acc = f(acc)(x)
+        acc = both(acc, x)
     return acc
+
+
+def _scan(f: Callable, z: Any, xs: list) -> list:
+    acc = z
+    both = _curried_pair(f)
+    out = [acc]
+    for x in xs:
+        acc = both(acc, x)
+        out.append(acc)
+    return out
+
+
+def _filter(keep: Callable, xs: list) -> list:
+    return [x for x in xs if keep(x)]
+
+
+def _position(xs: list, i: float) -> int:
+    """The list position ``i`` names; raises DomainError unless it is a whole number in range."""
+    if not float(i).is_integer():
+        raise DomainError(f"index {_num(i)} is not a whole number")
+    if not 0.0 <= i < len(xs):
+        raise DomainError(f"index {int(i)} is out of range for a list of length {len(xs)}"
+                          + ("" if i >= 0.0 else " (indices count from 0)"))
+    return int(i)
+
+
+def _index(xs: list, i: float) -> Any:
+    return xs[_position(xs, i)]
+
+
+def _head(xs: list) -> Any:
+    _check(bool(xs), "head of an empty list")
+    return xs[0]
+
+
+def _last(xs: list) -> Any:
+    _check(bool(xs), "last of an empty list")
+    return xs[-1]
+
+
+def _concat(xss: list) -> list:
+    return [x for xs in xss for x in xs]
 
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
@@ -283,6 +386,45 @@ _ENTRIES: list[Primitive] = [
           inline="_m.tanh({x})"),
     _real("sigmoid", ("x",), "logistic function 1 / (1 + exp (-x))", _sigmoid,
           ("r * (1 - r)",), result="r"),
+    _real("asin", ("x",), "inverse sine, in [-pi/2, pi/2]; needs -1 <= x <= 1", _asin,
+          ("1 / sqrt (1 - x * x)",), domain=lambda x: abs(x) < 0.9),
+    _real("acos", ("x",), "inverse cosine, in [0, pi]; needs -1 <= x <= 1", _acos,
+          ("-1 / sqrt (1 - x * x)",), domain=lambda x: abs(x) < 0.9),
+    _real("atan", ("x",), "inverse tangent, in (-pi/2, pi/2)", math.atan,
+          ("1 / (1 + x * x)",), inline="_m.atan({x})"),
+    _real("atan2", ("y", "x"),
+          "the angle of the point (x, y), in (-pi, pi]; atan2 0 0 = 0. It jumps on the "
+          "negative x axis", math.atan2, ("x / (x * x + y * y)", "-y / (x * x + y * y)"),
+          inline="_m.atan2({y}, {x})", domain=lambda y, x: x * x + y * y > 0.01,
+          kink=lambda y, x: min(math.hypot(x, y), abs(y) if x < 0.0 else math.inf)),
+    _real("sinh", ("x",), "hyperbolic sine; overflow is a runtime error",
+          _overflowing("sinh", math.sinh), ("cosh x",), domain=lambda x: abs(x) < 5),
+    _real("cosh", ("x",), "hyperbolic cosine; overflow is a runtime error",
+          _overflowing("cosh", math.cosh), ("sinh x",), domain=lambda x: abs(x) < 5),
+    _real("asinh", ("x",), "inverse hyperbolic sine", math.asinh, ("1 / sqrt (x * x + 1)",),
+          inline="_m.asinh({x})"),
+    _real("acosh", ("x",), "inverse hyperbolic cosine, >= 0; needs x >= 1", _acosh,
+          ("1 / sqrt (x * x - 1)",), domain=lambda x: x > 1.1),
+    _real("atanh", ("x",), "inverse hyperbolic tangent; needs -1 < x < 1", _atanh,
+          ("1 / (1 - x * x)",), domain=lambda x: abs(x) < 0.9),
+    _real("log1p", ("x",), "log (1 + x), accurate for small x; needs x > -1", _log1p,
+          ("1 / (1 + x)",), domain=lambda x: x > -0.9),
+    _real("expm1", ("x",), "exp x - 1, accurate for small x; overflow is a runtime error",
+          _overflowing("expm1", math.expm1), ("r + 1",), result="r", domain=lambda x: x < 5),
+    _real("erf", ("x",), "the error function, 2 / sqrt pi times the integral of exp (-t^2) "
+          "from 0 to x", math.erf, ("1.1283791670955126 * exp (-(x * x))",),
+          inline="_m.erf({x})"),
+    _real("floor", ("x",), "the largest integer <= x; derivative 0 (away from its jumps)",
+          lambda x: float(math.floor(x)), ("0",), inline="float(_m.floor({x}))",
+          kink=_whole_distance),
+    _real("ceil", ("x",), "the smallest integer >= x; derivative 0 (away from its jumps)",
+          lambda x: float(math.ceil(x)), ("0",), inline="float(_m.ceil({x}))",
+          kink=_whole_distance),
+    _real("round", ("x",), "the nearest integer, halves to even (round 2.5 = 2); derivative "
+          "0 (away from its jumps)", lambda x: float(round(x)), ("0",),
+          inline="float(round({x}))", kink=_half_distance),
+    _real("sign", ("x",), "-1, 0 or 1 as x is negative, zero or positive; derivative 0 "
+          "(away from 0)", _sign, ("0",), kink=abs),
     _real("relu", ("x",), "max x 0; derivative 0 at 0", lambda x: x if x > 0.0 else 0.0,
           ("if x > 0 then 1 else 0",), inline="({x} if {x} > 0.0 else 0.0)",
           kink=lambda x: abs(x)),
@@ -297,6 +439,13 @@ _ENTRIES: list[Primitive] = [
           lambda x, y: x if x <= y else y,
           ("if x <= y then 1 else 0", "if x <= y then 0 else 1"),
           inline="({x} if {x} <= {y} else {y})", kink=lambda x, y: abs(x - y)),
+    _real("clip", ("lo", "hi", "x"),
+          "x limited to [lo, hi]: lo when x < lo, else hi when x > hi, else x",
+          _clip, ("if x < lo then 1 else 0", "if x < lo then 0 else if x > hi then 1 else 0",
+                  "if x < lo then 0 else if x > hi then 0 else 1"),
+          inline="({lo} if {x} < {lo} else {hi} if {x} > {hi} else {x})",
+          domain=lambda lo, hi, x: hi - lo > 0.1,
+          kink=lambda lo, hi, x: min(abs(x - lo), abs(x - hi))),
     # ---- comparisons (on reals only)
     _test("lt", "<", "x < y", lambda x, y: x < y, "({x} < {y})"),
     _test("le", "<=", "x <= y", lambda x, y: x <= y, "({x} <= {y})"),
@@ -329,6 +478,31 @@ _ENTRIES: list[Primitive] = [
     Primitive("range", "constant", ("n",), _fun(REAL, ListT(REAL)),
               Spelling("range", "function", LEVEL_APP),
               "range n = [0, 1, ..., n - 1]; n must be a non-negative integer", _range),
+    # ---- lists (whole-number positions and counts are read from primals)
+    Primitive("index", "structural", ("xs", "i"), _fun(ListT(_A), REAL, _A),
+              Spelling("!!", "infix", LEVEL_INDEX, "left"),
+              "xs !! i is the element at position i, counting from 0; i must be a whole "
+              "number with 0 <= i < length xs (a runtime error otherwise)", _index),
+    Primitive("head", "structural", ("xs",), _fun(ListT(_A), _A),
+              Spelling("head", "function", LEVEL_APP),
+              "the first element; a runtime error on an empty list", _head),
+    Primitive("last", "structural", ("xs",), _fun(ListT(_A), _A),
+              Spelling("last", "function", LEVEL_APP),
+              "the last element; a runtime error on an empty list", _last),
+    Primitive("append", "structural", ("xs", "ys"), _fun(ListT(_A), ListT(_A), ListT(_A)),
+              Spelling("++", "infix", LEVEL_ADD, "left"),
+              "xs ++ ys: the elements of xs, then those of ys", lambda xs, ys: xs + ys),
+    Primitive("concat", "structural", ("xss",), _fun(ListT(ListT(_A)), ListT(_A)),
+              Spelling("concat", "function", LEVEL_APP),
+              "the lists of xss one after the other", _concat),
+    Primitive("filter", "structural", ("keep", "xs"), _fun(FunT(_A, BOOL), ListT(_A), ListT(_A)),
+              Spelling("filter", "function", LEVEL_APP),
+              "the elements x of xs for which keep x is true, in order", _filter),
+    Primitive("scan", "structural", ("f", "z", "xs"),
+              _fun(_fun(_B, _A, _B), _B, ListT(_A), ListT(_B)),
+              Spelling("scan", "function", LEVEL_APP),
+              "left scan, every intermediate fold: scan f z [x1, x2] = "
+              "[z, f z x1, f (f z x1) x2]; its last element is fold f z xs", _scan),
     # ---- differentiation (evaluated by the pipeline through an interpreter hook)
     Primitive("grad", "ad", ("f", "x"), _fun(FunT(_A, REAL), _A, _A),
               Spelling("grad", "function", LEVEL_APP),

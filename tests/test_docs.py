@@ -61,6 +61,9 @@ CONTINUATION = ".. "
 BUILTINS_BEGIN = ("<!-- built-ins: generated from lambdad.primitives.PRIMITIVES by "
                   "`python tests/test_docs.py --update`; do not edit by hand -->")
 BUILTINS_END = "<!-- end of built-ins -->"
+PRELUDE_BEGIN = ("<!-- prelude: generated from lambdad/prelude.lam by "
+                 "`python tests/test_docs.py --update`; do not edit by hand -->")
+PRELUDE_END = "<!-- end of prelude -->"
 SUBPROCESS = os.environ.get("LAMBDAD_DOCS_SUBPROCESS") == "1"
 
 
@@ -340,8 +343,34 @@ def builtins_table() -> str:
 
 def builtins_region(text: str) -> re.Match | None:
     """Where the generated table sits in a page: group 1, between the two markers."""
-    return re.search(re.escape(BUILTINS_BEGIN) + r"\n(.*?)\n?" + re.escape(BUILTINS_END),
-                     text, re.S)
+    return generated_region(text, BUILTINS_BEGIN, BUILTINS_END)
+
+
+def generated_region(text: str, begin: str, end: str) -> re.Match | None:
+    """Where a generated table sits in a page: group 1, between the two markers."""
+    return re.search(re.escape(begin) + r"\n(.*?)\n?" + re.escape(end), text, re.S)
+
+
+def prelude_table() -> str:
+    """The Markdown table of the prelude's definitions, in order: each name with its
+    inferred type and the comment above its definition."""
+    from lambdad import loads
+
+    text = (ROOT / "lambdad" / "prelude.lam").read_text(encoding="utf-8")
+    schemes = loads("").typing.schemes
+    rows = ["| name | type | description |", "|---|---|---|"]
+    comment: list[str] = []
+    for line in text.split("\n"):
+        if line.startswith("-- ") and not line.startswith("-- ---"):
+            comment.append(line[3:].strip())
+        elif line.startswith("def "):
+            name = line.split()[1]
+            cells = [f"`{name}`", f"`{schemes[name]}`", " ".join(comment)]
+            rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            comment = []
+        elif not line.strip():
+            comment = []
+    return "\n".join(rows)
 
 
 # ---------------------------------------------------------------- the tests
@@ -464,6 +493,13 @@ def test_builtin_table_is_generated_from_the_primitive_table():
         "docs/language.md's built-in table is stale: run `python tests/test_docs.py --update`")
 
 
+def test_prelude_table_is_generated_from_the_prelude():
+    text = (DOCS / "language.md").read_text(encoding="utf-8")
+    region = generated_region(text, PRELUDE_BEGIN, PRELUDE_END)
+    assert region is not None and region.group(1) == prelude_table(), (
+        "docs/language.md's prelude table is stale: run `python tests/test_docs.py --update`")
+
+
 def test_cli_reference_covers_every_command():
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -508,11 +544,12 @@ def _repl_outputs(example: Example) -> list[str]:
 def update(page: Path) -> None:
     """Rewrites the outputs of ``page``'s console examples (and the built-in table)."""
     text = page.read_text(encoding="utf-8")
-    region = builtins_region(text)
-    if region is not None:
-        text = text[:region.start(1)] + builtins_table() + "\n" + text[region.end(0) - len(
-            BUILTINS_END):]
-        page.write_text(text, encoding="utf-8")
+    for begin, end, table in ((BUILTINS_BEGIN, BUILTINS_END, builtins_table),
+                              (PRELUDE_BEGIN, PRELUDE_END, prelude_table)):
+        region = generated_region(text, begin, end)
+        if region is not None:
+            text = text[:region.start(1)] + table() + "\n" + text[region.end(0) - len(end):]
+            page.write_text(text, encoding="utf-8")
     with tempfile.TemporaryDirectory() as scratch:
         results = run_page(page, Path(scratch))
         lines = text.split("\n")

@@ -71,7 +71,7 @@ def test_combinators(capsys):
 
 
 def test_lists(capsys):
-    dot, d_dot, d_mean, d_squares, (norm, d_norm), d_variance, softmax = run_json(
+    dot, d_dot, d_mean, d_squares, (norm, d_norm), d_variance, (d_lse, softmax) = run_json(
         capsys, "lists.lam", 7)
     assert (dot, d_dot, d_mean, d_squares) == (32, [4, 5, 6], [0.25] * 4, [2, 4, 6])
     assert norm == 5 and d_norm == pytest.approx([0.6, 0.8])
@@ -80,6 +80,7 @@ def test_lists(capsys):
     assert d_variance == pytest.approx([2 * (x - m) / len(xs) for x in xs])
     total = sum(math.exp(x) for x in range(3))
     assert softmax == pytest.approx([math.exp(x) / total for x in range(3)])
+    assert d_lse == pytest.approx(softmax)
 
 
 @pytest.mark.parametrize("name", ["linear_regression.lam", "logistic_regression.lam"])

@@ -128,3 +128,62 @@ def test_domain_errors_are_domain_errors_not_python_errors():
     for name, args in bad.items():
         with pytest.raises(DomainError):
             PRIMITIVES[name].evaluate(*args)
+
+
+# Reference values from the mathematical definitions (not from Python's math module where
+# an exact value is known): name, arguments, value.
+GOLDEN = [
+    ("asin", (0.5,), math.pi / 6), ("acos", (0.5,), math.pi / 3), ("atan", (1.0,), math.pi / 4),
+    ("atan2", (1.0, -1.0), 3 * math.pi / 4), ("atan2", (-1.0, 0.0), -math.pi / 2),
+    ("atan2", (0.0, 0.0), 0.0),
+    ("sinh", (1.0,), (math.e - 1 / math.e) / 2), ("cosh", (1.0,), (math.e + 1 / math.e) / 2),
+    ("asinh", (0.75,), math.log(0.75 + math.sqrt(0.75 ** 2 + 1))),
+    ("acosh", (2.0,), math.log(2 + math.sqrt(3))), ("atanh", (0.5,), 0.5 * math.log(3)),
+    ("log1p", (1e-12,), 9.999999999995e-13), ("expm1", (1e-12,), 1.0000000000005e-12),
+    ("erf", (1.0,), 0.8427007929497149), ("erf", (0.0,), 0.0),
+    ("floor", (-1.5,), -2.0), ("floor", (2.0,), 2.0), ("ceil", (-1.5,), -1.0),
+    ("ceil", (1.2,), 2.0), ("round", (2.5,), 2.0), ("round", (3.5,), 4.0),
+    ("round", (-1.6,), -2.0), ("sign", (-3.0,), -1.0), ("sign", (0.0,), 0.0),
+    ("sign", (0.1,), 1.0), ("clip", (0.0, 1.0, 2.0), 1.0), ("clip", (0.0, 1.0, -2.0), 0.0),
+    ("clip", (0.0, 1.0, 0.25), 0.25),
+]
+
+
+@pytest.mark.parametrize("name, args, expected", GOLDEN, ids=[f"{g[0]}{g[1]}" for g in GOLDEN])
+def test_golden_values_in_the_language(name, args, expected):
+    import lambdad
+
+    prim = PRIMITIVES[name]
+    text = print_term(Prim(name, tuple(Var(p) for p in prim.params)))
+    params = " ".join(f"({p} : R)" for p in prim.params)
+    program = lambdad.loads(f"def f {params} : R = {text}")
+    assert program.call("f", args if len(args) > 1 else args[0]) == pytest.approx(
+        expected, rel=1e-15, abs=1e-300)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "sign"])
+def test_step_functions_have_derivative_zero_in_both_modes(name):
+    import lambdad
+
+    program = lambdad.loads(f"def f (x : R) : R = x * {name} (3 * x)")
+    for x in (0.3, -1.27, 2.6):
+        for mode in ("reverse", "forward"):
+            value, gradient = program.value_and_grad("f", x, mode=mode)
+            assert value == x * PRIMITIVES[name].evaluate(3 * x)
+            assert gradient == PRIMITIVES[name].evaluate(3 * x)
+
+
+def test_new_domain_errors_are_located_runtime_errors():
+    import lambdad
+    from lambdad.errors import EvalError
+
+    cases = {"asin 2": "asin needs -1 <= x <= 1, got 2.0", "acos (-1.5)": "acos needs",
+             "acosh 0.5": "acosh needs x >= 1", "atanh 1": "atanh needs -1 < x < 1",
+             "log1p (-1)": "log1p needs x > -1", "sinh 1000": "overflow in sinh",
+             "cosh 1000": "overflow in cosh", "expm1 1000": "overflow in expm1"}
+    for text, message in cases.items():
+        program = lambdad.loads(f"def main = 1 + {text}")
+        with pytest.raises(EvalError) as caught:
+            program.run()
+        assert message in caught.value.message
+        assert caught.value.span.col == 16
