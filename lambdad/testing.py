@@ -623,11 +623,14 @@ class _Builder:
 
     def wrappings(self, term: Term, shape: RealShape, position: int, arity: int):
         """The ways of passing ``term`` as argument ``position``: as is, squashed, squashed
-        and shifted positive, squared plus one, or (second argument) a literal."""
+        and shifted positive, squashed and halved, squared plus one, or (second argument) a
+        literal."""
         out = [(term, shape)]
         squashed, s = self.squash(term, shape)
         out.append((squashed, s))
         out.append((Prim(_ADD.name, (squashed, Const(2.0))), RealShape(s.lo + 2.0, s.hi + 2.0)))
+        # Halved: strictly inside (-1, 1), for asin, acos, atanh.
+        out.append((Prim(_MUL.name, (squashed, Const(0.5))), RealShape(s.lo / 2, s.hi / 2)))
         w = self.names.fresh("w")
         low = 0.0 if shape.lo < 0.0 < shape.hi else min(shape.lo ** 2, shape.hi ** 2)
         positive = Let(w, term, Prim(_ADD.name, (Prim(_MUL.name, (Var(w), Var(w))),

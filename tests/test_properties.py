@@ -154,7 +154,7 @@ def _draw_many(strategy, count):
 
 @pytest.fixture(scope="module")
 def sample_programs():
-    return _draw_many(testing.programs(), 250)
+    return _draw_many(testing.programs(), 400)
 
 
 def test_generator_covers_every_real_primitive_and_every_construct(sample_programs):

@@ -269,9 +269,9 @@ def test_annotations_are_checked():
 
 
 def test_unknown_names_with_a_suggestion():
-    error = error_of("def f = foo 1")
-    assert error.message == "unknown name `foo`"
-    assert (error.span.col, error.span.end_col) == (9, 12)
+    error = error_of("def f = quux 1")
+    assert error.message == "unknown name `quux`"
+    assert (error.span.col, error.span.end_col) == (9, 13)
     assert error_of("def f xs = lenght xs").message == (
         "unknown name `lenght`; did you mean `length`?")
     assert error_of("def f count = cuont + 1").message == (
