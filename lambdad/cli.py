@@ -159,10 +159,13 @@ def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
 
 
 def cmd_show(session: _Session, args: argparse.Namespace) -> int:
+    from . import highlight  # colours for a terminal only
+
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at") if args.at is not None else None
-    sys.stdout.write(program.show(args.name, forward=args.forward, backward=args.backward,
-                                  at=point, raw=args.raw))
+    text = program.show(args.name, forward=args.forward, backward=args.backward, at=point,
+                        raw=args.raw)
+    sys.stdout.write(highlight.for_terminal(text, sys.stdout))
     return 0
 
 

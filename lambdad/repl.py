@@ -25,9 +25,10 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from . import gradcheck, trace
+from . import gradcheck, highlight, trace
 from .errors import LambdadError, UsageError, render
 from .parser import is_incomplete, parse_entry
 from .pipeline import PRELUDE_FILE, STRATEGIES, Program, _from_python, _prelude_text, read_source
@@ -82,6 +83,7 @@ class Session:
         self.file: str | None = None
         self.strategy = "factored"
         self.program = Program("", REPL_FILE)
+        self.colour = False  # printed programs highlighted (a terminal only)
 
     # ------------------------------------------------------------ reading
 
@@ -207,7 +209,8 @@ class Session:
         and gradient when a point follows); raises UsageError."""
         usage = f":{'forward' if forward else 'backward'} NAME [POINT]"
         name, point = self._name_and_point(argument, usage, point_needed=False)
-        return self.program.show(name, forward=forward, backward=not forward, at=point).rstrip()
+        text = self.program.show(name, forward=forward, backward=not forward, at=point).rstrip()
+        return highlight.ansi(text) if self.colour else text
 
     def cmd_forward(self, argument: Argument) -> str:
         """``:forward f [POINT]``: the forward-mode program of ``f``."""
@@ -411,8 +414,10 @@ class TerminalConsole(Console):
 
     def __init__(self, session: Session, out: TextIO, err: TextIO):
         super().__init__(session, out, err)
+        session.colour = highlight.wants_color(out)
         self.prompt = PromptSession(
             history=open_history(),
+            lexer=PygmentsLexer(highlight.LambdadLexer) if session.colour else None,
             completer=NameCompleter(session),
             complete_style=CompleteStyle.READLINE_LIKE,
             complete_while_typing=False,

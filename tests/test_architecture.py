@@ -12,7 +12,7 @@ LAYERS = [
     {"iterate", "errors"},
     {"syntax"},
     {"primitives"},
-    {"printer", "parser"},
+    {"printer", "parser", "highlight"},
     {"typecheck", "rules"},
     {"forward", "backward", "simplify", "values"},
     {"interpreter"},
