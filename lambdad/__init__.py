@@ -13,6 +13,7 @@ program and a backpropagation program with linear negation (Brunel, Mazza, Pagan
 from .errors import (
     DifferentiationError,
     EvalError,
+    FileAccessError,
     LambdadError,
     ParseError,
     ResourceError,
@@ -25,6 +26,7 @@ from .pipeline import Program, load, loads
 __all__ = [
     "DifferentiationError",
     "EvalError",
+    "FileAccessError",
     "LambdadError",
     "ParseError",
     "Program",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import LambdadError, ResourceError, UsageError, render
+from .errors import FileAccessError, LambdadError, ResourceError, UsageError, render
 from .pipeline import (
     MODES,
     PRELUDE_FILE,
@@ -199,7 +200,12 @@ def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(graph.dot())
     else:
-        print(write_graph(graph, args.output), file=sys.stderr)
+        try:
+            note = write_graph(graph, args.output)
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the file name
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise FileAccessError(f"cannot write {args.output!r}: {reason}") from None
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -242,6 +248,12 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         raise UsageError(message)
 
+    def _get_values(self, action, arg_strings):
+        # Python 3.11 reads `--at=--` as an empty list; an option taking one value wants one.
+        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
+        return super()._get_values(action, arg_strings)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
@@ -257,10 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     def timeout(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--timeout", type=float, metavar="S",
-                       help="stop the run cleanly after S seconds")
-        p.add_argument("--max-steps", type=int, metavar="N",
-                       help="stop the run cleanly after N primitive operations")
+        p.add_argument("--timeout", type=_seconds, metavar="S",
+                       help="stop the run cleanly after S seconds (default: no limit)")
+        p.add_argument("--max-steps", type=_positive, metavar="N",
+                       help="stop the run cleanly after N primitive operations "
+                            "(default: no limit)")
 
     p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
     p.add_argument("file", metavar="FILE")
@@ -342,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="check at N random points away from kinks (default 3)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the random points (default 0)")
-    p.add_argument("--eps", type=float, default=None, metavar="E",
+    p.add_argument("--eps", type=_step, default=None, metavar="E",
                    help="relative finite-difference step (default cbrt(machine epsilon))")
     p.add_argument("--rtol", type=float, default=None, metavar="R",
                    help="relative tolerance against finite differences, in (0, 1) "
@@ -365,10 +378,49 @@ def _positive(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not an integer: {_quoted(text)}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+        raise argparse.ArgumentTypeError(f"must be at least 1: {_quoted(text)}")
     return value
+
+
+# The longest --timeout accepted (30 days): beyond it the system timer overflows.
+MAX_TIMEOUT_SECONDS = 30 * 24 * 3600.0
+
+
+def _positive_real(text: str) -> float:
+    """argparse type: a finite real > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {_quoted(text)}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0: {_quoted(text)}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a time limit in seconds, above 0 and at most MAX_TIMEOUT_SECONDS
+    (``--timeout 0`` is refused rather than read as "no limit": omit the option for that)."""
+    value = _positive_real(text)
+    if value > MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_TIMEOUT_SECONDS:.0f} seconds (30 days); omit --timeout for no limit")
+    return value
+
+
+def _step(text: str) -> float:
+    """argparse type: a relative finite-difference step, strictly between 0 and 1."""
+    value = _positive_real(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be below 1: {_quoted(text)}")
+    return value
+
+
+def _quoted(text: str) -> str:
+    """``text`` for a message: repr-quoted, control characters escaped, shortened."""
+    shown = repr(text[:40])
+    return shown if len(text) <= 40 else shown[:-1] + "..." + shown[-1]
 
 
 def _attach_negative_values(argv: list[str]) -> list[str]:
@@ -377,13 +429,23 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     index = 0
     while index < len(argv):
         arg = argv[index]
-        if arg in ("--at", "--dir") and index + 1 < len(argv) and argv[index + 1].startswith("-"):
+        if (arg in ("--at", "--dir") and index + 1 < len(argv) and argv[index + 1] != "--"
+                and argv[index + 1].startswith("-")):
             out.append(f"{arg}={argv[index + 1]}")
             index += 2
             continue
         out.append(arg)
         index += 1
     return out
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush of what could not be
+    written raises nothing more."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -393,7 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(_attach_negative_values(
             list(sys.argv[1:] if argv is None else argv)))
-        return args.handler(session, args)
+        status = args.handler(session, args)
+        sys.stdout.flush()  # a full disk or a closed pipe is reported here, not at exit
+        return status
     except LambdadError as error:
         print(render(error, session.sources), file=sys.stderr)
         return error.exit_code
@@ -401,7 +465,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except OSError as exc:  # writing the results failed (a full disk, a lost terminal)
+        _silence_stdout()
+        print(f"I/O error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except SystemExit as exit_:
         return int(exit_.code or 0)
     except Exception as exc:  # an internal error: say so, without a traceback

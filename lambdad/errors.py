@@ -94,6 +94,13 @@ class ToolError(LambdadError):
     exit_code = 4
 
 
+class FileAccessError(UsageError):
+    """A file or stream that cannot be read or written: missing, a directory, too large,
+    a full disk (exit 2, like a usage error)."""
+
+    kind = "I/O error"
+
+
 def render(error: LambdadError, sources: dict[str, str] | None = None) -> str:
     """The user-facing text of ``error``: ``file:line:col: kind: message``, source line, caret.
 

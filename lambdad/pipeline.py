@@ -26,7 +26,7 @@ from .differentiate import (
     is_real,
     map_value,
 )
-from .errors import DifferentiationError, EvalError, LambdadError, UsageError
+from .errors import DifferentiationError, EvalError, FileAccessError, LambdadError, UsageError
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
@@ -71,17 +71,34 @@ def _prelude_text() -> str:
     return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
 
 
+# Larger sources are refused before parsing: far beyond any program written by hand or
+# generated for a benchmark, and a guard against endless inputs such as /dev/zero.
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+
+
 def read_source(path: str | Path) -> str:
-    """The text of the file ``path``; raises UsageError if it cannot be read."""
+    """The text of the file ``path``; raises FileAccessError (a UsageError) if it cannot be
+    read, is not UTF-8, or is larger than MAX_SOURCE_BYTES."""
     path = Path(path)
+    if "\0" in str(path):
+        raise FileAccessError(f"no such file: {str(path)!r} (a file name has no NUL character)")
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            data = stream.read(MAX_SOURCE_BYTES + 1)
     except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
+        raise FileAccessError(f"no such file: {path}") from None
     except IsADirectoryError:
-        raise UsageError(f"{path} is a directory, not a .lam file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
+        raise FileAccessError(f"{path} is a directory, not a .lam file") from None
+    except OSError as exc:
+        raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise FileAccessError(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MiB; "
+                              "lambdad reads source files up to that size")
+    try:
+        # Windows line ends read as \n; a line ends at \n only, in the parser and every message.
+        return data.decode("utf-8").replace("\r\n", "\n")
+    except UnicodeDecodeError as exc:
+        raise FileAccessError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def load(path: str | Path) -> "Program":
@@ -254,9 +271,14 @@ class Program:
             term = parse_expr(source, what, bound=tuple(self.decls))
             infer_term(term, self.typing.env)
             needed = free_vars(term) & set(self.decls)
-            return self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
+            value = self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
         except LambdadError as exc:
             raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
+        bad = _first_non_finite(value)
+        if bad is not None:
+            raise UsageError(f"{what}: the point contains the non-finite real {bad!r}; "
+                             "every coordinate must be a finite number")
+        return value
 
     def _as_value(self, point: Any) -> Any:
         """Python data (or an already parsed runtime value) as a runtime value."""
@@ -572,6 +594,19 @@ def _rename_free(term: Term, old: str, new: str) -> Term:
         return attrs.evolve(t, **changes)
 
     return run(visit(term))
+
+
+def _first_non_finite(value: Any) -> float | None:
+    """The first NaN or infinite real inside the runtime value ``value``, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is float:
+            if not math.isfinite(item):
+                return item
+        elif type(item) in (tuple, list):
+            stack.extend(item)
+    return None
 
 
 def _has_top_level_comma(text: str) -> bool:
