@@ -411,9 +411,12 @@ def _seconds(text: str) -> float:
 
 def _step(text: str) -> float:
     """argparse type: a relative finite-difference step, strictly between 0 and 1."""
-    value = _positive_real(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must be below 1: {_quoted(text)}")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {_quoted(text)}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {_quoted(text)}")
     return value
 
 
