@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from .errors import ToolError, UsageError
+from .errors import FileAccessError, ToolError, UsageError
 from .primitives import PRIMITIVES
 from .trace import Trace, source_excerpt
 from .values import format_real
@@ -390,5 +390,5 @@ def write_graph(graph: Graph, output: str) -> str:
     try:
         path.write_bytes(data)
     except OSError as error:
-        raise UsageError(f"cannot write {output}: {error.strerror}") from None
+        raise FileAccessError(f"cannot write {output}: {error.strerror}") from None
     return f"wrote {path}"

@@ -136,21 +136,22 @@ def test_reported_bad_inputs_are_usage_errors(argv, monkeypatch, capsys):
 
 @pytest.mark.parametrize("output, reason", [
     ("missing/graph.dot", "No such file or directory"),
-    (".", "Is a directory"),
-    ("/dev/full", "No space left on device"),
+    ("folder.dot", "Is a directory"),
 ])
 def test_graph_output_that_cannot_be_written_is_an_io_error(output, reason, monkeypatch, capsys,
                                                            tmp_path):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder.dot").mkdir()
     status, err = run_in_process(["graph", PROGRAM, "f", "--at", "2,5", "-o", output],
                                  monkeypatch, capsys)
     assert status == 2
-    assert err.startswith(f"I/O error: cannot write {output!r}: {reason}")
+    assert err.startswith("I/O error: cannot write") and output in err and reason in err
 
 
-def test_a_full_disk_on_stdout_is_an_io_error():
+@pytest.mark.parametrize("argv", [["run", PROGRAM], ["graph", PROGRAM, "f", "--at", "2,5"]])
+def test_a_full_disk_on_stdout_is_an_io_error(argv):
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "lambdad", "run", PROGRAM], stdout=full,
+        result = subprocess.run([sys.executable, "-m", "lambdad", *argv], stdout=full,
                                 stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 2
     assert result.stderr == "I/O error: cannot write the output: No space left on device\n"
