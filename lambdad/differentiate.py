@@ -6,11 +6,24 @@ we transform its λ-term with →D or ←D (once per term, cached), embed the ca
 into the transformed world — reals become constants ``(r, 0)`` / ``(r, \\a -o zero)``,
 closures are transformed in turn — seed the argument, apply, and read off.
 
+Nesting (AD.md section 9).  A function that itself differentiates (or one the runtime made,
+such as a pull-back) is differentiated by a *level*: the function runs on tagged reals —
+:class:`~lambdad.values.Dual` for forward, :class:`~lambdad.values.Reverse` (a node on the
+level's own tape) for reverse — and every real primitive applies the chain rule at the
+innermost level among its arguments (the partials of the primitive table, evaluated on
+tagged reals, so the derivatives of derivatives are exact).  Inner differentiations run as
+usual, by transformation when they can, with the tagged reals of the outer levels as their
+scalars: the gradient of a transformed run inside a forward level is computed in dual
+numbers (forward-over-reverse), inside a reverse level it is recorded on the outer tape
+(reverse-over-reverse).  Levels never mix: a real captured from an outer level is a
+constant of the inner one, which is why ``grad (\\x -> x * grad (\\y -> x + y) 1) 1`` is 1.
+
 This module is where the transformations meet the interpreter; neither imports the other.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,23 +33,61 @@ from . import backward as backward_mode
 from . import forward as forward_mode
 from .errors import DifferentiationError
 from .interpreter import Interpreter
+from .rules import PARTIALS, NestedDifferentiationError
 from .syntax import Builtin, Lam, Term
-from .values import Backprop, Call, Tape, add_cotangents, all_reals, function_parts
+from .values import (
+    FORWARD_LEVEL,
+    REVERSE_LEVEL,
+    SCALAR_TYPES,
+    Backprop,
+    Call,
+    Dual,
+    Level,
+    Reverse,
+    Tape,
+    add_cotangents,
+    all_reals,
+    function_parts,
+)
 
 FORWARD = "forward"
 REVERSE = "reverse"
 
 
 @attrs.frozen
-class Stats:
-    """What one reverse-mode run cost: backpropagators created and bodies run."""
+class LevelStats:
+    """What the differentiations at one nesting depth cost (depth 1 is the outermost):
+    their modes, backpropagators (or tape nodes) created and bodies run."""
 
+    depth: int
+    modes: tuple[str, ...]
     created: int
     bodies_run: int
 
     def __str__(self) -> str:
-        return (f"backpropagators created: {self.created}\n"
+        return (f"level {self.depth} ({'/'.join(self.modes)}): created {self.created}, "
+                f"bodies run {self.bodies_run}")
+
+
+@attrs.frozen
+class Stats:
+    """What one reverse-mode run cost: backpropagators created and bodies run, in total
+    and (for nested differentiation) per level."""
+
+    created: int
+    bodies_run: int
+    levels: tuple[LevelStats, ...] = ()
+
+    def __str__(self) -> str:
+        text = (f"backpropagators created: {self.created}\n"
                 f"backpropagator bodies run: {self.bodies_run}")
+        if len(self.levels) > 1:
+            text += "".join(f"\n  {level}" for level in self.levels)
+        return text
+
+
+class _NeedsLevel(Exception):
+    """The function cannot be differentiated by transforming it: run it on a level."""
 
 
 # ---------------------------------------------------------------- walking runtime values
@@ -90,18 +141,19 @@ def zip_values(left: Any, right: Any, is_leaf: Callable[[Any], bool]) -> Iterato
 
 
 def is_real(v: Any) -> bool:
-    return type(v) is float
+    """Whether ``v`` is a real: a float, or a tagged real of an open nesting level."""
+    return type(v) in SCALAR_TYPES
 
 
 def is_dual(v: Any) -> bool:
     """A forward-mode real ``(r, r')``: in →D(A) every real of A is a pair of two floats,
     and nothing else is (a source pair of reals becomes a pair of pairs)."""
-    return type(v) is tuple and type(v[0]) is float and type(v[1]) is float
+    return type(v) is tuple and type(v[0]) in SCALAR_TYPES and type(v[1]) in SCALAR_TYPES
 
 
 def is_reverse_real(v: Any) -> bool:
     """A reverse-mode real ``(r, r_)``: a float paired with its backpropagator."""
-    return type(v) is tuple and type(v[0]) is float and isinstance(v[1], Backprop)
+    return type(v) is tuple and type(v[0]) in SCALAR_TYPES and isinstance(v[1], Backprop)
 
 
 def count_reals(value: Any) -> int:
@@ -128,18 +180,24 @@ def _is_flat_reals(value: Any) -> bool:
 
 
 class Differentiator:
-    """Runs →D / ←D versions of function values on an interpreter.
+    """Runs →D / ←D versions of function values on an interpreter, and nests (see the
+    module docstring).
 
     ``strategy`` (``"factored"`` or ``"naive"``) is how backpropagators are evaluated;
-    ``last_stats`` is the cost of the most recent reverse-mode run.
+    ``last_stats`` is the cost of the most recent reverse-mode run, per nesting level.
     """
 
     def __init__(self, interpreter: Interpreter, strategy: str = "factored"):
         self.interpreter = interpreter
         self.strategy = strategy
         self.last_stats: Stats | None = None
-        # (mode, id(λ-term)) -> (λ-term kept alive, function of the captured values)
-        self._compiled: dict[tuple[str, int], tuple[Term, Callable[..., Any]]] = {}
+        interpreter.partial_terms = PARTIALS
+        # (mode, id(λ-term), names, generic) -> (λ-term kept alive, function of the captured
+        # values), or (λ-term, None) when the term differentiates (it runs on a level)
+        self._compiled: dict[tuple, tuple[Term, Callable[..., Any] | None]] = {}
+        self._levels_opened = 0  # orders the levels: a later one is an inner one
+        self._depth = 0  # differentiations in progress, one inside the other
+        self._costs: list[list] = []  # per depth: [modes, created, bodies run]
 
     # ---- hooks for the interpreter's `grad`, `jvp`, `vjp` primitives
     def hooks(self) -> dict[str, Callable[..., Any]]:
@@ -149,67 +207,120 @@ class Differentiator:
             "vjp": lambda f, x: self.vjp(f, x),
         }
 
+    # ---- per-level costs
+    @contextlib.contextmanager
+    def _differentiation(self) -> Iterator[None]:
+        """One differentiation, perhaps inside another: the outermost one publishes the
+        costs of every depth as ``last_stats`` when it ends."""
+        outermost = self._depth == 0
+        if outermost:
+            self._costs = []
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if outermost and any(cost[0] & {REVERSE} for cost in self._costs):
+                self.last_stats = self._published()
+
+    def _record(self, mode: str, created: int, bodies_run: int) -> None:
+        if self._depth == 0:  # a pull-back called after its vjp: a run of its own
+            self._costs = []
+            self._depth = 1
+            try:
+                self._record(mode, created, bodies_run)
+            finally:
+                self._depth = 0
+            self.last_stats = self._published()
+            return
+        while len(self._costs) < self._depth:
+            self._costs.append([set(), 0, 0])
+        cost = self._costs[self._depth - 1]
+        cost[0].add(mode)
+        cost[1] += created
+        cost[2] += bodies_run
+
+    def _published(self) -> Stats:
+        levels = tuple(LevelStats(depth, tuple(sorted(modes)), created, run)
+                       for depth, (modes, created, run) in enumerate(self._costs, 1))
+        return Stats(sum(level.created for level in levels),
+                     sum(level.bodies_run for level in levels), levels)
+
     # ---- transforming function values
     def _transformer(self, mode: str) -> Callable[[Term], Term]:
         return forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
 
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], mode: str) -> Callable[..., Any]:
-        key = (mode, id(lam), names)
+        key = (mode, id(lam), names, self.interpreter.generic)
         entry = self._compiled.get(key)
         if entry is None:
-            transformed = self._transformer(mode)(lam)
-            entry = (lam, self.interpreter.compile_open(transformed, names))
+            try:
+                transformed = self._transformer(mode)(lam)
+            except NestedDifferentiationError:
+                entry = (lam, None)
+            else:
+                entry = (lam, self.interpreter.compile_open(transformed, names))
             self._compiled[key] = entry
+        if entry[1] is None:
+            raise _NeedsLevel
         return entry[1]
 
     def transform_value(self, value: Any, mode: str, tape: Tape | None) -> Any:
         """``value`` embedded into the →D / ←D world as a constant: reals get a zero
         tangent / a zero backpropagator, functions are transformed."""
 
-        def constant(r: float):
+        def constant(r: Any):
             if mode == FORWARD:
                 return (r, 0.0)
             return (r, tape.constant())
 
         def leaf(v: Any) -> bool:
-            return type(v) is float or callable(v) or isinstance(v, Backprop)
+            return type(v) in SCALAR_TYPES or callable(v)
 
         def embed(v: Any) -> Any:
-            if type(v) is float:
+            if type(v) in SCALAR_TYPES:
                 return constant(v)
             if isinstance(v, Backprop):
-                raise DifferentiationError(
-                    "a backpropagator cannot be differentiated again (nested differentiation "
-                    "is not supported)")
+                raise _NeedsLevel
             return self.transform_function(v, mode, tape)
 
         return map_value(value, leaf, embed)
 
     def transform_function(self, f: Any, mode: str, tape: Tape | None) -> Any:
-        """The →D / ←D image of the function value ``f`` (AD.md section 6)."""
+        """The →D / ←D image of the function value ``f`` (AD.md section 6).  Raises
+        _NeedsLevel when ``f`` differentiates or was made by the runtime."""
         parts = function_parts(f)
         if parts is None:
-            raise DifferentiationError(
-                "this function cannot be differentiated: it was made by the runtime "
-                "(e.g. a pull-back returned by vjp); nested differentiation is not supported")
+            raise _NeedsLevel
         if parts.lam is not None:
             names = tuple(parts.captured)
             make = self._compiled_lambda(parts.lam, names, mode)
             env = [self.transform_value(parts.captured[name], mode, tape) for name in names]
             return make(*env)
-        transformed = self._transformer(mode)(Builtin(parts.builtin))
+        try:
+            transformed = self._transformer(mode)(Builtin(parts.builtin))
+        except NestedDifferentiationError:
+            raise _NeedsLevel from None
         g = self.interpreter.evaluate(transformed, {})
         for arg in parts.args:
             g = self.interpreter.apply(g, self.transform_value(arg, mode, tape))
         return g
 
     # ---- reverse mode
-    def grad(self, f: Any, x: Any, strategy: str | None = None) -> tuple[float, Any]:
+    def grad(self, f: Any, x: Any, strategy: str | None = None) -> tuple[Any, Any]:
         """``(f x, ∇f(x))`` by backpropagation; the gradient has the shape of ``x``.
-        Raises DifferentiationError if ``f x`` is not a real."""
+        Raises DifferentiationError if ``f x`` is not a real or ``x`` is a function."""
         # One guarded run for seeding, both phases and the read-off: the tape's objects are
         # never rescanned by the cyclic collector between them.
-        return self.interpreter.guarded(self._grad, f, x, strategy)
+        _require_differentiable_input(x)
+        return self.interpreter.guarded(self._grad_any, f, x, strategy)
+
+    def _grad_any(self, f: Any, x: Any, strategy: str | None) -> tuple[Any, Any]:
+        with self._differentiation():
+            try:
+                return self._grad(f, x, strategy)
+            except _NeedsLevel:
+                return self._level_grad(f, x, strategy or self.strategy)
 
     def _grad(self, f: Any, x: Any, strategy: str | None) -> tuple[float, Any]:
         tape = Tape()
@@ -226,7 +337,15 @@ class Differentiator:
 
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f x, pull-back)``: the pull-back maps a cotangent of the result's shape to one
-        of ``x``'s shape, and may be called any number of times."""
+        of ``x``'s shape, and may be called any number of times (and differentiated)."""
+        _require_differentiable_input(x)
+        with self._differentiation():
+            try:
+                return self._vjp(f, x)
+            except _NeedsLevel:
+                return self._level_vjp(f, x)
+
+    def _vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         tape = Tape()
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
@@ -239,7 +358,8 @@ class Differentiator:
             total = None
             try:
                 for (_, back), c in zip_values(out, cotangent, is_reverse_real):
-                    total = add_cotangents(total, Call(back, float(c)))
+                    total = add_cotangents(
+                        total, Call(back, c if type(c) in SCALAR_TYPES else float(c)))
             except (ValueError, TypeError, IndexError):
                 raise DifferentiationError(
                     "the cotangent given to a pull-back must have the shape of the function's "
@@ -255,28 +375,29 @@ class Differentiator:
             return list(zip(x, tape.seeds(0, len(x))))
         index = 0
 
-        def seed(r: float):
+        def seed(r: Any):
             nonlocal index
             pair = (r, tape.seed(index))
             index += 1
             return pair
 
         def leaf(v: Any) -> bool:
-            return type(v) is float or callable(v)
+            return type(v) in SCALAR_TYPES or callable(v)
 
         def embed(v: Any):
-            return seed(v) if type(v) is float else self.transform_function(v, REVERSE, tape)
+            return seed(v) if type(v) in SCALAR_TYPES else self.transform_function(
+                v, REVERSE, tape)
 
         return map_value(x, leaf, embed)
 
-    def _backward(self, tape: Tape, cotangent: Any, strategy: str | None) -> dict[int, float]:
+    def _backward(self, tape: Tape, cotangent: Any, strategy: str | None) -> dict[int, Any]:
         with self.interpreter.using_tape(tape):
             adjoints = self.interpreter.backward(cotangent, strategy or self.strategy)
-        self.last_stats = Stats(tape.created, tape.bodies_run)
+        self._record(REVERSE, tape.created, tape.bodies_run)
         return adjoints
 
     @staticmethod
-    def _read_off(x: Any, adjoints: dict[int, float]) -> Any:
+    def _read_off(x: Any, adjoints: dict[int, Any]) -> Any:
         """The gradient in the shape of ``x``: its i-th real replaced by the i-th adjoint
         (0 if the seed was never reached)."""
         if _is_flat_reals(x):
@@ -284,7 +405,7 @@ class Differentiator:
             return [get(i, 0.0) for i in range(len(x))]
         index = 0
 
-        def adjoint(_: float) -> float:
+        def adjoint(_: Any) -> Any:
             nonlocal index
             value = adjoints.get(index, 0.0)
             index += 1
@@ -295,50 +416,231 @@ class Differentiator:
     @staticmethod
     def _primal(out: Any, is_leaf: Callable[[Any], bool]) -> Any:
         if callable(out) and not isinstance(out, Backprop):
-            raise DifferentiationError("cannot differentiate a function whose result is a function")
+            raise _NeedsLevel
         return map_value(out, is_leaf, lambda pair: pair[0])
 
     # ---- forward mode
     def jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
         """``(f x, ∂f(x)·v)`` by dual numbers; ``v`` has the shape of ``x``."""
+        _require_differentiable_input(x)
+        with self._differentiation():
+            try:
+                return self._jvp(f, x, v)
+            except _NeedsLevel:
+                return self._level_jvp(f, x, v)
+
+    def _jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
         tangents = iter(self._tangent_list(x, v))
-        seeded = map_value(x, lambda leaf: type(leaf) is float or callable(leaf),
-                           lambda leaf: (leaf, next(tangents)) if type(leaf) is float
+        seeded = map_value(x, lambda leaf: type(leaf) in SCALAR_TYPES or callable(leaf),
+                           lambda leaf: (leaf, next(tangents)) if type(leaf) in SCALAR_TYPES
                            else self.transform_function(leaf, FORWARD, None))
         g = self.transform_function(f, FORWARD, None)
         out = self.interpreter.apply(g, seeded)
+        self._record(FORWARD, 0, 0)
         return self._primal(out, is_dual), map_value(out, is_dual, lambda pair: pair[1])
 
     @staticmethod
-    def _tangent_list(x: Any, v: Any) -> list[float]:
+    def _tangent_list(x: Any, v: Any) -> list[Any]:
+        if callable(v) and not callable(x):
+            raise DifferentiationError("a direction cannot be a function")
         try:
             pairs = list(zip_values(x, v, is_real))
         except (ValueError, TypeError, IndexError):
             pairs = None
-        if pairs is None or not all(type(t) is float for _, t in pairs):
+        if pairs is None or not all(type(t) in SCALAR_TYPES for _, t in pairs):
             raise DifferentiationError("the direction given to jvp must have the shape of the point")
         return [t for _, t in pairs]
 
-    def forward_grad(self, f: Any, x: Any) -> tuple[float, Any]:
+    def forward_grad(self, f: Any, x: Any) -> tuple[Any, Any]:
         """``(f x, ∇f(x))`` by forward mode: one run per input real, seeding it with 1."""
         n = count_reals(x)
         value = None
-        columns: list[float] = []
+        columns: list[Any] = []
         for i in range(n):
-            position = 0
-
-            def basis(_: float) -> float:
-                nonlocal position
-                t = 1.0 if position == i else 0.0
-                position += 1
-                return t
-
-            direction = map_value(x, is_real, basis)
-            value, tangent = self.jvp(f, x, direction)
-            if type(tangent) is not float:
+            value, tangent = self.jvp(f, x, basis(x, i))
+            if type(tangent) not in SCALAR_TYPES:
                 raise DifferentiationError("grad needs a function whose result is a real")
             columns.append(tangent)
         if n == 0:
             value, _ = self.jvp(f, x, x)
         it = iter(columns)
         return value, map_value(x, is_real, lambda _: next(it))
+
+    # ---- nesting levels (AD.md section 9)
+    def _open_level(self, mode: str) -> Level:
+        self._levels_opened += 1
+        return Level(self._levels_opened, mode, self.interpreter.arithmetic)
+
+    def _on_level(self, f: Any, seeded: Any) -> Any:
+        """``f seeded`` with ``f`` (and every function it captures) recompiled to accept
+        tagged reals, inside an open level."""
+        with self.interpreter.in_level():
+            g = self._generic(f, {})
+            return self.interpreter.apply(g, seeded)
+
+    def _generic(self, value: Any, made: dict[int, tuple[Any, Any]]) -> Any:
+        """``value`` with each function replaced by its variant accepting tagged reals
+        (closures recompiled from their λ-term, built-ins re-made); a function made by the
+        runtime (a pull-back) already accepts them.  Must run inside ``in_level``."""
+
+        def remake(f: Any) -> Any:
+            found = made.get(id(f))
+            if found is not None:
+                return found[1]
+            parts = function_parts(f)
+            if parts is None:
+                result = f
+            elif parts.lam is not None:
+                names = tuple(parts.captured)
+                make = self.interpreter.compile_open(parts.lam, names)
+                result = make(*(self._generic(parts.captured[name], made) for name in names))
+            else:
+                primitive = f.primitive
+                result = self.interpreter.builtin_function(
+                    primitive, tuple(self._generic(arg, made) for arg in parts.args), f.span)
+            made[id(f)] = (f, result)
+            return result
+
+        return map_value(value, lambda v: callable(v) and not isinstance(v, Backprop), remake)
+
+    def _level_grad(self, f: Any, x: Any, strategy: str) -> tuple[Any, Any]:
+        """Reverse mode on a level: ``f`` runs on reals recorded on the level's tape; one
+        backward phase from the result (each node once when factored)."""
+        level = self._open_level(REVERSE_LEVEL)
+        seeded = map_value(x, is_real, level.input)
+        out = self._on_level(f, seeded)
+        if not is_real(out):
+            raise DifferentiationError("grad needs a function whose result is a real")
+        if isinstance(out, Reverse) and out.level is level:
+            value = out.primal
+            adjoints = level.backward([(out.index, 1.0)], strategy)
+        else:
+            value, adjoints = out, {}
+        self._record(REVERSE, level.created, level.bodies_run)
+        return value, self._level_read_off(seeded, level, adjoints)
+
+    def _level_vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
+        level = self._open_level(REVERSE_LEVEL)
+        seeded = map_value(x, is_real, level.input)
+        out = self._on_level(f, seeded)
+        if callable(out):
+            raise DifferentiationError("vjp needs a function whose result has no functions")
+        value = map_value(out, is_real, lambda r: _value_at(r, level))
+        strategy = self.strategy
+
+        def pullback(cotangent: Any) -> Any:
+            seeds = []
+            try:
+                for r, c in zip_values(out, cotangent, is_real):
+                    c = c if type(c) in SCALAR_TYPES else float(c)
+                    if isinstance(r, Reverse) and r.level is level:
+                        seeds.append((r.index, c))
+            except (ValueError, TypeError, IndexError):
+                raise DifferentiationError(
+                    "the cotangent given to a pull-back must have the shape of the function's "
+                    "result") from None
+            before = level.bodies_run
+            adjoints = level.backward(seeds, strategy)
+            self._record(REVERSE, 0, level.bodies_run - before)
+            return self._level_read_off(seeded, level, adjoints)
+
+        self._record(REVERSE, level.created, 0)
+        return value, pullback
+
+    @staticmethod
+    def _level_read_off(seeded: Any, level: Level, adjoints: dict[int, Any]) -> Any:
+        return map_value(seeded, lambda v: type(v) is Reverse and v.level is level,
+                         lambda r: adjoints.get(r.index, 0.0))
+
+    def _level_jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
+        """Forward mode on a level: ``f`` runs on dual reals of the level.  A result that is
+        a function gives functions (Manzyuk et al.): applied later, they split their own
+        results into value and tangent at this level."""
+        tangents = iter(self._tangent_list(x, v))
+        level = self._open_level(FORWARD_LEVEL)
+        seeded = map_value(x, is_real, lambda r: Dual(level, r, next(tangents)))
+        out = self._on_level(f, seeded)
+        self._record(FORWARD, 0, 0)
+        return _split_value(out, level, True), _split_value(out, level, False)
+
+    # ---- second derivatives
+    def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
+        """``(f x, ∇f(x), H(x)·v)`` by forward-over-reverse (Pearlmutter 1994): one gradient
+        computed in dual numbers."""
+        _, (gradient, product) = self.jvp(lambda y: self.grad(f, y)[1], x, v)
+        value = self.grad(f, x)[0]
+        return value, gradient, product
+
+    def hessian_rows(self, f: Any, x: Any, mode: str = "forward-over-reverse") -> list[Any]:
+        """The Hessian of ``f`` at ``x``: for each input real ``i`` (left to right) the
+        gradient of ``∂f/∂x_i``, in the shape of ``x``.  ``mode`` is the composition:
+        ``forward-over-reverse`` (n Hessian-vector products), ``reverse-over-reverse``,
+        ``reverse-over-forward`` or ``forward-over-forward`` (n² directional runs)."""
+        n = count_reals(x)
+        rows = []
+        for i in range(n):
+            e_i = basis(x, i)
+            if mode == "forward-over-reverse":
+                rows.append(self.jvp(lambda y: self.grad(f, y)[1], x, e_i)[1])
+            elif mode == "reverse-over-reverse":
+                rows.append(self.grad(lambda y: _component(self.grad(f, y)[1], i), x)[1])
+            elif mode == "reverse-over-forward":
+                rows.append(self.grad(lambda y: self.jvp(f, y, e_i)[1], x)[1])
+            elif mode == "forward-over-forward":
+                rows.append(self.jvp(lambda y: self.forward_grad(f, y)[1], x, e_i)[1])
+            else:
+                raise DifferentiationError(f"unknown composition `{mode}`; use one of "
+                                           + ", ".join(COMPOSITIONS))
+        return rows
+
+
+COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",
+                "forward-over-forward")
+"""The ways to compute second derivatives: outer mode over inner mode."""
+
+
+def basis(x: Any, i: int) -> Any:
+    """The direction of the i-th real of ``x`` (left to right): 1 there, 0 elsewhere."""
+    position = 0
+
+    def entry(_: Any) -> float:
+        nonlocal position
+        t = 1.0 if position == i else 0.0
+        position += 1
+        return t
+
+    return map_value(x, is_real, entry)
+
+
+def _component(value: Any, i: int) -> Any:
+    """The i-th real of ``value`` (left to right)."""
+    found: list[Any] = []
+    map_value(value, is_real, lambda r: found.append(r) or r)
+    return found[i]
+
+
+def _require_differentiable_input(x: Any) -> None:
+    if callable(x) and not isinstance(x, Backprop):
+        raise DifferentiationError(
+            "cannot differentiate with respect to a function-typed input: the point must be "
+            "built from reals, pairs and lists")
+
+
+def _value_at(r: Any, level: Level) -> Any:
+    return r.primal if isinstance(r, (Dual, Reverse)) and r.level is level else r
+
+
+def _tangent_at(r: Any, level: Level) -> Any:
+    return r.tangent if isinstance(r, Dual) and r.level is level else 0.0
+
+
+def _split_value(out: Any, level: Level, primal: bool) -> Any:
+    """The value (``primal``) or the tangent of the forward level's result ``out``;
+    functions in it become functions splitting their results alike."""
+    part = _value_at if primal else _tangent_at
+
+    def function(h: Any) -> Callable[[Any], Any]:
+        return lambda y: _split_value(h(y), level, primal)
+
+    return map_value(out, lambda v: is_real(v) or (callable(v) and not isinstance(v, Backprop)),
+                     lambda v: part(v, level) if is_real(v) else function(v))

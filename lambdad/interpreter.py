@@ -46,7 +46,7 @@ import attrs
 
 from .errors import EvalError, LambdadError, ResourceError, Span, UsageError
 from .iterate import run
-from .primitives import PRIMITIVES, TWO_ARGUMENTS, DomainError, Primitive
+from .primitives import OPERATORS, PRIMITIVES, TWO_ARGUMENTS, DomainError, Primitive
 from .syntax import (
     Annot,
     App,
@@ -72,7 +72,12 @@ from .syntax import (
     walk,
 )
 from .values import (
+    FORWARD_LEVEL,
     STRATEGIES,
+    Arithmetic,
+    Dual,
+    Tagged,
+    plain_real,
     Backprop,
     BackpropCreated,
     BuiltinFunction,
@@ -99,6 +104,15 @@ _MAX_TWO_ARGUMENT_LINES = 24
 _CACHE_SIZE = 8192
 # Built-ins applied to this many arguments at most (peeling `f a b c` for a built-in head).
 _MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
+
+# The arithmetic of tagged reals, found by spelling like the rules' (AD.md writes them so).
+_ARITHMETIC = {"+": OPERATORS[("+", "infix")], "*": OPERATORS[("*", "infix")],
+               "-": OPERATORS[("-", "infix")], "/": OPERATORS[("/", "infix")],
+               "neg": OPERATORS[("-", "prefix")]}
+
+# Kinds of primitive that take reals: inside a nesting level they go through
+# Interpreter.generic_apply, which accepts the tagged reals of every level.
+_GENERIC_KINDS = frozenset(("real", "test", "constant"))
 
 # Python exceptions a primitive's evaluation may raise on bad input; they become EvalErrors.
 _RUNTIME_ERRORS = (DomainError, ArithmeticError, ValueError)
@@ -216,9 +230,11 @@ def _stageable(body: Term) -> bool:
 class _CodeGenerator:
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
-    def __init__(self, runtime: "Interpreter", instrumented: bool):
+    def __init__(self, runtime: "Interpreter", instrumented: bool, generic: bool = False):
         self.runtime = runtime
         self.instrumented = instrumented
+        # The variant run inside a nesting level: real primitives accept tagged reals.
+        self.generic = generic
         self.counter = itertools.count()
         self.functions: list[tuple[str, _Function, list[str]]] = []
         self.lifted: list[tuple[str, Lam, tuple[str, ...]]] = []
@@ -244,6 +260,7 @@ class _CodeGenerator:
             "_readoff": runtime._read_off,
             "_ad": runtime._call_ad,
             "_ev": runtime._prim_event,
+            "_gp": runtime.generic_apply,
         }
         self.evaluators: dict[str, str] = {}
         self.free_spans: dict[str, Span | None] = {}
@@ -436,6 +453,8 @@ class _CodeGenerator:
             return self.apply_primitive(primitive, [], None, term.span, fn)
         runtime = self.runtime
         apply = runtime._apply_builtin_traced if self.instrumented else runtime._apply_builtin
+        if self.generic:
+            apply = runtime._apply_builtin_generic
         return self.constant(BuiltinFunction(primitive, (), term.span, apply))
         yield  # pragma: no cover
 
@@ -466,6 +485,8 @@ class _CodeGenerator:
         t = self.fresh("t")
         if primitive.kind == "ad":
             fn.emit(f"{t} = _ad({self.constant(site)}, {args})", site)
+        elif self.generic and primitive.kind in _GENERIC_KINDS:
+            fn.emit(f"{t} = _gp({self.constant(primitive)}, {args})", site)
         elif primitive.inline is not None:
             fn.emit(f"{t} = {primitive.inline.format(**dict(zip(primitive.params, atoms)))}", site)
         elif primitive.evaluate is not None:
@@ -823,11 +844,91 @@ class Interpreter:
         self._guarded = False  # inside the outermost guard (of _run or guarded)
         self._pinned = 0  # nesting of using_tape
         self._units = itertools.count()
-        # (id(term), names, instrumented) -> (term kept alive so its id stays unique, function)
-        self._compiled: dict[tuple[int, tuple[str, ...] | None, bool],
+        # Nesting levels (AD.md section 9) open around this code: while there is one, terms
+        # compile in the generic variant, whose real primitives accept tagged reals.
+        self.tagged_levels = 0
+        # Each real primitive's partial derivatives as terms over its parameters (and its
+        # result), given by the differentiator; compiled on first use by generic_apply.
+        self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
+        self._partials: dict[str, tuple[Callable[..., Any], ...]] = {}
+        self.arithmetic = Arithmetic(self.apply_real, *(_ARITHMETIC[name]
+                                                         for name in ("+", "*", "-", "/", "neg")))
+        # (id(term), names, instrumented, generic) -> (term kept alive, function, names)
+        self._compiled: dict[tuple[int, tuple[str, ...] | None, bool, bool],
                              tuple[Term, Callable[..., Any], tuple[str, ...]]] = {}
 
     # ---- public API
+    @property
+    def generic(self) -> bool:
+        """Whether terms compile in the variant whose primitives accept tagged reals."""
+        return self.tagged_levels > 0
+
+    @contextlib.contextmanager
+    def in_level(self) -> Iterator[None]:
+        """Inside the ``with`` block a nesting level is open: terms compiled there (and the
+        closures they make) accept the tagged reals of every level."""
+        self.tagged_levels += 1
+        try:
+            yield
+        finally:
+            self.tagged_levels -= 1
+
+    def generic_apply(self, primitive: Primitive, *args: Any) -> Any:
+        """``primitive`` applied to ``args`` whose reals may be tagged: a real primitive by
+        :meth:`apply_real`, any other kind on the plain values of its real arguments
+        (comparisons and ``range`` look at primals only)."""
+        if primitive.kind == "real":
+            return self.apply_real(primitive, args)
+        return primitive.evaluate(*[plain_real(a) if isinstance(a, Tagged) else a
+                                    for a in args])
+
+    def apply_real(self, primitive: Primitive, args: Sequence[Any]) -> Any:
+        """The real primitive on reals of any levels, by the chain rule at the innermost
+        level among the arguments: its value on their values at that level, and its
+        tangent ``Σ ∂i f · xi'`` (forward) or a tape node with edges ``∂i f`` (reverse),
+        the partials read from the primitive table and evaluated at the same levels
+        (so derivatives of derivatives are exact).  A plain argument contributes nothing:
+        ``x ^ 2`` is a power with a constant exponent.  Raises DomainError as the
+        primitive does."""
+        level = None
+        for a in args:
+            if isinstance(a, Tagged) and (level is None or a.level.order > level.order):
+                level = a.level
+        if level is None:
+            return primitive.evaluate(*args)
+        primals = tuple(a.primal if isinstance(a, Tagged) and a.level is level else a
+                        for a in args)
+        value = self.apply_real(primitive, primals)
+        partials = self._partial_functions(primitive)
+        inputs = primals + ((value,) if primitive.result is not None else ())
+        arithmetic = self.arithmetic
+        if level.mode == FORWARD_LEVEL:
+            tangent: Any = 0.0
+            for a, partial in zip(args, partials):
+                if isinstance(a, Tagged) and a.level is level:
+                    tangent = arithmetic.add(tangent,
+                                             arithmetic.multiply(partial(*inputs), a.tangent))
+            return Dual(level, value, tangent)
+        edges = tuple((a.index, partial(*inputs)) for a, partial in zip(args, partials)
+                      if isinstance(a, Tagged) and a.level is level)
+        return level.record(value, edges)
+
+    def _partial_functions(self, primitive: Primitive) -> tuple[Callable[..., Any], ...]:
+        found = self._partials.get(primitive.name)
+        if found is None:
+            names = primitive.params + ((primitive.result,) if primitive.result else ())
+            found = tuple(self._function(term, names, generic=True)[0]
+                          for term in self.partial_terms[primitive.name])
+            self._partials[primitive.name] = found
+        return found
+
+    def builtin_function(self, primitive: Primitive, args: tuple,
+                         span: Span | None = None) -> BuiltinFunction:
+        """The built-in ``primitive`` as a value, applied to ``args`` so far; it accepts
+        tagged reals when made inside a nesting level."""
+        apply = self._apply_builtin_generic if self.generic else self._apply_builtin
+        return BuiltinFunction(primitive, args, span, apply)
+
     @property
     def instrumented(self) -> bool:
         """Whether terms compile with event, step and time checks."""
@@ -918,16 +1019,17 @@ class Interpreter:
                                     self.on_event))
 
     # ---- compilation
-    def _function(self, term: Term, names: tuple[str, ...] | None
-                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
+    def _function(self, term: Term, names: tuple[str, ...] | None,
+                  generic: bool | None = None) -> tuple[Callable[..., Any], tuple[str, ...]]:
         """The compiled entry function of ``term`` and its parameters (see
         :meth:`_CodeGenerator.compile_unit`), compiled once per term, names and variant."""
         instrumented = self.instrumented
-        key = (id(term), names, instrumented)
+        generic = self.generic if generic is None else generic
+        key = (id(term), names, instrumented, generic)
         compiled = self._compiled
         entry = compiled.get(key)
         if entry is None:
-            entry = (term, *self._compile(term, names, instrumented))
+            entry = (term, *self._compile(term, names, instrumented, generic))
             if len(compiled) >= _CACHE_SIZE:
                 # Forget the least recently used unit (its closures keep their own code).
                 del compiled[next(iter(compiled))]
@@ -946,9 +1048,9 @@ class Interpreter:
                         None)
             raise EvalError(f"unbound variable `{name}`", span) from None
 
-    def _compile(self, term: Term, names: tuple[str, ...] | None, instrumented: bool
-                 ) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        generator = _CodeGenerator(self, instrumented)
+    def _compile(self, term: Term, names: tuple[str, ...] | None, instrumented: bool,
+                 generic: bool = False) -> tuple[Callable[..., Any], tuple[str, ...]]:
+        generator = _CodeGenerator(self, instrumented, generic)
         filename = f"<lambdad unit {next(self._units)}>"
         # The cyclic collector would rescan the large, acyclic syntax and code structures
         # many times over while they are built; nothing cyclic is made here.
@@ -1111,6 +1213,18 @@ class Interpreter:
             return primitive.evaluate(*args)
         except _RUNTIME_ERRORS as exc:
             # A closure given to `map` or `fold` may have failed inside: locate it there.
+            located = _locate(exc)
+            if located.span is None:
+                located = EvalError(_describe(primitive, args, exc), function.span)
+            raise located from None
+
+    def _apply_builtin_generic(self, function: BuiltinFunction, args: tuple) -> Any:
+        primitive = function.primitive
+        if primitive.kind not in _GENERIC_KINDS:
+            return self._apply_builtin(function, args)
+        try:
+            return self.generic_apply(primitive, *args)
+        except _RUNTIME_ERRORS as exc:
             located = _locate(exc)
             if located.span is None:
                 located = EvalError(_describe(primitive, args, exc), function.span)

@@ -285,14 +285,21 @@ def is_zero(term: Term) -> bool:
 TARGET_TERMS = (LinLam, Zero, Plus, Seed, ReadOff)
 
 
+class NestedDifferentiationError(DifferentiationError):
+    """The term differentiates (uses ``grad``, ``jvp`` or ``vjp``): it has no image under a
+    transformation, and is differentiated at run time on a nesting level instead
+    (AD.md section 9)."""
+
+
 def not_differentiable(term: Term) -> DifferentiationError:
     """The error for a term neither transformation accepts (nested AD, target terms)."""
     if isinstance(term, (Prim, Builtin)):
         name = term.op if isinstance(term, Prim) else term.name
         symbol = PRIMITIVES[name].spelling.symbol
-        return DifferentiationError(
-            f"differentiating a function that itself uses `{symbol}` (nested "
-            "differentiation) is not supported", term.span)
+        return NestedDifferentiationError(
+            f"this term uses `{symbol}`: a program that differentiates is differentiated "
+            "when it runs (nested differentiation), it has no transformed program to show",
+            term.span)
     if isinstance(term, TARGET_TERMS):
         return DifferentiationError(
             "cannot differentiate a backpropagation term (`\\a -o`, `zero`, `<+>`, `seed`, "

@@ -243,6 +243,219 @@ class Tape:
         return zero
 
 
+# --------------------------------------------------------------------------- nesting levels
+
+
+FORWARD_LEVEL = "forward"
+REVERSE_LEVEL = "reverse"
+
+
+class Level:
+    """One differentiation that runs the function itself on tagged reals (AD.md section 9):
+    the differentiation of a function that in turn differentiates (or that cannot be
+    transformed, such as a pull-back).  The reals it perturbs are :class:`Dual` (forward)
+    or :class:`Reverse` values carrying this level, so a real of another level can never be
+    mistaken for one of this level (Siskind and Pearlmutter's tags); ``order`` says which
+    of two levels was opened later (the inner one).
+
+    A reverse level is a tape: ``nodes[i]`` lists the ``(parent index, partial)`` edges of
+    the i-th tagged real (inputs have none).  ``arithmetic`` adds and multiplies reals of
+    any level (it is the interpreter's, see :meth:`Interpreter.tagged_arithmetic`).
+    ``created`` and ``bodies_run`` count the nodes with edges and the nodes the backward
+    phase ran (each once when factored).
+    """
+
+    __slots__ = ("order", "mode", "arithmetic", "nodes", "bodies_run")
+
+    def __init__(self, order: int, mode: str, arithmetic: "Arithmetic"):
+        self.order = order
+        self.mode = mode
+        self.arithmetic = arithmetic
+        self.nodes: list[tuple[tuple[int, Any], ...]] = []
+        self.bodies_run = 0
+
+    @property
+    def created(self) -> int:
+        return sum(1 for edges in self.nodes if edges)
+
+    def input(self, value: Any) -> "Reverse":
+        """A new input real of this (reverse) level: a node without edges."""
+        self.nodes.append(())
+        return Reverse(self, value, len(self.nodes) - 1)
+
+    def record(self, value: Any, edges: tuple[tuple[int, Any], ...]) -> "Reverse":
+        """The tagged real ``value`` whose adjoint flows to each ``(parent, partial)``."""
+        self.nodes.append(edges)
+        return Reverse(self, value, len(self.nodes) - 1)
+
+    def backward(self, seeds: list[tuple[int, Any]], strategy: str) -> dict[int, Any]:
+        """The adjoint of every node reached from the ``(node, cotangent)`` seeds.
+
+        ``factored`` runs each node's edges once, newest first, with the sum of what reached
+        it (BMP linear factoring on this level's tape); ``naive`` runs them once per path.
+        Adjoints may be reals of outer levels: the arithmetic is generic.  No recursion.
+        """
+        add, multiply = self.arithmetic.add, self.arithmetic.multiply
+        nodes = self.nodes
+        adjoints: dict[int, Any] = {}
+        ran = 0
+        if strategy == "naive":
+            work = list(reversed(seeds))
+            while work:
+                index, a = work.pop()
+                edges = nodes[index]
+                if not edges:
+                    adjoints[index] = a if index not in adjoints else add(adjoints[index], a)
+                    continue
+                ran += 1
+                work.extend((parent, multiply(partial, a)) for parent, partial in reversed(edges))
+        elif strategy == "factored":
+            for index, a in seeds:
+                adjoints[index] = a if index not in adjoints else add(adjoints[index], a)
+            top = max((index for index, _ in seeds), default=-1)
+            for index in range(top, -1, -1):
+                edges = nodes[index]
+                if not edges or index not in adjoints:
+                    continue
+                a = adjoints.pop(index)
+                ran += 1
+                for parent, partial in edges:
+                    c = multiply(partial, a)
+                    adjoints[parent] = c if parent not in adjoints else add(adjoints[parent], c)
+        else:
+            raise UsageError(f"unknown strategy `{strategy}`; use factored or naive")
+        self.bodies_run += ran
+        return adjoints
+
+
+class Arithmetic:
+    """Addition and multiplication of reals of any level, for the backward phase of tagged
+    levels and the operators of tagged reals (an interpreter provides ``apply_real``)."""
+
+    __slots__ = ("apply_real", "plus", "times", "minus", "divide", "negate")
+
+    def __init__(self, apply_real: Callable[[Primitive, tuple], Any], plus: Primitive,
+                 times: Primitive, minus: Primitive, divide: Primitive, negate: Primitive):
+        self.apply_real = apply_real
+        self.plus, self.times, self.minus = plus, times, minus
+        self.divide, self.negate = divide, negate
+
+    def add(self, x: Any, y: Any) -> Any:
+        if type(x) is float and type(y) is float:
+            return x + y
+        return self.apply_real(self.plus, (x, y))
+
+    def multiply(self, x: Any, y: Any) -> Any:
+        if type(x) is float and type(y) is float:
+            return x * y
+        return self.apply_real(self.times, (x, y))
+
+
+class Tagged:
+    """A real perturbed by a :class:`Level`: arithmetic operators go through the level's
+    generic arithmetic (so compiled backpropagator bodies and the backward phase of a
+    transformed run accept them as cotangents); comparisons look at the plain value."""
+
+    __slots__ = ("level", "primal")
+
+    def _apply(self, primitive: Primitive, args: tuple) -> Any:
+        return self.level.arithmetic.apply_real(primitive, args)
+
+    def __add__(self, other):
+        return self._apply(self.level.arithmetic.plus, (self, other))
+
+    def __radd__(self, other):
+        return self._apply(self.level.arithmetic.plus, (other, self))
+
+    def __sub__(self, other):
+        return self._apply(self.level.arithmetic.minus, (self, other))
+
+    def __rsub__(self, other):
+        return self._apply(self.level.arithmetic.minus, (other, self))
+
+    def __mul__(self, other):
+        return self._apply(self.level.arithmetic.times, (self, other))
+
+    def __rmul__(self, other):
+        return self._apply(self.level.arithmetic.times, (other, self))
+
+    def __truediv__(self, other):
+        return self._apply(self.level.arithmetic.divide, (self, other))
+
+    def __rtruediv__(self, other):
+        return self._apply(self.level.arithmetic.divide, (other, self))
+
+    def __neg__(self):
+        return self._apply(self.level.arithmetic.negate, (self,))
+
+    def __lt__(self, other):
+        return plain_real(self) < plain_real(other)
+
+    def __le__(self, other):
+        return plain_real(self) <= plain_real(other)
+
+    def __gt__(self, other):
+        return plain_real(self) > plain_real(other)
+
+    def __ge__(self, other):
+        return plain_real(self) >= plain_real(other)
+
+    def __eq__(self, other):
+        return plain_real(self) == plain_real(other)
+
+    def __ne__(self, other):
+        return plain_real(self) != plain_real(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Dual(Tagged):
+    """A real of a forward level: ``primal + tangent·ε`` for the level's ε."""
+
+    __slots__ = ("tangent",)
+
+    def __init__(self, level: Level, primal: Any, tangent: Any):
+        self.level = level
+        self.primal = primal
+        self.tangent = tangent
+
+    def __repr__(self) -> str:
+        return f"Dual#{self.level.order}({self.primal!r}, {self.tangent!r})"
+
+
+class Reverse(Tagged):
+    """A real of a reverse level: its value and its node on the level's tape."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, level: Level, primal: Any, index: int):
+        self.level = level
+        self.primal = primal
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"Reverse#{self.level.order}({self.primal!r}, node {self.index})"
+
+
+SCALAR_TYPES = frozenset((float, Dual, Reverse))
+"""The runtime types of a value of type ``R``: a float, or a real of a nesting level."""
+
+
+def is_scalar(v: Any) -> bool:
+    """Whether ``v`` is a real: a float or a tagged real of some nesting level."""
+    return type(v) in SCALAR_TYPES
+
+
+def plain_real(v: Any) -> float:
+    """The float under every level's perturbation of the real ``v``."""
+    while type(v) is not float:
+        if isinstance(v, Tagged):
+            v = v.primal
+        else:
+            return v
+    return v
+
+
 # --------------------------------------------------------------------------- events
 
 
@@ -473,7 +686,7 @@ def seed_point(point: Any, tape: Tape, first_index: int = 0) -> tuple[Any, int]:
 
     def replace(v: Any) -> tuple[bool, Any]:
         nonlocal count
-        if type(v) is float:
+        if type(v) in SCALAR_TYPES:
             pair = (v, tape.seed(first_index + count))
             count += 1
             return True, pair
@@ -484,7 +697,8 @@ def seed_point(point: Any, tape: Tape, first_index: int = 0) -> tuple[Any, int]:
 
 def is_reverse_real(v: Any) -> bool:
     """Whether ``v`` is a real of ←D(R): a pair of a float and its backpropagator."""
-    return type(v) is tuple and len(v) == 2 and type(v[0]) is float and isinstance(v[1], Backprop)
+    return (type(v) is tuple and len(v) == 2 and type(v[0]) in SCALAR_TYPES
+            and isinstance(v[1], Backprop))
 
 
 def read_off_point(seeded: Any, adjoints: dict[int, float]) -> Any:
