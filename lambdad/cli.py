@@ -21,6 +21,7 @@ from typing import Any
 
 from .errors import FileAccessError, LambdadError, ResourceError, UsageError, render
 from .pipeline import (
+    COMPOSITIONS,
     MODES,
     PRELUDE_FILE,
     STRATEGIES,
@@ -156,6 +157,43 @@ def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
     else:
         print(f"value: {_show(value)}")
         print(f"derivative: {_show(tangent)}")
+    return 0
+
+
+def cmd_hessian(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    with _limits(program, args):
+        value, gradient, rows = program.hessian(args.name, point, mode=args.mode,
+                                                strategy=args.strategy)
+    names = program.input_names(args.name, point)
+    if args.json:
+        print(json.dumps({"value": _json_value(value), "gradient": _json_value(gradient),
+                          "inputs": names, "hessian": [_json_value(row) for row in rows],
+                          "mode": args.mode}))
+        return 0
+    print(f"value: {_show(value)}")
+    print(f"gradient: {_show(gradient)}")
+    print(f"hessian ({args.mode}), row i the gradient of the derivative along input i:")
+    width = max((len(n) for n in names), default=0)
+    for input_name, row in zip(names, rows):
+        print(f"  {input_name.ljust(width)} : {_show(row)}")
+    return 0
+
+
+def cmd_hvp(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    direction = _point(session, program, args.dir, "--dir")
+    with _limits(program, args):
+        value, gradient, product = program.hvp(args.name, point, direction)
+    if args.json:
+        print(json.dumps({"value": _json_value(value), "gradient": _json_value(gradient),
+                          "hvp": _json_value(product)}))
+    else:
+        print(f"value: {_show(value)}")
+        print(f"gradient: {_show(gradient)}")
+        print(f"hessian-vector product: {_show(product)}")
     return 0
 
 
@@ -303,6 +341,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     p.add_argument("--at", required=True, metavar="POINT")
     p.add_argument("--dir", required=True, metavar="VECTOR", help="the direction, shaped like POINT")
+    p.add_argument("--json", action="store_true")
+    timeout(p)
+
+    p = add("hessian", cmd_hessian, "value, gradient and Hessian of a top-level function at "
+                                    "a point (nested differentiation)")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT")
+    p.add_argument("--mode", choices=COMPOSITIONS, default=COMPOSITIONS[0],
+                   help="outer mode over inner mode (default forward-over-reverse: one "
+                        "Hessian-vector product per input)")
+    p.add_argument("--strategy", choices=STRATEGIES, default="factored")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    timeout(p)
+
+    p = add("hvp", cmd_hvp, "Hessian-vector product H·v of a top-level function "
+                            "(forward mode over reverse mode)")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT")
+    p.add_argument("--dir", required=True, metavar="VECTOR", help="v, shaped like POINT")
     p.add_argument("--json", action="store_true")
     timeout(p)
 

@@ -567,8 +567,7 @@ class Differentiator:
     def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
         """``(f x, ∇f(x), H(x)·v)`` by forward-over-reverse (Pearlmutter 1994): one gradient
         computed in dual numbers."""
-        _, (gradient, product) = self.jvp(lambda y: self.grad(f, y)[1], x, v)
-        value = self.grad(f, x)[0]
+        (value, gradient), (_, product) = self.jvp(lambda y: self.grad(f, y), x, v)
         return value, gradient, product
 
     def hessian_rows(self, f: Any, x: Any, mode: str = "forward-over-reverse") -> list[Any]:

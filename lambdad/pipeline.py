@@ -18,6 +18,7 @@ import attrs
 from . import backward as backward_mode
 from . import forward as forward_mode
 from .differentiate import (
+    COMPOSITIONS,
     FORWARD,
     REVERSE,
     Differentiator,
@@ -443,6 +444,41 @@ class Program:
         f, x, _ = self._function_and_point(name, point)
         value, pullback = self._differentiator.vjp(f, x)
         return to_python(value), lambda ct: to_python(pullback(_from_python(ct)))
+
+    def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
+                strategy: str | None = None) -> tuple[Any, Any, list[Any]]:
+        """``(value, gradient, rows)`` of ``name`` at ``point``: ``rows[i]`` is the gradient
+        of the derivative along the i-th input real (named by :meth:`input_names`), in the
+        point's shape.  ``mode`` is the composition (:data:`COMPOSITIONS`): forward mode
+        over reverse mode by default (n Hessian-vector products)."""
+        if mode not in COMPOSITIONS:
+            raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
+        f, x = self._scalar_function(name, point)
+        self._set_strategy(strategy)
+        rows = self._differentiator.hessian_rows(f, x, mode)
+        value, gradient = self._differentiator.grad(f, x)
+        self._require_finite(name, x, value, gradient)
+        return to_python(value), to_python(gradient), [to_python(row) for row in rows]
+
+    def hvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
+        """``(value, gradient, H·v)`` of ``name`` at ``point`` along ``direction``, by
+        forward mode over reverse mode."""
+        f, x = self._scalar_function(name, point)
+        v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
+            direction, "--dir")
+        try:
+            value, gradient, product = self._differentiator.hvp(f, x, v)
+        except DifferentiationError as exc:
+            raise UsageError(exc.message) from None
+        return to_python(value), to_python(gradient), to_python(product)
+
+    def _scalar_function(self, name: str, point: Any) -> tuple[Any, Any]:
+        f, x, result = self._function_and_point(name, point)
+        if not (isinstance(result, RealT) or isinstance(result, VarT)):
+            raise UsageError(
+                f"second derivatives need a function returning R; `{name}` returns "
+                f"{print_type(result)}")
+        return f, x
 
     def stats(self) -> Stats | None:
         return self._differentiator.last_stats

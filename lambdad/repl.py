@@ -204,6 +204,17 @@ class Session:
         width = max(len(label) for label, _ in rows)
         return "\n".join(f"{label:<{width}} {_show(v)}" for label, v in rows)
 
+    def cmd_hessian(self, argument: Argument) -> str:
+        """``:hessian f POINT``: value, gradient and Hessian (forward-over-reverse), a row
+        per input real, named."""
+        name, point = self._name_and_point(argument, ":hessian NAME POINT")
+        value, gradient, rows = self.program.hessian(name, point, strategy=self.strategy)
+        names = self.program.input_names(name, point)
+        width = max((len(n) for n in names), default=0)
+        lines = [f"value: {_show(value)}", f"gradient: {_show(gradient)}", "hessian:"]
+        lines += [f"  {n.ljust(width)} : {_show(row)}" for n, row in zip(names, rows)]
+        return "\n".join(lines)
+
     def _transformed(self, argument: Argument, forward: bool) -> str:
         """The transformed program of the named definition (with a ``main`` computing value
         and gradient when a point follows); raises UsageError."""
@@ -295,6 +306,9 @@ COMMANDS: tuple[Command, ...] = (
             Session.cmd_grad),
     Command(("grad!",), ":grad! NAME POINT", "value and gradient by both modes, side by side",
             Session.cmd_grad_both),
+    Command(("hessian",), ":hessian NAME POINT",
+            "value, gradient and Hessian (forward mode over reverse mode)",
+            Session.cmd_hessian),
     Command(("forward",), ":forward NAME [POINT]", "the forward-mode program of NAME",
             Session.cmd_forward),
     Command(("backward",), ":backward NAME [POINT]", "the backpropagation program of NAME",

@@ -297,8 +297,9 @@ def not_differentiable(term: Term) -> DifferentiationError:
         name = term.op if isinstance(term, Prim) else term.name
         symbol = PRIMITIVES[name].spelling.symbol
         return NestedDifferentiationError(
-            f"this term uses `{symbol}`: a program that differentiates is differentiated "
-            "when it runs (nested differentiation), it has no transformed program to show",
+            f"this term uses `{symbol}`: the derivative of a function that differentiates "
+            "is computed when the program runs (nested differentiation), not printed as a "
+            "transformed program",
             term.span)
     if isinstance(term, TARGET_TERMS):
         return DifferentiationError(

@@ -137,3 +137,100 @@ def test_first_order_stats_are_unchanged():
     _, stats = prog.grad("f", 1.0, stats=True)
     assert str(stats).splitlines()[0].startswith("backpropagators created:")
     assert len(stats.levels) == 1
+
+
+# ---------------------------------------------------------------- Hessians: API, CLI, REPL
+
+from lambdad import cli  # noqa: E402
+from lambdad.differentiate import COMPOSITIONS  # noqa: E402
+
+from conftest import PROGRAMS  # noqa: E402
+
+# log x1 + x1 x2 - sin x2 at (2, 5): H = [[-1/x1², 1], [1, sin x2]]
+
+
+@pytest.mark.parametrize("mode", COMPOSITIONS)
+def test_every_composition_gives_the_exact_hessian(mode):
+    prog = lambdad.load(PROGRAMS / "baydin.lam")
+    value, gradient, rows = prog.hessian("f", (2.0, 5.0), mode=mode)
+    assert gradient == (5.5, pytest.approx(1.7163378145367738))
+    assert [tuple(row) for row in rows] == [
+        (pytest.approx(-0.25), pytest.approx(1.0)),
+        (pytest.approx(1.0), pytest.approx(math.sin(5.0), rel=1e-15))]
+
+
+def test_hessian_of_structured_input_is_symmetric_and_shaped_like_the_input():
+    prog = lambdad.loads("def f (p : R * [R]) : R = let (a, xs) = p in "
+                         "a * sum (map (\\x -> x * x * a) xs) + sin a\n")
+    point = (0.5, [1.0, 2.0])
+    _, _, rows = prog.hessian("f", point)
+    assert prog.input_names("f", point) == ["p.0", "p.1[0]", "p.1[1]"]
+    flat = [[row[0], *row[1]] for row in rows]
+    for i in range(3):
+        for j in range(3):
+            assert flat[i][j] == pytest.approx(flat[j][i], rel=1e-14)
+    assert flat[0][0] == pytest.approx(2 * 5.0 - math.sin(0.5))  # ∂²/∂a² = 2 Σx² - sin a
+    for mode in COMPOSITIONS[1:]:
+        _, _, other = prog.hessian("f", point, mode=mode)
+        for got, want in zip([[r[0], *r[1]] for r in other], flat):
+            assert got == pytest.approx(want, rel=1e-13)
+
+
+def test_hvp_api_and_prelude_agree():
+    prog = lambdad.loads("def f (xs : [R]) : R = fold (\\acc x -> acc * x + sin x) 1 xs\n"
+                         "def h = hvp f [0.5, 1.5, -1] [1, 2, 3]\n"
+                         "def full = hessian f [0.5, 1.5, -1]\n")
+    value, gradient, product = prog.hvp("f", [0.5, 1.5, -1.0], [1.0, 2.0, 3.0])
+    assert prog.run("h") == pytest.approx(product, rel=1e-15)
+    _, _, rows = prog.hessian("f", [0.5, 1.5, -1.0])
+    for got, want in zip(prog.run("full"), rows):
+        assert got == pytest.approx(want, rel=1e-15)
+    assert product == pytest.approx([sum(r[j] * v for j, v in enumerate([1, 2, 3]))
+                                     for r in rows], rel=1e-13)
+
+
+def lambdad_main(capsys, *args):
+    status = cli.main([*args])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return status, captured.out, captured.err
+
+
+def test_cli_hessian_names_the_rows_by_input(capsys):
+    status, out, _ = lambdad_main(capsys, "hessian", str(PROGRAMS / "baydin.lam"), "f",
+                                  "--at", "2,5")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "value: 11.652071455223084"
+    assert lines[3] == "  x1 : (-0.25, 1)"
+    assert lines[4] == f"  x2 : (1, {math.sin(5.0)!r})"
+
+
+def test_cli_hessian_json_every_mode_and_hvp(capsys):
+    import json
+
+    for mode in COMPOSITIONS:
+        status, out, _ = lambdad_main(capsys, "hessian", str(PROGRAMS / "baydin.lam"), "f",
+                                      "--at", "2,5", "--mode", mode, "--json")
+        data = json.loads(out)
+        assert status == 0 and data["inputs"] == ["x1", "x2"] and data["mode"] == mode
+        assert data["hessian"] == [[pytest.approx(-0.25), pytest.approx(1.0)],
+                                   [pytest.approx(1.0), pytest.approx(math.sin(5.0))]]
+    status, out, _ = lambdad_main(capsys, "hvp", str(PROGRAMS / "baydin.lam"), "f",
+                                  "--at", "2,5", "--dir", "0,1", "--json")
+    assert json.loads(out)["hvp"] == [1.0, pytest.approx(math.sin(5.0))]
+
+
+def test_cli_hessian_of_a_non_scalar_function_is_a_usage_error(capsys):
+    status, _, err = lambdad_main(capsys, "hessian", str(PROGRAMS / "mlp.lam"), "layer",
+                                  "--at", "([[1]], [1], [1])")
+    assert status == 2 and "returning R" in err
+
+
+def test_repl_hessian():
+    from lambdad.repl import Session
+
+    session = Session()
+    session.load(str(PROGRAMS / "baydin.lam"))
+    shown = session.execute(":hessian f 2,5", session.record(":hessian f 2,5"))
+    assert "  x1 : (-0.25, 1)" in shown.splitlines()
