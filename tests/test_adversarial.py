@@ -19,6 +19,8 @@ VALID = {
     "check-types": [PROGRAM],
     "grad": [PROGRAM, "f", "--at", "2,5"],
     "jvp": [PROGRAM, "f", "--at", "2,5", "--dir", "1,0"],
+    "hessian": [PROGRAM, "f", "--at", "2,5"],
+    "hvp": [PROGRAM, "f", "--at", "2,5", "--dir", "1,0"],
     "show": [PROGRAM, "f", "--backward"],
     "repl": [PROGRAM],
     "trace": [PROGRAM, "f", "--at", "2,5"],
