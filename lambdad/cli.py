@@ -133,6 +133,10 @@ def cmd_grad(session: _Session, args: argparse.Namespace) -> int:
             stats = results["reverse"][2]
             out["backpropagators_created"] = stats.created
             out["backpropagator_bodies_run"] = stats.bodies_run
+            if len(stats.levels) > 1:
+                out["levels"] = [{"depth": level.depth, "modes": list(level.modes),
+                                  "created": level.created, "bodies_run": level.bodies_run}
+                                 for level in stats.levels]
         print(json.dumps(out))
         return 0
     print(f"value: {_show(first[0])}")
@@ -252,6 +256,15 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
 
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at") if args.at is not None else None
+    if args.order == 2:
+        with _limits(program, args):
+            second = gradcheck.check_second_order(program, args.names or None, point=point,
+                                                  samples=args.samples or 3, seed=args.seed,
+                                                  eps=args.eps, rtol=args.rtol)
+        print(second.render())
+        for mismatch in second.mismatches():
+            print(f"mismatch: {mismatch}", file=sys.stderr)
+        return 0 if second.ok else 1
     with _limits(program, args):
         report = gradcheck.check(program, args.names or None, point=point,
                                  samples=args.samples or 3, seed=args.seed, eps=args.eps,
@@ -419,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=float, default=None, metavar="R",
                    help="relative tolerance against finite differences, in (0, 1) "
                         "(default 1e-5)")
+    p.add_argument("--order", type=int, choices=(1, 2), default=1,
+                   help="2: check second derivatives (every composition of the modes) "
+                        "against central differences of the gradient")
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="check the sampled points in N processes (default: all cores); the "
                         "report is the same for every N")

@@ -33,7 +33,8 @@ from . import backward as backward_mode
 from . import forward as forward_mode
 from .errors import DifferentiationError
 from .interpreter import Interpreter
-from .rules import PARTIALS, NestedDifferentiationError
+from . import rules
+from .rules import NestedDifferentiationError
 from .syntax import Builtin, Lam, Term
 from .values import (
     FORWARD_LEVEL,
@@ -191,7 +192,7 @@ class Differentiator:
         self.interpreter = interpreter
         self.strategy = strategy
         self.last_stats: Stats | None = None
-        interpreter.partial_terms = PARTIALS
+        interpreter.partial_terms = rules.PARTIALS
         # (mode, id(λ-term), names, generic) -> (λ-term kept alive, function of the captured
         # values), or (λ-term, None) when the term differentiates (it runs on a level)
         self._compiled: dict[tuple, tuple[Term, Callable[..., Any] | None]] = {}

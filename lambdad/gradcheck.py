@@ -990,3 +990,153 @@ def render_report(report: Report) -> str:
         lines.append(f"NOT CHECKED: {', '.join(unchecked)} (finite differences could not "
                      "judge every derivative: see the notes)")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- second order
+
+
+@attrs.frozen
+class SecondOrderCheck:
+    """Second derivatives of ``name`` at ``point``: the Hessian by every composition
+    (``hessians[mode]``, n×n, rows by input), central differences of the reverse-mode
+    gradient (``differences``), the names of the inputs, and the entries that disagree
+    (``"x1, x2: ..."``)."""
+
+    name: str
+    point: Any
+    value: float
+    inputs: tuple[str, ...]
+    hessians: dict[str, tuple[tuple[float, ...], ...]]
+    differences: tuple[tuple[float, ...], ...]
+    mismatched: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatched
+
+
+@attrs.frozen
+class SecondOrderReport:
+    """``lambdad check --order 2``: one :class:`SecondOrderCheck` per function and point,
+    and the functions for which no point could be checked (with the reason)."""
+
+    checks: tuple[SecondOrderCheck, ...]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and not self.problems and all(c.ok for c in self.checks)
+
+    def mismatches(self) -> list[str]:
+        return [f"{c.name}: {m}" for c in self.checks for m in c.mismatched] + list(
+            self.problems)
+
+    def render(self) -> str:
+        from .differentiate import COMPOSITIONS
+
+        lines: list[str] = []
+        for c in self.checks:
+            lines.append(f"{c.name} at {format_value(_runtime(c.point))}: value "
+                         f"{_number(c.value)}")
+            header = ["entry", *COMPOSITIONS, "finite diff. of grad"]
+            table = [header]
+            n = len(c.inputs)
+            for i in range(n):
+                for j in range(n):
+                    table.append([f"{c.inputs[i]}, {c.inputs[j]}",
+                                  *(_number(c.hessians[m][i][j]) for m in COMPOSITIONS),
+                                  _number(c.differences[i][j])])
+            widths = [max(len(row[k]) for row in table) for k in range(len(header))]
+            lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+                      for row in table]
+            lines += [f"  mismatch: {m}" for m in c.mismatched]
+            lines.append("")
+        lines += [f"problem: {p}" for p in self.problems]
+        failed = sorted({c.name for c in self.checks if not c.ok})
+        if self.ok:
+            lines.append(f"ok: {len({c.name for c in self.checks})} function(s), "
+                         f"{len(self.checks)} point(s): second derivatives by every "
+                         "composition agree with finite differences of the gradient")
+        else:
+            lines.append("FAILED: " + ", ".join(failed or ["no point checked"]))
+        return "\n".join(lines)
+
+
+def check_second_order(program: Any, names: str | Iterable[str] | None = None,
+                       point: Any = None, samples: int = 3, seed: int = 0,
+                       eps: float | None = None, rtol: float | None = None
+                       ) -> SecondOrderReport:
+    """Second derivatives of ``names`` (default: every differentiable function) at
+    ``point`` or at ``samples`` seeded random points away from kinks: the Hessian by the four
+    compositions of the modes must agree with each other and with central differences of
+    the reverse-mode gradient, entry by entry (each named by its two inputs).  Raises as
+    :func:`check`."""
+    from .differentiate import COMPOSITIONS
+
+    eps, rtol = validate_tolerances(eps, rtol)
+    if isinstance(names, str):
+        names = [names]
+    names = list(names) if names is not None else differentiable_functions(program)
+    if not names:
+        raise UsageError("nothing to check: no function of reals, pairs and lists of reals "
+                         "returning R is defined")
+    checks: list[SecondOrderCheck] = []
+    problems: list[str] = []
+    for name in names:
+        if name not in program.decls:
+            raise UsageError(f"no top-level definition named `{name}`")
+        params = function_params(program, name)
+        if not params or not all(is_differentiable(p) for p in params):
+            raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
+                             f"it has type {program.typing.schemes[name]}")
+        if point is not None:
+            value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
+            checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))
+            continue
+        prober = Prober(program, name, len(params))
+        found = 0
+        for index in range(samples):
+            sampled = sample_point(prober, tuple_type(params), seed, index, eps, rtol)
+            if isinstance(sampled, str):
+                problems.append(f"{name}: no point away from kinks and errors ({sampled})")
+                break
+            checks.append(_second_order_at(program, name, sampled[0], eps, rtol,
+                                           COMPOSITIONS))
+            found += 1
+    return SecondOrderReport(tuple(checks), tuple(problems))
+
+
+def _second_order_at(program: Any, name: str, point: Any, eps: float, rtol: float,
+                     compositions: Sequence[str]) -> SecondOrderCheck:
+    """Every composition's Hessian and the differences of the gradient at ``point``."""
+    hessians: dict[str, tuple[tuple[float, ...], ...]] = {}
+    value = 0.0
+    for mode in compositions:
+        value, _, rows = program.hessian(name, point, mode=mode)
+        hessians[mode] = tuple(tuple(leaves(_runtime(row))) for row in rows)
+    inputs = tuple(program.input_names(name, point))
+    reals = leaves(point)
+    differences = []
+    for i, r in enumerate(reals):
+        h = eps * max(1.0, abs(r))
+        up = leaves(_runtime(program.grad(name, replace_leaves(
+            point, [x + h if k == i else x for k, x in enumerate(reals)]))))
+        down = leaves(_runtime(program.grad(name, replace_leaves(
+            point, [x - h if k == i else x for k, x in enumerate(reals)]))))
+        differences.append(tuple((u - d) / (2 * h) for u, d in zip(up, down)))
+    reference = hessians[compositions[0]]
+    scale = max([1.0] + [abs(x) for row in reference for x in row])
+    mismatched = []
+    for i in range(len(reals)):
+        for j in range(len(reals)):
+            entry = f"{inputs[i]}, {inputs[j]}"
+            exact = reference[i][j]
+            for mode in compositions[1:]:
+                if abs(hessians[mode][i][j] - exact) > AGREEMENT * (abs(exact) + scale):
+                    mismatched.append(f"{entry}: {mode} gives {_number(hessians[mode][i][j])}"
+                                      f", {compositions[0]} {_number(exact)}")
+            if abs(exact - differences[i][j]) > rtol * (abs(differences[i][j]) + scale):
+                mismatched.append(f"{entry}: {_number(exact)} against finite differences "
+                                  f"of the gradient {_number(differences[i][j])}")
+    return SecondOrderCheck(name, point, value, inputs, hessians, tuple(differences),
+                            tuple(mismatched))

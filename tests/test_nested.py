@@ -234,3 +234,31 @@ def test_repl_hessian():
     session.load(str(PROGRAMS / "baydin.lam"))
     shown = session.execute(":hessian f 2,5", session.record(":hessian f 2,5"))
     assert "  x1 : (-0.25, 1)" in shown.splitlines()
+
+
+# ---------------------------------------------------------------- check --order 2
+
+
+def test_check_order_2_passes_on_correct_rules(capsys):
+    status, out, _ = lambdad_main(capsys, "check", str(PROGRAMS / "baydin.lam"), "f",
+                                  "--at", "2,5", "--order", "2")
+    assert status == 0, out
+    assert "  x1, x2  1" in out
+    assert out.splitlines()[-1].startswith("ok: 1 function(s), 1 point(s)")
+
+
+def test_check_order_2_reports_a_wrong_second_derivative(capsys, monkeypatch, tmp_path):
+    from lambdad import rules
+    from lambdad.parser import parse_expr
+
+    # cos's partial doubled: gradients of sin stay right, second derivatives go wrong
+    table = dict(rules.PARTIALS)
+    table["cos"] = (parse_expr("2 * (-sin x)", "<broken>", bound=("x",)),)
+    monkeypatch.setattr(rules, "PARTIALS", table)
+    source = tmp_path / "s.lam"
+    source.write_text("def f (p : R * R) : R = let (a, b) = p in sin a * b\n")
+    status, out, err = lambdad_main(capsys, "check", str(source), "--order", "2",
+                                    "--samples", "1")
+    assert status == 1
+    assert out.splitlines()[-1] == "FAILED: f"
+    assert "mismatch: f: p.0, p.0:" in err
