@@ -472,6 +472,10 @@ class Differentiator:
         self._levels_opened += 1
         return Level(self._levels_opened, mode, self.interpreter.arithmetic)
 
+    def _seeded(self, level: Level, seeded: Any) -> None:
+        """Called with a level's seeded input before the function runs on it (a tracing
+        differentiator records which tagged reals are the inputs)."""
+
     def _on_level(self, f: Any, seeded: Any) -> Any:
         """``f seeded`` with ``f`` (and every function it captures) recompiled to accept
         tagged reals, inside an open level."""
@@ -509,6 +513,7 @@ class Differentiator:
         backward phase from the result (each node once when factored)."""
         level = self._open_level(REVERSE_LEVEL)
         seeded = map_value(x, is_real, level.input)
+        self._seeded(level, seeded)
         out = self._on_level(f, seeded)
         if not is_real(out):
             raise DifferentiationError("grad needs a function whose result is a real")
@@ -560,6 +565,7 @@ class Differentiator:
         tangents = iter(self._tangent_list(x, v))
         level = self._open_level(FORWARD_LEVEL)
         seeded = map_value(x, is_real, lambda r: Dual(level, r, next(tangents)))
+        self._seeded(level, seeded)
         out = self._on_level(f, seeded)
         self._record(FORWARD, 0, 0)
         return _split_value(out, level, True), _split_value(out, level, False)

@@ -265,7 +265,7 @@ class Level:
     phase ran (each once when factored).
     """
 
-    __slots__ = ("order", "mode", "arithmetic", "nodes", "bodies_run")
+    __slots__ = ("order", "mode", "arithmetic", "nodes", "bodies_run", "on_run")
 
     def __init__(self, order: int, mode: str, arithmetic: "Arithmetic"):
         self.order = order
@@ -273,6 +273,8 @@ class Level:
         self.arithmetic = arithmetic
         self.nodes: list[tuple[tuple[int, Any], ...]] = []
         self.bodies_run = 0
+        # Told (node, cotangent) each time the backward phase runs a node (traces).
+        self.on_run: Callable[[int, Any], None] | None = None
 
     @property
     def created(self) -> int:
@@ -308,6 +310,8 @@ class Level:
                     adjoints[index] = a if index not in adjoints else add(adjoints[index], a)
                     continue
                 ran += 1
+                if self.on_run is not None:
+                    self.on_run(index, a)
                 work.extend((parent, multiply(partial, a)) for parent, partial in reversed(edges))
         elif strategy == "factored":
             for index, a in seeds:
@@ -319,6 +323,8 @@ class Level:
                     continue
                 a = adjoints.pop(index)
                 ran += 1
+                if self.on_run is not None:
+                    self.on_run(index, a)
                 for parent, partial in edges:
                     c = multiply(partial, a)
                     adjoints[parent] = c if parent not in adjoints else add(adjoints[parent], c)

@@ -262,3 +262,81 @@ def test_check_order_2_reports_a_wrong_second_derivative(capsys, monkeypatch, tm
     assert status == 1
     assert out.splitlines()[-1] == "FAILED: f"
     assert "mismatch: f: p.0, p.0:" in err
+
+
+# ---------------------------------------------------------------- properties
+
+
+from hypothesis import HealthCheck, Phase, assume, given, seed, settings  # noqa: E402
+
+from lambdad import testing  # noqa: E402
+from lambdad.gradcheck import leaves, replace_leaves  # noqa: E402
+
+
+def _flat(rows):
+    return [leaves(as_runtime(row)) for row in rows]
+
+
+def as_runtime(value):
+    return lambdad.pipeline._from_python(value)
+
+
+@seed(20261123)
+@settings(max_examples=10, deadline=None, database=None,
+          phases=(Phase.explicit, Phase.generate),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.data_too_large])
+@given(testing.cases())
+def test_compositions_agree_hessians_are_symmetric_and_match_differences(case):
+    generated, point = case
+    program = lambdad.loads(generated.source())
+    try:
+        hessians = {mode: _flat(program.hessian("f", point, mode=mode)[2])
+                    for mode in COMPOSITIONS}
+        reals = leaves(as_runtime(point))
+        gradients = {}
+        for i, r in enumerate(reals):
+            for step in (1e-4, 5e-5):
+                h = step * max(1.0, abs(r))
+                for sign in (1, -1):
+                    moved = [x + sign * h if k == i else x for k, x in enumerate(reals)]
+                    gradients[(i, step, sign)] = leaves(as_runtime(program.grad(
+                        "f", replace_leaves(as_runtime(point), moved))))
+    except LambdadError:
+        assume(False)
+    reference = hessians[COMPOSITIONS[0]]
+    scale = max([1.0] + [abs(x) for row in reference for x in row])
+    n = len(reals)
+    for mode in COMPOSITIONS[1:]:
+        for i in range(n):
+            for j in range(n):
+                assert abs(hessians[mode][i][j] - reference[i][j]) <= 1e-8 * scale, (
+                    mode, i, j)
+    for i in range(n):
+        for j in range(n):
+            assert abs(reference[i][j] - reference[j][i]) <= 1e-8 * scale, (i, j)
+    for i, r in enumerate(reals):
+        quotients = []
+        for step in (1e-4, 5e-5):
+            h = step * max(1.0, abs(r))
+            up, down = gradients[(i, step, 1)], gradients[(i, step, -1)]
+            quotients.append([(u - d) / (2 * h) for u, d in zip(up, down)])
+        for j in range(n):
+            coarse, fine = quotients[0][j], quotients[1][j]
+            if abs(coarse - fine) > 1e-4 * scale:
+                continue  # a kink or branch switch between the probes: nothing to compare
+            assert abs(reference[i][j] - fine) <= 1e-4 * scale, (i, j, reference[i][j], fine)
+
+
+def test_trace_and_graph_of_a_function_that_differentiates(capsys):
+    from lambdad.trace import trace
+
+    program = lambdad.load(PROGRAMS / "nested.lam")
+    reverse = trace(program, "closure", 3.0, mode="reverse")
+    assert reverse.output == 18.0 and reverse.input_derivatives == ((12.0,),)
+    assert all(type(row.value) is float for row in reverse.rows) and reverse.rows
+    forward = trace(program, "closure", 3.0, mode="forward")
+    assert [row.value for row in forward.rows] == [row.value for row in reverse.rows]
+    status, out, _ = lambdad_main(capsys, "graph", str(PROGRAMS / "nested.lam"), "closure",
+                                  "--at", "3")
+    assert status == 0 and out.startswith("digraph")
