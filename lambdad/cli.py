@@ -38,11 +38,14 @@ class _Session:
 
     def __init__(self) -> None:
         self.sources: dict[str, str] = {PRELUDE_FILE: _prelude_text()}
+        self.max_steps: int | None = None  # --max-steps, for every evaluation of the command
 
     def load(self, path: str) -> Program:
         text = read_source(path)
         self.sources[path] = text
-        return Program(text, path)
+        program = Program(text, path)
+        program.set_max_steps(self.max_steps)
+        return program
 
 
 def _show(value: Any) -> str:
@@ -75,10 +78,11 @@ def _time_limit(seconds: float | None):
 
 @contextmanager
 def _limits(program: Program, args: argparse.Namespace):
-    """The resource limits the user asked for: --timeout and --max-steps."""
+    """The step limit the user asked for (--max-steps).  It is set when the program is
+    loaded, so points are evaluated under it too; --timeout covers the whole command
+    (loading, parsing, type checking, points, running, printing: see :func:`main`)."""
     program.set_max_steps(getattr(args, "max_steps", None))
-    with _time_limit(getattr(args, "timeout", None)):
-        yield
+    yield
 
 
 # ---------------------------------------------------------------- commands
@@ -334,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("check-types", cmd_check_types, "print every top-level name with its inferred type")
     p.add_argument("file", metavar="FILE")
+    timeout(p)
 
     p = add("grad", cmd_grad, "value and gradient of a top-level function at a point")
     p.add_argument("file", metavar="FILE")
@@ -389,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also print a main computing value and gradient at POINT")
     p.add_argument("--raw", action="store_true",
                    help="the rules' literal output, without simplification")
+    timeout(p)
 
     p = add("repl", cmd_repl, "the interactive loop, with FILE's definitions loaded")
     p.add_argument("file", metavar="FILE", nargs="?", help="a .lam file to load first")
@@ -533,8 +539,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(_attach_negative_values(
             list(sys.argv[1:] if argv is None else argv)))
-        status = args.handler(session, args)
-        sys.stdout.flush()  # a full disk or a closed pipe is reported here, not at exit
+        session.max_steps = getattr(args, "max_steps", None)
+        with _time_limit(getattr(args, "timeout", None)):
+            status = args.handler(session, args)
+            sys.stdout.flush()  # a full disk or a closed pipe is reported here, not at exit
         return status
     except LambdadError as error:
         print(render(error, session.sources), file=sys.stderr)

@@ -64,14 +64,24 @@ from .syntax import (
 __all__ = ["print_type", "print_term", "print_decl", "print_module"]
 
 
-def print_type(t: Type) -> str:
+# Longest type text printed in full: types share structure, so `def p1 x = p0 (p0 x)` ...
+# `p5` has a type of 2^32 parts in a few hundred bytes of memory, and no reader wants more.
+MAX_TYPE_TEXT = 2000
+
+
+def print_type(t: Type, limit: int | None = MAX_TYPE_TEXT) -> str:
     """Source text of ``t``: ``*`` binds tighter than ``->``, both associate to the right;
-    a function from ``R`` into ``d`` is a backpropagator and prints as ``R -o d``."""
+    a function from ``R`` into ``d`` is a backpropagator and prints as ``R -o d``.  Text
+    longer than ``limit`` characters is cut there and ends with ``… [type abbreviated: it
+    has N parts]`` (``limit=None``: never)."""
     # Work stack of either types to print (with the context's binding level) or literal text.
     # Levels: 0 = any (function position), 1 = operand of '*', 2 = atom.
     out: list[str] = []
     stack: list[tuple[Type, int] | str] = [(t, 0)]
     while stack:
+        if limit is not None and len(out) >= limit:  # every piece has a character at least
+            text = "".join(out)[:limit]
+            return f"{text} … [type abbreviated: it has {_type_size(t)} parts]"
         item = stack.pop()
         if isinstance(item, str):
             out.append(item)
@@ -103,6 +113,25 @@ def print_type(t: Type) -> str:
         else:  # pragma: no cover - every type class is handled above
             raise TypeError(f"cannot print type {current!r}")
     return "".join(out)
+
+
+def _type_size(t: Type) -> int:
+    """How many parts (constructors and leaves) ``t`` has written out as a tree; shared
+    structure is counted once per occurrence but visited once."""
+    sizes: dict[int, int] = {}
+    keep: list[Type] = []  # the visited objects stay alive while their ids are keys
+    stack: list[tuple[Type, bool]] = [(t, False)]
+    while stack:
+        current, expanded = stack.pop()
+        kids = [getattr(current, f) for f in ("first", "second", "arg", "result", "item")
+                if isinstance(getattr(current, f, None), Type)]
+        if expanded:
+            sizes[id(current)] = 1 + sum(sizes[id(kid)] for kid in kids)
+        elif id(current) not in sizes:
+            keep.append(current)
+            stack.append((current, True))
+            stack.extend((kid, False) for kid in kids if id(kid) not in sizes)
+    return sizes[id(t)]
 
 
 def print_term(term: Term) -> str:

@@ -814,13 +814,22 @@ def _leaf_text(v: Any) -> str:
     return repr(v)
 
 
-def format_value(v: Any) -> str:
+# Longest value text printed in full (a value may share structure: `let p = (x, x) in
+# (p, p)` ... doubles its printed size with every step and none of its memory).
+MAX_VALUE_TEXT = 100_000
+
+
+def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
     """``v`` in the language's syntax: ``27``, ``(a, (b, c))`` for nested pairs,
-    ``[1, 2]``, ``true``, ``<function>``, ``<backpropagator #3>``.  Iterative."""
+    ``[1, 2]``, ``true``, ``<function>``, ``<backpropagator #3>``.  Iterative.  Text
+    longer than ``limit`` characters is cut there and ends with ``… [value abbreviated]``
+    (``limit=None``: never)."""
     out: list[str] = []
     # Work items: (True, text) to emit, (False, value) to print.
     work: list[tuple[bool, Any]] = [(False, v)]
     while work:
+        if limit is not None and len(out) >= limit:  # every piece has a character at least
+            return "".join(out)[:limit] + " … [value abbreviated]"
         is_text, item = work.pop()
         if is_text:
             out.append(item)
