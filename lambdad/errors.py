@@ -34,6 +34,19 @@ class Span:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+@attrs.frozen
+class DerivativeSpan(Span):
+    """The span of a source primitive application, given to the terms of its derivative
+    (the partials of the table, instantiated by the transformations): an error in them is
+    reported as an error of the derivative of ``primitive`` (its spelling), at the source."""
+
+    primitive: str = ""
+
+    @classmethod
+    def of(cls, span: Span, primitive: str) -> "DerivativeSpan":
+        return cls(span.file, span.line, span.col, span.end_line, span.end_col, primitive)
+
+
 class LambdadError(Exception):
     """Any error a user can cause.  ``kind`` names the family in the rendered message."""
 

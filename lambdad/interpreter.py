@@ -44,7 +44,7 @@ from typing import Any
 
 import attrs
 
-from .errors import EvalError, LambdadError, ResourceError, Span, UsageError
+from .errors import DerivativeSpan, EvalError, LambdadError, ResourceError, Span, UsageError
 from .iterate import run
 from .primitives import OPERATORS, PRIMITIVES, TWO_ARGUMENTS, DomainError, Primitive
 from .syntax import (
@@ -261,6 +261,7 @@ class _CodeGenerator:
             "_ad": runtime._call_ad,
             "_ev": runtime._prim_event,
             "_gp": runtime.generic_apply,
+            "_nonfinite": _not_finite,
         }
         self.evaluators: dict[str, str] = {}
         self.free_spans: dict[str, Span | None] = {}
@@ -496,6 +497,11 @@ class _CodeGenerator:
             fn.emit(f"{t} = {evaluator}({args})", site)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
+        if primitive.kind == "real":
+            # A real result is finite or the run stops here, naming the operation: for a
+            # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).
+            fn.emit(f"if {t} - {t}: _nonfinite({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
+                    site)
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})")
         return t
@@ -757,6 +763,64 @@ def _describe(primitive: Primitive, args: Sequence[Any], exc: BaseException) -> 
     return f"`{primitive.spelling.symbol}` failed on {shown}: {exc}"
 
 
+def _not_finite(site: _PrimSite, args: tuple, result: float) -> None:
+    """Raises the EvalError of a real primitive whose result is not finite (overflow, or an
+    undefined operation on an infinite operand), at the primitive, naming the operation (or
+    the source operation whose derivative it computes)."""
+    message = (f"{_operation(site.primitive, args)} is {format_value(result)}: "
+               f"{'an overflow' if result == result else 'undefined'} (lambdad computes "
+               "with finite reals only)")
+    raise EvalError(_of_derivative(site.span, message, "not finite"), site.span)
+
+
+def _checked_ad_result(site: _PrimSite, result: Any) -> Any:
+    """``result`` of ``grad``/``jvp``/``vjp`` at ``site``: an EvalError there if one of its
+    reals is not finite (adjoints are summed outside generated code), and a pull-back in it
+    that fails without a location (a cotangent of the wrong shape) reports ``site``."""
+    stack = [result]
+    while stack:
+        value = stack.pop()
+        if type(value) is float:
+            if value - value:
+                raise EvalError(f"`{site.primitive.spelling.symbol}` computed "
+                                f"{format_value(value)}: adjoints summed to an overflow",
+                                site.span)
+        elif isinstance(value, (tuple, list)):
+            stack.extend(value)
+    if (type(result) is tuple and len(result) == 2 and callable(result[1])
+            and type(result[1]) is not functools.partial
+            and not hasattr(result[1], "__lambdad_lam__")):
+        pullback = result[1]
+
+        def located(cotangent: Any) -> Any:
+            try:
+                return pullback(cotangent)
+            except LambdadError as exc:
+                raise exc.with_span(site.span)
+
+        return (result[0], located)
+    return result
+
+
+def _of_derivative(span: Span | None, message: str, what: str) -> str:
+    """``message`` about an operation; about the derivative of the source primitive when
+    the operation is part of it (its span is a :class:`DerivativeSpan`)."""
+    if isinstance(span, DerivativeSpan):
+        return f"the derivative of `{span.primitive}` is {what} here: {message}"
+    return message
+
+
+def _operation(primitive: Primitive, args: Sequence[Any]) -> str:
+    """The application of ``primitive`` to ``args`` in lambdad syntax (``1e+300 * 10``)."""
+    shown = [_short(a) for a in args]
+    spelling = primitive.spelling
+    if spelling.fixity == "infix" and len(shown) == 2:
+        return f"`{shown[0]} {spelling.symbol} {shown[1]}`"
+    if spelling.fixity == "prefix" and len(shown) == 1:
+        return f"`{spelling.symbol}{shown[0]}`"
+    return f"`{' '.join([spelling.symbol, *shown])}`"
+
+
 def _locate(exc: BaseException) -> EvalError:
     """``exc``, raised while generated code ran, as an EvalError at the primitive whose line
     raised it (the innermost line of generated code with a recorded primitive)."""
@@ -773,6 +837,8 @@ def _locate(exc: BaseException) -> EvalError:
         message = str(exc) if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
         return EvalError(message)
     site, frame = found
+    if isinstance(site.span, DerivativeSpan) and isinstance(exc, DomainError):
+        return EvalError(_of_derivative(site.span, str(exc), "undefined"), site.span)
     local_values = frame.f_locals
     args = []
     for atom in site.atoms:
@@ -1192,9 +1258,10 @@ class Interpreter:
             raise EvalError(f"`{site.primitive.spelling.symbol}` is not available here",
                             site.span)
         try:
-            return hook(*args)
+            result = hook(*args)
         except LambdadError as exc:
             raise exc.with_span(site.span)
+        return _checked_ad_result(site, result)
 
     def _prim_event(self, site: _PrimSite, args: tuple, result: Any) -> None:
         self.steps += 1

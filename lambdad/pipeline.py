@@ -413,14 +413,15 @@ class Program:
         reals: list[float] = []
         map_value(gradient, is_real, lambda r: reals.append(r) or r)
         bad = [i for i, r in enumerate(reals) if not math.isfinite(r)]
+        span = self.decls[name].span
         if type(value) is float and not math.isfinite(value):
             raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "
-                            "result overflowed or was undefined")
+                            "result overflowed or was undefined", span)
         if bad:
             names = self.input_names(name, x)
             listed = ", ".join(f"{names[i]} = {format_real(reals[i])}" for i in bad[:5])
-            raise EvalError(f"the gradient of `{name}` is not finite ({listed}): an "
-                            "intermediate derivative overflowed or was undefined")
+            raise EvalError(f"the gradient of `{name}` is not finite ({listed}): adjoints "
+                            "summed to an overflow", span)
 
     def grad(self, name: str, point: Any, mode: str = "reverse",
              strategy: str | None = None, stats: bool = False):
@@ -661,13 +662,20 @@ def _from_python(value: Any) -> Any:
     """Python data as a runtime value: numbers become floats."""
     kind = type(value)
     if kind is float:
-        return value
+        return _finite_input(value)
     if kind is list and all_reals(value):
-        return value[:]  # a list of reals, the common point: one pass, copied as before
+        if not all(map(math.isfinite, value)):  # the common point: a list of reals
+            _finite_input(next(r for r in value if not math.isfinite(r)))
+        return value[:]
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, int):
+        try:
+            return _finite_input(float(value))
+        except OverflowError:
+            raise UsageError(f"{value} is too large for a real") from None
+    if isinstance(value, float):
+        return _finite_input(float(value))
     if isinstance(value, tuple):
         if len(value) < 2:
             raise UsageError("a tuple point needs at least two components")
@@ -679,6 +687,15 @@ def _from_python(value: Any) -> Any:
     if callable(value):
         return value
     raise UsageError(f"cannot use {value!r} as a lambdad value")
+
+
+def _finite_input(r: float) -> float:
+    """``r``, or a UsageError if it is NaN or infinite: lambdad computes with finite reals
+    only, and an infinite input would only come back as a NaN far away."""
+    if not math.isfinite(r):
+        raise UsageError(f"a point or direction holds {format_real(r)}: lambdad computes with "
+                         "finite reals only")
+    return r
 
 
 def _parameter_names(term: Term) -> tuple[list[str], dict[str, tuple[str, str]]]:

@@ -120,7 +120,9 @@ def _check(condition: bool, message: str) -> None:
 
 
 def _num(x: float) -> str:
-    return repr(float(x))
+    """``x`` as lambdad writes it: ``-1``, ``0.5``, ``1e+300``."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e16 else repr(x)
 
 
 def _div(x: float, y: float) -> float:

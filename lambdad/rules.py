@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 import attrs
 
-from .errors import DifferentiationError, Span
+from .errors import DerivativeSpan, DifferentiationError, Span
 from .iterate import run
 from .parser import parse_expr
 from .primitives import LINEAR_NAMES, NAMED, OPERATORS, PRIMITIVES, Primitive
@@ -411,6 +411,8 @@ def partials(prim: Primitive, primals: Sequence[str], result: str | None,
     if prim.result is not None:
         assert result is not None, f"{prim.name} needs its result bound to a name"
         renaming[prim.result] = result
+    if span is not None:  # errors in the partials speak of the derivative of `prim`
+        span = DerivativeSpan.of(span, prim.spelling.symbol)
     return [rename(term, renaming, span) for term in PARTIALS[prim.name]]
 
 

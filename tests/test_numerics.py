@@ -1,0 +1,139 @@
+"""One rule for NaN and infinity everywhere: a real that is not finite is a located error
+naming the operation that produced it -- in values, in-language grad/jvp/vjp, traces, the
+gradient checker and the Python API -- and derivative errors speak of the source operation,
+in lambdad syntax.  The derivative of a constant power is 0, as in every peer."""
+
+import math
+
+import pytest
+
+import lambdad
+from lambdad import cli, gradcheck
+
+OVERFLOWS = """
+def g (x : R) : R = x * 1e308 * 10
+def h (x : R) : R = x * 1e300
+def lg (x : R) : R = log x
+def sq (x : R) : R = sqrt x
+def half (x : R) : R = x ^ 0.5
+"""
+
+
+def run_cli(capsys, *argv):
+    status = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def overflows(tmp_path):
+    file = tmp_path / "overflows.lam"
+    file.write_text(OVERFLOWS)
+    return str(file)
+
+
+@pytest.mark.parametrize("expression,operation", [
+    ("1e300 * 1e300", "`1e+300 * 1e+300` is inf: an overflow"),
+    ("-1e300 * 1e300", "is -inf: an overflow"),
+    ("1e308 + 1e308", "`1e+308 + 1e+308` is inf"),
+    ("-1e308 - 1e308", "`-1e+308 - 1e+308` is -inf"),
+    ("1e300 / 1e-300", "`1e+300 / 1e-300` is inf"),
+    ("grad g 1", "`1e+308 * 10` is inf"),
+    ("fst (jvp h 1 1e300)", "`1e+300 * 1e+300` is inf"),
+    ("grad lg 1e-320", "the derivative of `log` is not finite here: `1 / 1e-320` is inf"),
+    ("snd (jvp lg 1e-320 1)", "the derivative of `log` is not finite here"),
+    ("snd (vjp lg 1e-320) 1", "the derivative of `log` is not finite here"),
+])
+def test_a_value_that_is_not_finite_is_a_located_error(tmp_path, capsys, expression, operation):
+    file = tmp_path / "main.lam"
+    file.write_text(OVERFLOWS + f"def main = {expression}\n")
+    status, out, err = run_cli(capsys, "run", str(file))
+    assert status == 1 and out == ""
+    assert "runtime error" in err and operation in err, err
+    assert f"{file}:" in err and "^" in err  # located, with a caret
+    assert "nan" not in out and "inf" not in out
+
+
+@pytest.mark.parametrize("command", [
+    ["grad", "lg", "--at", "1e-320"],
+    ["grad", "lg", "--at", "1e-320", "--mode", "forward"],
+    ["jvp", "h", "--at", "1", "--dir", "1e300"],
+    ["trace", "lg", "--at", "1e-320", "--mode", "reverse"],
+    ["trace", "lg", "--at", "1e-320"],
+    ["check", "lg", "--at", "1e-320"],
+])
+def test_commands_report_derivatives_that_are_not_finite(overflows, capsys, command):
+    status, out, err = run_cli(capsys, command[0], overflows, *command[1:])
+    assert status == 1, (out, err)
+    assert "is not finite here" in err or "is inf" in err, err
+    assert "ok" not in out and "inf" not in out
+
+
+def test_a_point_that_overflows_is_an_error(overflows, capsys):
+    status, out, err = run_cli(capsys, "grad", overflows, "h", "--at", "1e308*10")
+    assert status in (1, 2) and "`1e+308 * 10` is inf" in err and out == ""
+
+
+@pytest.mark.parametrize("point", [math.inf, -math.inf, math.nan, (math.inf, 5.0), [1.0, math.nan]])
+def test_the_api_refuses_points_that_are_not_finite(point):
+    program = lambdad.loads("def f x y = x * y\ndef s (xs : [R]) = fold (\\a x -> a + x) 0 xs")
+    name = "s" if isinstance(point, list) else "f"
+    if not isinstance(point, (tuple, list)):
+        point = (point, 5.0)
+    with pytest.raises(lambdad.UsageError, match="finite reals only"):
+        program.jvp(name, point, point)
+    with pytest.raises(lambdad.UsageError, match="finite reals only"):
+        program.grad(name, point)
+
+
+def test_the_api_refuses_a_direction_or_cotangent_that_is_not_finite():
+    program = lambdad.loads("def f (x : R) (y : R) : R = x * y")
+    with pytest.raises(lambdad.UsageError, match="finite reals only"):
+        program.jvp("f", (1.0, 5.0), (math.inf, 5.0))
+    _, pullback = program.vjp("f", (1.0, 5.0))
+    with pytest.raises(lambdad.UsageError, match="finite reals only"):
+        pullback(math.nan)
+
+
+def test_the_gradient_checker_never_reports_a_value_that_is_not_finite():
+    program = lambdad.loads(OVERFLOWS)
+    with pytest.raises(lambdad.EvalError, match="derivative of `log` is not finite"):
+        gradcheck.check(program, "lg", point=1e-320)
+    with pytest.raises(lambdad.EvalError, match="is inf"):
+        gradcheck.check(program, "g", point=1.0)
+
+
+# ---------------------------------------------------------------- derivative errors
+
+
+def test_a_derivative_error_names_the_source_operation(overflows, capsys):
+    status, _, err = run_cli(capsys, "grad", overflows, "sq", "--at", "0")
+    assert status == 1
+    assert "the derivative of `sqrt` is undefined here" in err
+    assert "sqrt x" in err and "0.0" not in err
+    status, _, err = run_cli(capsys, "grad", overflows, "half", "--at", "0")
+    assert "the derivative of `^` is undefined here" in err and "-0.5" in err
+
+
+def test_domain_errors_print_numbers_as_lambdad_writes_them(overflows, capsys):
+    status, _, err = run_cli(capsys, "grad", overflows, "half", "--at=-1")
+    assert status == 1
+    assert "(-1 ^ 0.5)" in err and "-1.0" not in err
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("grad (\\x -> x ^ 0) 0", 0.0),
+    ("grad (\\x -> x ^ 0) 3", 0.0),
+    ("snd (jvp (\\x -> x ^ 0) 0 1)", 0.0),
+    ("grad (\\x -> x ^ 1) 0", 1.0),
+    ("grad (\\x -> x ^ 2) 0", 0.0),
+    ("grad (\\x -> x ^ 2) (-1)", -2.0),
+])
+def test_the_derivative_of_a_constant_power_is_zero(source, expected):
+    assert lambdad.loads(f"def main = {source}").run() == expected
+
+
+def test_the_api_gradient_of_x_to_the_zero_at_zero():
+    program = lambdad.loads("def f (x : R) (y : R) : R = x ^ y")
+    assert program.grad("f", (0.0, 0.0), mode="forward")[0] == 0.0
+    assert program.grad("f", (0.0, 0.0))[0] == 0.0
