@@ -287,8 +287,10 @@ def cmd_fuzz(session: _Session, args: argparse.Namespace) -> int:
         if done == total or done % max(1, total // 10) == 0:
             print(f"fuzz: {done}/{total} programs", file=sys.stderr, flush=True)
 
+    from .gradcheck import default_jobs
+
     report = testing.fuzz(lambda text: Program(text, "<fuzz>"), count=args.programs,
-                          seed=args.seed, progress=progress)
+                          seed=args.seed, progress=progress, jobs=args.jobs or default_jobs())
     print(report.render())
     return 0 if report.ok else 1
 
@@ -451,6 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--programs", type=_positive, default=100, metavar="N",
                    help="how many random programs (default 100)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                   help="run the programs in N processes (default: all cores); the report is "
+                        "the same for every N")
     return parser
 
 

@@ -48,6 +48,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import time
@@ -1498,13 +1499,50 @@ class _OutOfTime(BaseException):
     """Stops hypothesis's shrinking (a BaseException, so it is not taken for a failure)."""
 
 
+# Programs per shard of a fuzz run: shards are independent hypothesis runs, so they can run
+# in parallel, and a run's report depends on the seed and count only, not on the jobs.
+FUZZ_SHARD = 10
+
+
 def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth: int = 4,
          progress: Callable[[int, int], None] | None = None,
-         shrink_seconds: float = 60.0) -> FuzzReport:
-    """Runs every property on ``count`` random programs (hypothesis, seeded with ``seed``)
-    and returns a :class:`FuzzReport`.  A failure is shrunk to a smaller program, for at most
-    ``shrink_seconds``.  An internal error of a stage (an exception that is not a
-    LambdadError) is a failure too."""
+         shrink_seconds: float = 60.0, jobs: int = 1,
+         shard_size: int = FUZZ_SHARD) -> FuzzReport:
+    """Runs every property on ``count`` random programs and returns a :class:`FuzzReport`.
+
+    The programs are drawn in shards of ``shard_size``, each a hypothesis run seeded by
+    ``seed`` and its index, run by up to ``jobs`` forked processes; the report is that of
+    the shards in order up to the first that fails, so it is the same for every ``jobs``.
+    A failure is shrunk to a smaller program, for at most ``shrink_seconds``.  An internal
+    error of a stage (an exception that is not a LambdadError) is a failure too.
+    ``progress(done, count)`` is called as shards complete."""
+    shards = [(index, min(shard_size, count - start))
+              for index, start in enumerate(range(0, count, shard_size))]
+
+    def run_shard(shard: tuple[int, int]) -> FuzzReport:
+        index, size = shard
+        shard_seed = int(hashlib.sha256(f"{seed}/{index}".encode()).hexdigest()[:15], 16)
+        return _fuzz_shard(load, size, shard_seed, max_depth, shrink_seconds)
+
+    ran = skipped = done = 0
+    # A serial run stops at the first failing shard (results come lazily); a parallel one
+    # stops its workers when this loop returns.
+    for (index, size), report in zip(shards, gradcheck.in_parallel(run_shard, shards, jobs)):
+        ran += report.ran
+        skipped += report.skipped
+        if report.failure is not None:
+            return FuzzReport(ran, skipped, report.failure)
+        done += size
+        if progress is not None:
+            progress(done, count)
+    return FuzzReport(ran, skipped, None)
+
+
+def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: int,
+                shrink_seconds: float,
+                progress: Callable[[int, int], None] | None = None) -> FuzzReport:
+    """Every property on ``count`` random programs of one hypothesis run seeded with
+    ``seed``, as :func:`fuzz` describes."""
     from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
     from hypothesis import seed as seeded
 

@@ -256,3 +256,22 @@ def test_round_trip_of_a_binder_named_like_the_zero_cotangent():
     cotangent inside the scope of a source binder named `zero`."""
     module = parse_module("def f (x : R) : R = (\\zero -> zero * 2) x", "<test>")
     testing.check_round_trip(testing.GeneratedProgram(module, "f", (("x", REAL),)))
+
+
+def test_fuzz_in_parallel_gives_the_serial_report():
+    """Shards are seeded by the run's seed and their index: the report does not depend on
+    the number of processes."""
+    clean = testing.fuzz(lambdad.loads, count=4, seed=2, jobs=1, shard_size=2)
+    assert clean.ok and clean.ran == 4
+    assert testing.fuzz(lambdad.loads, count=4, seed=2, jobs=2, shard_size=2) == clean
+
+
+@pytest.mark.long
+def test_fuzz_in_parallel_finds_and_shrinks_the_serial_failure(monkeypatch):
+    wrong = dict(rules.PARTIALS)
+    wrong["add"] = (parse_expr("1", bound=("x", "y")), parse_expr("2", bound=("x", "y")))
+    monkeypatch.setattr(rules, "PARTIALS", wrong)
+    serial = testing.fuzz(lambdad.loads, count=30, seed=2, jobs=1, shrink_seconds=20)
+    parallel = testing.fuzz(lambdad.loads, count=30, seed=2, jobs=3, shrink_seconds=20)
+    assert not serial.ok
+    assert parallel == serial
