@@ -68,7 +68,9 @@ def _time_limit(seconds: float | None):
         raise ResourceError(f"stopped after the time limit of {seconds:g} s (--timeout)")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The alarm repeats until it is disarmed: an exception raised while Python runs a
+    # garbage-collector callback or a finaliser is dropped, and the next one stops the run.
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.1)
     try:
         yield
     finally:

@@ -271,19 +271,19 @@ def test_modules_evaluate_in_order_up_to_a_name():
 
 
 @pytest.mark.parametrize("text, culprit, message", [
-    ("let y = 2 in 1 + y / 0", "y / 0", "division by zero (2.0 / 0.0)"),
-    ("1 + log (0 - 1)", "log (0 - 1)", "log of a non-positive number (-1.0)"),
-    ("sqrt (0 - 4)", "sqrt (0 - 4)", "sqrt of a negative number (-4.0)"),
+    ("let y = 2 in 1 + y / 0", "y / 0", "division by zero (2 / 0)"),
+    ("1 + log (0 - 1)", "log (0 - 1)", "log of a non-positive number (-1)"),
+    ("sqrt (0 - 4)", "sqrt (0 - 4)", "sqrt of a negative number (-4)"),
     ("zip [1, 2] [3]", "zip [1, 2] [3]", "zip of lists of different lengths (2 and 1)"),
     ("range 2.5", "range 2.5", "range needs a non-negative integer, got 2.5"),
-    ("length (range (0 - 1))", "range (0 - 1)", "range needs a non-negative integer, got -1.0"),
+    ("length (range (0 - 1))", "range (0 - 1)", "range needs a non-negative integer, got -1"),
     ("(0 - 2) ^ 0.5", "(0 - 2) ^ 0.5", "negative base"),
-    ("exp 1000", "exp 1000", "overflow in exp 1000.0"),
-    ("sin (exp 700 * exp 700)", "sin (exp 700 * exp 700)", "`sin` failed on inf"),
-    ("map (\\x -> 2 * log x) [1, 0]", "log x", "log of a non-positive number (0.0)"),
-    ("map log [1, 0]", "log", "log of a non-positive number (0.0)"),
-    ("(map (\\x -> sqrt x)) [0 - 1]", "sqrt x", "sqrt of a negative number (-1.0)"),
-    ("let m = fold in m (\\a x -> a / x) 1 [0]", "a / x", "division by zero (1.0 / 0.0)"),
+    ("exp 1000", "exp 1000", "overflow in exp 1000"),
+    ("sin (exp 700 * exp 700)", "exp 700 * exp 700", "is inf: an overflow"),
+    ("map (\\x -> 2 * log x) [1, 0]", "log x", "log of a non-positive number (0)"),
+    ("map log [1, 0]", "log", "log of a non-positive number (0)"),
+    ("(map (\\x -> sqrt x)) [0 - 1]", "sqrt x", "sqrt of a negative number (-1)"),
+    ("let m = fold in m (\\a x -> a / x) 1 [0]", "a / x", "division by zero (1 / 0)"),
     ("(max 1) (sqrt (0 - 1))", "sqrt (0 - 1)", "sqrt of a negative number"),
 ])
 def test_runtime_errors_name_the_operation_at_its_span(text, culprit, message):
