@@ -64,6 +64,7 @@ from .syntax import (
     Lam,
     LetPair,
     ListT,
+    Module,
     PairT,
     Prim,
     RealT,
@@ -435,7 +436,9 @@ class Prober:
         self.max_steps = getattr(program, "max_steps", None)
         self.interpreter = Interpreter(on_event=self._record, max_steps=self.max_steps)
         self.interpreter.ad_hooks = Differentiator(self.interpreter).hooks()
-        self.function = self.interpreter.evaluate_module(program.module, upto=name)[name]
+        # Only the declarations `name` needs are compiled (not the whole prelude).
+        self.module = Module(tuple(program.dependencies(name)))
+        self.function = self.interpreter.evaluate_module(self.module, upto=name)[name]
         self.program, self.name, self.k = program, name, k
         self._naive: tuple[Differentiator, Any] | None = None
 
@@ -448,7 +451,7 @@ class Prober:
                                       max_steps=self.max_steps)
             differentiator = Differentiator(interpreter, "naive")
             interpreter.ad_hooks = differentiator.hooks()
-            f = interpreter.evaluate_module(self.program.module, upto=self.name)[self.name]
+            f = interpreter.evaluate_module(self.module, upto=self.name)[self.name]
             if self.k > 1:
                 f = interpreter.evaluate(_uncurried(self.name, self.k), {self.name: f})
             self._naive = (differentiator, f)
