@@ -497,9 +497,10 @@ class _CodeGenerator:
             fn.emit(f"{t} = {evaluator}({args})", site)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
-        if primitive.kind == "real":
+        if primitive.kind == "real" and not (self.generic and primitive.kind in _GENERIC_KINDS):
             # A real result is finite or the run stops here, naming the operation: for a
-            # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).
+            # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).  (Tagged
+            # reals of nested differentiation are left to the generic path.)
             fn.emit(f"if {t} - {t}: _nonfinite({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
                     site)
         if self.instrumented:
