@@ -767,7 +767,10 @@ def _describe(primitive: Primitive, args: Sequence[Any], exc: BaseException) -> 
 def _not_finite(site: _PrimSite, args: tuple, result: float) -> None:
     """Raises the EvalError of a real primitive whose result is not finite (overflow, or an
     undefined operation on an infinite operand), at the primitive, naming the operation (or
-    the source operation whose derivative it computes)."""
+    the source operation whose derivative it computes).  A result that is not a plain
+    real (a tagged real of nested differentiation, whose ``t - t`` is tagged too) passes."""
+    if type(result) is not float:
+        return
     message = (f"{_operation(site.primitive, args)} is {format_value(result)}: "
                f"{'an overflow' if result == result else 'undefined'} (lambdad computes "
                "with finite reals only)")
