@@ -76,6 +76,7 @@ from .values import (
     STRATEGIES,
     Arithmetic,
     Dual,
+    Reverse,
     Tagged,
     plain_real,
     Backprop,
@@ -109,6 +110,9 @@ _MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
 _ARITHMETIC = {"+": OPERATORS[("+", "infix")], "*": OPERATORS[("*", "infix")],
                "-": OPERATORS[("-", "infix")], "/": OPERATORS[("/", "infix")],
                "neg": OPERATORS[("-", "prefix")]}
+
+# The runtime types of the reals of a nesting level.
+_TAGGED = frozenset((Dual, Reverse))
 
 # Kinds of primitive that take reals: inside a nesting level they go through
 # Interpreter.generic_apply, which accepts the tagged reals of every level.
@@ -920,7 +924,7 @@ class Interpreter:
         # Each real primitive's partial derivatives as terms over its parameters (and its
         # result), given by the differentiator; compiled on first use by generic_apply.
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
-        self._partials: dict[str, tuple[Callable[..., Any], ...]] = {}
+        self._partials: dict[tuple[str, bool], tuple[Callable[..., Any], ...]] = {}
         self.arithmetic = Arithmetic(self.apply_real, *(_ARITHMETIC[name]
                                                          for name in ("+", "*", "-", "/", "neg")))
         # (id(term), names, instrumented, generic) -> (term kept alive, function, names)
@@ -962,34 +966,57 @@ class Interpreter:
         primitive does."""
         level = None
         for a in args:
-            if isinstance(a, Tagged) and (level is None or a.level.order > level.order):
+            if type(a) in _TAGGED and (level is None or a.level.order > level.order):
                 level = a.level
         if level is None:
             return primitive.evaluate(*args)
-        primals = tuple(a.primal if isinstance(a, Tagged) and a.level is level else a
-                        for a in args)
-        value = self.apply_real(primitive, primals)
-        partials = self._partial_functions(primitive)
-        inputs = primals + ((value,) if primitive.result is not None else ())
-        arithmetic = self.arithmetic
+        # The arguments at this level: their primals, and which of them are perturbed.
+        primals = []
+        perturbed = []
+        plain = True  # the innermost level over floats, the common case
+        for a in args:
+            if type(a) in _TAGGED and a.level is level:
+                primals.append(a.primal)
+                perturbed.append(a)
+            else:
+                primals.append(a)
+                perturbed.append(None)
+            if type(primals[-1]) is not float:
+                plain = False
+        # Plain primals take the plain evaluation and partials compiled without the
+        # generic dispatch.
+        value = primitive.evaluate(*primals) if plain else self.apply_real(primitive, primals)
+        partials = self._partials.get((primitive.name, not plain))
+        if partials is None:
+            partials = self._partial_functions(primitive, not plain)
+        if primitive.result is not None:
+            primals.append(value)
         if level.mode == FORWARD_LEVEL:
+            arithmetic = self.arithmetic
             tangent: Any = 0.0
-            for a, partial in zip(args, partials):
-                if isinstance(a, Tagged) and a.level is level:
-                    tangent = arithmetic.add(tangent,
-                                             arithmetic.multiply(partial(*inputs), a.tangent))
+            for a, partial in zip(perturbed, partials):
+                if a is not None:
+                    d, t = partial(*primals), a.tangent
+                    if type(d) is float and type(t) is float and type(tangent) is float:
+                        tangent += d * t
+                    else:
+                        tangent = arithmetic.add(tangent, arithmetic.multiply(d, t))
             return Dual(level, value, tangent)
-        edges = tuple((a.index, partial(*inputs)) for a, partial in zip(args, partials)
-                      if isinstance(a, Tagged) and a.level is level)
+        edges = tuple((a.index, partial(*primals)) for a, partial in zip(perturbed, partials)
+                      if a is not None)
         return level.record(value, edges)
 
-    def _partial_functions(self, primitive: Primitive) -> tuple[Callable[..., Any], ...]:
-        found = self._partials.get(primitive.name)
+    def _partial_functions(self, primitive: Primitive, generic: bool
+                           ) -> tuple[Callable[..., Any], ...]:
+        """The primitive's partials compiled as functions of its parameters (and result):
+        the generic variant for tagged inputs, the plain one for floats."""
+        key = (primitive.name, generic)
+        found = self._partials.get(key)
         if found is None:
             names = primitive.params + ((primitive.result,) if primitive.result else ())
-            found = tuple(self._function(term, names, generic=True)[0]
+            found = tuple(self._function(term, names, generic=generic)[0]
                           for term in self.partial_terms[primitive.name])
-            self._partials[primitive.name] = found
+            self._partials[key] = found
         return found
 
     def builtin_function(self, primitive: Primitive, args: tuple,

@@ -347,13 +347,34 @@ class Arithmetic:
         self.divide, self.negate = divide, negate
 
     def add(self, x: Any, y: Any) -> Any:
-        if type(x) is float and type(y) is float:
+        """``x + y``; dual numbers over floats are added componentwise at once (the ring's
+        addition), everything else by the chain rule of ``+``."""
+        kind_x, kind_y = type(x), type(y)
+        if kind_x is float and kind_y is float:
             return x + y
+        if kind_x is Dual and kind_y is Dual and x.level is y.level:
+            if (type(x.primal) is float and type(y.primal) is float
+                    and type(x.tangent) is float and type(y.tangent) is float):
+                return Dual(x.level, x.primal + y.primal, x.tangent + y.tangent)
+        elif kind_x is Dual and kind_y is float:
+            if type(x.primal) is float:
+                return Dual(x.level, x.primal + y, x.tangent)
+        elif kind_y is Dual and kind_x is float:
+            if type(y.primal) is float:
+                return Dual(y.level, x + y.primal, y.tangent)
         return self.apply_real(self.plus, (x, y))
 
     def multiply(self, x: Any, y: Any) -> Any:
-        if type(x) is float and type(y) is float:
+        """``x * y``; a dual number over floats times a float scales both components."""
+        kind_x, kind_y = type(x), type(y)
+        if kind_x is float and kind_y is float:
             return x * y
+        if kind_x is Dual and kind_y is float:
+            if type(x.primal) is float and type(x.tangent) is float:
+                return Dual(x.level, x.primal * y, x.tangent * y)
+        elif kind_y is Dual and kind_x is float:
+            if type(y.primal) is float and type(y.tangent) is float:
+                return Dual(y.level, x * y.primal, x * y.tangent)
         return self.apply_real(self.times, (x, y))
 
 
@@ -368,10 +389,10 @@ class Tagged:
         return self.level.arithmetic.apply_real(primitive, args)
 
     def __add__(self, other):
-        return self._apply(self.level.arithmetic.plus, (self, other))
+        return self.level.arithmetic.add(self, other)
 
     def __radd__(self, other):
-        return self._apply(self.level.arithmetic.plus, (other, self))
+        return self.level.arithmetic.add(other, self)
 
     def __sub__(self, other):
         return self._apply(self.level.arithmetic.minus, (self, other))
@@ -380,10 +401,10 @@ class Tagged:
         return self._apply(self.level.arithmetic.minus, (other, self))
 
     def __mul__(self, other):
-        return self._apply(self.level.arithmetic.times, (self, other))
+        return self.level.arithmetic.multiply(self, other)
 
     def __rmul__(self, other):
-        return self._apply(self.level.arithmetic.times, (other, self))
+        return self.level.arithmetic.multiply(other, self)
 
     def __truediv__(self, other):
         return self._apply(self.level.arithmetic.divide, (self, other))
