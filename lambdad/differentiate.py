@@ -559,16 +559,55 @@ class Differentiator:
                          lambda r: adjoints.get(r.index, 0.0))
 
     def _level_jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
-        """Forward mode on a level: ``f`` runs on dual reals of the level.  A result that is
-        a function gives functions (Manzyuk et al.): applied later, they split their own
-        results into value and tangent at this level."""
+        """Forward mode on a level: ``f`` runs on dual reals of the level.  A function in
+        the result gives functions (Manzyuk et al., JFP 2019): the tangent of ``h = f x``
+        is ``\\y -> tangent of (\\x' -> f x' y) at x along v``, differentiated afresh,
+        on a level of its own, each time it is applied; so it can be applied inside
+        other differentiations without confusing their levels with this one."""
         tangents = iter(self._tangent_list(x, v))
         level = self._open_level(FORWARD_LEVEL)
         seeded = map_value(x, is_real, lambda r: Dual(level, r, next(tangents)))
         self._seeded(level, seeded)
         out = self._on_level(f, seeded)
         self._record(FORWARD, 0, 0)
-        return _split_value(out, level, True), _split_value(out, level, False)
+        return self._split(out, level, f, x, v, True), self._split(out, level, f, x, v, False)
+
+    def _split(self, out: Any, level: Level, f: Any, x: Any, v: Any, primal: bool) -> Any:
+        """The value (``primal``) or the tangent part of the forward level's result ``out``
+        of ``f`` at ``x`` along ``v``; a function in it at ``path`` becomes a function that
+        runs ``f`` again when applied (see :meth:`_level_jvp`)."""
+
+        def at(path: tuple[int, ...]) -> Callable[[Any], Any]:
+            def select(y: Any) -> Callable[[Any], Any]:
+                return lambda x_: _select(self._run_generic(f, x_), path)(y)
+
+            if primal:
+                return lambda y: _select(self._run_generic(f, x), path)(y)
+            return lambda y: self.jvp(select(y), x, v)[1]
+
+        def split(value: Any, path: tuple[int, ...]) -> Any:
+            if is_real(value):
+                return _value_at(value, level) if primal else _tangent_at(value, level)
+            if type(value) is tuple:
+                return tuple(split(item, path + (i,)) for i, item in enumerate(value))
+            if type(value) is list:
+                if all(type(item) in SCALAR_TYPES for item in value):
+                    part = _value_at if primal else _tangent_at
+                    return [part(item, level) for item in value]
+                return [split(item, path + (i,)) for i, item in enumerate(value)]
+            if callable(value) and not isinstance(value, Backprop):
+                return at(path)
+            return value
+
+        if not _has_function(out):  # the usual case, without recursion
+            part = _value_at if primal else _tangent_at
+            return map_value(out, is_real, lambda r: part(r, level))
+        return split(out, ())
+
+    def _run_generic(self, f: Any, x: Any) -> Any:
+        """``f x`` with ``f`` made to accept tagged reals, on no new level."""
+        with self.interpreter.in_level():
+            return self.interpreter.apply(self._generic(f, {}), x)
 
     # ---- second derivatives
     def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -640,13 +679,20 @@ def _tangent_at(r: Any, level: Level) -> Any:
     return r.tangent if isinstance(r, Dual) and r.level is level else 0.0
 
 
-def _split_value(out: Any, level: Level, primal: bool) -> Any:
-    """The value (``primal``) or the tangent of the forward level's result ``out``;
-    functions in it become functions splitting their results alike."""
-    part = _value_at if primal else _tangent_at
+def _has_function(value: Any) -> bool:
+    """Whether a function occurs in ``value`` (in its pairs and lists)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is tuple or type(v) is list:
+            stack.extend(v)
+        elif callable(v) and not isinstance(v, Backprop):
+            return True
+    return False
 
-    def function(h: Any) -> Callable[[Any], Any]:
-        return lambda y: _split_value(h(y), level, primal)
 
-    return map_value(out, lambda v: is_real(v) or (callable(v) and not isinstance(v, Backprop)),
-                     lambda v: part(v, level) if is_real(v) else function(v))
+def _select(value: Any, path: tuple[int, ...]) -> Any:
+    """The part of ``value`` at ``path`` (indices into pairs and lists)."""
+    for index in path:
+        value = value[index]
+    return value

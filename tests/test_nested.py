@@ -340,3 +340,12 @@ def test_trace_and_graph_of_a_function_that_differentiates(capsys):
     status, out, _ = lambdad_main(capsys, "graph", str(PROGRAMS / "nested.lam"), "closure",
                                   "--at", "3")
     assert status == 0 and out.startswith("digraph")
+
+
+def test_a_returned_tangent_function_applied_inside_other_differentiations():
+    # t y = ∂/∂x (x y²) = y²: differentiating t itself (Manzyuk et al.'s setting) must see y²
+    source = r"""
+def t = snd (jvp (\x -> \y -> x * y * y) 2 1)
+def main = (t 3, snd (jvp t 3 1), grad t 3, grad (\z -> t (z * z)) 3)
+"""
+    assert run(source) == (9.0, (6.0, (6.0, 108.0)))
