@@ -5,7 +5,7 @@ import sys
 
 import pytest
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
-from pygments.token import Comment, Error, Keyword, Name, Number
+from pygments.token import Comment, Error, Keyword, Name, Number, Operator
 
 from conftest import PROGRAMS, ROOT
 from lambdad import highlight, repl
@@ -35,6 +35,9 @@ def test_token_kinds():
     assert kinds["sin"] in Name.Builtin and kinds["zero"] in Name.Builtin
     assert kinds["true"] in Keyword.Constant and kinds["2.5e1"] in Number
     assert kinds["-- done"] in Comment
+    operators = [value for kind, value in highlight.LambdadLexer().get_tokens(
+        "xs ++ ys !! 0 <+> \\a -o a") if kind in Operator]
+    assert operators == ["++", "!!", "<+>", "\\", "-o"]
 
 
 def test_html_is_self_contained_and_terminal_colours_strip_back():
