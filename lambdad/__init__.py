@@ -38,3 +38,10 @@ __all__ = [
     "render",
 ]
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook
+    """``%load_ext lambdad`` in IPython or Jupyter (needs the ``notebook`` extra)."""
+    from .notebook import load_ipython_extension as load
+
+    load(ipython)

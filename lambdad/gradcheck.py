@@ -53,6 +53,7 @@ from typing import Any
 
 import attrs
 
+from . import rich
 from .differentiate import Differentiator, is_real, map_value
 from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
@@ -208,6 +209,15 @@ class Report:
                         "finite differences not compared"
                     out.append(f"{c.name} at {format_value(c.point)}: not checked: {why}")
         return out
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.render())
+
+    def _repr_html_(self) -> str:
+        return rich.Report(self.render(), self.ok)._repr_html_()
 
     def render(self) -> str:
         """The report as text: a table per function and point, then a verdict."""

@@ -72,6 +72,24 @@ class Graph:
     def _repr_svg_(self) -> str:
         return self.svg()
 
+    def text(self) -> str:
+        """A terminal's view: one line per node with the nodes it reads."""
+        reads: dict[str, list[str]] = {}
+        for edge in self.edges:
+            source = _display_name(edge.source)
+            reads.setdefault(edge.target, []).append(
+                f"{source} ({edge.label})" if edge.label else source)
+        lines = [self.title] if self.title else []
+        for node in self.nodes:
+            line = "  ".join(node.lines)
+            if node.id in reads:
+                line += "   <- " + ", ".join(reads[node.id])
+            lines.append(line)
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.text())
+
     def __str__(self) -> str:
         return self.dot()
 
@@ -88,6 +106,11 @@ def rounded(x: float) -> str:
 
 def _node_id(index: int) -> str:
     return f"v{index}" if index > 0 else f"vm{-index}"
+
+
+def _display_name(node_id: str) -> str:
+    """``v-1`` for the node id ``vm1`` (ids avoid the minus sign DOT does not allow)."""
+    return f"v{-int(node_id[2:])}" if node_id.startswith("vm") else node_id
 
 
 def _operand_text(row: Any, position: int) -> str:

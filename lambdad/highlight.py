@@ -96,7 +96,7 @@ def for_terminal(text: str, stream: TextIO) -> str:
 def to_html(text: str) -> str:
     """``text`` as a highlighted ``<pre>`` block with inline styles."""
     body = highlight(text, _LEXER, _HTML)
-    return ('<pre class="lambdad" style="line-height:125%; margin:0">'
+    return ('<pre class="lambdad" style="line-height:125%; margin:0; font-family:monospace">'
             f"{body.rstrip(chr(10))}</pre>")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from . import backward as backward_mode
+from . import rich
 from . import forward as forward_mode
 from .differentiate import (
     COMPOSITIONS,
@@ -27,7 +28,14 @@ from .differentiate import (
     is_real,
     map_value,
 )
-from .errors import DifferentiationError, EvalError, FileAccessError, LambdadError, UsageError
+from .errors import (
+    DifferentiationError,
+    EvalError,
+    FileAccessError,
+    LambdadError,
+    Span,
+    UsageError,
+)
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
@@ -150,6 +158,22 @@ class Program:
     def types(self) -> list[tuple[str, str]]:
         """Each of the program's top-level names with its inferred type, in order."""
         return [(name, str(self.typing.schemes[name])) for name in self.user_names]
+
+    def source(self) -> str:
+        """The program's own definitions as written (a definition whose source text is not
+        at hand, printed), each under a comment giving its type."""
+        parts = []
+        for name, scheme in self.types():
+            decl = self.decls[name]
+            text = _span_text(decl.span, self.sources) if decl.span is not None else None
+            parts.append(f"-- {name} : {scheme}\n{text or print_decl(decl)}")
+        return "\n\n".join(parts) + "\n" if parts else ""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.source() or "-- no definitions")
+
+    def _repr_html_(self) -> str:
+        return rich.Source(self.source() or "-- no definitions")._repr_html_()
 
     def _require(self, name: str) -> Decl:
         decl = self.decls.get(name)
@@ -658,6 +682,11 @@ def _has_top_level_comma(text: str) -> bool:
     return False
 
 
+def format_python(value: Any) -> str:
+    """Python data (a result of :class:`Program`) written in the language's syntax."""
+    return format_value(_from_python(value))
+
+
 def _from_python(value: Any) -> Any:
     """Python data as a runtime value: numbers become floats."""
     kind = type(value)
@@ -696,6 +725,19 @@ def _finite_input(r: float) -> float:
         raise UsageError(f"a point or direction holds {format_real(r)}: lambdad computes with "
                          "finite reals only")
     return r
+
+
+def _span_text(span: Span, sources: dict[str, str]) -> str | None:
+    """The text ``span`` covers in its source, or None if that source is not known."""
+    text = sources.get(span.file)
+    if text is None:
+        return None
+    lines = text.split("\n")[span.line - 1:span.end_line]
+    if not lines:
+        return None
+    lines[-1] = lines[-1][:span.end_col - 1]  # first the end: columns count from line start
+    lines[0] = lines[0][span.col - 1:]
+    return "\n".join(lines)
 
 
 def _parameter_names(term: Term) -> tuple[list[str], dict[str, tuple[str, str]]]:

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from .differentiate import Differentiator, is_real, map_value
+from . import rich
 from .errors import Span, UsageError
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
@@ -70,6 +71,24 @@ class Trace:
     file: str = ""
     # the source texts the spans point into, by file name (for the source column)
     sources: dict[str, str] = attrs.field(factory=dict, eq=False, repr=False)
+
+    def __str__(self) -> str:
+        return format_trace(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(format_trace(self))
+
+    def _repr_html_(self) -> str:
+        header, table = trace_table(self)
+        derivative = "tangents" if self.mode == "forward" else "adjoints"
+        return rich.html_table(header, table, caption=f"{self.mode} trace: values and "
+                               f"{derivative}", numeric_from=3)
+
+    def graph(self, title: str = "") -> Any:
+        """The computational graph of this evaluation (a :class:`lambdad.graph.Graph`)."""
+        from .graph import graph_of
+
+        return graph_of(self, title)
 
 
 # ------------------------------------------------------------------ finding the rule outputs
@@ -313,8 +332,23 @@ def source_excerpt(span: Span | None, sources: dict[str, str]) -> str:
     return _source_text(span, sources)
 
 
-def format_trace(tr: Trace, sources: dict[str, str]) -> str:
+def format_trace(tr: Trace, sources: dict[str, str] | None = None) -> str:
     """The trace as a text table: inputs as ``v-(n-1) .. v0``, operations as ``v1 ..``."""
+    header, table = trace_table(tr, sources)
+    widths = [max(len(header[c]), *(len(r[c]) for r in table)) if table else len(header[c])
+              for c in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    for r in table:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def trace_table(tr: Trace, sources: dict[str, str] | None = None
+                ) -> tuple[list[str], list[list[str]]]:
+    """The header and the rows of the trace's table, as text cells (``sources`` defaults
+    to the texts the trace was made from)."""
+    sources = tr.sources if sources is None else sources
     n = len(tr.inputs)
     header = ["var", "operation", "source", "value", *tr.columns]
     table: list[list[str]] = []
@@ -334,10 +368,4 @@ def format_trace(tr: Trace, sources: dict[str, str]) -> str:
         source = _source_text(row.span, sources)
         table.append([f"v{row.index}", operation, f"{source}  ({location})" if location else source,
                       format_real(row.value), *(format_real(d) for d in row.derivatives)])
-    widths = [max(len(header[c]), *(len(r[c]) for r in table)) if table else len(header[c])
-              for c in range(len(header))]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    for r in table:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
-    return "\n".join(lines)
+    return header, table

@@ -13,17 +13,18 @@ LAYERS = [
     {"syntax"},
     {"primitives"},
     {"printer", "parser", "highlight"},
+    {"rich"},
     {"typecheck", "rules"},
     {"forward", "backward", "simplify", "values"},
     {"interpreter"},
     {"differentiate", "trace", "gradcheck", "testing", "graph"},
     {"pipeline"},
-    {"cli", "repl", "__main__", "__init__"},
+    {"cli", "repl", "__main__", "__init__", "notebook"},
 ]
 SAME_LAYER_ALLOWED = {("parser", "printer"), ("backward", "forward"), ("simplify", "forward"),
                       ("simplify", "backward"), ("forward", "simplify"), ("backward", "simplify"),
-                      ("cli", "repl"), ("repl", "cli"), ("__main__", "cli"), ("__init__", "pipeline"), ("gradcheck", "testing"),
-                      ("testing", "gradcheck"), ("trace", "differentiate"), ("graph", "trace"),
+                      ("cli", "repl"), ("repl", "cli"), ("__main__", "cli"), ("__init__", "pipeline"), ("__init__", "notebook"), ("gradcheck", "testing"),
+                      ("testing", "gradcheck"), ("trace", "differentiate"), ("graph", "trace"), ("trace", "graph"),
                       ("gradcheck", "differentiate")}
 
 

@@ -1,0 +1,230 @@
+"""lambdad in Jupyter: ``%load_ext lambdad`` (needs the ``notebook`` extra: IPython).
+
+A ``%%lambdad`` cell defines (or redefines) top-level names of the notebook's program, as
+at the REPL: a redefinition replaces the old definition for what follows.  A cell holding
+one expression instead prints its value and type.  Line magics run the REPL's commands on
+that program and return rich results — HTML in a notebook, text in a terminal:
+
+    %grad NAME POINT [forward]            value and gradient
+    %show NAME [POINT] [forward|raw]      the backpropagation (or forward-mode) program
+    %trace NAME POINT [reverse]           the trace table (forward mode by default)
+    %graph NAME POINT [forward]           the computational graph, drawn as SVG
+    %check [NAME [POINT]]                 the gradient check
+    %lambdad EXPR                         the value and type of an expression
+
+Errors show as the command line shows them (``<cell 2>:3:9: type error: ...`` with a
+caret), never as a Python traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from . import gradcheck, rich
+from .errors import LambdadError, ParseError, UsageError, render
+from .graph import Graph, graph_of
+from .parser import parse_entry, parse_module
+from .pipeline import Program, format_python
+from .printer import print_type
+from .syntax import Decl
+from .trace import Trace, trace
+
+NOTEBOOK_FILE = "<notebook>"
+MODES = ("forward", "reverse")
+
+
+class NotebookSession:
+    """The program a notebook builds cell by cell, and the source texts its errors point
+    into (cells are ``<cell 1>``, ``<cell 2>``, …; a magic's arguments ``<%grad>``, …)."""
+
+    def __init__(self) -> None:
+        self.program = Program("", NOTEBOOK_FILE)
+        self.cells = 0
+
+    @property
+    def sources(self) -> dict[str, str]:
+        return self.program.sources
+
+    def run_cell(self, text: str, number: int | None = None) -> rich.Source:
+        """Adds the cell's definitions (replacing older ones of the same names) and returns
+        their types; a cell that is one expression gives its value and type instead.
+        Errors point into ``<cell NUMBER>`` (the shell's execution count; by default the
+        number of cells run).  Raises the cell's parse, type or runtime error, leaving the
+        program unchanged."""
+        self.cells += 1
+        file = f"<cell {self.cells if number is None else number}>"
+        self.sources[file] = text
+        bound = tuple(self.program.decls)
+        try:
+            decls = list(parse_module(text, file, predefined=bound,
+                                      allow_redefinition=True).decls)
+        except ParseError as module_error:
+            try:
+                entry = parse_entry(text, file, bound=bound)
+            except ParseError:
+                raise module_error from None
+            if not isinstance(entry, Decl):
+                value, type_ = self.program.evaluate_term(entry)
+                return rich.Source(f"{format_python(value)} : {print_type(type_)}")
+            decls = [entry]
+        if not decls:
+            return rich.Source("-- no definitions")
+        self.program = self.program.extended(decls)
+        return rich.Source("\n".join(f"{d.name} : {self.program.scheme(d.name)}"
+                                     for d in decls))
+
+    def evaluate(self, text: str, number: int | None = None) -> rich.Source:
+        """The value and type of the expression ``text``."""
+        return self.run_cell(text, number)
+
+    # ------------------------------------------------------------ commands
+
+    def _arguments(self, line: str, command: str, usage: str, point_needed: bool = True,
+                   words: tuple[str, ...] = ()) -> tuple[str, Any, str | None]:
+        """The name, the point (None if absent and not needed) and the trailing word (one
+        of ``words``) of a magic's arguments; raises UsageError."""
+        text = line.strip()
+        word = None
+        last = text.rsplit(None, 1)
+        if len(last) == 2 and last[1] in words:
+            text, word = last
+        name, _, point_text = text.partition(" ")
+        if not name or (point_needed and not point_text.strip()):
+            raise UsageError(f"usage: {usage}")
+        point = None
+        if point_text.strip():
+            where = f"<{command}>"
+            self.sources[where] = point_text
+            point = self.program.parse_point(point_text, where)
+        return name, point, word
+
+    def grad(self, line: str) -> rich.Lines:
+        """``%grad NAME POINT [forward]``: value and gradient."""
+        name, point, word = self._arguments(line, "%grad", "%grad NAME POINT [forward]",
+                                            words=MODES)
+        value, gradient = self.program.value_and_grad(name, point, mode=word or "reverse")
+        return rich.Lines([("value", format_python(value)),
+                           ("gradient", format_python(gradient))])
+
+    def show(self, line: str) -> rich.Source:
+        """``%show NAME [POINT] [forward|backward|raw]``: a transformed program."""
+        name, point, word = self._arguments(line, "%show",
+                                            "%show NAME [POINT] [forward|backward|raw]",
+                                            point_needed=False,
+                                            words=("forward", "backward", "raw"))
+        forward = word == "forward"
+        return rich.Source(self.program.show(name, forward=forward, backward=not forward,
+                                             at=point, raw=word == "raw").rstrip("\n"))
+
+    def trace(self, line: str) -> Trace:
+        """``%trace NAME POINT [reverse]``: the trace table."""
+        name, point, word = self._arguments(line, "%trace", "%trace NAME POINT [reverse]",
+                                            words=MODES)
+        return trace(self.program, name, point, mode=word or "forward")
+
+    def graph(self, line: str) -> Graph:
+        """``%graph NAME POINT [forward]``: the computational graph (adjoints by default)."""
+        name, point, word = self._arguments(line, "%graph", "%graph NAME POINT [forward]",
+                                            words=MODES)
+        point_text = line.strip().partition(" ")[2]
+        if word is not None:
+            point_text = point_text.rsplit(None, 1)[0]
+        return graph_of(trace(self.program, name, point, mode=word or "reverse"),
+                        f"{name} at {point_text.strip()}")
+
+    def check(self, line: str) -> gradcheck.Report:
+        """``%check [NAME [POINT]]``: the gradient check (every function without a name)."""
+        if not line.strip():
+            return gradcheck.check(self.program)
+        name, point, _ = self._arguments(line, "%check", "%check [NAME [POINT]]",
+                                         point_needed=False)
+        return gradcheck.check(self.program, name, point=point)
+
+    def hessian(self, line: str) -> rich.Lines:
+        """``%hessian NAME POINT``: the Hessian matrix."""
+        name, point, _ = self._arguments(line, "%hessian", "%hessian NAME POINT")
+        return rich.Lines([("hessian", format_python(self.program.hessian(name, point)))])
+
+
+@magics_class
+class LambdadMagics(Magics):
+    """The cell and line magics over one :class:`NotebookSession`."""
+
+    def __init__(self, shell: Any, session: NotebookSession):
+        super().__init__(shell)
+        self.session = session
+
+    def _cell_number(self) -> int | None:
+        """The number of the cell being run (``In [N]``), if the shell tells it."""
+        running = getattr(self.shell.displayhook, "exec_result", None)
+        return getattr(running, "execution_count", None)
+
+    @cell_magic("lambdad")
+    def lambdad_cell(self, line: str, cell: str) -> rich.Source:
+        """Define (or redefine) lambdad names; a lone expression is evaluated."""
+        return self.session.run_cell(cell, self._cell_number())
+
+    @line_magic("lambdad")
+    def lambdad_line(self, line: str) -> rich.Source:
+        """The value and type of a lambdad expression."""
+        return self.session.evaluate(line, self._cell_number())
+
+    @line_magic("grad")
+    def grad(self, line: str) -> rich.Lines:
+        """%grad NAME POINT [forward]: value and gradient."""
+        return self.session.grad(line)
+
+    @line_magic("show")
+    def show(self, line: str) -> rich.Source:
+        """%show NAME [POINT] [forward|backward|raw]: the transformed program."""
+        return self.session.show(line)
+
+    @line_magic("trace")
+    def trace(self, line: str) -> Trace:
+        """%trace NAME POINT [reverse]: the trace table."""
+        return self.session.trace(line)
+
+    @line_magic("graph")
+    def graph(self, line: str) -> Graph:
+        """%graph NAME POINT [forward]: the computational graph as SVG."""
+        return self.session.graph(line)
+
+    @line_magic("check")
+    def check(self, line: str) -> gradcheck.Report:
+        """%check [NAME [POINT]]: the gradient check."""
+        return self.session.check(line)
+
+
+@magics_class
+class HessianMagics(Magics):
+    """``%hessian``, for a pipeline that computes Hessians."""
+
+    def __init__(self, shell: Any, session: NotebookSession):
+        super().__init__(shell)
+        self.session = session
+
+    @line_magic("hessian")
+    def hessian(self, line: str) -> rich.Lines:
+        """%hessian NAME POINT: the Hessian matrix."""
+        return self.session.hessian(line)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lambdad``: a fresh notebook program, the magics, and lambdad's errors
+    shown as the command line shows them."""
+    session = NotebookSession()
+    ipython.register_magics(LambdadMagics(ipython, session))
+    if callable(getattr(Program, "hessian", None)):
+        ipython.register_magics(HessianMagics(ipython, session))
+
+    def show_error(shell: Any, kind: type, error: LambdadError, tb: Any,
+                   tb_offset: int | None = None) -> list[str]:
+        # Shown in place of a traceback: printed by a terminal shell, sent by a kernel as
+        # the cell's error (so that running all cells stops there).
+        message = [render(error, session.sources)]
+        shell._showtraceback(kind, error, message)
+        return message
+
+    ipython.set_custom_exc((LambdadError,), show_error)
