@@ -10,6 +10,7 @@ that program and return rich results — HTML in a notebook, text in a terminal:
     %trace NAME POINT [reverse]           the trace table (forward mode by default)
     %graph NAME POINT [forward]           the computational graph, drawn as SVG
     %check [NAME [POINT]]                 the gradient check
+    %hessian NAME POINT                   value, gradient and Hessian
     %lambdad EXPR                         the value and type of an expression
 
 Errors show as the command line shows them (``<cell 2>:3:9: type error: ...`` with a
@@ -142,10 +143,28 @@ class NotebookSession:
                                          point_needed=False)
         return gradcheck.check(self.program, name, point=point)
 
-    def hessian(self, line: str) -> rich.Lines:
-        """``%hessian NAME POINT``: the Hessian matrix."""
+    def hessian(self, line: str) -> rich.Matrix:
+        """``%hessian NAME POINT``: value, gradient and Hessian (forward over reverse)."""
         name, point, _ = self._arguments(line, "%hessian", "%hessian NAME POINT")
-        return rich.Lines([("hessian", format_python(self.program.hessian(name, point)))])
+        value, gradient, rows = self.program.hessian(name, point)
+        names = self.program.input_names(name, point)
+        return rich.Matrix([("value", format_python(value)),
+                            ("gradient", format_python(gradient))], "hessian", names,
+                           [[format_python(r) for r in _reals(row)] for row in rows],
+                           [format_python(row) for row in rows])
+
+
+def _reals(data: Any) -> list[float]:
+    """The reals of Python data (floats in tuples and lists), left to right."""
+    found: list[float] = []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (tuple, list)):
+            stack.extend(reversed(item))
+        else:
+            found.append(item)
+    return found
 
 
 @magics_class
@@ -206,8 +225,8 @@ class HessianMagics(Magics):
         self.session = session
 
     @line_magic("hessian")
-    def hessian(self, line: str) -> rich.Lines:
-        """%hessian NAME POINT: the Hessian matrix."""
+    def hessian(self, line: str) -> rich.Matrix:
+        """%hessian NAME POINT: value, gradient and Hessian."""
         return self.session.hessian(line)
 
 

@@ -113,3 +113,32 @@ class Report:
         return (f'<div class="lambdad-report"><div style="color:{colour}; font-weight:bold">'
                 f"derivatives {verdict}</div>"
                 f'<pre style="margin:0">{html.escape(self.text)}</pre></div>')
+
+
+class Matrix:
+    """Labelled results followed by a matrix with named rows and columns (a Hessian): HTML
+    tables in a notebook, ``label: text`` lines and one line per row in a terminal."""
+
+    def __init__(self, rows: Sequence[tuple[str, str]], title: str, names: Sequence[str],
+                 cells: Sequence[Sequence[str]], shaped: Sequence[str]):
+        self.lines = Lines(rows)
+        self.title = title
+        self.names = tuple(names)
+        self.cells = tuple(tuple(row) for row in cells)
+        self.shaped = tuple(shaped)  # each row in the point's shape, for the text form
+
+    def __str__(self) -> str:
+        width = max((len(n) for n in self.names), default=0)
+        return "\n".join([str(self.lines), f"{self.title}:",
+                          *(f"  {n.ljust(width)} : {row}" for n, row in zip(self.names, self.shaped))])
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        table = html_table(["", *self.names],
+                           [[name, *row] for name, row in zip(self.names, self.cells)],
+                           caption=self.title, numeric_from=1)
+        return self.lines._repr_html_() + "\n" + table

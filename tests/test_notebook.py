@@ -75,6 +75,9 @@ def test_magics_return_rich_results_with_a_text_form(session):
     assert str(program).startswith("-- f : R * (R -o d)")
     assert '<span style="' in program._repr_html_()  # highlighted
     assert "(→D of R -> R -> R)" in str(session.show("f forward"))
+    hessian = session.hessian("f 2,5")
+    assert str(hessian).endswith("hessian:\n  x1 : (-0.25, 1)\n  x2 : (1, -0.9589242746631385)")
+    assert hessian.cells == (("-0.25", "1"), ("1", "-0.9589242746631385"))
     report = session.check("f 2,5")
     assert report.ok and "agree" in report._repr_html_() and str(report) == report.render()
 
@@ -167,6 +170,9 @@ def test_the_tutorial_notebook_runs_in_a_kernel_with_the_expected_outputs(execut
                  and c.source == "%grad f 2,5"][-1]
     assert last_grad.outputs[0]["data"]["text/plain"].endswith("gradient: (5, 2)")
     assert "<td" in data('trace(bmp, "f_shared"', "text/html")
+    assert data("%hessian f 2,5", "text/plain").endswith(
+        "hessian:\n  x1 : (-0.25, 1)\n  x2 : (1, -0.9589242746631385)")
+    assert "<caption" in data("%hessian f 2,5", "text/html")
 
 
 def error_cell_number(notebook):
@@ -227,8 +233,10 @@ def test_the_rendered_notebook_shows_the_graph_and_the_table_in_a_browser(execut
     assert 'class="lambdad-graph"' in graphs[0] and "v5 = v4 - v3" in graphs[0]
     assert all(int(width) > 300 and int(height) > 100 for _, width, height in pictures)
     tables = re.findall(r'<table class="lambdad-table".*?</table>', dom, re.S)
-    assert len(tables) == 3  # two traces from magics, one from the Python API
-    assert "∂/∂x1" in tables[0] and "adjoint" in tables[1]
+    captions = [re.search(r"<caption[^>]*>([^<]*)", t).group(1) for t in tables]
+    assert captions == ["hessian", "forward trace: values and tangents",
+                        "reverse trace: values and adjoints", "reverse trace: values and adjoints"]
+    assert "∂/∂x1" in tables[1] and "1.7163378145367738" in tables[2]
 
 
 def take_screenshot(output: Path) -> None:
