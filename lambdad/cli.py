@@ -282,7 +282,7 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(session: _Session, args: argparse.Namespace) -> int:
-    # Imported here: hypothesis is only needed by this command.
+    # Imported here: hypothesis is slow to import and only this command needs it.
     from . import testing
 
     def progress(done: int, total: int) -> None:
