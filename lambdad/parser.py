@@ -33,7 +33,7 @@ import attrs
 import lark
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from .errors import ParseError, Span
+from .errors import ParseError, Span, TypeCheckError
 from .iterate import Step, run
 from .primitives import LINEAR_NAMES, NAMED, OPERATORS
 from .syntax import (
@@ -432,6 +432,29 @@ def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[
     return expected, (last.end_line, last.end_column, last.end_line, last.end_column + 1)
 
 
+_LAMBDA_HINT = "a function is written `\\x -> e` (also `\\(x : R) -> e`, `\\x y -> e`)"
+
+
+def _habit_hint(text: str, token: lark.Token) -> tuple[str, Position] | None:
+    """A message leading to the right spelling when the unexpected ``token`` is where a
+    habit from another language shows: ``x ** 2``, ``fun x -> e``, ``x => e``."""
+    start = token.start_pos
+    if start is None:
+        return None
+    line, col = token.line, token.column
+    before, here = text[start - 1:start] if start else "", text[start:start + 2]
+    if token.type == "STAR" and before == "*":
+        return ("there is no `**`: a power is written `x ^ y`", (line, col - 1, line, col + 1))
+    if here == "=>":
+        return (f"unexpected `=>`: {_LAMBDA_HINT}", (line, col, line, col + 2))
+    if token.type == "GREATER" and before == "-":
+        return (f"unexpected `->`: {_LAMBDA_HINT}, not `fun x -> e`",
+                (line, col - 1, line, col + 1))
+    if token.type == "ARROW":
+        return (f"unexpected `->`: {_LAMBDA_HINT}", (line, col, line, col + len(token)))
+    return None
+
+
 def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Position]:
     """Message and position of a lark parse error, in the user's words."""
     if isinstance(error, UnexpectedToken):
@@ -440,6 +463,9 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Posi
         if token.type == "$END":
             # Pointed just after the last token: the end of the text may be blank lines.
             return f"unexpected end of input; expected {_expected_words(expected)}", after
+        hint = _habit_hint(text, token)
+        if hint is not None:
+            return hint
         if token.type in _COMPARISONS and not _EXPRESSION_START <= expected:
             return (f"comparisons do not chain: add parentheses around one side of `{token}`",
                     _pos(token))
@@ -558,6 +584,11 @@ class _Desugarer:
         self.file = file
         self.names = names
         self.scope = scope
+        # The names being defined around the current term (`def f`, `let g x = ...`): a
+        # use of one of them that is not otherwise in scope is an attempt at recursion.
+        self.defining: list[str] = []
+        # Declarations further down the file, by name: a use of one is a forward reference.
+        self.later: dict[str, Position] = {}
 
     def span(self, pos: Position) -> Span:
         return Span(self.file, *pos)
@@ -573,8 +604,10 @@ class _Desugarer:
     def declaration(self, s: _Surface) -> Step[Decl]:
         """``def f p1 ... pn : T = e`` is ``def f = \\p1 -> ... \\pn -> (e : T)``."""
         name, params, result, body = s.parts
+        self.defining.append(str(name))
         value = yield self.function(params, result, body, _extent(params[0], body) if params
                                     else body.pos)
+        self.defining.pop()
         return Decl(str(name), value, span=self.span(s.pos))
 
     def check_definable(self, name: lark.Token) -> None:
@@ -681,7 +714,22 @@ class _Desugarer:
             count = _LINEAR_ARITY[name]
             raise self.error(f"`{name}` needs {count} argument{'s' if count > 1 else ''} here",
                              s.pos)
+        self.check_reachable(name, s.pos)
         return Var(name, span=span)
+
+    def check_reachable(self, name: str, pos: Position) -> None:
+        """Raises a TypeCheckError leading to the right construct for a free ``name`` that
+        refers to the definition it is in (recursion) or to a later one."""
+        if name in self.defining:
+            raise TypeCheckError(
+                f"no recursion: `{name}` cannot use itself (every program terminates); "
+                "iterate with `fold` over a list, e.g. `fold step start (range n)`",
+                self.span(pos))
+        if name in self.later and name not in self.scope.top:
+            line = self.later[name][0]
+            raise TypeCheckError(
+                f"`{name}` is defined later, at line {line}: a definition sees only the "
+                "ones above it (move it up)", self.span(pos))
 
     def saturate(self, name: str, args: list[Term], pos: Position) -> Term:
         """The built-in ``name`` applied to exactly its arity of arguments."""
@@ -811,9 +859,11 @@ class _Desugarer:
         bind, body = s.parts
         if bind.kind == "bind_name":
             name, params, result, value_tree = bind.parts
+            self.defining.append(str(name))
             value = yield self.function(params, result, value_tree,
                                         _extent(params[0], value_tree) if params
                                         else value_tree.pos)
+            self.defining.pop()
             names = [str(name)]
         else:
             pattern, value_tree = bind.parts
@@ -855,6 +905,8 @@ def parse_module(text: str, file: str = "<input>", predefined: Iterable[str] = (
     desugarer = _desugarer(text, file, predefined)
     defined: dict[str, Span] = {}
     decls = []
+    for tree in reversed(trees):  # the first definition of a name wins
+        desugarer.later[str(tree.parts[0])] = _pos(tree.parts[0])
     for tree in trees:
         name = tree.parts[0]
         desugarer.check_definable(name)

@@ -767,7 +767,7 @@ class _Inference:
         if not isinstance(fn_type, FunT):
             (shown,) = self._show(fn_type)
             raise TypeCheckError(f"{_describe_function(term.fn)} is not a function; it has type "
-                                 f"{shown}", _span(term.fn))
+                                 f"{shown}", _span(term.fn), _indexing_hint(term, fn_type))
         arg_type = yield self._visit(term.arg)
         self._expect(fn_type.arg, arg_type, term.arg,
                      lambda e, a: f"this function expects {e}, but the argument has type {a}")
@@ -938,6 +938,13 @@ def _logical_operator(term: If) -> str | None:
                 and branch.span == term.span):
             return operator
     return None
+
+
+def _indexing_hint(term: App, fn_type: Type) -> tuple[str, ...]:
+    """A note for ``xs[i]`` written for indexing: a list applied to a one-element list."""
+    if isinstance(fn_type, ListT) and isinstance(term.arg, ListLit) and len(term.arg.items) == 1:
+        return ("to take an element of a list, index it with `!!`: `xs !! i` (from 0)",)
+    return ()
 
 
 def _describe_function(fn: Term) -> str:

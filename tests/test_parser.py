@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lambdad.parser as parser_module
-from lambdad.errors import ParseError, Span
+from lambdad.errors import ParseError, Span, TypeCheckError
 from lambdad.parser import (
     is_incomplete,
     parse_entry,
@@ -391,8 +391,44 @@ def test_earlier_declarations_are_variables():
 
 
 def test_a_declaration_does_not_see_itself_or_later_ones():
-    module = parse_module("def f = g\ndef g = 1")
-    assert module.decls[0] == Decl("f", g)
+    with pytest.raises(TypeCheckError) as caught:
+        parse_module("def f = 2 * g\ndef g = 1")
+    assert caught.value.message == ("`g` is defined later, at line 2: a definition sees only "
+                                    "the ones above it (move it up)")
+    assert (caught.value.span.line, caught.value.span.col, caught.value.span.end_col) == (1, 13, 14)
+
+
+@pytest.mark.parametrize("text, col", [
+    ("def fact n = if n < 1 then 1 else n * fact (n - 1)", 39),
+    ("def main = let go n = go n in go 1", 23),
+    ("def f x = let f = f in f", 19),
+])
+def test_recursion_is_refused_with_a_pointer_to_fold(text, col):
+    with pytest.raises(TypeCheckError) as caught:
+        parse_module(text)
+    assert caught.value.message.startswith("no recursion: ")
+    assert "iterate with `fold`" in caught.value.message
+    assert caught.value.span.col == col
+
+
+def test_a_name_bound_outside_is_not_recursion():
+    module = parse_module("def x = 1\ndef main = let x = x + 1 in x")
+    assert len(module.decls) == 2
+    parse_module("def sum xs = sum xs", predefined=["sum"], allow_redefinition=True)
+
+
+@pytest.mark.parametrize("text, message, cols", [
+    ("def f x = x ** 2", "there is no `**`: a power is written `x ^ y`", (13, 15)),
+    ("def f = fun x -> x", "unexpected `->`: a function is written `\\x -> e`", (15, 17)),
+    ("def f = \\x => x", "unexpected `=>`: a function is written `\\x -> e`", (12, 14)),
+    ("def f = map (x => x + 1) [1]", "unexpected `=>`: a function is written `\\x -> e`",
+     (16, 18)),
+])
+def test_habits_from_other_languages_lead_to_the_spelling(text, message, cols):
+    with pytest.raises(ParseError) as caught:
+        parse_module(text)
+    assert caught.value.message.startswith(message)
+    assert (caught.value.span.col, caught.value.span.end_col) == cols
 
 
 # --------------------------------------------------------------------------- declarations

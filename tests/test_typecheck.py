@@ -552,3 +552,10 @@ def test_generated_terms_get_their_types(case):
     assert typing.type == expected
     assert all(id(node) in typing.types for node in walk(term))
     assert check_term(term, expected).type == expected
+
+
+def test_a_list_applied_like_python_indexing_gets_a_hint():
+    error = error_of("def xs = [1, 2]\ndef main = xs[1]")
+    assert error.message == "`xs` is not a function; it has type [R]"
+    assert error.notes == ("to take an element of a list, index it with `!!`: `xs !! i` (from 0)",)
+    assert error_of("def xs = [1, 2]\ndef main = 1 [2, 3]").notes == ()
