@@ -58,6 +58,8 @@ def test_every_primitive_passes_unbroken(name):
 
 
 def assert_reported(name, index, text):
+    if PRIMITIVES[name].partials[index] == "0" and not text.endswith(" + 1"):
+        pytest.skip("scaling a zero partial (floor, sign, ...) leaves it unchanged")
     report = gradcheck.check(program_of(name))
     assert not report.ok, f"∂{index + 1} {name} = {text} passed:\n{report.render()}"
     assert report.functions[0].failed, report.render()
