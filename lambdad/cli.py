@@ -30,7 +30,7 @@ from .pipeline import (
     _prelude_text,
     read_source,
 )
-from .values import format_value, to_json
+from .values import format_real, format_value, to_json
 
 
 class _Session:
@@ -113,9 +113,21 @@ def _point(session: _Session, program: Program, text: str, flag: str) -> Any:
     return program.parse_point(text, flag)
 
 
+def _restricted(program: Program, args: argparse.Namespace, point: Any) -> tuple[Program, Any]:
+    """The program and point for ``--wrt a,b``: ``args.name`` as a function of those
+    parameters only (unchanged without --wrt)."""
+    if not args.wrt:
+        return program, point
+    return program.restricted(args.name, point, _names(args.wrt))
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def cmd_grad(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
+    program, point = _restricted(program, args, _point(session, program, args.at, "--at"))
     modes = ("reverse", "forward") if args.mode == "both" else (args.mode,)
     results = {}
     with _limits(program, args):
@@ -172,7 +184,7 @@ def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
 
 def cmd_hessian(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
+    program, point = _restricted(program, args, _point(session, program, args.at, "--at"))
     with _limits(program, args):
         value, gradient, rows = program.hessian(args.name, point, mode=args.mode,
                                                 strategy=args.strategy)
@@ -204,6 +216,32 @@ def cmd_hvp(session: _Session, args: argparse.Namespace) -> int:
         print(f"value: {_show(value)}")
         print(f"gradient: {_show(gradient)}")
         print(f"hessian-vector product: {_show(product)}")
+    return 0
+
+
+def cmd_jacobian(session: _Session, args: argparse.Namespace) -> int:
+    program = session.load(args.file)
+    point = _point(session, program, args.at, "--at")
+    with _limits(program, args):
+        result = program.jacobian(args.name, point, mode=args.mode,
+                                  wrt=_names(args.wrt) if args.wrt else None)
+    if args.json:
+        print(json.dumps({"value": _json_value(result.value),
+                          "jacobian": _json_value(result.jacobian), "matrix": result.matrix,
+                          "inputs": result.inputs, "outputs": result.outputs,
+                          "mode": result.mode}))
+        return 0
+    inputs, outputs = len(result.inputs), len(result.outputs)
+    chosen = "" if args.mode else ", the cheaper for these sizes"
+    print(f"value: {_show(result.value)}")
+    print(f"jacobian ({outputs} output{'s' * (outputs != 1)} x {inputs} input"
+          f"{'s' * (inputs != 1)}, {result.mode} mode{chosen}):")
+    cells = [[""] + result.inputs] + [
+        [name] + [format_real(r) for r in row] for name, row in zip(result.outputs, result.matrix)]
+    widths = [max(len(row[i]) for row in cells) for i in range(inputs + 1)]
+    for row in cells:
+        print("  " + "  ".join(c.rjust(w) if i else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
     return 0
 
 
@@ -274,7 +312,8 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
     with _limits(program, args):
         report = gradcheck.check(program, args.names or None, point=point,
                                  samples=args.samples or 3, seed=args.seed, eps=args.eps,
-                                 rtol=args.rtol, jobs=args.jobs or gradcheck.default_jobs())
+                                 rtol=args.rtol, jobs=args.jobs or gradcheck.default_jobs(),
+                                 wrt=_names(args.wrt) if args.wrt else None)
     print(report.render())
     for mismatch in report.mismatches():
         print(f"mismatch: {mismatch}", file=sys.stderr)
@@ -327,6 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(handler=handler)
         return p
 
+    def wrt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--wrt", metavar="NAME[,NAME...]",
+                       help="differentiate with respect to these parameters only; the others "
+                            "are held at their values in --at")
+
     def timeout(p: argparse.ArgumentParser) -> None:
         p.add_argument("--timeout", type=_seconds, metavar="S",
                        help="stop the run cleanly after S seconds (default: no limit)")
@@ -356,6 +400,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stats", action="store_true",
                    help="report backpropagators created and bodies run")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    wrt(p)
+    timeout(p)
+
+    p = add("jacobian", cmd_jacobian, "value and Jacobian of a top-level function at a point, "
+                                      "for any result built from reals, pairs and lists")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--at", required=True, metavar="POINT",
+                   help="the point, in lambdad syntax: 2,5 or '(2, 5)' or '[1, 2, 3]'")
+    p.add_argument("--mode", choices=("forward", "reverse"), default=None,
+                   help="forward (one run per input real) or reverse (one backward pass per "
+                        "output real); default: the cheaper, forward unless there are more "
+                        "inputs than outputs")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    wrt(p)
     timeout(p)
 
     p = add("jvp", cmd_jvp, "forward-mode value and directional derivative")
@@ -376,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Hessian-vector product per input)")
     p.add_argument("--strategy", choices=STRATEGIES, default="factored")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    wrt(p)
     timeout(p)
 
     p = add("hvp", cmd_hvp, "Hessian-vector product H·v of a top-level function "
@@ -448,6 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="check the sampled points in N processes (default: all cores); the "
                         "report is the same for every N")
+    wrt(p)
     timeout(p)
 
     p = add("fuzz", cmd_fuzz, "run the property tests on random well-typed programs; report a "

@@ -206,6 +206,8 @@ class Differentiator:
             "grad": lambda f, x: self.grad(f, x)[1],
             "jvp": lambda f, x, v: self.jvp(f, x, v),
             "vjp": lambda f, x: self.vjp(f, x),
+            "jacfwd": lambda f, x: self.jacobian(f, x, FORWARD)[1],
+            "jacrev": lambda f, x: self.jacobian(f, x, REVERSE)[1],
         }
 
     # ---- per-level costs
@@ -466,6 +468,33 @@ class Differentiator:
             value, _ = self.jvp(f, x, x)
         it = iter(columns)
         return value, map_value(x, is_real, lambda _: next(it))
+
+    # ---- Jacobians
+    def jacobian(self, f: Any, x: Any, mode: str) -> tuple[Any, Any]:
+        """``(f x, J)``: ``J`` has the shape of ``f x`` with each real replaced by the
+        gradient of that output real, in the shape of ``x`` (for ``f : a -> [R]``, a list of
+        rows ``[a]``).  Forward mode (``mode == FORWARD``) takes one dual-number run per real
+        of ``x``; reverse mode one run and one backward pass per real of ``f x``."""
+        if mode == FORWARD:
+            n = count_reals(x)
+            value = None
+            tangents: list[list[Any]] = []
+            for j in range(n):
+                value, tangent = self.jvp(f, x, basis(x, j))
+                found: list[Any] = []
+                map_value(tangent, is_real, lambda r: found.append(r) or r)
+                tangents.append(found)
+            if n == 0:
+                value, _ = self.jvp(f, x, x)
+            rows = []
+            for i in range(count_reals(value)):
+                column = iter([tangent[i] for tangent in tangents])
+                rows.append(map_value(x, is_real, lambda _: next(column)))
+        else:
+            value, pullback = self.vjp(f, x)
+            rows = [pullback(basis(value, i)) for i in range(count_reals(value))]
+        it = iter(rows)
+        return value, map_value(value, is_real, lambda _: next(it))
 
     # ---- nesting levels (AD.md section 9)
     def _open_level(self, mode: str) -> Level:

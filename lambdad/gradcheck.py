@@ -779,18 +779,25 @@ def sample_point(prober: Prober, input_type: Type, seed: int, index: int,
 def check(program: Any, names: str | Iterable[str] | None = None, point: Any = None,
           samples: int = 3, seed: int = 0, eps: float | None = None,
           rtol: float | None = None, naive_seconds: float = NAIVE_SECONDS,
-          jobs: int = 1) -> Report:
+          jobs: int = 1, wrt: Sequence[str] | None = None) -> Report:
     """The gradient check of ``names`` (default: :func:`differentiable_functions`) at
     ``point`` (Python data or lambdad syntax, for every name) or at ``samples`` seeded random
     points, drawn and checked by ``jobs`` worker processes (the report does not depend on
     ``jobs``); naive backpropagation is left out where it takes over ``naive_seconds``.
     Raises UsageError for an unknown or non-differentiable name, a program with nothing to
     check, a point that does not fit or a tolerance outside (0, 1); LambdadError if the
-    program fails at the given point; ResourceError when a limit is hit."""
+    program fails at the given point; ResourceError when a limit is hit.  With ``wrt``
+    (parameter names of the one function named), only those parameters are checked, the
+    others held at their values in ``point``, which is required."""
     eps, rtol = validate_tolerances(eps, rtol)
     if isinstance(names, str):
         names = [names]
     names = list(names) if names is not None else differentiable_functions(program)
+    if wrt:
+        if len(names) != 1 or point is None:
+            raise UsageError("--wrt needs one function and a point (--at): the parameters "
+                             "not chosen are held at their values there")
+        program, point = program.restricted(names[0], point, wrt)
     if not names:
         raise UsageError("nothing to check: no function of reals, pairs and lists of reals "
                          "returning R is defined" + (f" (defined: {', '.join(program.names())})"

@@ -53,8 +53,10 @@ from .syntax import (
     LetPair,
     Lam,
     ListLit,
+    ListT,
     Module,
     Pair,
+    PairT,
     Prim,
     RealT,
     ReadOff,
@@ -407,13 +409,20 @@ class Program:
         return to_python(self._interpreter.apply(f, x))
 
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
-                       strategy: str | None = None, stats: bool = False):
+                       strategy: str | None = None, stats: bool = False,
+                       wrt: Sequence[str] | None = None):
         """``(value, gradient)`` of ``name`` at ``point``; the gradient has the point's shape.
 
         ``mode`` is ``"reverse"`` (backpropagation, default) or ``"forward"`` (one dual-number
         run per input real); ``strategy`` is ``"factored"`` (default) or ``"naive"``.  With
         ``stats=True`` a third element reports backpropagators created and bodies run.
+        With ``wrt`` (parameter names), the gradient is with respect to those parameters
+        only, the others held at their values in ``point`` (see :meth:`restricted`): the
+        gradient has the shape of those parameters (a tuple for several).
         """
+        if wrt:
+            program, point = self.restricted(name, point, wrt)
+            return program.value_and_grad(name, point, mode, strategy, stats)
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
         f, x, result = self._function_and_point(name, point)
@@ -448,9 +457,11 @@ class Program:
                             "summed to an overflow", span)
 
     def grad(self, name: str, point: Any, mode: str = "reverse",
-             strategy: str | None = None, stats: bool = False):
+             strategy: str | None = None, stats: bool = False,
+             wrt: Sequence[str] | None = None):
         """The gradient of ``name`` at ``point`` (``(gradient, stats)`` with ``stats=True``)."""
-        out = self.value_and_grad(name, point, mode=mode, strategy=strategy, stats=stats)
+        out = self.value_and_grad(name, point, mode=mode, strategy=strategy, stats=stats,
+                                  wrt=wrt)
         return (out[1], out[2]) if stats else out[1]
 
     def jvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
@@ -471,11 +482,16 @@ class Program:
         return to_python(value), lambda ct: to_python(pullback(_from_python(ct)))
 
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
-                strategy: str | None = None) -> tuple[Any, Any, list[Any]]:
+                strategy: str | None = None,
+                wrt: Sequence[str] | None = None) -> tuple[Any, Any, list[Any]]:
         """``(value, gradient, rows)`` of ``name`` at ``point``: ``rows[i]`` is the gradient
         of the derivative along the i-th input real (named by :meth:`input_names`), in the
         point's shape.  ``mode`` is the composition (:data:`COMPOSITIONS`): forward mode
-        over reverse mode by default (n Hessian-vector products)."""
+        over reverse mode by default (n Hessian-vector products).  ``wrt`` as for
+        :meth:`value_and_grad`."""
+        if wrt:
+            program, point = self.restricted(name, point, wrt)
+            return program.hessian(name, point, mode, strategy)
         if mode not in COMPOSITIONS:
             raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
         f, x = self._scalar_function(name, point)
@@ -504,6 +520,84 @@ class Program:
                 f"second derivatives need a function returning R; `{name}` returns "
                 f"{print_type(result)}")
         return f, x
+
+    def restricted(self, name: str, point: Any, wrt: Sequence[str]) -> tuple["Program", Any]:
+        """A program in which ``name`` is a function of its parameters named ``wrt`` only
+        (curried, in that order), every other parameter fixed at its value in ``point``;
+        and the point of those parameters (a tuple for several).  Differentiating the new
+        ``name`` differentiates the old one with respect to ``wrt`` alone.  The old
+        definition stays, renamed as :meth:`extended` renames a redefined name, for the new
+        one to call.  Raises UsageError for a name that is not one of the parameters the
+        point gives."""
+        self._require(name)
+        value = self._as_value(point)
+        k = self._arguments_covered(name, value)
+        params, _ = _parameter_names(self.decls[name].value)
+        names = [params[i] if i < len(params) else f"x{i + 1}" for i in range(k)]
+        parts = []
+        rest = value
+        for _ in range(k - 1):
+            parts.append(rest[0])
+            rest = rest[1]
+        parts.append(rest)
+        chosen: list[int] = []
+        for wanted in wrt:
+            if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
+                listed = ", ".join(f"`{n}`" for n in names if n != "_")
+                problem = "is given twice" if wanted in names and names.index(wanted) in chosen \
+                    else f"is not a parameter of `{name}` that the point gives"
+                raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
+                                 "parameter written as a pattern has no name to choose)")
+            chosen.append(names.index(wanted))
+        hidden = _unused_name(name, list(self.module.decls))
+        body: Term = Var(hidden)
+        for i, part in enumerate(parts):
+            body = App(body, Var(names[i]) if i in chosen else _point_term(part, _real_term))
+        for i in reversed(chosen):
+            body = Lam(names[i], body)
+        program = self.extended([Decl(name, body)])
+        assert hidden in program.decls, "extended() renames the old definition to `hidden`"
+        points = [parts[i] for i in chosen]
+        restricted_point = points[-1]
+        for part in reversed(points[:-1]):
+            restricted_point = (part, restricted_point)
+        return program, restricted_point
+
+    def jacobian(self, name: str, point: Any, mode: str | None = None,
+                 wrt: Sequence[str] | None = None) -> "Jacobian":
+        """The Jacobian of ``name`` at ``point``, for any result built from reals, pairs and
+        lists.  ``mode`` is ``"forward"`` (one dual-number run per input real),
+        ``"reverse"`` (one run, then one backward pass per output real) or None: the
+        cheaper of the two from the numbers of inputs and outputs (forward when there are
+        no more inputs than outputs).  ``wrt`` as for :meth:`value_and_grad`.  Raises
+        UsageError for a bad mode or a result that is not differentiable."""
+        if wrt:
+            program, point = self.restricted(name, point, wrt)
+            return program.jacobian(name, point, mode)
+        if mode not in (None, FORWARD, REVERSE):
+            raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
+        f, x, result = self._function_and_point(name, point)
+        if not _is_differentiable_type(result):
+            raise UsageError(f"a Jacobian needs a result built from R, pairs and lists; "
+                             f"`{name}` returns {print_type(result)}")
+        inputs = count_reals(x)
+        if mode is None:
+            outputs = count_reals(self._interpreter.apply(f, x))
+            mode = FORWARD if inputs <= outputs else REVERSE
+        value, jacobian = self._differentiator.jacobian(f, x, mode)
+        rows = [[] for _ in range(count_reals(value))]
+        reals = iter(_reals_of(jacobian))
+        for row in rows:
+            row.extend(next(reals) for _ in range(inputs))
+        bad = next((r for row in rows for r in row if not math.isfinite(r)), None)
+        if bad is not None:
+            raise EvalError(f"the Jacobian of `{name}` is not finite ({format_real(bad)}): an "
+                            "intermediate derivative overflowed or was undefined")
+        # -0.0 (a zero tangent times a negative partial) reads as 0
+        rows = [[r + 0.0 for r in row] for row in rows]
+        jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
+        return Jacobian(to_python(value), to_python(jacobian), rows, mode,
+                        self.input_names(name, x), _output_names(name, value))
 
     def stats(self) -> Stats | None:
         return self._differentiator.last_stats
@@ -685,6 +779,57 @@ def _has_top_level_comma(text: str) -> bool:
 def format_python(value: Any) -> str:
     """Python data (a result of :class:`Program`) written in the language's syntax."""
     return format_value(_from_python(value))
+
+
+@attrs.frozen
+class Jacobian:
+    """A Jacobian and how it was computed.  ``jacobian`` has the shape of ``value`` with
+    each real replaced by that output's gradient (in the shape of the point); ``matrix`` is
+    the same numbers as rows (one per output real) of columns (one per input real), named
+    by ``outputs`` and ``inputs``."""
+
+    value: Any
+    jacobian: Any
+    matrix: list[list[float]]
+    mode: str
+    inputs: list[str]
+    outputs: list[str]
+
+
+def _is_differentiable_type(t: Type) -> bool:
+    """Whether ``t`` is built from R, pairs and lists only."""
+    stack = [t]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, PairT):
+            stack.extend((t.first, t.second))
+        elif isinstance(t, ListT):
+            stack.append(t.item)
+        elif not isinstance(t, RealT):
+            return False
+    return True
+
+
+def _reals_of(value: Any) -> list[float]:
+    """The reals of a runtime value, left to right."""
+    found: list[float] = []
+    map_value(value, is_real, lambda r: found.append(r) or r)
+    return found
+
+
+def _output_names(root: str, value: Any) -> list[str]:
+    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``."""
+    names: list[str] = []
+    stack = [(value, root)]
+    while stack:
+        v, path = stack.pop()
+        if type(v) is float:
+            names.append(path)
+        elif type(v) is tuple:
+            stack.extend(((v[1], path + ".1"), (v[0], path + ".0")))
+        elif type(v) is list:
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
+    return names
 
 
 def _from_python(value: Any) -> Any:

@@ -23,7 +23,8 @@ Kinds of primitive:
     Real-valued but locally constant (``length``, ``range``): the transformations pass the
     primals of real arguments and pair every real of the result with a zero derivative.
 ``ad``
-    ``grad``, ``jvp``, ``vjp``: evaluated by the pipeline through an interpreter hook.
+    ``grad``, ``jvp``, ``vjp``, ``jacfwd``, ``jacrev``: evaluated by the pipeline through an
+    interpreter hook.
 """
 
 from __future__ import annotations
@@ -515,6 +516,14 @@ _ENTRIES: list[Primitive] = [
     Primitive("vjp", "ad", ("f", "x"), _fun(FunT(_A, _B), _A, PairT(_B, FunT(_B, _A))),
               Spelling("vjp", "function", LEVEL_APP),
               "reverse mode: (f x, the pull-back of f at x)", None),
+    Primitive("jacfwd", "ad", ("f", "x"), _fun(FunT(_A, ListT(REAL)), _A, ListT(_A)),
+              Spelling("jacfwd", "function", LEVEL_APP),
+              "Jacobian of f at x by forward mode, one run per real of x: element i is the "
+              "gradient of output i, in the shape of x", None),
+    Primitive("jacrev", "ad", ("f", "x"), _fun(FunT(_A, ListT(REAL)), _A, ListT(_A)),
+              Spelling("jacrev", "function", LEVEL_APP),
+              "Jacobian of f at x by reverse mode, one backward pass per output: element i "
+              "is the gradient of output i, in the shape of x", None),
 ]
 
 PRIMITIVES: dict[str, Primitive] = {p.name: p for p in _ENTRIES}
