@@ -26,6 +26,7 @@ VALID = {
     "trace": [PROGRAM, "f", "--at", "2,5"],
     "graph": [PROGRAM, "f", "--at", "2,5"],
     "check": [PROGRAM, "f", "--at", "2,5"],
+    "jacobian": [PROGRAM, "f", "--at", "2,5"],
     "fuzz": ["--programs", "1"],
 }
 
