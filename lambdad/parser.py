@@ -589,6 +589,9 @@ class _Desugarer:
         self.defining: list[str] = []
         # Declarations further down the file, by name: a use of one is a forward reference.
         self.later: dict[str, Position] = {}
+        # Whether the term is a program's (every free name must be defined: recursion and
+        # forward references are reported as such) or an open term (free names are fine).
+        self.closed = False
 
     def span(self, pos: Position) -> Span:
         return Span(self.file, *pos)
@@ -720,6 +723,8 @@ class _Desugarer:
     def check_reachable(self, name: str, pos: Position) -> None:
         """Raises a TypeCheckError leading to the right construct for a free ``name`` that
         refers to the definition it is in (recursion) or to a later one."""
+        if not self.closed:
+            return
         if name in self.defining:
             raise TypeCheckError(
                 f"no recursion: `{name}` cannot use itself (every program terminates); "
@@ -903,6 +908,7 @@ def parse_module(text: str, file: str = "<input>", predefined: Iterable[str] = (
     predefined = list(predefined)
     trees = _concrete(text, file, "module")
     desugarer = _desugarer(text, file, predefined)
+    desugarer.closed = True
     defined: dict[str, Span] = {}
     decls = []
     for tree in reversed(trees):  # the first definition of a name wins
@@ -940,6 +946,7 @@ def parse_entry(text: str, file: str = "<repl>", bound: Iterable[str] = ()) -> D
     """
     tree = _concrete(text, file, "repl_entry")
     desugarer = _desugarer(text, file, bound)
+    desugarer.closed = True
     if tree.kind == "decl":
         desugarer.check_definable(tree.parts[0])
         return run(desugarer.declaration(tree))
