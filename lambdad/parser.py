@@ -898,17 +898,19 @@ def _desugarer(text: str, file: str, bound: Iterable[str]) -> _Desugarer:
 
 
 def parse_module(text: str, file: str = "<input>", predefined: Iterable[str] = (),
-                 allow_redefinition: bool = False) -> Module:
+                 allow_redefinition: bool = False, closed: bool = True) -> Module:
     """The declarations of a program ``text``; raises ParseError (syntax, a name defined twice,
     a definition of a built-in).
 
     ``predefined`` names (a prelude, the REPL's environment) are in scope; redefining one is an
-    error unless ``allow_redefinition``.
+    error unless ``allow_redefinition``.  A use of the definition being defined or of a later
+    one is an error that says so, unless not ``closed`` (a module whose free names are
+    resolved elsewhere, as in the printer's tests).
     """
     predefined = list(predefined)
     trees = _concrete(text, file, "module")
     desugarer = _desugarer(text, file, predefined)
-    desugarer.closed = True
+    desugarer.closed = closed
     defined: dict[str, Span] = {}
     decls = []
     for tree in reversed(trees):  # the first definition of a name wins
