@@ -116,7 +116,7 @@ def _point(session: _Session, program: Program, text: str, flag: str) -> Any:
 def _restricted(program: Program, args: argparse.Namespace, point: Any) -> tuple[Program, Any]:
     """The program and point for ``--wrt a,b``: ``args.name`` as a function of those
     parameters only (unchanged without --wrt)."""
-    if not args.wrt:
+    if args.wrt is None:
         return program, point
     return program.restricted(args.name, point, _names(args.wrt))
 
@@ -224,7 +224,7 @@ def cmd_jacobian(session: _Session, args: argparse.Namespace) -> int:
     point = _point(session, program, args.at, "--at")
     with _limits(program, args):
         result = program.jacobian(args.name, point, mode=args.mode,
-                                  wrt=_names(args.wrt) if args.wrt else None)
+                                  wrt=_names(args.wrt) if args.wrt is not None else None)
     if args.json:
         print(json.dumps({"value": _json_value(result.value),
                           "jacobian": _json_value(result.jacobian), "matrix": result.matrix,
@@ -313,7 +313,7 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
         report = gradcheck.check(program, args.names or None, point=point,
                                  samples=args.samples or 3, seed=args.seed, eps=args.eps,
                                  rtol=args.rtol, jobs=args.jobs or gradcheck.default_jobs(),
-                                 wrt=_names(args.wrt) if args.wrt else None)
+                                 wrt=_names(args.wrt) if args.wrt is not None else None)
     print(report.render())
     for mismatch in report.mismatches():
         print(f"mismatch: {mismatch}", file=sys.stderr)
@@ -330,8 +330,10 @@ def cmd_fuzz(session: _Session, args: argparse.Namespace) -> int:
 
     from .gradcheck import default_jobs
 
+    declared = session.load(args.primitives).declared_primitives() if args.primitives else ()
     report = testing.fuzz(lambda text: Program(text, "<fuzz>"), count=args.programs,
-                          seed=args.seed, progress=progress, jobs=args.jobs or default_jobs())
+                          seed=args.seed, progress=progress, jobs=args.jobs or default_jobs(),
+                          declared=declared)
     print(report.render())
     return 0 if report.ok else 1
 
@@ -519,6 +521,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="run the programs in N processes (default: all cores); the report is "
                         "the same for every N")
+    p.add_argument("--primitives", metavar="FILE",
+                   help="also use the primitives FILE declares (`primitive f x = ...`)")
     return parser
 
 

@@ -793,7 +793,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
     if isinstance(names, str):
         names = [names]
     names = list(names) if names is not None else differentiable_functions(program)
-    if wrt:
+    if wrt is not None:
         if len(names) != 1 or point is None:
             raise UsageError("--wrt needs one function and a point (--at): the parameters "
                              "not chosen are held at their values there")

@@ -33,7 +33,7 @@ from pygments.token import (
 from .primitives import LINEAR_NAMES, NAMED
 
 _IDENT_END = r"(?![A-Za-z0-9_'])"
-KEYWORDS = ("def", "let", "in", "if", "then", "else")  # LANGUAGE.md section 2
+KEYWORDS = ("def", "let", "in", "if", "then", "else", "primitive", "partial")  # LANGUAGE.md §2
 CONSTANTS = ("true", "false")
 TYPE_NAMES = ("R", "Bool", "ℝ")
 

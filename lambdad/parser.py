@@ -35,7 +35,18 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from .errors import ParseError, Span, TypeCheckError
 from .iterate import Step, run
-from .primitives import LINEAR_NAMES, NAMED, OPERATORS
+from .primitives import (
+    LINEAR_NAMES,
+    NAMED,
+    OPERATORS,
+    PRIMITIVES,
+    REAL_EXPRESSION_KINDS,
+    RESULT,
+    Declaration,
+    Primitive,
+    declare,
+    declaring,
+)
 from .syntax import (
     BOOL,
     COTANGENT,
@@ -66,7 +77,10 @@ from .syntax import (
     Var,
     VarT,
     Zero,
+    free_vars,
+    walk,
 )
+from .printer import print_type
 
 __all__ = ["parse_module", "parse_expr", "parse_type", "parse_entry", "is_incomplete"]
 
@@ -153,6 +167,18 @@ class _Concrete(lark.Transformer):
         """``def NAME param* [: type] = expr``."""
         params, result = _split_signature(items[2:-2])
         return _Surface("decl", _extent(items[0], items[-1]), (items[1], params, result, items[-1]))
+
+    def primitive_decl(self, items):
+        """``primitive NAME param+ [: type] = expr partial+``."""
+        partials = [item for item in items if isinstance(item, _Surface) and item.kind == "partial"]
+        head = items[:len(items) - len(partials)]
+        params, result = _split_signature(head[2:-2])
+        return _Surface("primitive_decl", _extent(items[0], items[-1]),
+                        (head[1], params, result, head[-1], partials))
+
+    def partial(self, items):
+        """``partial NAME = expr``."""
+        return _Surface("partial", _extent(items[0], items[-1]), (items[1], items[3]))
 
     def binding(self, items):
         """``NAME [: type] = expr`` at the REPL: a declaration without parameters."""
@@ -326,6 +352,8 @@ _TERMINAL_WORDS = {
     "LOLLI": "`-o`",
     "TIMES": "`*`",
     "DEF": "`def`",
+    "PRIMITIVE": "`primitive`",
+    "PARTIAL": "`partial`",
     "LET": "`let`",
     "IF": "`if`",
     "TRUE": "`true`",
@@ -527,6 +555,10 @@ class _Scope:
     def __contains__(self, name: str) -> bool:
         return name in self._local or name in self.top
 
+    def binds_locally(self, name: str) -> bool:
+        """Whether an enclosing binder (not a top-level definition) binds ``name``."""
+        return name in self._local
+
     def enter(self, names: Iterable[str]) -> None:
         for name in names:
             if name != WILDCARD:
@@ -592,6 +624,8 @@ class _Desugarer:
         # Whether the term is a program's (every free name must be defined: recursion and
         # forward references are reported as such) or an open term (free names are fine).
         self.closed = False
+        # The primitives the program has declared so far, by name.
+        self.declared: dict[str, Primitive] = {}
 
     def span(self, pos: Position) -> Span:
         return Span(self.file, *pos)
@@ -612,6 +646,81 @@ class _Desugarer:
                                     else body.pos)
         self.defining.pop()
         return Decl(str(name), value, span=self.span(s.pos))
+
+    def primitive_declaration(self, s: _Surface) -> Decl:
+        """``primitive f x y = e partial x = dx partial y = dy``: a new entry for the
+        primitive table (see :func:`lambdad.primitives.declare`), and the declaration
+        ``def f x y = f x y`` (the primitive applied) by which ``grad``, ``check`` and the
+        other commands reach it by name; elsewhere ``f`` means the primitive, like a
+        built-in's name.  Its body and partials may use only the
+        parameters (the partials also ``result``), numbers, ``let``, ``if`` and real
+        primitives: they are evaluated on reals, inside the transformed programs too."""
+        name, params, result_type, body, partials = s.parts
+        names = []
+        for param in params:
+            if isinstance(param, lark.Token) and str(param) != WILDCARD:
+                names.append(str(param))
+            elif isinstance(param, _Surface) and param.kind == "typed_param" \
+                    and param.parts[1] == REAL:
+                names.append(str(param.parts[0]))
+            else:
+                raise self.error("a primitive's parameters are reals, written `x` or `(x : R)`",
+                                 param.pos)
+        self.distinct(param if isinstance(param, lark.Token) else param.parts[0]
+                      for param in params)
+        if result_type is not None and result_type != REAL:
+            raise self.error(f"a primitive returns R, not {print_type(result_type)}", s.pos)
+        body_term = self.real_expression(body, names)
+        by_param: dict[str, Term] = {}
+        bound = names + ([RESULT] if RESULT not in names else [])
+        for clause in partials:
+            param, value = clause.parts
+            if str(param) not in names:
+                raise self.error(f"`{param}` is not a parameter of `{name}`", _pos(param))
+            if str(param) in by_param:
+                raise self.error(f"a second partial for `{param}`", _pos(param))
+            by_param[str(param)] = self.real_expression(value, bound)
+        missing = [param for param in names if param not in by_param]
+        if missing:
+            raise self.error(f"`{name}` needs a partial derivative for every parameter: "
+                             f"`partial {missing[0]} = ...` is missing", s.pos)
+        terms = tuple(by_param[param] for param in names)
+        mentions_result = RESULT not in names and any(
+            RESULT in free_vars(term) for term in terms)
+        declaration = Declaration(tuple(names), body_term, terms,
+                                  RESULT if mentions_result else None)
+        entry = declare(str(name), declaration, f"declared at {self.span(_pos(name))}")
+        self.declared[str(name)] = entry
+        span = self.span(s.pos)
+        return Decl(str(name), declaring(entry, span), span=span)
+
+    def real_expression(self, s: _Surface, names: list[str]) -> Term:
+        """The term of a primitive's body or partial: only ``names`` are in scope, and only
+        numbers, booleans, ``let``, ``if`` and applications of real, comparison and boolean
+        primitives are allowed (raises ParseError at anything else)."""
+        outer = self.scope, self.later, self.defining
+        self.scope, self.later, self.defining = _Scope(()), {}, []
+        self.scope.enter(names)
+        try:
+            term = run(self.term(s))
+        finally:
+            self.scope, self.later, self.defining = outer
+        unknown = free_vars(term) - set(names)
+        for node in walk(term):
+            if isinstance(node, Var) and node.name in unknown:
+                raise ParseError(
+                    f"`{node.name}` is not a parameter: a primitive's body and partials use "
+                    f"only its parameters ({', '.join(f'`{n}`' for n in names)}), numbers "
+                    "and primitives", node.span)
+        for node in walk(term):
+            allowed = isinstance(node, (Const, BoolLit, Var, Let, If, Annot)) or (
+                isinstance(node, Prim) and PRIMITIVES[node.op].kind in REAL_EXPRESSION_KINDS)
+            if not allowed:
+                raise ParseError(
+                    "a primitive's body and partials are expressions over reals (numbers, "
+                    "its parameters, `let`, `if`, arithmetic and real functions): this "
+                    f"{_construct(node)} is not allowed", node.span)
+        return term
 
     def check_definable(self, name: lark.Token) -> None:
         """Raises unless ``name`` may name a declaration."""
@@ -707,6 +816,8 @@ class _Desugarer:
         if name == WILDCARD:
             raise self.error("`_` is not a value: it only ignores a parameter or a pattern "
                              "component", s.pos)
+        if name in self.declared and not self.scope.binds_locally(name):
+            return Builtin(self.declared[name].name, span=span)
         if name in self.scope:
             return Var(name, span=span)
         if name in NAMED:
@@ -762,7 +873,17 @@ class _Desugarer:
         spine.reverse()
         fn = None
         used = 0
-        if head.kind == "name" and str(head.parts[0]) not in self.scope:
+        name = str(head.parts[0]) if head.kind == "name" else None
+        if name in self.declared and not self.scope.binds_locally(name):
+            arity = self.declared[name].arity
+            if arity <= len(spine):
+                args = []
+                for node in spine[:arity]:
+                    args.append((yield self.term(node.parts[1])))
+                fn = Prim(self.declared[name].name, tuple(args), span=self.span(
+                    spine[arity - 1].pos))
+                used = arity
+        elif head.kind == "name" and str(head.parts[0]) not in self.scope:
             name = str(head.parts[0])
             arity = _builtin_arity(name)
             if arity is not None and arity <= len(spine):
@@ -884,14 +1005,27 @@ class _Desugarer:
         return attrs.evolve(self.destructure(bind.parts[0], value, term), span=span)
 
 
+def _construct(term: Term) -> str:
+    """What ``term`` is, in a user's words."""
+    if isinstance(term, (Prim, Builtin)):
+        name = term.op if isinstance(term, Prim) else term.name
+        return f"use of `{PRIMITIVES[name].spelling.symbol}`"
+    words = {"Lam": "function", "App": "function application", "Pair": "pair",
+             "LetPair": "pair pattern", "ListLit": "list"}
+    return words.get(type(term).__name__, "construct")
+
+
 def _identifiers(text: str) -> set[str]:
     """Every identifier-like word of ``text`` (comments included): fresh names avoid them."""
     return set(_IDENTIFIER.findall(text))
 
 
-def _desugarer(text: str, file: str, bound: Iterable[str]) -> _Desugarer:
+def _desugarer(text: str, file: str, bound: Iterable[str],
+               declared: Iterable[Primitive] = ()) -> _Desugarer:
     bound = list(bound)
-    return _Desugarer(file, _FreshNames(_identifiers(text) | set(bound)), _Scope(bound))
+    desugarer = _Desugarer(file, _FreshNames(_identifiers(text) | set(bound)), _Scope(bound))
+    desugarer.declared = {str(entry.name): entry for entry in declared}
+    return desugarer
 
 
 # --------------------------------------------------------------------------- public API
@@ -923,17 +1057,22 @@ def parse_module(text: str, file: str = "<input>", predefined: Iterable[str] = (
                                   _pos(name))
         if str(name) in desugarer.scope.top and not allow_redefinition:
             raise desugarer.error(f"`{name}` is already defined", _pos(name))
-        decls.append(run(desugarer.declaration(tree)))
+        if tree.kind == "primitive_decl":
+            decls.append(desugarer.primitive_declaration(tree))
+        else:
+            decls.append(run(desugarer.declaration(tree)))
         defined[str(name)] = desugarer.span(_pos(name))
         desugarer.scope.top.add(str(name))
     return Module(tuple(decls))
 
 
-def parse_expr(text: str, file: str = "<expr>", bound: Iterable[str] = ()) -> Term:
-    """The term of the expression ``text``, in which the ``bound`` names are variables;
-    raises ParseError."""
+def parse_expr(text: str, file: str = "<expr>", bound: Iterable[str] = (),
+               declared: Iterable[Primitive] = ()) -> Term:
+    """The term of the expression ``text``, in which the ``bound`` names are variables and
+    the names of the ``declared`` primitives (of a program's ``primitive`` declarations)
+    mean them; raises ParseError."""
     tree = _concrete(text, file, "expr_entry")
-    return run(_desugarer(text, file, bound).term(tree))
+    return run(_desugarer(text, file, bound, declared).term(tree))
 
 
 def parse_type(text: str, file: str = "<type>") -> Type:
@@ -941,13 +1080,15 @@ def parse_type(text: str, file: str = "<type>") -> Type:
     return _concrete(text, file, "type_entry")
 
 
-def parse_entry(text: str, file: str = "<repl>", bound: Iterable[str] = ()) -> Decl | Term:
+def parse_entry(text: str, file: str = "<repl>", bound: Iterable[str] = (),
+                declared: Iterable[Primitive] = ()) -> Decl | Term:
     """One REPL input: ``def f ... = e`` or ``x = e`` (a Decl), or an expression (a Term).
 
-    The ``bound`` names are variables; redefining one is allowed.  Raises ParseError.
+    The ``bound`` names are variables; redefining one is allowed; the names of the
+    ``declared`` primitives mean them.  Raises ParseError.
     """
     tree = _concrete(text, file, "repl_entry")
-    desugarer = _desugarer(text, file, bound)
+    desugarer = _desugarer(text, file, bound, declared)
     desugarer.closed = True
     if tree.kind == "decl":
         desugarer.check_definable(tree.parts[0])

@@ -39,6 +39,7 @@ from .errors import (
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
+from .primitives import Primitive, declared_by, declared_primitives
 from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
@@ -153,6 +154,11 @@ class Program:
         """The program's own top-level names, in order (not the prelude's)."""
         return self.user_names
 
+    def declared_primitives(self) -> list[Primitive]:
+        """The primitives the program declares (``primitive f x = ...``), in order."""
+        found = (declared_by(d.name, d.value) for d in self.module.decls)
+        return [entry for entry in found if entry is not None]
+
     def scheme(self, name: str) -> Scheme:
         self._require(name)
         return self.typing.schemes[name]
@@ -225,7 +231,8 @@ class Program:
 
     def evaluate_text(self, text: str) -> tuple[Any, Type]:
         """Value and type of an expression over the program's names."""
-        term = parse_expr(text, "<expr>", bound=tuple(self.decls))
+        term = parse_expr(text, "<expr>", bound=tuple(self.decls),
+                          declared=self.declared_primitives())
         typing = infer_term(term, self.typing.env)
         needed = free_vars(term) & set(self.decls)
         env = {name: self.value_of(name) for name in needed}
@@ -295,7 +302,8 @@ class Program:
         if _has_top_level_comma(source):
             source = f"({source})"
         try:
-            term = parse_expr(source, what, bound=tuple(self.decls))
+            term = parse_expr(source, what, bound=tuple(self.decls),
+                              declared=self.declared_primitives())
             infer_term(term, self.typing.env)
             needed = free_vars(term) & set(self.decls)
             value = self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
@@ -420,7 +428,7 @@ class Program:
         only, the others held at their values in ``point`` (see :meth:`restricted`): the
         gradient has the shape of those parameters (a tuple for several).
         """
-        if wrt:
+        if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.value_and_grad(name, point, mode, strategy, stats)
         if mode not in ("reverse", "forward"):
@@ -489,7 +497,7 @@ class Program:
         point's shape.  ``mode`` is the composition (:data:`COMPOSITIONS`): forward mode
         over reverse mode by default (n Hessian-vector products).  ``wrt`` as for
         :meth:`value_and_grad`."""
-        if wrt:
+        if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.hessian(name, point, mode, strategy)
         if mode not in COMPOSITIONS:
@@ -530,6 +538,8 @@ class Program:
         one to call.  Raises UsageError for a name that is not one of the parameters the
         point gives."""
         self._require(name)
+        if not wrt:
+            raise UsageError("--wrt needs the name of at least one parameter")
         value = self._as_value(point)
         k = self._arguments_covered(name, value)
         params, _ = _parameter_names(self.decls[name].value)
@@ -571,7 +581,7 @@ class Program:
         cheaper of the two from the numbers of inputs and outputs (forward when there are
         no more inputs than outputs).  ``wrt`` as for :meth:`value_and_grad`.  Raises
         UsageError for a bad mode or a result that is not differentiable."""
-        if wrt:
+        if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.jacobian(name, point, mode)
         if mode not in (None, FORWARD, REVERSE):
@@ -610,12 +620,17 @@ class Program:
         for decl in reversed(self.module.decls):
             if decl.name in needed:
                 needed |= free_vars(decl.value) & set(self.decls)
+                # the declarations of the primitives it uses, so a printed program parses
+                needed |= {p.name for p in declared_primitives(decl.value)}
         return [d for d in self.module.decls if d.name in needed]
 
     def transformed_decls(self, name: str, mode: str, raw: bool = False) -> list[Decl]:
         transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
         out = []
         for decl in self.dependencies(name):
+            if declared_by(decl.name, decl.value) is not None:
+                out.append(decl)  # a primitive is declared as it is; the rules use it
+                continue
             term = transform(decl.value)
             if not raw:
                 term = simplify(term)
@@ -636,8 +651,12 @@ class Program:
         lines = []
         for decl in decls:
             source_type = self.typing.schemes[decl.name].type
-            lines.append(f"-- {decl.name} : {print_type(transform_type(source_type))}"
-                         f"    ({header} of {print_type(source_type)})")
+            if declared_by(decl.name, decl.value) is not None:
+                lines.append(f"-- {decl.name} : {print_type(source_type)}    (a primitive: "
+                             "both transformations use its partials)")
+            else:
+                lines.append(f"-- {decl.name} : {print_type(transform_type(source_type))}"
+                             f"    ({header} of {print_type(source_type)})")
             lines.append(print_decl(decl))
             lines.append("")
         if at is not None:

@@ -30,13 +30,33 @@ Kinds of primitive:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
 import attrs
 
-from .syntax import BOOL, REAL, FunT, ListT, PairT, Type, VarT
+from .iterate import Step, run
+from .syntax import (
+    BOOL,
+    REAL,
+    Annot,
+    BoolLit,
+    Builtin,
+    Const,
+    FunT,
+    If,
+    Lam,
+    Let,
+    ListT,
+    PairT,
+    Prim,
+    Term,
+    Type,
+    Var,
+    VarT,
+    walk,
+)
 
 
 class DomainError(Exception):
@@ -94,6 +114,9 @@ class Primitive:
     kink: Callable[..., float] | None = None
     # ``f x y == f y x``: pictures mark the argument order of the other binary operations.
     commutative: bool = False
+    # For a primitive a program declares (``primitive f x = e partial x = ...``), its
+    # definition: the body its evaluation runs and the partials as terms.  None for built-ins.
+    declaration: "Declaration | None" = None
 
     @property
     def arity(self) -> int:
@@ -526,7 +549,30 @@ _ENTRIES: list[Primitive] = [
               "is the gradient of output i, in the shape of x", None),
 ]
 
-PRIMITIVES: dict[str, Primitive] = {p.name: p for p in _ENTRIES}
+class _Table(Mapping[str, Primitive]):
+    """The built-ins by name.  A primitive a program declares is not stored here: its name
+    (a :class:`DeclaredName`, which every ``Prim`` and ``Builtin`` of it holds) carries its
+    own entry, which this table returns for it.  So the entries of every program are looked
+    up through this one table, with no table per program to pass around and none changed
+    at run time."""
+
+    def __init__(self, entries: list[Primitive]):
+        self._entries = {p.name: p for p in entries}
+
+    def __getitem__(self, name: str) -> Primitive:
+        declared = getattr(name, "primitive", None)
+        if declared is not None:
+            return declared
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+PRIMITIVES: Mapping[str, Primitive] = _Table(_ENTRIES)
 
 # Primitives written as operators, by (symbol, fixity): the grammar's operators map here.
 OPERATORS: dict[tuple[str, str], Primitive] = {
@@ -542,3 +588,132 @@ NAMED: dict[str, Primitive] = {
 
 # Names of the target language's linear constructs; like NAMED, a local binding shadows them.
 LINEAR_NAMES = ("zero", "seed", "cotangent")
+
+# ---------------------------------------------------------------- declared primitives
+
+
+class DeclaredName(str):
+    """The name of a primitive declared by a program, carrying its table entry.
+
+    It equals (and hashes as) the plain name, so printed programs parse back to equal terms;
+    :data:`PRIMITIVES` reads the entry from it."""
+
+    primitive: Primitive
+
+
+@attrs.frozen
+class Declaration:
+    """A program's ``primitive f x y = body  partial x = dx  partial y = dy``: the
+    parameter names, the body and one partial derivative per parameter, as terms over the
+    parameters (the partials also over ``result``, the primitive's value, when they name
+    it).  Bodies and partials are expressions over reals: numbers, the parameters, ``let``,
+    ``if``, and real, comparison and boolean primitives (built-in or declared earlier)."""
+
+    params: tuple[str, ...]
+    body: Term
+    partials: tuple[Term, ...]
+    result: str | None
+
+    def __call__(self, *args: float) -> float:
+        """The body's value at ``args``; raises DomainError as a built-in primitive does."""
+        return evaluate_real(self.body, dict(zip(self.params, args)))
+
+
+RESULT = "result"
+"""The name a declared primitive's partials give to its value (as ``r`` in ``∂ exp x = r``)."""
+
+REAL_EXPRESSION_KINDS = ("real", "test", "logic")
+"""The kinds of primitive a declared primitive's body and partials may apply."""
+
+
+def declare(name: str, declaration: Declaration, doc: str) -> Primitive:
+    """The table entry of a primitive a program declares: a real function of its
+    parameters, evaluated by its body and differentiated by its partials, written as a
+    function (``f x y``)."""
+    declared = DeclaredName(name)
+    entry = Primitive(
+        name=declared,
+        kind="real",
+        params=declaration.params,
+        type=_fun(*([REAL] * (len(declaration.params) + 1))),
+        spelling=Spelling(declared, "function", LEVEL_APP, "left"),
+        doc=doc,
+        evaluate=declaration,
+        result=declaration.result,
+        declaration=declaration,
+    )
+    declared.primitive = entry
+    return entry
+
+
+def evaluate_real(term: Term, env: dict[str, Any]) -> Any:
+    """The value of a term made of numbers, booleans, variables of ``env``, ``let``,
+    ``if``, annotations and primitive applications; raises DomainError from a primitive."""
+
+    def go(t: Term, env: dict[str, Any]) -> Step[Any]:
+        if isinstance(t, (Const, BoolLit)):
+            return t.value
+        if isinstance(t, Var):
+            return env[t.name]
+        if isinstance(t, Annot):
+            return (yield go(t.expr, env))
+        if isinstance(t, Let):
+            value = yield go(t.value, env)
+            return (yield go(t.body, {**env, t.name: value}))
+        if isinstance(t, If):
+            condition = yield go(t.cond, env)
+            return (yield go(t.then if condition else t.orelse, env))
+        if isinstance(t, Prim):
+            args = []
+            for arg in t.args:
+                args.append((yield go(arg, env)))
+            return PRIMITIVES[t.op].evaluate(*args)
+        raise AssertionError(f"not an expression over reals: {type(t).__name__}")
+
+    return run(go(term, env))
+
+
+def declared_by(name: str, value: Term) -> Primitive | None:
+    """The primitive that the declaration ``def name = value`` declares, if it is one:
+    ``\\x y -> f x y`` with ``f`` the primitive ``name`` declared (the parser's form of
+    ``primitive f x y = ...``); None otherwise."""
+    params = []
+    while isinstance(value, Lam):
+        params.append(value.param)
+        value = value.body
+    if not isinstance(value, Prim) or value.op != name:
+        return None
+    entry = PRIMITIVES.get(value.op)
+    if entry is None or entry.declaration is None or entry.params != tuple(params) or any(
+            not (isinstance(arg, Var) and arg.name == param)
+            for arg, param in zip(value.args, params)):
+        return None
+    return entry
+
+
+def declared_primitives(term: Term) -> list[Primitive]:
+    """The declared primitives ``term`` applies or names, with those their own bodies and
+    partials use, each once: what a printed program must declare."""
+    found: dict[int, Primitive] = {}
+    work = [term]
+    while work:
+        t = work.pop()
+        for node in walk(t):
+            op = node.op if isinstance(node, Prim) else node.name if isinstance(
+                node, Builtin) else None
+            entry = PRIMITIVES.get(op) if op is not None else None
+            if entry is not None and entry.declaration is not None and id(entry) not in found:
+                found[id(entry)] = entry
+                work.append(entry.declaration.body)
+                work.extend(entry.declaration.partials)
+    return list(found.values())
+
+
+def declaring(entry: Primitive, span: Any = None) -> Term:
+    """``\\x y -> f x y`` for the declared primitive ``f``: the value of the declaration that
+    ``primitive f x y = ...`` stands for (see :func:`declared_by`)."""
+    value: Term = Prim(entry.name, tuple(Var(param, span=span) for param in entry.params),
+                       span=span)
+    for param in reversed(entry.params):
+        value = Lam(param, value, span=span)
+    return value

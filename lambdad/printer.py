@@ -26,6 +26,8 @@ from .primitives import (
     LINEAR_NAMES,
     NAMED,
     PRIMITIVES,
+    Primitive,
+    declared_by,
 )
 from .syntax import (
     Annot,
@@ -146,6 +148,16 @@ def print_decl(decl: Decl) -> str:
     printer = _Printer([decl.value])
     printer.emit_decl(decl)
     return printer.text()
+
+
+def _primitive_declaration(entry: Primitive) -> str:
+    """``primitive f x y = body`` and one indented ``partial x = ...`` line per parameter."""
+    declaration = entry.declaration
+    lines = [f"primitive {entry.name} {' '.join(declaration.params)} = "
+             f"{print_term(declaration.body)}"]
+    lines.extend(f"  partial {param} = {print_term(partial)}"
+                 for param, partial in zip(declaration.params, declaration.partials))
+    return "\n".join(lines)
 
 
 def print_module(module: Module) -> str:
@@ -395,7 +407,11 @@ class _Printer:
         return id(term) not in self.multiline and self.column + width + self.size[id(term)] <= WIDTH
 
     def emit_decl(self, decl: Decl) -> None:
-        """Print ``def f params [: T] = e``."""
+        """Print ``def f params [: T] = e``, or the ``primitive`` declaration it stands for."""
+        declared = declared_by(decl.name, decl.value)
+        if declared is not None:
+            self.write(_primitive_declaration(declared))
+            return
         flat = self.fits_after(["def ", decl.name, " = "], decl.value)
         for piece in self.definition(["def ", decl.name], decl.value, 0, {}, flat):
             self.emit(piece)

@@ -42,7 +42,8 @@ PROMPT = "λ> "
 CONTINUATION = ".. "
 HISTORY_VARIABLE = "LAMBDAD_HISTORY"
 HISTORY_FILE = ".lambdad_history"
-KEYWORDS = ("def", "let", "in", "if", "then", "else", "true", "false")  # LANGUAGE.md §2
+KEYWORDS = ("def", "let", "in", "if", "then", "else", "true", "false",  # LANGUAGE.md §2
+            "primitive", "partial")
 # An entry of blanks and comments only (LANGUAGE.md §2), which does nothing.
 _NOTHING = re.compile(r"(?:\s|--[^\n]*)*")
 
@@ -136,7 +137,8 @@ class Session:
         stripped = text.strip()
         if stripped.startswith(":"):
             return self.command(text, line)
-        entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound())
+        entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound(),
+                            declared=self.program.declared_primitives())
         if isinstance(entry, Decl):
             return self.define(entry)
         value, type_ = self.program.evaluate_term(entry)
@@ -162,7 +164,8 @@ class Session:
         """The term written as ``argument``; raises ParseError, or UsageError if it is a
         declaration."""
         text = self.positioned(argument.text, argument.line, argument.column)
-        entry = parse_entry(text, REPL_FILE, bound=self.bound())
+        entry = parse_entry(text, REPL_FILE, bound=self.bound(),
+                            declared=self.program.declared_primitives())
         if isinstance(entry, Decl):
             raise UsageError("expected an expression, not a definition")
         return entry

@@ -75,7 +75,8 @@ LINEAR_PARAM = "a"
 INTERMEDIATE = "v"
 """Base of the fresh names given to intermediate values (``v1``, ``v2``, ...)."""
 
-KEYWORDS = frozenset({"def", "let", "in", "if", "then", "else", "true", "false"})
+KEYWORDS = frozenset({"def", "let", "in", "if", "then", "else", "true", "false", "primitive",
+                      "partial"})
 
 # Names a generated binder must never take: keywords, and names the parser would read as
 # built-ins (a binder named ``cos`` would capture a printed ``cos x``).
@@ -413,7 +414,9 @@ def partials(prim: Primitive, primals: Sequence[str], result: str | None,
         renaming[prim.result] = result
     if span is not None:  # errors in the partials speak of the derivative of `prim`
         span = DerivativeSpan.of(span, prim.spelling.symbol)
-    return [rename(term, renaming, span) for term in PARTIALS[prim.name]]
+    # a primitive the program declares holds its partials as terms already
+    terms = PARTIALS[prim.name] if prim.declaration is None else prim.declaration.partials
+    return [rename(term, renaming, span) for term in terms]
 
 
 def result_name(prim: Primitive, taken: Iterable[str]) -> str | None:

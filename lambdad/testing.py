@@ -66,7 +66,14 @@ from .errors import LambdadError
 from .forward import forward_term, forward_type
 from .iterate import run
 from .parser import parse_expr, parse_module
-from .primitives import OPERATORS, PRIMITIVES, DomainError, Primitive
+from .primitives import (
+    OPERATORS,
+    PRIMITIVES,
+    DomainError,
+    Primitive,
+    declared_primitives,
+    declaring,
+)
 from .printer import print_module, print_term, print_type
 from .simplify import simplify
 from .syntax import (
@@ -381,7 +388,7 @@ class _Builder:
     ``(term, shape)``."""
 
     def __init__(self, draw: Callable, names: NameSupply, budget: int, ranges: Ranges,
-                 tricky: bool = True):
+                 tricky: bool = True, declared: Sequence[Primitive] = ()):
         self.draw = draw
         self.names = names
         self.budget = budget
@@ -389,7 +396,10 @@ class _Builder:
         self.tricky = tricky
         self.image = ranges.image
         self.squashers = ranges.squashers
-        self.reals = [p for p in PRIMITIVES.values() if _is_real_function(p)]
+        # A program's declared primitives, drawn in half the primitive applications: they
+        # are what a fuzz run with them is about.
+        self.declared = list(declared)
+        self.reals = [p for p in PRIMITIVES.values() if _is_real_function(p)] + self.declared
         self.operators = [p for p in self.reals if p.spelling.fixity == "infix"]
         self.tests = [p for p in PRIMITIVES.values() if p.kind == "test"]
         self.logic = [p for p in PRIMITIVES.values()
@@ -667,7 +677,10 @@ class _Builder:
     def gen_prim(self, env: tuple, depth: int):
         """A real primitive of the table applied to real terms, inside its domain."""
         # Operators (+, -, *, /, ^) are what most programs are made of: drawn more often.
-        prim = self.pick(self.operators if self.flip(0.25) else self.reals)
+        if self.declared and self.flip(0.5):
+            prim = self.pick(self.declared)
+        else:
+            prim = self.pick(self.operators if self.flip(0.25) else self.reals)
         args = []
         for _ in range(prim.arity):
             args.append((yield self.gen_real(env, depth - 1)))
@@ -1107,7 +1120,8 @@ def _in_span(builder: _Builder, make_step: Callable[[], Any]) -> st.SearchStrate
 
 
 def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: bool = True,
-             budget: int = 60, tricky: bool = True) -> st.SearchStrategy:
+             budget: int = 60, tricky: bool = True,
+             declared: Sequence[Primitive] = ()) -> st.SearchStrategy:
     """Strategy: a random well-typed module ending with ``def f (params) : R = body``, as a
     :class:`GeneratedProgram`.
 
@@ -1117,13 +1131,15 @@ def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: b
     nesting of constructs, ``budget`` the number of compound constructs; ``helpers`` allows
     top-level definitions ``h1``, ``h2`` before ``f``; ``tricky`` lets some bindings take
     names from :data:`TRICKY_NAMES` (shadowing, names like the generated ones).
+    ``declared`` primitives (from a program's ``primitive`` declarations) are drawn like
+    the table's real functions, and declared at the top of every program.
     """
     ranges = Ranges()
     kinds = tuple(inputs)
 
     @st.composite
     def draw_program(draw) -> GeneratedProgram:
-        builder = _Builder(draw, NameSupply(), budget, ranges, tricky)
+        builder = _Builder(draw, NameSupply(), budget, ranges, tricky, declared)
         kind = draw(st.sampled_from(kinds))
         params = _input_params(builder, kind)
         decls: list[Decl] = []
@@ -1137,7 +1153,8 @@ def programs(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS, helpers: b
         body, shape = run(builder.gen_real(env + tuple(params), max_depth))
         body, shape = builder.mention(body, shape, params)
         decls.append(_definition("f", [(p, s.type) for p, s in params], REAL, body))
-        return GeneratedProgram(Module(tuple(decls)), "f",
+        declarations = tuple(Decl(str(p.name), declaring(p)) for p in declared)
+        return GeneratedProgram(Module(declarations + tuple(decls)), "f",
                                 tuple((p, s.type) for p, s in params))
 
     return draw_program()
@@ -1259,7 +1276,8 @@ def check_round_trip(generated: GeneratedProgram) -> None:
             term = transform(decl.value)
             printed = print_term(term)
             try:
-                again = parse_expr(printed, "<transformed>", bound=bound)
+                again = parse_expr(printed, "<transformed>", bound=bound,
+                                   declared=declared_primitives(term))
             except LambdadError as exc:
                 raise PropertyViolation(
                     "round trip", f"{label} of `{decl.name}` prints as text that does not "
@@ -1445,9 +1463,10 @@ def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[st
     return program
 
 
-def cases(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS) -> st.SearchStrategy:
-    """Strategy: ``(program, point)`` pairs."""
-    return programs(max_depth=max_depth, inputs=inputs).flatmap(
+def cases(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS,
+          declared: Sequence[Primitive] = ()) -> st.SearchStrategy:
+    """Strategy: ``(program, point)`` pairs (``declared`` as for :func:`programs`)."""
+    return programs(max_depth=max_depth, inputs=inputs, declared=declared).flatmap(
         lambda g: st.tuples(st.just(g), points_for(g)))
 
 
@@ -1507,7 +1526,7 @@ FUZZ_SHARD = 10
 def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth: int = 4,
          progress: Callable[[int, int], None] | None = None,
          shrink_seconds: float = 60.0, jobs: int = 1,
-         shard_size: int = FUZZ_SHARD) -> FuzzReport:
+         shard_size: int = FUZZ_SHARD, declared: Sequence[Primitive] = ()) -> FuzzReport:
     """Runs every property on ``count`` random programs and returns a :class:`FuzzReport`.
 
     The programs are drawn in shards of ``shard_size``, each a hypothesis run seeded by
@@ -1515,14 +1534,16 @@ def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth:
     the shards in order up to the first that fails, so it is the same for every ``jobs``.
     A failure is shrunk to a smaller program, for at most ``shrink_seconds``.  An internal
     error of a stage (an exception that is not a LambdadError) is a failure too.
-    ``progress(done, count)`` is called as shards complete."""
+    ``progress(done, count)`` is called as shards complete.  ``declared`` primitives are
+    used in the programs like the table's (see :func:`programs`)."""
     shards = [(index, min(shard_size, count - start))
               for index, start in enumerate(range(0, count, shard_size))]
 
     def run_shard(shard: tuple[int, int]) -> FuzzReport:
         index, size = shard
         shard_seed = int(hashlib.sha256(f"{seed}/{index}".encode()).hexdigest()[:15], 16)
-        return _fuzz_shard(load, size, shard_seed, max_depth, shrink_seconds)
+        return _fuzz_shard(load, size, shard_seed, max_depth, shrink_seconds,
+                           declared=declared)
 
     ran = skipped = done = 0
     # A serial run stops at the first failing shard (results come lazily); a parallel one
@@ -1540,7 +1561,8 @@ def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth:
 
 def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: int,
                 shrink_seconds: float,
-                progress: Callable[[int, int], None] | None = None) -> FuzzReport:
+                progress: Callable[[int, int], None] | None = None,
+                declared: Sequence[Primitive] = ()) -> FuzzReport:
     """Every property on ``count`` random programs of one hypothesis run seeded with
     ``seed``, as :func:`fuzz` describes."""
     from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
@@ -1582,7 +1604,7 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
               suppress_health_check=list(HealthCheck), print_blob=False,
               phases=(Phase.generate, Phase.shrink))
     @seeded(seed)
-    @given(cases(max_depth=max_depth))
+    @given(cases(max_depth=max_depth, declared=declared))
     def run_case(case):
         generated, point = case
         violation = examine(generated, point)

@@ -530,17 +530,17 @@ def test_complete_or_wrong_inputs(text):
      1, 18),
     ("def f = (x\n  y ]", "unexpected `]`; expected an argument, an operator, `)`, `,` or `:`",
      2, 5),
-    ("def f = 1 1 )", "unexpected `)`; expected an argument, an operator, `def` or end of input",
-     1, 13),
+    ("def f = 1 1 )", "unexpected `)`; expected an argument, an operator, `def`, `primitive` "
+     "or end of input", 1, 13),
     ("def f = 1 +* 2", "unexpected `*`; expected an expression", 1, 12),
     ("def f = let in 1", "unexpected `in`; expected a name or a pattern", 1, 13),
     ("def f x y", "unexpected end of input; expected a parameter, `:` or `=`", 1, 10),
     ("def f = \\x", "unexpected end of input; expected a parameter, `->` or `-o`", 1, 11),
     ("def f = (x : R R)", "unexpected name `R`; expected `)`, `->`, `-o` or `*`", 1, 16),
     ("def f : = 1", "unexpected `=`; expected a type", 1, 9),
-    ("def f = 1\nlet x = 2", "unexpected `let`; expected an argument, an operator, `def` or "
-     "end of input", 2, 1),
-    ("f = 1", "unexpected name `f`; expected `def` or end of input", 1, 1),
+    ("def f = 1\nlet x = 2", "unexpected `let`; expected an argument, an operator, `def`, "
+     "`primitive` or end of input", 2, 1),
+    ("f = 1", "unexpected name `f`; expected `def`, `primitive` or end of input", 1, 1),
 ])
 def test_error_messages(text, message, line, col):
     error = error_of(text, lambda t: parse_module(t, "m.lam"))
