@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import copy
+import functools
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -83,6 +84,14 @@ def _prelude_text() -> str:
     return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
 
 
+@functools.cache
+def _prelude() -> tuple[Module, ModuleTyping]:
+    """The prelude's declarations and their typing, made once (they are immutable, and the
+    typing's node-keyed types stay valid because these very nodes are reused)."""
+    prelude = parse_module(_prelude_text(), PRELUDE_FILE)
+    return prelude, infer_module(prelude)
+
+
 # Larger sources are refused before parsing: far beyond any program written by hand or
 # generated for a benchmark, and a guard against endless inputs such as /dev/zero.
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
@@ -135,12 +144,21 @@ class Program:
         prelude_text = _prelude_text()
         self.file = file
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text, file: text}
-        prelude = parse_module(prelude_text, PRELUDE_FILE)
+        prelude, prelude_typing = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
         user = parse_module(text, file, predefined=self.prelude_names, allow_redefinition=True)
         self.user_names = tuple(d.name for d in user.decls)
-        self.module = Module(_hide_redefined(prelude.decls, user.decls) + user.decls)
-        self.typing: ModuleTyping = infer_module(self.module)
+        kept = _hide_redefined(prelude.decls, user.decls)
+        self.module = Module(kept + user.decls)
+        if all(a is b for a, b in zip(kept, prelude.decls)):
+            # The prelude is typed once per process: only the program's own declarations
+            # are inferred here, in the prelude's environment.
+            own = infer_module(user, prelude_typing.env)
+            self.typing: ModuleTyping = ModuleTyping(
+                {**prelude_typing.schemes, **own.schemes}, {**prelude_typing.types, **own.types},
+                own.env)
+        else:
+            self.typing = infer_module(self.module)
         self.decls: dict[str, Decl] = {d.name: d for d in self.module.decls}
         self.strategy = "factored"
         self._interpreter = Interpreter(strategy=self.strategy)
