@@ -103,7 +103,10 @@ def cmd_run(session: _Session, args: argparse.Namespace) -> int:
 
 def cmd_check_types(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    for name, scheme in program.types():
+    listed = program.types()
+    if args.prelude:
+        listed = program.builtin_types() + program.prelude_types() + listed
+    for name, scheme in listed:
         print(f"{name} : {scheme}")
     return 0
 
@@ -388,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("check-types", cmd_check_types, "print every top-level name with its inferred type")
     p.add_argument("file", metavar="FILE")
+    p.add_argument("--prelude", action="store_true",
+                   help="first list the built-ins written as names and the prelude's "
+                        "definitions, with their types")
     timeout(p)
 
     p = add("grad", cmd_grad, "value and gradient of a top-level function at a point")

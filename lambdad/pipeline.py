@@ -40,7 +40,7 @@ from .errors import (
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
-from .primitives import Primitive, declared_by, declared_primitives
+from .primitives import PRIMITIVES, Primitive, declared_by, declared_primitives
 from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
@@ -180,6 +180,20 @@ class Program:
     def scheme(self, name: str) -> Scheme:
         self._require(name)
         return self.typing.schemes[name]
+
+    def prelude_types(self) -> list[tuple[str, str]]:
+        """Each definition of the prelude with its type, in order (those the program
+        redefines under their hidden names are left out)."""
+        return [(name, str(self.typing.schemes[name])) for name in self.prelude_names
+                if name in self.typing.schemes]
+
+    @staticmethod
+    def builtin_types() -> list[tuple[str, str]]:
+        """Each built-in with its type: by name (``sin``), an operator in parentheses
+        (``(!!)``), in the order of the primitive table."""
+        return [(p.spelling.symbol if p.spelling.fixity == "function"
+                 else f"({p.spelling.symbol})", print_type(p.type))
+                for p in PRIMITIVES.values()]
 
     def types(self) -> list[tuple[str, str]]:
         """Each of the program's top-level names with its inferred type, in order."""

@@ -113,3 +113,18 @@ def test_a_program_may_redefine_a_prelude_name_without_breaking_the_prelude():
                             "def main = (dot [1] [2], norm [3, 4])")
     assert program.run() == (0, 5)
     assert "dot" in program.names() and "norm" not in program.names()
+
+
+def test_check_types_lists_the_builtins_and_the_prelude(capsys, tmp_path):
+    from lambdad import cli
+
+    path = tmp_path / "one.lam"
+    path.write_text("def f (xs : [R]) = take 2 xs !! 0\n", encoding="utf-8")
+    assert cli.main(["check-types", str(path), "--prelude"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for line in ("(!!) : [a] -> R -> a", "(++) : [a] -> [a] -> [a]", "head : [a] -> a",
+                 "scan : (b -> a -> b) -> b -> [a] -> [b]", "take : R -> [a] -> [a]",
+                 "replicate : R -> a -> [a]", "logsumexp : [R] -> R",
+                 "jacrev : (a -> [R]) -> a -> [a]"):
+        assert line in lines
+    assert lines[-1] == "f : [R] -> R"
