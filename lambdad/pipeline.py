@@ -430,8 +430,10 @@ class Program:
         return self._adapters[key]
 
     def _make_uncurried(self, name: str, k: int) -> Any:
+        # The parameter must not capture the function itself (a definition named `p`).
+        param = "p" if name != "p" else "p'1"
         body: Term = Var(name)
-        rest: Term = Var("p")
+        rest: Term = Var(param)
         for i in range(k):
             if i < k - 1:
                 arg = Prim("fst", (rest,))
@@ -439,7 +441,7 @@ class Program:
             else:
                 arg = rest
             body = App(body, arg)
-        term = Lam("p", body)
+        term = Lam(param, body)
         return self._interpreter.evaluate(term, {name: self.value_of(name)})
 
     # ------------------------------------------------------------ differentiation
@@ -673,17 +675,28 @@ class Program:
              at: Any = None, raw: bool = False) -> str:
         """The transformed program of ``name`` as source text (with its transformed type as
         a comment); with ``at``, a complete program whose ``main`` computes the value and the
-        gradient at that point."""
+        gradient at that point.  The generated ``main`` is hygienic: its local names are
+        fresh, and a definition of the program named ``main`` is printed renamed
+        (``main'1``).  Raises UsageError for a point that does not fit."""
         if forward == backward:
             raise UsageError("choose one of --forward and --backward")
         mode = FORWARD if forward else REVERSE
         transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
         decls = self.transformed_decls(name, mode, raw)
+        source_names = [decl.name for decl in decls]
+        entry = name
+        if at is not None and "main" in source_names:
+            hidden = _unused_name("main", decls)
+            index = source_names.index("main")
+            decls = [*decls[:index], attrs.evolve(decls[index], name=hidden),
+                     *(attrs.evolve(d, value=_rename_free(d.value, "main", hidden))
+                       for d in decls[index + 1:])]
+            entry = hidden if name == "main" else name
         header = "→D" if forward else "←D"
         lines = []
-        for decl in decls:
-            source_type = self.typing.schemes[decl.name].type
-            if declared_by(decl.name, decl.value) is not None:
+        for source_name, decl in zip(source_names, decls):
+            source_type = self.typing.schemes[source_name].type
+            if declared_by(source_name, decl.value) is not None:
                 lines.append(f"-- {decl.name} : {print_type(source_type)}    (a primitive: "
                              "both transformations use its partials)")
             else:
@@ -692,48 +705,62 @@ class Program:
             lines.append(print_decl(decl))
             lines.append("")
         if at is not None:
-            lines.append(self._show_main(name, at, mode))
+            # main refers to the entry alone: its locals need only avoid the top-level names.
+            top_level = {decl.name for decl in decls}
+            lines.append(self._show_main(name, entry, at, mode, top_level))
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
-    def _show_main(self, name: str, at: Any, mode: str) -> str:
-        f, x, result = self._function_and_point(name, at)
-        curried_k = self.arguments_covered(name, x)
+    def _show_main(self, name: str, entry: str, at: Any, mode: str, taken: set[str]) -> str:
+        """``def main = ...`` computing the value and gradient of ``name`` (printed as
+        ``entry``) at the point ``at`` by ``mode``; its local names avoid ``taken``.
+        Evaluates nothing but the point."""
+        x = self._as_value(at)
+        k = self._arguments_covered(name, x)
+        parts = _curried_parts(x, k)
+        taken = set(taken) | {entry}
 
-        def call_on(arg: Term) -> Term:
-            if curried_k == 1:
-                return App(Var(name), arg)
-            body: Term = Var(name)
-            rest = arg
-            for i in range(curried_k):
-                if i < curried_k - 1:
-                    body = App(body, Prim("fst", (rest,)))
-                    rest = Prim("snd", (rest,))
-                else:
-                    body = App(body, rest)
+        def fresh(base: str) -> str:
+            chosen = base if base not in taken else _unused_name(base, (), taken)
+            taken.add(chosen)
+            return chosen
+
+        def call(arguments: Sequence[Term]) -> Term:
+            body: Term = Var(entry)
+            for argument in arguments:
+                body = App(body, argument)
             return body
 
         if mode == REVERSE:
+            point, value, back = fresh("x"), fresh("v"), fresh("v_")
             counter = iter(range(10**9))
             seeded = _point_term(x, lambda r: Pair(_real_term(r), Seed(next(counter))))
-            body = LetPair("v", "v_", call_on(Var("x")),
-                           Pair(Var("v"), ReadOff(Var("x"), App(Var("v_"), Const(1.0)))))
-            main = Let("x", seeded, body)
+            rest: Term = Var(point)
+            arguments = []
+            for _ in range(k - 1):
+                arguments.append(Prim("fst", (rest,)))
+                rest = Prim("snd", (rest,))
+            arguments.append(rest)
+            body = LetPair(value, back, call(arguments),
+                           Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
+            main: Term = Let(point, seeded, body)
             comment = "-- value and gradient by backpropagation"
         else:
             n = count_reals(x)
+            results = [fresh(f"r{i}") for i in range(max(n, 1))]
             runs = []
-            for i in range(max(n, 1)):
+            for i in range(len(results)):
                 position = iter(range(10**9))
-                runs.append(_point_term(
-                    x, lambda r, i=i: Pair(_real_term(r),
-                                           Const(1.0 if next(position) == i else 0.0))))
-            results = [f"r{i}" for i in range(len(runs))]
-            k = iter(range(n))
-            gradient = _point_term(x, lambda r: Prim("snd", (Var(results[next(k)]),)))
-            main: Term = Pair(Prim("fst", (Var(results[0]),)), gradient)
-            for i in reversed(range(len(runs))):
-                main = Let(results[i], call_on(runs[i]), main)
+
+                def dual(r: float, i: int = i, position=position) -> Term:
+                    return Pair(_real_term(r), Const(1.0 if next(position) == i else 0.0))
+
+                runs.append(call([_point_term(part, dual) for part in parts]))
+            reads = iter(results)
+            gradient = _point_term(x, lambda r: Prim("snd", (Var(next(reads)),)))
+            main = Pair(Prim("fst", (Var(results[0]),)), gradient)
+            for result, run in reversed(list(zip(results, runs))):
+                main = Let(result, run, main)
             comment = f"-- value and gradient by forward mode: one run per input real ({n})"
         return comment + "\n" + print_decl(Decl("main", main))
 
@@ -741,20 +768,37 @@ class Program:
 # ---------------------------------------------------------------- helpers
 
 
-def _unused_name(name: str, decls: Sequence[Decl]) -> str:
+def _unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:
     """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
-    mentions (as a variable or a binder), so renaming to it captures nothing."""
-    taken = {d.name for d in decls}
-    for decl in decls:
-        for term in walk(decl.value):
-            if isinstance(term, Var):
-                taken.add(term.name)
-            for names in binders(term):
-                taken.update(names)
+    mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
+    nothing."""
+    taken = set(taken or ()) | _names_used(decls)
     k = 1
     while f"{name}'{k}" in taken:
         k += 1
     return f"{name}'{k}"
+
+
+def _names_used(decls: Sequence[Decl]) -> set[str]:
+    """Every name the declarations define, mention as a variable, or bind."""
+    used = {d.name for d in decls}
+    for decl in decls:
+        for term in walk(decl.value):
+            if isinstance(term, Var):
+                used.add(term.name)
+            for names in binders(term):
+                used.update(names)
+    return used
+
+
+def _curried_parts(value: Any, k: int) -> list[Any]:
+    """The k arguments packed in the point ``value`` (the value itself when k is 1)."""
+    parts = []
+    for _ in range(k - 1):
+        parts.append(value[0])
+        value = value[1]
+    parts.append(value)
+    return parts
 
 
 def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]) -> tuple[Decl, ...]:

@@ -45,3 +45,18 @@ def test_transformed_programs_type_check_and_round_trip(file, mode, raw):
         _typed_env(decls, program, transform_type)
         module = Module(tuple(decls))
         assert parse_module(print_module(module), "printed.lam") == module
+
+
+@pytest.mark.parametrize("name", ["x", "v", "v_", "r0", "r1", "main", "p", "a"])
+@pytest.mark.parametrize("mode", ["forward", "backward"])
+def test_show_at_builds_a_hygienic_main_whatever_the_function_is_called(name, mode):
+    # The generated main's own names (the point, the value, the results of each run) and
+    # the name `main` itself must not capture the user's definitions.
+    source = (f"def helper x = x * x\n"
+              f"def {name} (a : R) (b : R) : R = helper a * b + sin a\n"
+              f"def uses = {name} 1 2\n")
+    program = lambdad.loads(source)
+    printed = program.show(name, forward=mode == "forward", backward=mode == "backward",
+                           at=(2.0, 3.0))
+    value, gradient = program.value_and_grad(name, (2.0, 3.0))
+    assert lambdad.loads(printed, "printed.lam").run() == (value, gradient)
