@@ -26,8 +26,9 @@ from .pipeline import (
     PRELUDE_FILE,
     STRATEGIES,
     Program,
-    _from_python,
-    _prelude_text,
+    format_result,
+    json_result,
+    prelude_text,
     read_source,
 )
 from .values import format_real, format_value, to_json
@@ -37,7 +38,7 @@ class _Session:
     """What the CLI needs to render errors: every source text it has seen, by file name."""
 
     def __init__(self) -> None:
-        self.sources: dict[str, str] = {PRELUDE_FILE: _prelude_text()}
+        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text()}
         self.max_steps: int | None = None  # --max-steps, for every evaluation of the command
 
     def load(self, path: str) -> Program:
@@ -50,11 +51,11 @@ class _Session:
 
 def _show(value: Any) -> str:
     """Python data in the language's syntax."""
-    return format_value(_from_python(value))
+    return format_result(value)
 
 
 def _json_value(value: Any) -> Any:
-    return to_json(_from_python(value))
+    return json_result(value)
 
 
 @contextmanager

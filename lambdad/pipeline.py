@@ -5,10 +5,10 @@ The CLI, the REPL and the Python API are thin layers over this module.
 
 from __future__ import annotations
 
-import math
-
 import copy
 import functools
+import math
+import os
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -51,6 +51,7 @@ from .syntax import (
     BoolLit,
     Const,
     Decl,
+    FunT,
     Let,
     LetPair,
     Lam,
@@ -73,11 +74,16 @@ from .syntax import (
     walk,
 )
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
-from .values import all_reals, fits, format_real, format_value, to_python
+from .values import all_reals, fits, format_real, format_value, to_json, to_python
 
 PRELUDE_FILE = "<prelude>"
 STRATEGIES = ("factored", "naive")
 MODES = ("reverse", "forward", "both")
+
+
+def prelude_text() -> str:
+    """The source of the prelude, the definitions every program starts with."""
+    return _prelude_text()
 
 
 def _prelude_text() -> str:
@@ -125,11 +131,15 @@ def read_source(path: str | Path) -> str:
 def load(path: str | Path) -> "Program":
     """The program in the file ``path``; raises UsageError if it cannot be read and
     ParseError / TypeCheckError if it is not a well-typed program."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"load needs a file name, not {type(path).__name__}")
     return loads(read_source(path), str(path))
 
 
 def loads(text: str, file: str = "<string>") -> "Program":
-    """The program whose source is ``text`` (``file`` names it in error messages)."""
+    """The program whose source is ``text`` (``file`` names it in error messages); raises
+    UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
+    well-typed program."""
     return Program(text, file)
 
 
@@ -141,6 +151,10 @@ class Program:
     """
 
     def __init__(self, text: str, file: str = "<string>"):
+        if not isinstance(text, str):
+            raise UsageError(f"a program's source must be a str, not {type(text).__name__}")
+        if not isinstance(file, str):
+            raise UsageError(f"a program's file name must be a str, not {type(file).__name__}")
         prelude_text = _prelude_text()
         self.file = file
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text, file: text}
@@ -226,7 +240,7 @@ class Program:
     def set_max_steps(self, steps: int | None) -> None:
         """Stop runs with a ResourceError after ``steps`` primitive operations (None: no
         limit).  Counting steps runs the instrumented, slower variant of the code."""
-        if steps is not None and steps < 1:
+        if steps is not None and (type(steps) is not int or steps < 1):
             raise UsageError("--max-steps needs a positive number")
         self._interpreter.max_steps = steps
 
@@ -263,6 +277,8 @@ class Program:
 
     def evaluate_text(self, text: str) -> tuple[Any, Type]:
         """Value and type of an expression over the program's names."""
+        if not isinstance(text, str):
+            raise UsageError(f"an expression must be a str, not {type(text).__name__}")
         term = parse_expr(text, "<expr>", bound=tuple(self.decls),
                           declared=self.declared_primitives())
         typing = infer_term(term, self.typing.env)
@@ -350,7 +366,7 @@ class Program:
     def _as_value(self, point: Any) -> Any:
         """Python data (or an already parsed runtime value) as a runtime value."""
         if isinstance(point, str):
-            return self.parse_point(point)
+            return self.parse_point(point, "the point")
         return _from_python(point)
 
     def arguments_covered(self, name: str, point: Any) -> int:
@@ -383,6 +399,9 @@ class Program:
         self._require(name)
         value = self._as_value(point)  # converted once, then checked against the type
         k = self._arguments_covered(name, value)
+        params = curried_params(self.typing.schemes[name].type)
+        value = _check_functions(value, params[0] if k == 1 else tuple_type(params[:k]),
+                                 f"the point of `{name}`")
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
         return f, value, result_after(self.typing.schemes[name].type, k)
 
@@ -873,7 +892,7 @@ def _has_top_level_comma(text: str) -> bool:
 
 def format_python(value: Any) -> str:
     """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_value(_from_python(value))
+    return format_result(value)
 
 
 @attrs.frozen
@@ -927,35 +946,102 @@ def _output_names(root: str, value: Any) -> list[str]:
     return names
 
 
-def _from_python(value: Any) -> Any:
-    """Python data as a runtime value: numbers become floats."""
+def format_result(value: Any) -> str:
+    """Python data (a result of :class:`Program`) written in the language's syntax."""
+    return format_value(_from_python(value, finite=False))
+
+
+def json_result(value: Any) -> Any:
+    """Python data (a result of :class:`Program`) as JSON-ready data (non-finite reals as
+    the strings ``"nan"``, ``"inf"``, ``"-inf"``)."""
+    return to_json(_from_python(value, finite=False))
+
+
+def _from_python(value: Any, finite: bool = True) -> Any:
+    """Python data as a runtime value: numbers become floats.  Raises UsageError for data
+    that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
+    or infinity."""
     kind = type(value)
     if kind is float:
-        return _finite_input(value)
+        return _finite_input(value) if finite else value
     if kind is list and all_reals(value):
-        if not all(map(math.isfinite, value)):  # the common point: a list of reals
+        if finite and not all(map(math.isfinite, value)):  # the common point: a list of reals
             _finite_input(next(r for r in value if not math.isfinite(r)))
         return value[:]
     if isinstance(value, bool):
         return value
-    if isinstance(value, int):
+    if isinstance(value, (int, float)):
         try:
-            return _finite_input(float(value))
+            return _from_python(float(value), finite)
         except OverflowError:
-            raise UsageError(f"{value} is too large for a real") from None
-    if isinstance(value, float):
-        return _finite_input(float(value))
+            raise UsageError(f"the integer {_abridged(repr(value))} is too large for a real "
+                             "(at most about 1.8e308)") from None
     if isinstance(value, tuple):
         if len(value) < 2:
             raise UsageError("a tuple point needs at least two components")
         if len(value) == 2:
-            return (_from_python(value[0]), _from_python(value[1]))
-        return (_from_python(value[0]), _from_python(value[1:]))
+            return (_from_python(value[0], finite), _from_python(value[1], finite))
+        return (_from_python(value[0], finite), _from_python(value[1:], finite))
     if isinstance(value, list):
-        return [_from_python(v) for v in value]
+        return [_from_python(v, finite) for v in value]
     if callable(value):
         return value
-    raise UsageError(f"cannot use {value!r} as a lambdad value")
+    raise UsageError(f"cannot use {_abridged(repr(value))} as a lambdad value")
+
+
+def _abridged(text: str, limit: int = 60) -> str:
+    """``text`` cut to about ``limit`` characters for a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _check_functions(value: Any, type_: Type, where: str) -> Any:
+    """``value`` (a runtime value of type ``type_``) with each Python callable at a function
+    type wrapped so that its results are checked: a callable that raises, or returns
+    something that is not a finite value of the function's result type, is an EvalError
+    naming ``where``.  Follows the type, whose depth is that of the written type."""
+    if isinstance(type_, FunT):
+        if callable(value) and not hasattr(value, "__lambdad_checked__"):
+            return _CheckedFunction(value, type_, where)
+        return value
+    if isinstance(type_, PairT) and type(value) is tuple:
+        return (_check_functions(value[0], type_.first, where),
+                _check_functions(value[1], type_.second, where))
+    if isinstance(type_, ListT) and type(value) is list and not isinstance(type_.item, RealT):
+        return [_check_functions(item, type_.item, where) for item in value]
+    return value
+
+
+class _CheckedFunction:
+    """A Python callable given as a function-typed argument, with its results checked."""
+
+    __lambdad_checked__ = True
+
+    def __init__(self, function: Callable[[Any], Any], type_: FunT, where: str):
+        self.function = function
+        self.type = type_
+        self.where = where
+
+    def __call__(self, argument: Any) -> Any:
+        described = f"the Python function in {self.where} ({print_type(self.type)})"
+        try:
+            result = self.function(to_python(argument))
+        except LambdadError:
+            raise
+        except Exception as exc:
+            raise EvalError(f"{described} raised {type(exc).__name__}: "
+                            f"{_abridged(str(exc), 200)}") from None
+        try:
+            value = _from_python(result)
+        except UsageError as exc:
+            raise EvalError(f"{described} returned {_abridged(repr(result))}: "
+                            f"{exc.message}") from None
+        if not fits(value, self.type.result):
+            raise EvalError(f"{described} returned {_abridged(repr(result))}, which is not a "
+                            f"value of type {print_type(self.type.result)}")
+        return _check_functions(value, self.type.result, self.where)
+
+    def __repr__(self) -> str:
+        return repr(self.function)
 
 
 def _finite_input(r: float) -> float:

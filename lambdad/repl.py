@@ -31,7 +31,14 @@ from prompt_toolkit.shortcuts import CompleteStyle
 from . import gradcheck, highlight, trace
 from .errors import LambdadError, UsageError, render
 from .parser import is_incomplete, parse_entry
-from .pipeline import PRELUDE_FILE, STRATEGIES, Program, _from_python, _prelude_text, read_source
+from .pipeline import (
+    PRELUDE_FILE,
+    STRATEGIES,
+    Program,
+    format_result,
+    prelude_text,
+    read_source,
+)
 from .primitives import NAMED
 from .printer import print_type
 from .syntax import Decl, Term
@@ -80,7 +87,7 @@ class Session:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.sources: dict[str, str] = {PRELUDE_FILE: _prelude_text(), REPL_FILE: ""}
+        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text(), REPL_FILE: ""}
         self.file: str | None = None
         self.strategy = "factored"
         self.program = Program("", REPL_FILE)
@@ -299,7 +306,7 @@ class Session:
 
 def _show(value: Any) -> str:
     """Python data in the language's syntax."""
-    return format_value(_from_python(value))
+    return format_result(value)
 
 
 COMMANDS: tuple[Command, ...] = (
