@@ -5,6 +5,8 @@ Stages raise; only the front ends (CLI, REPL) call :func:`render`.
 
 from __future__ import annotations
 
+import types
+
 import attrs
 
 
@@ -114,30 +116,83 @@ class FileAccessError(UsageError):
     kind = "I/O error"
 
 
+# What a message may not contain raw: C0 controls and DEL become their Unicode control
+# pictures (ESC shows as ␛), C1 controls, bidirectional overrides and the line and
+# paragraph separators become U+FFFD.  One character for one, so carets stay aligned.
+_VISIBLE = types.MappingProxyType({
+    **{code: 0x2400 + code for code in range(0x20)},
+    0x7F: 0x2421,
+    **{code: 0xFFFD for code in range(0x80, 0xA0)},
+    **{code: 0xFFFD for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E,
+                                0x200F, 0x061C, 0x2028, 0x2029, 0x85)},
+})
+# The longest message and source excerpt shown; past them the text is cut, saying so.
+MAX_MESSAGE_CHARS = 1000
+MAX_SOURCE_COLUMNS = 160
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal or in a document: every control character,
+    bidirectional override and line separator replaced by one visible character (a tab by
+    a space), so that a file cannot clear the screen or forge lines of a message."""
+    return text.replace("\t", " ").translate(_VISIBLE)
+
+
+def abridged(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def source_line(text: str, number: int) -> str | None:
+    """Line ``number`` (1-based) of ``text``, or None past the end.  A line ends at ``\n``
+    only, as the parser counts lines (not at ``\r``, ``\f``, ``\v`` or U+2028)."""
+    if number < 1:
+        return None
+    parts = text.split("\n", number)
+    return parts[number - 1] if number <= len(parts) else None
+
+
 def render(error: LambdadError, sources: dict[str, str] | None = None) -> str:
     """The user-facing text of ``error``: ``file:line:col: kind: message``, source line, caret.
 
     ``sources`` maps file names to their text; without the text only the first line is given.
+    Control characters are shown as visible characters and long messages and lines are cut
+    (:func:`printable`, :func:`abridged`), so a message is safe to print and bounded in size.
     """
     span = error.span
-    head = f"{error.kind}: {error.message}"
+    head = printable(abridged(f"{error.kind}: {error.message}"))
     if span is None:
         lines = [head]
     else:
-        lines = [f"{span}: {head}"]
+        lines = [f"{printable(abridged(str(span), 300))}: {head}"]
         text = (sources or {}).get(span.file)
         if text is not None:
-            source_lines = text.splitlines() or [""]
+            count = text.count("\n") + 1
             line, col, end_line, end_col = span.line, span.col, span.end_line, span.end_col
-            if line > len(source_lines):
+            if line > count:
                 # the end of the input: point just after the last line's text
-                line = end_line = len(source_lines)
-                col = end_col = len(source_lines[-1].expandtabs(1)) + 1
-            if 1 <= line:
-                line_text = source_lines[line - 1].expandtabs(1)
-                lines.append(f"{line:>5} | {line_text}")
+                line = end_line = count
+                col = end_col = len(source_line(text, count) or "") + 1
+            line_text = source_line(text, line) if line >= 1 else None
+            if line_text is not None:
                 last = end_col if end_line == line else len(line_text) + 1
-                width = max(1, last - col)
-                lines.append(f"{'':>5} | {' ' * (col - 1)}{'^' * width}")
-    lines.extend(f"  note: {note}" for note in error.notes)
+                lines.extend(_excerpt(line, printable(line_text), col, max(col + 1, last)))
+    lines.extend(f"  note: {printable(abridged(note))}" for note in error.notes)
     return "\n".join(lines)
+
+
+def _excerpt(number: int, line_text: str, col: int, end_col: int) -> list[str]:
+    """The source line ``number`` and a caret under columns ``col`` to ``end_col`` (exclusive),
+    cut to a window of MAX_SOURCE_COLUMNS around the caret when the line is longer."""
+    start, prefix, suffix = 0, "", ""
+    if len(line_text) > MAX_SOURCE_COLUMNS:
+        start = max(0, min(col - 1 - MAX_SOURCE_COLUMNS // 4, len(line_text) - MAX_SOURCE_COLUMNS))
+        prefix = "…" if start > 0 else ""
+        suffix = "…" if start + MAX_SOURCE_COLUMNS < len(line_text) else ""
+        line_text = line_text[start:start + MAX_SOURCE_COLUMNS]
+    caret_start = len(prefix) + col - 1 - start
+    width = max(1, min(end_col - col, len(prefix) + len(line_text) + 1 - caret_start))
+    return [f"{number:>5} | {prefix}{line_text}{suffix}",
+            f"{'':>5} | {' ' * caret_start}{'^' * width}"]

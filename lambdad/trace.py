@@ -22,7 +22,7 @@ import attrs
 
 from .differentiate import Differentiator, is_real, map_value
 from . import rich
-from .errors import Span, UsageError
+from .errors import Span, UsageError, abridged, printable, source_line
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
 from .syntax import Let, Pair, Prim, Term, Var, walk
@@ -321,9 +321,9 @@ def _source_text(span: Span | None, sources: dict[str, str]) -> str:
     text = sources.get(span.file)
     if text is None:
         return str(span)
-    lines = text.splitlines()
-    if span.line == span.end_line and 1 <= span.line <= len(lines):
-        return lines[span.line - 1][span.col - 1:span.end_col - 1]
+    line = source_line(text, span.line) if span.line == span.end_line else None
+    if line is not None:
+        return printable(abridged(line[span.col - 1:span.end_col - 1], 200))
     return f"{str(span)}"
 
 
