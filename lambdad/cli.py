@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from . import __version__
 from .errors import FileAccessError, LambdadError, ResourceError, UsageError, render
 from .pipeline import (
     COMPOSITIONS,
@@ -254,7 +255,7 @@ def cmd_show(session: _Session, args: argparse.Namespace) -> int:
 
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at") if args.at is not None else None
-    text = program.show(args.name, forward=args.forward, backward=args.backward, at=point,
+    text = program.show(args.name, forward=args.forward, reverse=args.reverse, at=point,
                         raw=args.raw)
     sys.stdout.write(highlight.for_terminal(text, sys.stdout))
     return 0
@@ -364,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lambdad",
         description="Run and differentiate lambdad programs (.lam): forward mode and "
                     "backpropagation as program transformations.")
+    parser.add_argument("--version", action="version", version=f"lambdad {__version__}",
+                        help="print lambdad's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -377,6 +380,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="differentiate with respect to these parameters only; the others "
                             "are held at their values in --at")
 
+    def file_and_name(p: argparse.ArgumentParser) -> None:
+        p.add_argument("file", metavar="FILE", help="the .lam program")
+        p.add_argument("name", metavar="NAME", help="a top-level function of FILE")
+
+    def point(p: argparse.ArgumentParser, **extra: Any) -> None:
+        p.add_argument("--at", metavar="POINT", **{
+            "help": "the point, in lambdad syntax: 2,5 or '(2, 5)' or '[1, 2, 3]' (one value "
+                    "per curried argument, or the first argument alone)", **extra})
+
     def timeout(p: argparse.ArgumentParser) -> None:
         p.add_argument("--timeout", type=_seconds, metavar="S",
                        help="stop the run cleanly after S seconds (default: no limit)")
@@ -385,39 +397,38 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: no limit)")
 
     p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--entry", default="main", metavar="NAME", help="definition to evaluate")
+    p.add_argument("file", metavar="FILE", help="the .lam program")
+    p.add_argument("--entry", default="main", metavar="NAME",
+                   help="the definition to evaluate (default: main)")
     p.add_argument("--json", action="store_true", help="print {\"value\": ...} as JSON")
     timeout(p)
 
     p = add("check-types", cmd_check_types, "print every top-level name with its inferred type")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the .lam program")
     p.add_argument("--prelude", action="store_true",
                    help="first list the built-ins written as names and the prelude's "
                         "definitions, with their types")
     timeout(p)
 
     p = add("grad", cmd_grad, "value and gradient of a top-level function at a point")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT",
-                   help="the point, in lambdad syntax: 2,5 or '(2, 5)' or '[1, 2, 3]'")
+    file_and_name(p)
+    point(p, required=True)
     p.add_argument("--mode", choices=MODES, default="reverse",
-                   help="reverse (backpropagation, default), forward (one run per input), both")
+                   help="reverse (backpropagation, default), forward (one run per input "
+                        "real), or both side by side")
     p.add_argument("--strategy", choices=STRATEGIES, default="factored",
                    help="how backpropagators are evaluated (default: factored)")
     p.add_argument("--stats", action="store_true",
-                   help="report backpropagators created and bodies run")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+                   help="also report backpropagators created and bodies run (reverse mode)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (value, gradient, mode, strategy, seconds)")
     wrt(p)
     timeout(p)
 
     p = add("jacobian", cmd_jacobian, "value and Jacobian of a top-level function at a point, "
                                       "for any result built from reals, pairs and lists")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT",
-                   help="the point, in lambdad syntax: 2,5 or '(2, 5)' or '[1, 2, 3]'")
+    file_and_name(p)
+    point(p, required=True)
     p.add_argument("--mode", choices=("forward", "reverse"), default=None,
                    help="forward (one run per input real) or reverse (one backward pass per "
                         "output real); default: the cheaper, forward unless there are more "
@@ -427,11 +438,12 @@ def build_parser() -> argparse.ArgumentParser:
     timeout(p)
 
     p = add("jvp", cmd_jvp, "forward-mode value and directional derivative")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT")
-    p.add_argument("--dir", required=True, metavar="VECTOR", help="the direction, shaped like POINT")
-    p.add_argument("--json", action="store_true")
+    file_and_name(p)
+    point(p, required=True)
+    p.add_argument("--dir", required=True, metavar="VECTOR",
+                   help="the direction, shaped like POINT, in lambdad syntax")
+    p.add_argument("--json", action="store_true",
+                   help="print {\"value\": ..., \"derivative\": ...} as JSON")
     timeout(p)
 
     p = add("hessian", cmd_hessian, "value, gradient and Hessian of a top-level function at "
@@ -457,14 +469,15 @@ def build_parser() -> argparse.ArgumentParser:
     timeout(p)
 
     p = add("show", cmd_show, "print the transformed program of a function as lambdad source")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
+    file_and_name(p)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--forward", action="store_true", help="forward mode (dual numbers)")
-    which.add_argument("--backward", action="store_true",
-                       help="backpropagation (linear negation)")
-    p.add_argument("--at", metavar="POINT",
-                   help="also print a main computing value and gradient at POINT")
+    which.add_argument("--reverse", action="store_true",
+                       help="reverse mode: backpropagation (linear negation)")
+    # The earlier spelling, still accepted: reverse mode is what every other option calls it.
+    which.add_argument("--backward", dest="reverse", action="store_true",
+                       help=argparse.SUPPRESS)
+    point(p, help="also print a main computing the value and the gradient at POINT")
     p.add_argument("--raw", action="store_true",
                    help="the rules' literal output, without simplification")
     timeout(p)
@@ -474,19 +487,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("trace", cmd_trace, "the evaluation trace: one row per primitive operation with its "
                                 "value and tangents (forward) or adjoint (reverse)")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT")
-    p.add_argument("--mode", choices=("forward", "reverse"), default="forward")
-    p.add_argument("--strategy", choices=STRATEGIES, default="factored")
+    file_and_name(p)
+    point(p, required=True)
+    p.add_argument("--mode", choices=("forward", "reverse"), default="forward",
+                   help="forward: a tangent column per input real (default); reverse: the "
+                        "adjoint of every operation")
+    p.add_argument("--strategy", choices=STRATEGIES, default="factored",
+                   help="how backpropagators are evaluated in reverse mode (default: factored)")
     timeout(p)
 
     p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT text, or an SVG "
                                 "picture; PNG/PDF with Graphviz), nodes labelled with values "
                                 "and adjoints")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT")
+    file_and_name(p)
+    point(p, required=True)
     p.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
                    help="label nodes with adjoints (reverse, default) or tangents (forward)")
     p.add_argument("-o", "--output", metavar="OUT",
@@ -495,12 +509,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("check", cmd_check, "gradient check: forward mode, both reverse strategies and "
                                 "central finite differences must agree")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the .lam program")
     p.add_argument("names", metavar="NAME", nargs="*",
                    help="functions to check (default: every function of reals, pairs and "
                         "lists returning R)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--at", metavar="POINT", help="check at this point only")
+    where.add_argument("--at", metavar="POINT",
+                       help="check at this point only, in lambdad syntax (default: sampled "
+                            "points, see --samples)")
     # No default here: argparse could not tell `--samples 3` from the default otherwise.
     where.add_argument("--samples", type=_positive, metavar="N",
                        help="check at N random points away from kinks (default 3)")
@@ -524,7 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "minimal failing program")
     p.add_argument("--programs", type=_positive, default=100, metavar="N",
                    help="how many random programs (default 100)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the random programs (default 0)")
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="run the programs in N processes (default: all cores); the report is "
                         "the same for every N")

@@ -690,15 +690,16 @@ class Program:
             out.append(Decl(decl.name, term, span=decl.span))
         return out
 
-    def show(self, name: str, forward: bool = False, backward: bool = False,
-             at: Any = None, raw: bool = False) -> str:
+    def show(self, name: str, forward: bool = False, reverse: bool = False,
+             at: Any = None, raw: bool = False, backward: bool = False) -> str:
         """The transformed program of ``name`` as source text (with its transformed type as
         a comment); with ``at``, a complete program whose ``main`` computes the value and the
         gradient at that point.  The generated ``main`` is hygienic: its local names are
         fresh, and a definition of the program named ``main`` is printed renamed
         (``main'1``).  Raises UsageError for a point that does not fit."""
-        if forward == backward:
-            raise UsageError("choose one of --forward and --backward")
+        reverse = reverse or backward  # ``backward``: the earlier name of ``reverse``
+        if forward == reverse:
+            raise UsageError("choose one of --forward and --reverse")
         mode = FORWARD if forward else REVERSE
         transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
         decls = self.transformed_decls(name, mode, raw)

@@ -228,17 +228,17 @@ class Session:
     def _transformed(self, argument: Argument, forward: bool) -> str:
         """The transformed program of the named definition (with a ``main`` computing value
         and gradient when a point follows); raises UsageError."""
-        usage = f":{'forward' if forward else 'backward'} NAME [POINT]"
+        usage = f":{'forward' if forward else 'reverse'} NAME [POINT]"
         name, point = self._name_and_point(argument, usage, point_needed=False)
-        text = self.program.show(name, forward=forward, backward=not forward, at=point).rstrip()
+        text = self.program.show(name, forward=forward, reverse=not forward, at=point).rstrip()
         return highlight.ansi(text) if self.colour else text
 
     def cmd_forward(self, argument: Argument) -> str:
         """``:forward f [POINT]``: the forward-mode program of ``f``."""
         return self._transformed(argument, forward=True)
 
-    def cmd_backward(self, argument: Argument) -> str:
-        """``:backward f [POINT]``: the backpropagation program of ``f``."""
+    def cmd_reverse(self, argument: Argument) -> str:
+        """``:reverse f [POINT]``: the reverse-mode (backpropagation) program of ``f``."""
         return self._transformed(argument, forward=False)
 
     def cmd_trace(self, argument: Argument) -> str:
@@ -321,8 +321,8 @@ COMMANDS: tuple[Command, ...] = (
             Session.cmd_hessian),
     Command(("forward",), ":forward NAME [POINT]", "the forward-mode program of NAME",
             Session.cmd_forward),
-    Command(("backward",), ":backward NAME [POINT]", "the backpropagation program of NAME",
-            Session.cmd_backward),
+    Command(("reverse", "backward"), ":reverse NAME [POINT]",
+            "the reverse-mode (backpropagation) program of NAME", Session.cmd_reverse),
     Command(("trace",), ":trace NAME POINT [reverse]",
             "the evaluation trace: a row per primitive with tangents (or adjoints)",
             Session.cmd_trace),

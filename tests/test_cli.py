@@ -124,3 +124,37 @@ def test_point_may_use_the_programs_definitions(lambdad_cli, tmp_path):
     result = lambdad_cli("grad", path, "f", "--at", "w0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["value: 2", "gradient: (2, 1)"]
+
+
+def test_every_option_of_every_command_says_what_it_does_and_its_default():
+    import argparse
+
+    from lambdad import cli
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if action.dest == "help" or action.help == argparse.SUPPRESS:
+                continue
+            label = f"lambdad {name} {'/'.join(action.option_strings) or action.dest}"
+            assert action.help and len(action.help) > 10, label
+            has_default = action.default not in (None, False, argparse.SUPPRESS)
+            if has_default and action.option_strings:
+                assert "default" in action.help, label
+
+
+def test_version(lambdad_cli):
+    import lambdad
+
+    result = lambdad_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"lambdad {lambdad.__version__}\n"
+
+
+def test_show_speaks_of_reverse_mode_and_still_accepts_backward(lambdad_cli):
+    reverse = lambdad_cli("show", "programs/baydin.lam", "f", "--reverse")
+    backward = lambdad_cli("show", "programs/baydin.lam", "f", "--backward")
+    assert reverse.returncode == 0 and reverse.stdout == backward.stdout
+    assert "←D" in reverse.stdout
+    assert "--backward" not in lambdad_cli("show", "--help").stdout

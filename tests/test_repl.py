@@ -219,7 +219,7 @@ def test_env_help_and_unknown_commands(baydin):
     help_text = entry(baydin, ":help")
     for command in COMMANDS:
         assert command.usage in help_text
-    for word in (":type", ":t ", ":grad", ":grad!", ":forward", ":backward", ":trace", ":check",
+    for word in (":type", ":t ", ":grad", ":grad!", ":forward", ":reverse", ":trace", ":check",
                  ":load", ":reload", ":strategy", ":env", ":help", ":quit"):
         assert word in help_text
     with pytest.raises(LambdadError, match="unknown command"):
