@@ -448,24 +448,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("hessian", cmd_hessian, "value, gradient and Hessian of a top-level function at "
                                     "a point (nested differentiation)")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT")
+    file_and_name(p)
+    point(p, required=True)
     p.add_argument("--mode", choices=COMPOSITIONS, default=COMPOSITIONS[0],
                    help="outer mode over inner mode (default forward-over-reverse: one "
                         "Hessian-vector product per input)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="factored")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--strategy", choices=STRATEGIES, default="factored",
+                   help="how backpropagators are evaluated (default: factored)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (value, gradient, inputs, hessian)")
     wrt(p)
     timeout(p)
 
     p = add("hvp", cmd_hvp, "Hessian-vector product H·v of a top-level function "
                             "(forward mode over reverse mode)")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--at", required=True, metavar="POINT")
-    p.add_argument("--dir", required=True, metavar="VECTOR", help="v, shaped like POINT")
-    p.add_argument("--json", action="store_true")
+    file_and_name(p)
+    point(p, required=True)
+    p.add_argument("--dir", required=True, metavar="VECTOR",
+                   help="the vector v, shaped like POINT, in lambdad syntax")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (value, gradient, hvp)")
     timeout(p)
 
     p = add("show", cmd_show, "print the transformed program of a function as lambdad source")
