@@ -9,6 +9,7 @@ PNG).  No Python traceback reaches the user unless
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import math
 import os
@@ -19,7 +20,6 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from . import __version__
 from .errors import FileAccessError, LambdadError, ResourceError, UsageError, render
 from .pipeline import (
     COMPOSITIONS,
@@ -365,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lambdad",
         description="Run and differentiate lambdad programs (.lam): forward mode and "
                     "backpropagation as program transformations.")
-    parser.add_argument("--version", action="version", version=f"lambdad {__version__}",
+    parser.add_argument("--version", action="version", version=f"lambdad {_version()}",
                         help="print lambdad's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -550,6 +550,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--primitives", metavar="FILE",
                    help="also use the primitives FILE declares (`primitive f x = ...`)")
     return parser
+
+
+def _version() -> str:
+    """The installed version of lambdad."""
+    try:
+        return importlib.metadata.version("lambdad")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 def _positive(text: str) -> int:

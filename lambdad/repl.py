@@ -29,7 +29,7 @@ from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.shortcuts import CompleteStyle
 
 from . import gradcheck, highlight, trace
-from .errors import LambdadError, UsageError, render
+from .errors import LambdadError, ParseError, UsageError, render
 from .parser import is_incomplete, parse_entry
 from .pipeline import (
     PRELUDE_FILE,
@@ -45,6 +45,8 @@ from .syntax import Decl, Term
 from .values import format_value
 
 REPL_FILE = "<repl>"
+# The longest line read; a longer one (a runaway paste, /dev/zero) is refused unread.
+MAX_ENTRY_CHARS = 1_000_000
 PROMPT = "λ> "
 CONTINUATION = ".. "
 HISTORY_VARIABLE = "LAMBDAD_HISTORY"
@@ -87,7 +89,8 @@ class Session:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text(), REPL_FILE: ""}
+        self._sources: dict[str, str] = {PRELUDE_FILE: prelude_text(), REPL_FILE: ""}
+        self._joined = 0  # how many lines the text of <repl> in _sources holds
         self.file: str | None = None
         self.strategy = "factored"
         self.program = Program("", REPL_FILE)
@@ -98,8 +101,16 @@ class Session:
     def record(self, line: str) -> int:
         """The 1-based number of ``line`` in ``<repl>``, after appending it there."""
         self.lines.append(line)
-        self.sources[REPL_FILE] = "\n".join(self.lines)
         return len(self.lines)
+
+    @property
+    def sources(self) -> dict[str, str]:
+        """Every source text by file name, ``<repl>`` holding the lines read so far (joined
+        when asked for, to render an error or a trace, not at every line)."""
+        if self._joined != len(self.lines):
+            self._sources[REPL_FILE] = "\n".join(self.lines)
+            self._joined = len(self.lines)
+        return self._sources
 
     def positioned(self, text: str, line: int, column: int = 1) -> str:
         """``text`` padded so that it starts at ``line``:``column`` of ``<repl>``: parsing it
@@ -118,7 +129,7 @@ class Session:
         entered at the prompt are forgotten); raises UsageError if the file cannot be read
         and the file's parse or type error otherwise, leaving the session unchanged."""
         text = read_source(path)
-        self.sources[path] = text
+        self._sources[path] = text
         program = Program(text, path)
         program._set_strategy(self.strategy)
         self.file, self.program = path, program
@@ -144,8 +155,17 @@ class Session:
         stripped = text.strip()
         if stripped.startswith(":"):
             return self.command(text, line)
-        entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound(),
-                            declared=self.program.declared_primitives())
+        try:
+            entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound(),
+                                declared=self.program.declared_primitives())
+        except ParseError as error:
+            binding = _LET_WITHOUT_IN.match(text)
+            if binding and not re.search(r"\bin\b", text):
+                name = binding.group(1)
+                error.notes += (f"`let` needs `in` (let {name} = e in ...); to define "
+                                f"`{name}` for the entries that follow, write `{name} = e` "
+                                f"or `def {name} = e`",)
+            raise
         if isinstance(entry, Decl):
             return self.define(entry)
         value, type_ = self.program.evaluate_term(entry)
@@ -161,8 +181,6 @@ class Session:
         indent = len(text) - len(text.lstrip())
         word, _, rest = text.strip().partition(" ")
         command = find_command(word[1:])
-        if command is None:
-            raise UsageError(f"unknown command {word}; :help lists the commands")
         # Where the argument starts, so that an expression is parsed where it was typed.
         column = indent + len(word) + 1 + (len(rest) - len(rest.lstrip())) + 1
         return command.run(self, Argument(rest.strip(), line, column))
@@ -189,41 +207,78 @@ class Session:
         return f"{shown} : {print_type(self.program.type_of_term(term))}"
 
     def _name_and_point(self, argument: Argument, usage: str, point_needed: bool = True):
-        """The definition named first in ``argument`` and the point written after it (None
-        if absent and not ``point_needed``); raises UsageError."""
-        name, _, point = argument.text.partition(" ")
-        if not name or (point_needed and not point.strip()):
+        """The function written first in ``argument`` and the point written after it (None
+        if absent and not ``point_needed``).  The function is a definition's name, or any
+        expression: a name (``sin``) or a parenthesised one (``(\\x -> x * x)``), which
+        becomes the definition ``it`` of a program made for this command (``self.program``
+        then names that program).  Raises UsageError, or the expression's ParseError or
+        TypeCheckError."""
+        function, point = _function_and_rest(argument.text)
+        if not function or (point_needed and not point.strip()):
             raise UsageError(f"usage: {usage}")
-        self.program._require(name)
-        return name, (self.program.parse_point(point, "point") if point.strip() else None)
+        if function not in self.program.decls:
+            column = argument.column + (len(argument.text) - len(argument.text.lstrip()))
+            term = self.parse_expression(attrs.evolve(argument, text=function, column=column))
+            name = "it" if "it" not in self.program.decls else f"it'{len(self.lines)}"
+            self.program = self.program.extended([Decl(name, term)])
+            function = name
+        return function, (self.program.parse_point(point, "point") if point.strip() else None)
+
+    def _for_expression(self, run: Callable[[], str]) -> str:
+        """``run()``, after which the program made for an expression (``it``) is dropped."""
+        program = self.program
+        try:
+            return run()
+        finally:
+            self.program = program
 
     def cmd_grad(self, argument: Argument) -> str:
-        """``:grad f POINT``: value and gradient by backpropagation."""
+        """``:grad f POINT [--mode reverse|forward|both] [--strategy S]``: value and
+        gradient, by backpropagation unless ``--mode`` says otherwise."""
+        argument, options = _options(argument, {"mode": ("reverse", "forward", "both"),
+                                                "strategy": STRATEGIES})
+        if options.get("mode") == "both":
+            return self.cmd_grad_both(argument, options)
+        return self._for_expression(lambda: self._grad(argument, options))
+
+    def _grad(self, argument: Argument, options: dict[str, str]) -> str:
         name, point = self._name_and_point(argument, ":grad NAME POINT")
-        value, gradient = self.program.value_and_grad(name, point, strategy=self.strategy)
+        value, gradient = self.program.value_and_grad(
+            name, point, mode=options.get("mode", "reverse"),
+            strategy=options.get("strategy", self.strategy))
         return f"value: {_show(value)}\ngradient: {_show(gradient)}"
 
-    def cmd_grad_both(self, argument: Argument) -> str:
+    def cmd_grad_both(self, argument: Argument, options: dict[str, str] | None = None) -> str:
         """``:grad! f POINT``: value and gradient by both modes, side by side."""
-        name, point = self._name_and_point(argument, ":grad! NAME POINT")
-        value, reverse = self.program.value_and_grad(name, point, strategy=self.strategy)
-        _, forward = self.program.value_and_grad(name, point, mode="forward",
-                                                 strategy=self.strategy)
-        rows = [("value:", value), (f"gradient (reverse, {self.strategy}):", reverse),
-                ("gradient (forward):", forward)]
-        width = max(len(label) for label, _ in rows)
-        return "\n".join(f"{label:<{width}} {_show(v)}" for label, v in rows)
+        if options is None:
+            argument, options = _options(argument, {"strategy": STRATEGIES})
+        strategy = options.get("strategy", self.strategy)
+
+        def both() -> str:
+            name, point = self._name_and_point(argument, ":grad! NAME POINT")
+            value, reverse = self.program.value_and_grad(name, point, strategy=strategy)
+            _, forward = self.program.value_and_grad(name, point, mode="forward",
+                                                     strategy=strategy)
+            rows = [("value:", value), (f"gradient (reverse, {strategy}):", reverse),
+                    ("gradient (forward):", forward)]
+            width = max(len(label) for label, _ in rows)
+            return "\n".join(f"{label:<{width}} {_show(v)}" for label, v in rows)
+
+        return self._for_expression(both)
 
     def cmd_hessian(self, argument: Argument) -> str:
         """``:hessian f POINT``: value, gradient and Hessian (forward-over-reverse), a row
         per input real, named."""
-        name, point = self._name_and_point(argument, ":hessian NAME POINT")
-        value, gradient, rows = self.program.hessian(name, point, strategy=self.strategy)
-        names = self.program.input_names(name, point)
-        width = max((len(n) for n in names), default=0)
-        lines = [f"value: {_show(value)}", f"gradient: {_show(gradient)}", "hessian:"]
-        lines += [f"  {n.ljust(width)} : {_show(row)}" for n, row in zip(names, rows)]
-        return "\n".join(lines)
+        def run() -> str:
+            name, point = self._name_and_point(argument, ":hessian NAME POINT")
+            value, gradient, rows = self.program.hessian(name, point, strategy=self.strategy)
+            names = self.program.input_names(name, point)
+            width = max((len(n) for n in names), default=0)
+            lines = [f"value: {_show(value)}", f"gradient: {_show(gradient)}", "hessian:"]
+            lines += [f"  {n.ljust(width)} : {_show(row)}" for n, row in zip(names, rows)]
+            return "\n".join(lines)
+
+        return self._for_expression(run)
 
     def _transformed(self, argument: Argument, forward: bool) -> str:
         """The transformed program of the named definition (with a ``main`` computing value
@@ -242,16 +297,24 @@ class Session:
         return self._transformed(argument, forward=False)
 
     def cmd_trace(self, argument: Argument) -> str:
-        """``:trace f POINT [reverse]``: the evaluation trace, one row per primitive, with
-        tangents (forward mode, the default) or adjoints (``reverse``)."""
-        text, mode = argument.text, "forward"
+        """``:trace f POINT [--mode forward|reverse] [--strategy S]``: the evaluation trace,
+        one row per primitive, with tangents (forward mode, the default) or adjoints
+        (``--mode reverse``, or ``reverse`` alone after the point)."""
+        argument, options = _options(argument, {"mode": ("forward", "reverse"),
+                                                "strategy": STRATEGIES})
+        text, mode = argument.text, options.get("mode", "forward")
         last = text.rsplit(None, 1)
         if len(last) == 2 and last[1] in ("forward", "reverse"):
             text, mode = last
-        name, point = self._name_and_point(attrs.evolve(argument, text=text),
-                                           ":trace NAME POINT [reverse]")
-        table = trace.trace(self.program, name, point, mode=mode, strategy=self.strategy)
-        return trace.format_trace(table, self.sources)
+
+        def run() -> str:
+            name, point = self._name_and_point(attrs.evolve(argument, text=text),
+                                               ":trace NAME POINT [--mode reverse]")
+            table = trace.trace(self.program, name, point, mode=mode,
+                                strategy=options.get("strategy", self.strategy))
+            return trace.format_trace(table, self.sources)
+
+        return self._for_expression(run)
 
     def cmd_check(self, argument: Argument) -> str:
         """``:check [f [POINT]]``: forward mode, both reverse strategies and central finite
@@ -293,7 +356,9 @@ class Session:
         """``:help``: the commands."""
         width = max(len(c.usage) for c in COMMANDS)
         return "\n".join([
-            "Enter a definition (def f x = ..., or x = e), an expression, or a command:",
+            "Enter a definition (def f x = ..., or x = e), an expression, or a command "
+            "(F: a name or a parenthesised expression; --strategy S sets the strategy of "
+            "one command; a unique prefix of a command will do):",
             *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS),
             "An unfinished line continues on the next (prompt ..); Ctrl-C cancels the input "
             "or a running evaluation; Ctrl-D leaves.",
@@ -312,26 +377,28 @@ def _show(value: Any) -> str:
 COMMANDS: tuple[Command, ...] = (
     Command(("type", "t"), ":type EXPR, :t EXPR", "the type of an expression",
             Session.cmd_type),
-    Command(("grad",), ":grad NAME POINT", "value and gradient (reverse mode)",
+    Command(("grad",), ":grad F POINT [--mode M]",
+            "value and gradient (reverse mode, or --mode forward|both)",
             Session.cmd_grad),
-    Command(("grad!",), ":grad! NAME POINT", "value and gradient by both modes, side by side",
+    Command(("grad!",), ":grad! F POINT", "value and gradient by both modes, side by side",
             Session.cmd_grad_both),
-    Command(("hessian",), ":hessian NAME POINT",
+    Command(("hessian",), ":hessian F POINT",
             "value, gradient and Hessian (forward mode over reverse mode)",
             Session.cmd_hessian),
     Command(("forward",), ":forward NAME [POINT]", "the forward-mode program of NAME",
             Session.cmd_forward),
     Command(("reverse", "backward"), ":reverse NAME [POINT]",
             "the reverse-mode (backpropagation) program of NAME", Session.cmd_reverse),
-    Command(("trace",), ":trace NAME POINT [reverse]",
-            "the evaluation trace: a row per primitive with tangents (or adjoints)",
+    Command(("trace",), ":trace F POINT [--mode M]",
+            "the evaluation trace: a row per primitive with tangents (--mode reverse: "
+            "adjoints)",
             Session.cmd_trace),
     Command(("check",), ":check [NAME [POINT]]",
             "gradient check: forward, reverse and finite differences agree",
             Session.cmd_check),
-    Command(("load",), ":load FILE", "load FILE's definitions (replacing the session's)",
-            Session.cmd_load),
-    Command(("reload",), ":reload", "load the last file again", Session.cmd_reload),
+    Command(("load", "l"), ":load FILE, :l FILE",
+            "load FILE's definitions (replacing the session's)", Session.cmd_load),
+    Command(("reload", "r"), ":reload, :r", "load the last file again", Session.cmd_reload),
     Command(("strategy",), ":strategy factored|naive",
             "how backpropagators are evaluated", Session.cmd_strategy),
     Command(("env",), ":env", "the names defined so far with their types", Session.cmd_env),
@@ -340,12 +407,62 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def find_command(word: str) -> Command | None:
-    """The command spelt ``word`` (without the colon), or None."""
+def find_command(word: str) -> Command:
+    """The command spelt ``word`` (without the colon), or the one command that a name
+    starting with ``word`` names (``:env`` as ``:en``), as in ghci.  Raises UsageError for an
+    unknown or ambiguous word."""
     for command in COMMANDS:
         if word in command.names:
             return command
-    return None
+    matches = [command for command in COMMANDS
+               if word and any(name.startswith(word) for name in command.names)]
+    # `:gr` is `:grad`, whose name begins every other match's (`:grad!`).
+    for command in matches:
+        if all(any(name.startswith(command.names[0]) for name in other.names)
+               for other in matches):
+            return command
+    if matches:
+        spelled = ", ".join(f":{command.names[0]}" for command in matches)
+        raise UsageError(f"ambiguous command :{word}: {spelled}")
+    raise UsageError(f"unknown command :{word}; :help lists the commands")
+
+
+# An option after a command's arguments, as on the command line: `--mode reverse`.
+_OPTION_AT_END = re.compile(r"(?s)(.*?)\s+--([a-z][a-z-]*)(?:=|\s+)([^\s-][^\s]*)\s*$")
+# `let x = e` with no `in`: a definition the ML way, which the prompt writes `x = e`.
+_LET_WITHOUT_IN = re.compile(r"\s*let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=(?!=)")
+
+
+def _options(argument: Argument, allowed: dict[str, tuple[str, ...]]
+             ) -> tuple[Argument, dict[str, str]]:
+    """``argument`` without the ``--name value`` options written after it, and those options;
+    raises UsageError for an unknown option or value."""
+    text, options = argument.text, {}
+    while (match := _OPTION_AT_END.fullmatch(text)) is not None:
+        text, name, value = match.group(1), match.group(2), match.group(3)
+        if name not in allowed:
+            known = ", ".join(f"--{option}" for option in allowed) or "none"
+            raise UsageError(f"unknown option --{name} (options here: {known})")
+        if value not in allowed[name]:
+            raise UsageError(f"--{name} takes {' or '.join(allowed[name])}, not `{value}`")
+        options.setdefault(name, value)
+    return attrs.evolve(argument, text=text.rstrip()), options
+
+
+def _function_and_rest(text: str) -> tuple[str, str]:
+    """The function written first in ``text`` (a word, or a parenthesised expression) and
+    the text after it."""
+    text = text.strip()
+    if not text.startswith("("):
+        function, _, rest = text.partition(" ")
+        return function, rest
+    depth = 0
+    for index, char in enumerate(text):
+        depth += char in "(["
+        depth -= char in ")]"
+        if depth == 0:
+            return text[:index + 1], text[index + 1:]
+    return text, ""
 
 
 def command_words() -> list[str]:
@@ -416,8 +533,20 @@ class PlainConsole(Console):
         """Each entry of the stream: a line, or lines joined while the entry is unfinished."""
         pending: list[str] = []
         first = 0
-        for raw in self.stream:
+        for raw in _lines(self.stream):
+            if isinstance(raw, int):
+                number = self.session.record("")
+                self.failures += 1
+                error = UsageError(f"line {number} has {raw} characters, more than the "
+                                   f"{MAX_ENTRY_CHARS} an entry may have; it was not read")
+                print(render(error), file=self.err, flush=True)
+                continue
             line = raw.rstrip("\n").rstrip("\r")
+            if pending and line.lstrip().startswith(":"):
+                # A command is never part of an expression: the unfinished entry ends here
+                # (and is reported), and the command (`:quit` too) is run.
+                yield "\n".join(pending), first
+                pending = []
             number = self.session.record(line)
             if not pending:
                 first = number
@@ -460,9 +589,13 @@ class TerminalConsole(Console):
                 return
             first = self.session.record(line)
             text = line
+            command = None
             try:
                 while line.strip() and is_incomplete(text):
                     line = self.prompt.prompt(CONTINUATION)
+                    if line.lstrip().startswith(":"):
+                        command = line  # ends the unfinished entry, then runs
+                        break
                     self.session.record(line)
                     text += "\n" + line
             except KeyboardInterrupt:
@@ -470,6 +603,25 @@ class TerminalConsole(Console):
             except EOFError:
                 return
             yield text, first
+            if command is not None:
+                yield command, self.session.record(command)
+
+
+def _lines(stream: TextIO) -> Iterator[str | int]:
+    """The lines of ``stream``; a line longer than MAX_ENTRY_CHARS is read in pieces and
+    skipped, its length given in its place, so an endless line cannot exhaust memory."""
+    while True:
+        line = stream.readline(MAX_ENTRY_CHARS + 1)
+        if not line:
+            return
+        if len(line) > MAX_ENTRY_CHARS and not line.endswith("\n"):
+            skipped = len(line)
+            while (rest := stream.readline(MAX_ENTRY_CHARS)) and not rest.endswith("\n"):
+                skipped += len(rest)
+            skipped += len(rest)
+            yield skipped
+            continue
+        yield line
 
 
 def open_history() -> History:

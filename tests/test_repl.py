@@ -386,3 +386,63 @@ def test_terminal_history_is_kept_across_runs_and_quit(history):
     second.expect(pexpect.EOF)
     second.close()
     assert second.exitstatus == 0
+
+
+# ---------------------------------------------------------------- as in ghci and utop
+
+
+def test_grad_and_trace_take_expressions_as_well_as_names(baydin):
+    assert entry(baydin, r":grad (\x -> x*x) 3") == "value: 9\ngradient: 6"
+    assert entry(baydin, ":grad sin 0") == "value: 0\ngradient: 1"
+    assert "x * x" in entry(baydin, r":trace (\x -> x * x) 2")
+    assert "it" not in baydin.program.decls  # the expression's definition is not kept
+
+
+def test_commands_take_options_as_on_the_command_line(baydin):
+    assert entry(baydin, ":grad f 2,5 --mode forward") == \
+        "value: 11.652071455223084\ngradient: (5.5, 1.7163378145367738)"
+    assert "gradient (forward)" in entry(baydin, ":grad f 2,5 --mode both")
+    assert "adjoint" in entry(baydin, ":trace f 2,5 --mode reverse")
+    assert "adjoint" in entry(baydin, ":trace f 2,5 --mode reverse --strategy naive")
+    with pytest.raises(LambdadError, match="--mode takes"):
+        entry(baydin, ":grad f 2,5 --mode sideways")
+    with pytest.raises(LambdadError, match="unknown option --colour"):
+        entry(baydin, ":grad f 2,5 --colour red")
+
+
+def test_ghci_short_commands_and_unique_prefixes(baydin):
+    assert entry(baydin, f":l {BAYDIN}").startswith("loaded")
+    assert entry(baydin, ":r").startswith("loaded")
+    assert entry(baydin, ":en").startswith("f : R -> R -> R")
+    assert entry(baydin, ":gr f 2,5").startswith("value:")  # :grad, not :grad!
+    with pytest.raises(LambdadError, match="ambiguous command :re: :reverse, :reload"):
+        entry(baydin, ":re")
+    with pytest.raises(LambdadError, match="unknown command :frob"):
+        entry(baydin, ":frob")
+
+
+def test_let_without_in_gets_a_hint():
+    out, err, failures = run_lines("let x = 5", "", "x = 5", "x + 1")
+    assert failures == 1
+    assert "write `x = e` or `def x = e`" in err
+    assert out.splitlines()[-1] == "6 : R"
+
+
+def test_piped_quit_after_an_unfinished_line_is_honoured():
+    out, err, failures = run_lines("def f x =", ":quit", "1 + 1")
+    assert failures == 1 and "parse error" in err  # the unfinished entry is reported
+    assert "2" not in out  # and nothing after :quit runs
+
+
+def test_a_line_longer_than_the_limit_is_refused_unread():
+    from lambdad.repl import MAX_ENTRY_CHARS
+
+    session = Session()
+    out, err = io.StringIO(), io.StringIO()
+    stream = io.StringIO("1" * (3 * MAX_ENTRY_CHARS) + "\n1 + 1\n")
+    console = PlainConsole(session, stream, out, err)
+    console.loop()
+    assert console.failures == 1
+    assert f"{3 * MAX_ENTRY_CHARS + 1} characters" in err.getvalue() and len(err.getvalue()) < 300
+    assert out.getvalue() == "2 : R\n"
+    assert session.lines == ["", "1 + 1"]  # the lines keep their numbers
