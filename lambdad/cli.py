@@ -530,8 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="relative tolerance against finite differences, in (0, 1) "
                         "(default 1e-5)")
     p.add_argument("--order", type=int, choices=(1, 2), default=1,
-                   help="2: check second derivatives (every composition of the modes) "
-                        "against central differences of the gradient")
+                   help="1: first derivatives (default); 2: second derivatives (every "
+                        "composition of the modes) against central differences of the gradient")
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
                    help="check the sampled points in N processes (default: all cores); the "
                         "report is the same for every N")

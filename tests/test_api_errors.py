@@ -22,10 +22,10 @@ def program():
 @pytest.mark.parametrize("call, expected", [
     (lambda p: p.grad("f", (10**400, 1.0)), "too large for a real"),
     (lambda p: p.call("s", [1, 2, 10**400]), "too large for a real"),
-    (lambda p: p.jvp("f", (math.inf, 5.0), (1.0, 0.0)), "not finite"),
-    (lambda p: p.grad("f", (math.nan, 5.0)), "not finite"),
-    (lambda p: p.grad("s", [1.0, math.inf]), "NaN or an infinity"),
-    (lambda p: p.show("f", forward=True, at=(1e308 * 10, 2.0)), "not finite"),
+    (lambda p: p.jvp("f", (math.inf, 5.0), (1.0, 0.0)), "finite reals only"),
+    (lambda p: p.grad("f", (math.nan, 5.0)), "finite reals only"),
+    (lambda p: p.grad("s", [1.0, math.inf]), "finite reals only"),
+    (lambda p: p.show("f", forward=True, at=(1e308 * 10, 2.0)), "finite reals only"),
     (lambda p: p.grad("f", None), "cannot use None"),
     (lambda p: p.grad("f", {}), "cannot use {}"),
     (lambda p: p.grad("f", "1,,"), "not a value"),
@@ -47,7 +47,7 @@ def test_every_error_a_caller_can_cause_is_a_lambdad_error(program, call, expect
 @pytest.mark.parametrize("function, expected", [
     (lambda x: "text", "returned 'text'"),
     (lambda x: (1.0, 2.0), "not a value of type R"),
-    (lambda x: math.nan, "not finite"),
+    (lambda x: math.nan, "finite reals only"),
     (lambda x: 1 / 0, "raised ZeroDivisionError"),
     (lambda x, y: x, "raised TypeError"),
 ])
