@@ -139,10 +139,12 @@ def printable(text: str) -> str:
 
 
 def abridged(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying how many were left out."""
+    """``text`` cut to about ``limit`` characters, saying how many were left out: its start
+    and its end are kept (where a message's notes and conclusions are)."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{text[:head]} … ({len(text) - head - tail} more characters) … {text[-tail:]}"
 
 
 def source_line(text: str, number: int) -> str | None:
