@@ -346,12 +346,26 @@ def leaf_paths(point: Any, names: Sequence[str]) -> list[str]:
         value, path = stack.pop()
         if type(value) is float:
             paths.append(path)
-        elif type(value) is tuple:
+        elif type(value) is tuple and path.startswith("("):
             first, second = _component_paths(path)
             stack.extend(((value[1], second), (value[0], first)))
+        elif type(value) is tuple:
+            # A tuple is named flat, as written: the components of (1, 2, 3) are .0, .1, .2.
+            items = flat_components(value)
+            stack.extend((item, f"{path}.{i}") for i, item in reversed(list(enumerate(items))))
         elif type(value) is list:
             stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value))))
     return paths
+
+
+def flat_components(value: tuple) -> list[Any]:
+    """The components of a tuple as written: ``(a, (b, c))`` is the triple ``a, b, c``."""
+    items = []
+    while type(value) is tuple:
+        items.append(value[0])
+        value = value[1]
+    items.append(value)
+    return items
 
 
 def _component_paths(path: str) -> tuple[str, str]:

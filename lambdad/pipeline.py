@@ -431,10 +431,19 @@ class Program:
                 v, path, bound = stack.pop()
                 if type(v) is float:
                     names.append(path)
-                elif type(v) is tuple:
-                    first, second = components.get(bound, (None, None))
+                elif type(v) is tuple and bound in components:
+                    first, second = components[bound]
                     stack.extend(((v[1], _component_path(path, second, ".1"), second),
                                   (v[0], _component_path(path, first, ".0"), first)))
+                elif type(v) is tuple:
+                    # Named flat, as written: the components of (1, 2, 3) are .0, .1, .2.
+                    items = []
+                    while type(v) is tuple:
+                        items.append(v[0])
+                        v = v[1]
+                    items.append(v)
+                    stack.extend((item, f"{path}.{i}", None)
+                                 for i, item in reversed(list(enumerate(items))))
                 elif type(v) is list:
                     stack.extend((item, f"{path}[{i}]", None)
                                  for i, item in reversed(list(enumerate(v))))

@@ -67,3 +67,13 @@ def test_graph_cli_writes_dot(lambdad_cli, tmp_path):
     result = lambdad_cli("graph", "programs/baydin.lam", "f", "--at", "2,5", "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert out.read_text().startswith("digraph")
+
+
+def test_the_reals_of_a_triple_are_named_flat_as_written():
+    program = lambdad.loads("def k (p : R * R * R) = fst p * fst (snd p) + snd (snd p)\n"
+                            "def g (a, b) (c : R * R * R) = a * b + fst c")
+    assert program.input_names("k", (1.0, 2.0, 3.0)) == ["p.0", "p.1", "p.2"]
+    assert program.input_names("g", ((1.0, 2.0), (1.0, 2.0, 3.0))) == \
+        ["a", "b", "c.0", "c.1", "c.2"]
+    assert [name for name, _ in trace(program, "k", (1.0, 2.0, 3.0)).inputs] == \
+        ["p.0", "p.1", "p.2"]
