@@ -175,3 +175,14 @@ def test_hessian_with_respect_to_one_parameter(program):
     assert gradient == 4 and rows == [2]  # d2/dy2 of x y^2 at x = 1
     value, gradient, rows = program.hessian("h", (1, 2, 3), wrt=["x", "z"])
     assert rows == [(0, 0), (0, pytest.approx(math.exp(3)))]
+
+
+def test_jacobians_in_the_language_can_be_differentiated():
+    program = lambdad.loads("""
+def f (p : R * R) : [R] = let (x, y) = p in [x * x * y, sin x]
+def by_rev (x : R) : R = fst (head (jacrev f (x, 2)))
+def by_fwd (x : R) : R = fst (head (jacfwd f (x, 2)))
+""")
+    for name in ("by_rev", "by_fwd"):  # d/dx of 2 x y at y = 2
+        for mode in ("reverse", "forward"):
+            assert program.value_and_grad(name, 3, mode=mode) == (12, 4)
