@@ -58,6 +58,7 @@ from .differentiate import Differentiator, is_real, map_value
 from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
 from .syntax import (
+    is_differentiable,
     curried_params,
     tuple_type,
     Annot,
@@ -240,21 +241,6 @@ def _result(program: Any, name: str, k: int) -> Type:
     for _ in range(k):
         t = t.result
     return t
-
-
-def is_differentiable(t: Type) -> bool:
-    """Whether ``t`` is built from ``R``, pairs and lists only; a type variable (an unused
-    component, ``def f (a, _) = a``) stands for ``R`` here."""
-    stack = [t]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, PairT):
-            stack.extend((current.first, current.second))
-        elif isinstance(current, ListT):
-            stack.append(current.item)
-        elif not isinstance(current, (RealT, VarT)):
-            return False
-    return True
 
 
 def differentiable_functions(program: Any) -> list[str]:

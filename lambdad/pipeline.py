@@ -44,6 +44,7 @@ from .primitives import PRIMITIVES, Primitive, declared_by, declared_primitives
 from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
+    is_differentiable,
     curried_params,
     result_after,
     tuple_type,
@@ -413,12 +414,7 @@ class Program:
         value = self._as_value(point)
         k = self.arguments_covered(name, value)
         params, components = _parameter_names(self.decls[name].value)
-        parts = []
-        rest = value
-        for _ in range(k - 1):
-            parts.append(rest[0])
-            rest = rest[1]
-        parts.append(rest)
+        parts = _curried_parts(value, k)
         names: list[str] = []
         for position, part in enumerate(parts):
             if position < len(params):
@@ -606,12 +602,7 @@ class Program:
         k = self._arguments_covered(name, value)
         params, _ = _parameter_names(self.decls[name].value)
         names = [params[i] if i < len(params) else f"x{i + 1}" for i in range(k)]
-        parts = []
-        rest = value
-        for _ in range(k - 1):
-            parts.append(rest[0])
-            rest = rest[1]
-        parts.append(rest)
+        parts = _curried_parts(value, k)
         chosen: list[int] = []
         for wanted in wrt:
             if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
@@ -649,7 +640,7 @@ class Program:
         if mode not in (None, FORWARD, REVERSE):
             raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
         f, x, result = self._function_and_point(name, point)
-        if not _is_differentiable_type(result):
+        if not is_differentiable(result):
             raise UsageError(f"a Jacobian needs a result built from R, pairs and lists; "
                              f"`{name}` returns {print_type(result)}")
         inputs = count_reals(x)
@@ -888,6 +879,17 @@ def _first_non_finite(value: Any) -> float | None:
     return None
 
 
+def _curried_parts(value: Any, k: int) -> list[Any]:
+    """The ``k`` arguments a point gives a curried function: a point for ``k`` arguments is
+    nested pairs ``(a1, (a2, ... ak))``."""
+    parts = []
+    for _ in range(k - 1):
+        parts.append(value[0])
+        value = value[1]
+    parts.append(value)
+    return parts
+
+
 def _has_top_level_comma(text: str) -> bool:
     depth = 0
     for ch in text:
@@ -918,20 +920,6 @@ class Jacobian:
     mode: str
     inputs: list[str]
     outputs: list[str]
-
-
-def _is_differentiable_type(t: Type) -> bool:
-    """Whether ``t`` is built from R, pairs and lists only."""
-    stack = [t]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, PairT):
-            stack.extend((t.first, t.second))
-        elif isinstance(t, ListT):
-            stack.append(t.item)
-        elif not isinstance(t, RealT):
-            return False
-    return True
 
 
 def _reals_of(value: Any) -> list[float]:

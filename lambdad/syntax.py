@@ -165,6 +165,22 @@ def result_after(t: "Type", k: int) -> "Type":
     return t
 
 
+def is_differentiable(t: "Type") -> bool:
+    """Whether ``t`` is built from ``R``, pairs and lists only: the types whose values have
+    derivatives.  A type variable (an unused component, ``def f (a, _) = a``) stands for
+    ``R`` here."""
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, PairT):
+            stack.extend((current.first, current.second))
+        elif isinstance(current, ListT):
+            stack.append(current.item)
+        elif not isinstance(current, (RealT, VarT)):
+            return False
+    return True
+
+
 REAL = RealT()
 BOOL = BoolT()
 COTANGENT = CotangentT()
