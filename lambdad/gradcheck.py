@@ -243,6 +243,19 @@ def _result(program: Any, name: str, k: int) -> Type:
     return t
 
 
+def _require_checkable(program: Any, name: str) -> list[Type]:
+    """The curried parameter types of ``name``; UsageError if the program has no such
+    definition or its parameters are not reals, pairs and lists of reals."""
+    if name not in program.decls:  # the program's own names, or the prelude's
+        known = ", ".join(program.names()) or "none"
+        raise UsageError(f"no top-level definition named `{name}` (defined: {known})")
+    params = function_params(program, name)
+    if not params or not all(is_differentiable(p) for p in params):
+        raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
+                         f"it has type {program.typing.schemes[name]}")
+    return params
+
+
 def differentiable_functions(program: Any) -> list[str]:
     """The program's own top-level functions whose curried parameters are all differentiable
     and whose result is ``R``: what ``lambdad check`` checks by default."""
@@ -803,13 +816,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
                          "returning R is defined" + (f" (defined: {', '.join(program.names())})"
                                                      if program.names() else ""))
     for name in names:
-        if name not in program.decls:  # the program's own names, or the prelude's
-            known = ", ".join(program.names()) or "none"
-            raise UsageError(f"no top-level definition named `{name}` (defined: {known})")
-        params = function_params(program, name)
-        if not params or not all(is_differentiable(p) for p in params):
-            raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
-                             f"it has type {program.typing.schemes[name]}")
+        _require_checkable(program, name)
     if point is not None:
         reports = []
         value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
@@ -1103,12 +1110,7 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     checks: list[SecondOrderCheck] = []
     problems: list[str] = []
     for name in names:
-        if name not in program.decls:
-            raise UsageError(f"no top-level definition named `{name}`")
-        params = function_params(program, name)
-        if not params or not all(is_differentiable(p) for p in params):
-            raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
-                             f"it has type {program.typing.schemes[name]}")
+        params = _require_checkable(program, name)
         if point is not None:
             value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))

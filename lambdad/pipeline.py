@@ -879,17 +879,6 @@ def _first_non_finite(value: Any) -> float | None:
     return None
 
 
-def _curried_parts(value: Any, k: int) -> list[Any]:
-    """The ``k`` arguments a point gives a curried function: a point for ``k`` arguments is
-    nested pairs ``(a1, (a2, ... ak))``."""
-    parts = []
-    for _ in range(k - 1):
-        parts.append(value[0])
-        value = value[1]
-    parts.append(value)
-    return parts
-
-
 def _has_top_level_comma(text: str) -> bool:
     depth = 0
     for ch in text:
