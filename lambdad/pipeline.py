@@ -73,6 +73,7 @@ from .syntax import (
     children,
     free_vars,
     walk,
+    with_children,
 )
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
 from .values import all_reals, fits, format_real, format_value, to_json, to_python
@@ -848,20 +849,7 @@ def _rename_free(term: Term, old: str, new: str) -> Term:
         kids = []
         for kid, names in zip(children(t), binders(t)):
             kids.append(kid if old in names else (yield visit(kid)))
-        if not kids:
-            return t
-        # Rebuild: child fields hold a term or a tuple of terms, in the order of children().
-        changes: dict[str, Any] = {}
-        position = 0
-        for field in attrs.fields(type(t)):
-            value = getattr(t, field.name)
-            if isinstance(value, Term):
-                changes[field.name] = kids[position]
-                position += 1
-            elif isinstance(value, tuple) and value and isinstance(value[0], Term):
-                changes[field.name] = tuple(kids[position:position + len(value)])
-                position += len(value)
-        return attrs.evolve(t, **changes)
+        return with_children(t, kids)
 
     return run(visit(term))
 

@@ -50,6 +50,7 @@ from .syntax import (
     RealT,
     ReadOff,
     Seed,
+    TARGET_TERMS,
     Term,
     Type,
     Var,
@@ -57,6 +58,8 @@ from .syntax import (
     Zero,
     binders,
     children,
+    map_type,
+    rename_binders,
     walk,
     with_children,
 )
@@ -189,45 +192,23 @@ def map_reals(t: Type, image: Type, what: str) -> Type:
     """``t`` with every ``R`` replaced by ``image`` (→D and ←D on types: homomorphic on every
     other type former).  Raises DifferentiationError on the target-only type ``d``."""
 
-    def go(current: Type):
+    def leaf(current: Type) -> Type:
         if isinstance(current, RealT):
             return image
-        if isinstance(current, (BoolT, VarT)):
-            return current
-        if isinstance(current, PairT):
-            first = yield go(current.first)
-            second = yield go(current.second)
-            return PairT(first, second)
-        if isinstance(current, FunT):
-            arg = yield go(current.arg)
-            result = yield go(current.result)
-            return FunT(arg, result)
-        if isinstance(current, ListT):
-            item = yield go(current.item)
-            return ListT(item)
         if isinstance(current, CotangentT):
             raise DifferentiationError(
                 f"cannot take {what} of a type that mentions the cotangent space `d`: "
                 "differentiating a transformed program is not supported")
+        if isinstance(current, (BoolT, VarT)):
+            return current
         raise TypeError(f"unknown type {current!r}")
 
-    return run(go(t))
+    return map_type(t, leaf)
 
 
 def contains_real(t: Type) -> bool:
     """Whether ``R`` occurs in ``t``."""
-    stack = [t]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, RealT):
-            return True
-        if isinstance(current, PairT):
-            stack.extend((current.first, current.second))
-        elif isinstance(current, FunT):
-            stack.extend((current.arg, current.result))
-        elif isinstance(current, ListT):
-            stack.append(current.item)
-    return False
+    return any(isinstance(current, RealT) for current in walk(t))
 
 
 def signature(prim: Primitive) -> tuple[tuple[Type, ...], Type]:
@@ -281,9 +262,6 @@ def is_zero(term: Term) -> bool:
     """Whether ``term`` is the literal ``0`` (or ``-0``)."""
     value = number(term)
     return value is not None and value == 0.0
-
-
-TARGET_TERMS = (LinLam, Zero, Plus, Seed, ReadOff)
 
 
 class NestedDifferentiationError(DifferentiationError):
@@ -348,54 +326,15 @@ def rename(term: Term, renaming: Mapping[str, str], span: Span | None) -> Term:
     def go(t: Term, current: dict[str, str]):
         if isinstance(t, Var):
             return Var(current.get(t.name, t.name), span=span)
-        if isinstance(t, (Const, BoolLit, Builtin, Zero, Seed)):
-            return _relocate(t, span)
-        if isinstance(t, Lam):
-            param, inner = binder(t.param, t.body, current)
-            body = yield go(t.body, inner)
-            return Lam(param, body, t.param_type, span=span)
-        if isinstance(t, LinLam):
-            param, inner = binder(t.param, t.body, current)
-            body = yield go(t.body, inner)
-            return LinLam(param, body, span=span)
-        if isinstance(t, Let):
-            value = yield go(t.value, current)
-            name, inner = binder(t.name, t.body, current)
-            body = yield go(t.body, inner)
-            return Let(name, value, body, span=span)
-        if isinstance(t, LetPair):
-            value = yield go(t.value, current)
-            a, inner = binder(t.first, t.body, current)
-            b, inner = binder(t.second, t.body, inner)
-            body = yield go(t.body, inner)
-            return LetPair(a, b, value, body, span=span)
-        if isinstance(t, Prim):
-            args = []
-            for arg in t.args:
-                args.append((yield go(arg, current)))
-            return Prim(t.op, tuple(args), span=span)
-        if isinstance(t, ListLit):
-            items = []
-            for item in t.items:
-                items.append((yield go(item, current)))
-            return ListLit(tuple(items), span=span)
-        if isinstance(t, App):
-            return App((yield go(t.fn, current)), (yield go(t.arg, current)), span=span)
-        if isinstance(t, Pair):
-            return Pair((yield go(t.first, current)), (yield go(t.second, current)), span=span)
-        if isinstance(t, If):
-            cond = yield go(t.cond, current)
-            then = yield go(t.then, current)
-            orelse = yield go(t.orelse, current)
-            return If(cond, then, orelse, span=span)
-        if isinstance(t, Annot):
-            return Annot((yield go(t.expr, current)), t.type, span=span)
-        if isinstance(t, Plus):
-            return Plus((yield go(t.left, current)), (yield go(t.right, current)), span=span)
-        if isinstance(t, ReadOff):
-            return ReadOff((yield go(t.point, current)), (yield go(t.cotangent, current)),
-                           span=span)
-        raise TypeError(f"unknown term {t!r}")
+        kids, renamed = [], {}
+        for child, bound in zip(children(t), binders(t)):
+            inner = current
+            for name in bound:
+                new, inner = binder(name, child, inner)
+                if new != name:
+                    renamed[name] = new
+            kids.append((yield go(child, inner)))
+        return _relocate(rename_binders(with_children(t, kids), renamed), span)
 
     return run(go(term, dict(renaming)))
 
@@ -705,13 +644,6 @@ def rename_target_binders(term: Term, names: NameSupply) -> Term:
                     if name in fresh:
                         inner[name] = fresh[name]
             kids.append((yield go(child, inner)))
-        t = with_children(t, kids)
-        if fresh:
-            fields = {"param": Lam, "name": Let, "first": LetPair, "second": LetPair}
-            changes = {field: fresh[getattr(t, field)] for field, cls in fields.items()
-                       if isinstance(t, cls) or (field == "param" and isinstance(t, LinLam))
-                       if getattr(t, field) in fresh}
-            t = attrs.evolve(t, **changes)
-        return t
+        return rename_binders(with_children(t, kids), fresh)
 
     return run(go(term, {}))

@@ -46,7 +46,6 @@ import math
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
-from types import MappingProxyType
 
 import attrs
 
@@ -86,59 +85,17 @@ from .syntax import (
     Var,
     Zero,
     children,
+    rename_binders,
     walk,
+    with_children,
 )
 
 POWER = OPERATORS[("^", "infix")]
 DIVIDE = OPERATORS[("/", "infix")]
 
-# How to rebuild a node from new children (in the order of syntax.children).
-_MAKERS = MappingProxyType({
-    Prim: lambda t, k: Prim(t.op, tuple(k), span=t.span),
-    ListLit: lambda t, k: ListLit(tuple(k), span=t.span),
-    App: lambda t, k: App(k[0], k[1], span=t.span),
-    Pair: lambda t, k: Pair(k[0], k[1], span=t.span),
-    If: lambda t, k: If(k[0], k[1], k[2], span=t.span),
-    Annot: lambda t, k: Annot(k[0], t.type, span=t.span),
-    Plus: lambda t, k: Plus(k[0], k[1], span=t.span),
-    ReadOff: lambda t, k: ReadOff(k[0], k[1], span=t.span),
-    Lam: lambda t, k: Lam(t.param, k[0], t.param_type, span=t.span),
-    LinLam: lambda t, k: LinLam(t.param, k[0], span=t.span),
-    Let: lambda t, k: Let(t.name, k[0], k[1], span=t.span),
-    LetPair: lambda t, k: LetPair(t.first, t.second, k[0], k[1], span=t.span),
-    Builtin: lambda t, k: Builtin(t.name, span=t.span),
-})
-
-
-# The children of a node, in the order of syntax.children (a faster accessor for the
-# passes that visit every node).
-_KIDS = MappingProxyType({
-    Prim: lambda t: t.args,
-    ListLit: lambda t: t.items,
-    App: lambda t: (t.fn, t.arg),
-    Pair: lambda t: (t.first, t.second),
-    If: lambda t: (t.cond, t.then, t.orelse),
-    Annot: lambda t: (t.expr,),
-    Plus: lambda t: (t.left, t.right),
-    ReadOff: lambda t: (t.point, t.cotangent),
-    Lam: lambda t: (t.body,),
-    LinLam: lambda t: (t.body,),
-    Let: lambda t: (t.value, t.body),
-    LetPair: lambda t: (t.value, t.body),
-})
-
-
-def _kids(t: Term) -> tuple[Term, ...]:
-    """The children of ``t`` (as :func:`syntax.children`)."""
-    accessor = _KIDS.get(type(t))
-    return () if accessor is None else accessor(t)
-
-
 def _binder(t: Lam | LinLam, param: str, body: Term) -> Term:
     """``t`` with its parameter renamed to ``param`` and body ``body``."""
-    if isinstance(t, Lam):
-        return Lam(param, body, t.param_type, span=t.span)
-    return LinLam(param, body, span=t.span)
+    return with_children(rename_binders(t, {t.param: param}), (body,))
 
 
 _LEAVES = frozenset({Var, Const, BoolLit, Builtin, Seed, Zero})
@@ -152,12 +109,6 @@ def simplify(term: Term) -> Term:
     simplifier = _Simplifier()
     result = simplifier.run(term)
     return _Namer(simplifier.names.origin, simplifier.prefer).run(result)
-
-
-def _rebuild(term: Term, kids: list[Term]) -> Term:
-    """``term`` with its children replaced by ``kids`` (in :func:`children` order)."""
-    maker = _MAKERS.get(type(term))
-    return term if maker is None else maker(term, kids)
 
 
 # ---------------------------------------------------------------- unique binders
@@ -324,7 +275,7 @@ class _Simplifier:
             if isinstance(node, (App, ReadOff)):
                 self.remember(node, False)
                 continue
-            kids = _kids(node)
+            kids = children(node)
             if not expanded:
                 stack.append((node, True))
                 stack.extend((kid, False) for kid in kids)
@@ -447,7 +398,7 @@ class _Simplifier:
             kids = yield from self.operands(list(children(t)), False, binds)
             if isinstance(t, Prim):
                 return _Chain(binds, self.primitive(t, kids))
-            return _Chain(binds, _rebuild(t, kids))
+            return _Chain(binds, with_children(t, kids))
         raise TypeError(f"simplify: unknown term {t!r}")
 
     def leaf(self, t: Term) -> _Chain:
@@ -769,12 +720,12 @@ class _Namer:
         while stack:
             node = stack.pop()
             order.append(node)
-            stack.extend(reversed(_kids(node)))
+            stack.extend(reversed(children(node)))
         self.sizes = [0] * len(order)
         done: list[int] = []
         for i in range(len(order) - 1, -1, -1):
             size = 1
-            for _ in _kids(order[i]):
+            for _ in children(order[i]):
                 size += done.pop()
             done.append(size)
             self.sizes[i] = size
@@ -854,7 +805,7 @@ class _Namer:
             self.leave(saved)
             return LetPair(first, second, value, body, span=t.span)
         kids = []
-        for child in _kids(t):
+        for child in children(t):
             if isinstance(child, Var):
                 self.index += 1
                 kids.append(Var(self.shown.get(child.name, child.name), span=child.span))
@@ -863,7 +814,7 @@ class _Namer:
                 kids.append(child)
             else:
                 kids.append((yield self.go(child)))
-        return _rebuild(t, kids)
+        return with_children(t, kids)
 
     def base(self, name: str) -> str:
         """The name ``name`` is shown as, if nothing prevents it."""

@@ -11,12 +11,15 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import attrs
 
 from .errors import Span
+
+N = TypeVar("N", bound="Node")
+T = TypeVar("T", bound="Term")
 
 
 class Node:
@@ -78,9 +81,39 @@ def _compared_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def node(cls):
-    """Class decorator: a frozen, slotted attrs class using :class:`Node` equality."""
-    return attrs.frozen(eq=False, repr=True)(cls)
+def node(cls=None, *, children: tuple[str, ...] = (), binds: dict[str, tuple[str, ...]] | None = None,
+         types: tuple[str, ...] = ()):
+    """Class decorator: a frozen, slotted attrs class using :class:`Node` equality, with its
+    shape declared once for every pass (see :func:`children`, :func:`binders`):
+
+    - ``children``: the fields holding sub-nodes, in evaluation order (a field annotated
+      ``tuple[...]`` holds a tuple of them);
+    - ``binds``: for a child field, the fields naming the variables bound in it;
+    - ``types``: the fields holding a type annotation (``None`` when absent).
+    """
+
+    def make(cls):
+        cls = attrs.frozen(eq=False, repr=True)(cls)
+        fields = {f.name: f for f in attrs.fields(cls)}
+        unknown = {*children, *(binds or {}), *types} - fields.keys()
+        assert not unknown, f"{cls.__name__} declares no fields {sorted(unknown)}"
+        many = frozenset(name for name in children
+                         if str(fields[name].type).startswith("tuple"))
+        cls._shape = _Shape(children, many, tuple(tuple((binds or {}).get(name, ()))
+                                                  for name in children), types)
+        return cls
+
+    return make if cls is None else make(cls)
+
+
+@attrs.frozen
+class _Shape:
+    """How a node class holds its sub-nodes (see :func:`node`)."""
+
+    fields: tuple[str, ...]            # child fields, in order
+    many: frozenset[str]               # those holding a tuple of children
+    binder_fields: tuple[tuple[str, ...], ...]  # per child field: fields naming its binders
+    type_fields: tuple[str, ...]       # fields holding a type annotation
 
 
 def _span_field():
@@ -104,7 +137,7 @@ class BoolT(Type):
     """``Bool``."""
 
 
-@node
+@node(children=("first", "second"))
 class PairT(Type):
     """``A * B`` (also ``A × B``)."""
 
@@ -112,7 +145,7 @@ class PairT(Type):
     second: Type
 
 
-@node
+@node(children=("arg", "result"))
 class FunT(Type):
     """``A -> B``.  A function into the cotangent space, ``R -> d``, prints as ``R -o d``:
     in the target language those are exactly the backpropagators (linear maps)."""
@@ -121,7 +154,7 @@ class FunT(Type):
     result: Type
 
 
-@node
+@node(children=("item",))
 class ListT(Type):
     """``[A]``."""
 
@@ -169,16 +202,7 @@ def is_differentiable(t: "Type") -> bool:
     """Whether ``t`` is built from ``R``, pairs and lists only: the types whose values have
     derivatives.  A type variable (an unused component, ``def f (a, _) = a``) stands for
     ``R`` here."""
-    stack = [t]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, PairT):
-            stack.extend((current.first, current.second))
-        elif isinstance(current, ListT):
-            stack.append(current.item)
-        elif not isinstance(current, (RealT, VarT)):
-            return False
-    return True
+    return all(isinstance(current, (PairT, ListT, RealT, VarT)) for current in walk(t))
 
 
 REAL = RealT()
@@ -227,7 +251,7 @@ class Builtin(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("args",))
 class Prim(Term):
     """A primitive applied to exactly its arity of arguments: ``x + y``, ``sin x``, ``map f xs``."""
 
@@ -236,7 +260,7 @@ class Prim(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("body",), binds={"body": ("param",)}, types=("param_type",))
 class Lam(Term):
     """``\\x -> e`` or ``\\(x : A) -> e``; ``x`` may be ``_``."""
 
@@ -246,7 +270,7 @@ class Lam(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("fn", "arg"))
 class App(Term):
     """``f a``: application of a function value."""
 
@@ -255,7 +279,7 @@ class App(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("value", "body"), binds={"body": ("name",)})
 class Let(Term):
     """``let x = e1 in e2``; a local function ``let f x = e1 in e2`` has a ``Lam`` value."""
 
@@ -265,7 +289,7 @@ class Let(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("value", "body"), binds={"body": ("first", "second")})
 class LetPair(Term):
     """``let (x, y) = e1 in e2``; either name may be ``_``.  Nested patterns are nested LetPairs."""
 
@@ -276,7 +300,7 @@ class LetPair(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("first", "second"))
 class Pair(Term):
     """``(e1, e2)``; ``(a, b, c)`` is ``(a, (b, c))``."""
 
@@ -285,7 +309,7 @@ class Pair(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("cond", "then", "orelse"))
 class If(Term):
     """``if c then e1 else e2``; ``a && b`` is ``if a then b else false``, ``a || b`` is
     ``if a then true else b``."""
@@ -296,7 +320,7 @@ class If(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("items",))
 class ListLit(Term):
     """``[e1, ..., en]``."""
 
@@ -304,7 +328,7 @@ class ListLit(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("expr",), types=("type",))
 class Annot(Term):
     """``(e : A)``: an annotation, checked by type inference."""
 
@@ -316,7 +340,7 @@ class Annot(Term):
 # ----- target-language terms (linear negation, AD.md section 4)
 
 
-@node
+@node(children=("body",), binds={"body": ("param",)})
 class LinLam(Term):
     """``\\a -o e`` (``λa ⊸ e``): a linear abstraction, a backpropagator of type ``R -o d``.
     Each evaluation receives a fresh creation stamp."""
@@ -333,7 +357,7 @@ class Zero(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("left", "right"))
 class Plus(Term):
     """``e1 <+> e2`` (``e1 ⊕ e2``): the sum of two cotangents."""
 
@@ -350,7 +374,7 @@ class Seed(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("point", "cotangent"))
 class ReadOff(Term):
     """``cotangent x e``: run the backward phase of ``e : d`` and return the adjoints of the
     seeded input ``x : ←D(A)`` in the shape of ``A`` (each ``(r, seed i)`` leaf becomes the
@@ -361,7 +385,11 @@ class ReadOff(Term):
     span: Span | None = _span_field()
 
 
-@node
+TARGET_TERMS = (LinLam, Zero, Plus, Seed, ReadOff)
+"""The target-only constructs: the transformations produce them and never accept them."""
+
+
+@node(children=("value",))
 class Decl(Node):
     """``def name = value`` at top level (parameters already turned into lambdas)."""
 
@@ -370,7 +398,7 @@ class Decl(Node):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("decls",))
 class Module(Node):
     """A whole program: declarations in order."""
 
@@ -378,72 +406,117 @@ class Module(Node):
 
 
 # --------------------------------------------------------------------------- traversal
-
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
-    Const: (),
-    BoolLit: (),
-    Var: (),
-    Builtin: (),
-    Prim: ("args",),
-    Lam: ("body",),
-    App: ("fn", "arg"),
-    Let: ("value", "body"),
-    LetPair: ("value", "body"),
-    Pair: ("first", "second"),
-    If: ("cond", "then", "orelse"),
-    ListLit: ("items",),
-    Annot: ("expr",),
-    LinLam: ("body",),
-    Zero: (),
-    Plus: ("left", "right"),
-    Seed: (),
-    ReadOff: ("point", "cotangent"),
-}
+#
+# Every pass walks the tree through these functions, which read the shape each class
+# declares with @node: a new construct is described once, here, and a pass that forgets
+# its arm fails tests/test_architecture.py.
 
 
-def children(term: Term) -> Iterator[Term]:
-    """The immediate sub-terms of ``term``, left to right (evaluation order)."""
-    for name in _CHILD_FIELDS[type(term)]:
-        value = getattr(term, name)
-        if isinstance(value, tuple):
-            yield from value
+def children(node: Node) -> tuple[Node, ...]:
+    """The immediate sub-nodes of ``node`` (sub-terms of a term, components of a type),
+    left to right (evaluation order); never fails."""
+    shape = type(node)._shape
+    if not shape.fields:
+        return ()
+    kids: list[Node] = []
+    for name in shape.fields:
+        value = getattr(node, name)
+        if name in shape.many:
+            kids.extend(value)
         else:
-            yield value
+            kids.append(value)
+    return tuple(kids)
 
 
-def with_children(term: Term, new_children: list[Term]) -> Term:
-    """``term`` with its immediate sub-terms replaced, in :func:`children` order."""
-    changes = {}
+def with_children(node: N, new_children: "list[Node] | tuple[Node, ...]") -> N:
+    """``node`` with its immediate sub-nodes replaced, in :func:`children` order (span and
+    every other field kept)."""
+    shape = type(node)._shape
+    if not shape.fields:
+        return node
+    changes: dict[str, Any] = {}
     position = 0
-    for name in _CHILD_FIELDS[type(term)]:
-        value = getattr(term, name)
-        if isinstance(value, tuple):
-            changes[name] = tuple(new_children[position:position + len(value)])
-            position += len(value)
+    for name in shape.fields:
+        if name in shape.many:
+            count = len(getattr(node, name))
+            changes[name] = tuple(new_children[position:position + count])
+            position += count
         else:
             changes[name] = new_children[position]
             position += 1
-    return attrs.evolve(term, **changes) if changes else term
+    return attrs.evolve(node, **changes)
+
+
+rebuild = with_children
 
 
 def binders(term: Term) -> tuple[tuple[str, ...], ...]:
     """For each child of ``term`` (as in :func:`children`), the names it binds there."""
-    if isinstance(term, (Lam, LinLam)):
-        return ((term.param,),)
-    if isinstance(term, Let):
-        return ((), (term.name,))
-    if isinstance(term, LetPair):
-        return ((), (term.first, term.second))
-    return tuple(() for _ in children(term))
+    shape = type(term)._shape
+    result: list[tuple[str, ...]] = []
+    for name, fields in zip(shape.fields, shape.binder_fields):
+        bound = tuple(getattr(term, field) for field in fields)
+        if name in shape.many:
+            result.extend(bound for _ in getattr(term, name))
+        else:
+            result.append(bound)
+    return tuple(result)
 
 
-def walk(term: Term) -> Iterator[Term]:
-    """Every sub-term of ``term`` (pre-order), without recursion."""
-    stack = [term]
+def bound_names(term: Term) -> tuple[str, ...]:
+    """Every name ``term`` itself binds (``x`` of ``\\x -> e``), in field order."""
+    return tuple(getattr(term, field) for fields in type(term)._shape.binder_fields
+                 for field in fields)
+
+
+def rename_binders(term: T, renaming: "dict[str, str]") -> T:
+    """``term`` with the names it binds renamed by ``renaming`` (its sub-terms untouched:
+    renaming the bound occurrences is the caller's work)."""
+    changes = {field: renaming[getattr(term, field)]
+               for fields in type(term)._shape.binder_fields for field in fields
+               if getattr(term, field) in renaming}
+    return attrs.evolve(term, **changes) if changes else term
+
+
+def annotations(term: Term) -> tuple[Type, ...]:
+    """The types written in ``term`` itself (``A`` of ``\\(x : A) -> e`` and ``(e : A)``)."""
+    found = (getattr(term, field) for field in type(term)._shape.type_fields)
+    return tuple(t for t in found if t is not None)
+
+
+def map_annotations(term: T, image: "Callable[[Type], Type]") -> T:
+    """``term`` with each type written in it (not in its sub-terms) replaced by its image."""
+    changes = {field: image(getattr(term, field)) for field in type(term)._shape.type_fields
+               if getattr(term, field) is not None}
+    return attrs.evolve(term, **changes) if changes else term
+
+
+def map_type(t: Type, leaf: "Callable[[Type], Type]") -> Type:
+    """``t`` with every leaf (``R``, ``Bool``, a variable, ``d``) replaced by ``leaf(it)``
+    and every type former kept, without recursion.  Raises what ``leaf`` raises."""
+    images: list[Type] = []
+    stack: list[tuple[Type, bool]] = [(t, False)]
+    while stack:
+        current, expanded = stack.pop()
+        kids = children(current)
+        if not kids:
+            images.append(leaf(current))
+        elif expanded:
+            count = len(kids)
+            images[-count:] = [with_children(current, images[-count:])]
+        else:
+            stack.append((current, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+    return images[0]
+
+
+def walk(node: N) -> Iterator[N]:
+    """Every sub-node of ``node``, itself included (pre-order), without recursion."""
+    stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(list(children(current))))
+        stack.extend(reversed(children(current)))
 
 
 def free_vars(term: Term) -> frozenset[str]:
@@ -465,7 +538,7 @@ def free_vars(term: Term) -> frozenset[str]:
             if not bound.get(item.name):
                 free.add(item.name)
             continue
-        for child, names in reversed(list(zip(children(item), binders(item)))):
+        for child, names in reversed(tuple(zip(children(item), binders(item)))):
             if names:
                 stack.append((_LEAVE, names))
                 stack.append(child)
@@ -477,17 +550,8 @@ def free_vars(term: Term) -> frozenset[str]:
 
 def type_vars(t: Type) -> list[str]:
     """Names of the type variables of ``t``, in order of first occurrence."""
-    seen: list[str] = []
-    stack = [t]
-    while stack:
-        current = stack.pop()
+    seen: dict[str, None] = {}
+    for current in walk(t):
         if isinstance(current, VarT):
-            if current.name not in seen:
-                seen.append(current.name)
-        elif isinstance(current, PairT):
-            stack.extend((current.second, current.first))
-        elif isinstance(current, FunT):
-            stack.extend((current.result, current.arg))
-        elif isinstance(current, ListT):
-            stack.append(current.item)
-    return seen
+            seen.setdefault(current.name)
+    return list(seen)

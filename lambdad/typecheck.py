@@ -67,6 +67,8 @@ from .syntax import (
     Var,
     VarT,
     Zero,
+    children,
+    with_children,
 )
 
 __all__ = [
@@ -235,26 +237,8 @@ def _ordered_vars(t: Type) -> list[str]:
         if isinstance(current, VarT):
             seen.setdefault(current.name)
         else:
-            stack.extend(reversed(_kids(current)))
+            stack.extend(reversed(children(current)))
     return list(seen)
-
-
-def _kids(t: Type) -> tuple[Type, ...]:
-    if isinstance(t, PairT):
-        return (t.first, t.second)
-    if isinstance(t, FunT):
-        return (t.arg, t.result)
-    if isinstance(t, ListT):
-        return (t.item,)
-    return ()
-
-
-def _remake(t: Type, kids: list[Type]) -> Type:
-    if isinstance(t, PairT):
-        return PairT(kids[0], kids[1])
-    if isinstance(t, FunT):
-        return FunT(kids[0], kids[1])
-    return ListT(kids[0])
 
 
 def _rename_vars(t: Type, rename: dict[str, str]) -> Type:
@@ -293,7 +277,7 @@ def _map_type(
                     stack.append((current, True))
                     stack.append((target, False))
                 continue
-            kids = _kids(current)
+            kids = children(current)
             if not kids:
                 memo[key] = current
                 continue
@@ -302,10 +286,10 @@ def _map_type(
         elif isinstance(current, VarT):
             memo[key] = memo[id(binding(current))]
         else:
-            kids = _kids(current)
+            kids = children(current)
             images = [memo[id(kid)] for kid in kids]
             same = all(image is kid for image, kid in zip(images, kids))
-            memo[key] = current if same else _remake(current, images)
+            memo[key] = current if same else with_children(current, images)
     return memo[id(root)]
 
 
@@ -493,7 +477,7 @@ class _Inference:
                     has_var[key] = True
                     on_var(current)
                     continue
-                kids = tuple(self._resolve(kid) for kid in _kids(current))
+                kids = tuple(self._resolve(kid) for kid in children(current))
                 if not kids:
                     has_var[key] = False
                     ground[key] = current
@@ -561,7 +545,7 @@ class _Inference:
                 if x.name != y.name:
                     raise _Mismatch(x, y)
                 continue
-            stack.extend(reversed(list(zip(_kids(x), _kids(y)))))
+            stack.extend(reversed(list(zip(children(x), children(y)))))
 
     def _instantiate(self, scheme: Scheme) -> Type:
         """A fresh instance of ``scheme``: its quantified variables replaced by new ones."""
@@ -910,8 +894,8 @@ class _Inference:
             current, expanded = stack.pop()
             key = id(current)
             if expanded:
-                kids = [images[id(self._resolve(kid))] for kid in _kids(current)]
-                images[key] = _remake(current, kids)
+                kids = [images[id(self._resolve(kid))] for kid in children(current)]
+                images[key] = with_children(current, kids)
             elif key in images:
                 continue
             elif self._seeded_real(current):
@@ -920,7 +904,7 @@ class _Inference:
                 images[key] = current
             elif isinstance(current, (PairT, ListT)):
                 stack.append((current, True))
-                stack.extend((self._resolve(kid), False) for kid in reversed(_kids(current)))
+                stack.extend((self._resolve(kid), False) for kid in reversed(children(current)))
             else:
                 return None
         return images[id(root)]

@@ -82,3 +82,115 @@ def test_only_the_primitive_table_names_primitives():
                 for comparator in [node.left, *node.comparators]:
                     if isinstance(comparator, ast.Constant) and comparator.value in names:
                         raise AssertionError(f"{path.name}:{node.lineno} branches on `{comparator.value}`")
+
+
+# ------------------------------------------------------------ every construct has its arms
+
+import pytest
+
+from lambdad import syntax
+from lambdad.backward import backward_term
+from lambdad.errors import DifferentiationError
+from lambdad.forward import forward_term
+from lambdad.interpreter import Interpreter
+from lambdad.parser import parse_expr
+from lambdad.printer import print_term
+from lambdad.simplify import simplify
+from lambdad.typecheck import infer_term
+
+# A program using each construct (a target-only construct: a transformed program's piece).
+EXAMPLES = {
+    syntax.Const: "1.5",
+    syntax.BoolLit: "if true then 1.0 else 2.0",
+    syntax.Var: "let x = 1.0 in x",
+    syntax.Builtin: "map sin [1.0, 2.0]",
+    syntax.Prim: "1.0 + 2.0 * 3.0",
+    syntax.Lam: "(\\x -> x * x) 3.0",
+    syntax.App: "(\\x -> x) 3.0",
+    syntax.Let: "let y = 2.0 in y * y",
+    syntax.LetPair: "let (a, b) = (1.0, 2.0) in a + b",
+    syntax.Pair: "(1.0, true)",
+    syntax.If: "if 1.0 < 2.0 then 1.0 else 2.0",
+    syntax.ListLit: "[1.0, 2.0]",
+    syntax.Annot: "(\\(x : R) -> (x : R)) 1.0",
+    syntax.LinLam: "cotangent (2.0, seed 0) ((\\a -o seed 0 a) 1.0)",
+    syntax.Zero: "cotangent (2.0, seed 0) zero",
+    syntax.Plus: "cotangent (2.0, seed 0) (seed 0 1.0 <+> seed 0 2.0)",
+    syntax.Seed: "cotangent (2.0, seed 0) (seed 0 1.0)",
+    syntax.ReadOff: "cotangent ((2.0, seed 0), (3.0, seed 1)) (seed 1 1.0)",
+}
+
+
+def _transform_both(term):
+    forward_term(term)
+    backward_term(term)
+
+
+# Each pass over terms, applied to a term.  A pass without an arm for a construct raises
+# (its last arm refuses what it does not know).
+PASSES = {
+    "traversal": lambda term: [syntax.with_children(t, syntax.children(t))
+                               for t in syntax.walk(term)],
+    "type checker": infer_term,
+    "printer": print_term,
+    "interpreter": lambda term: Interpreter().evaluate(term),
+    "simplifier": simplify,
+    "transformations": _transform_both,
+}
+
+
+def term_classes():
+    """Every concrete Term class of the package."""
+    found, pending = [], [syntax.Term]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls is not syntax.Term and cls.__module__.startswith("lambdad."):
+            found.append(cls)
+    return found
+
+
+def missing_arms(examples):
+    """(pass, construct) for every pass that fails on a construct's example; the
+    transformations must refuse exactly the target-only constructs, with their own error."""
+    missing = []
+    for cls, term in examples.items():
+        assert any(type(t) is cls for t in syntax.walk(term)), f"{cls.__name__}: bad example"
+        for name, apply in PASSES.items():
+            target = name == "transformations" and cls in syntax.TARGET_TERMS
+            try:
+                apply(term)
+            except DifferentiationError:
+                if not target:
+                    missing.append((name, cls.__name__))
+                continue
+            except Exception:
+                missing.append((name, cls.__name__))
+                continue
+            if target:
+                missing.append((name, cls.__name__))
+    return missing
+
+
+def test_every_construct_has_an_arm_in_every_pass():
+    classes = term_classes()
+    assert set(classes) == set(EXAMPLES), "give each Term class an example in EXAMPLES"
+    examples = {cls: parse_expr(text) for cls, text in EXAMPLES.items()}
+    assert missing_arms(examples) == []
+
+
+@syntax.node(children=("expr",))
+class Forgotten(syntax.Term):
+    """A construct no pass knows: what adding a class to syntax.py without arms gives."""
+
+    expr: syntax.Term
+    span: object = None
+
+
+def test_a_construct_without_arms_is_caught_by_every_pass():
+    term = syntax.Pair(syntax.Const(1.0), Forgotten(syntax.Const(2.0)))
+    assert Forgotten not in term_classes()  # the check above reads the package only
+    assert sorted(missing_arms({Forgotten: term})) == sorted(
+        (name, "Forgotten") for name in PASSES if name != "traversal")
+    with pytest.raises(AttributeError):  # a class not declared with @node has no shape
+        syntax.children(type("Undeclared", (syntax.Term,), {"__slots__": ()})())
