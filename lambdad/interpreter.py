@@ -256,9 +256,8 @@ class _CodeGenerator:
             "_inf": math.inf,
             "_nan": math.nan,
             "_rt": runtime,
-            "_Backprop": Backprop,
-            "_new": object.__new__,
-            "_newbp": runtime._new_backprop_traced,
+            "_newbp": (runtime._new_backprop_traced if instrumented
+                       else runtime._new_backprop),
             "_newzero": runtime._new_constant_traced,
             "_seed": runtime._seed,
             "_readoff": runtime._read_off,
@@ -505,8 +504,9 @@ class _CodeGenerator:
             # A real result is finite or the run stops here, naming the operation: for a
             # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).  (Tagged
             # reals of nested differentiation are left to the generic path.)
-            fn.emit(f"if {t} - {t}: _nonfinite({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
-                    site)
+            # The check is short (compiling it costs as much as the operation's own line);
+            # the site, the operands and the message come from the line table (_locate).
+            fn.emit(f"if {t} - {t}: _nonfinite({t})", site)
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})")
         return t
@@ -683,18 +683,9 @@ class _CodeGenerator:
         closed = f"({', '.join(values)},)" if values else "()"
         span = self.constant(term.span)
         t = self.fresh("t")
-        if self.instrumented:
-            fn.emit(f"{t} = _newbp({name}, {closed}, {span})")
-            return t
-        # Tape stamping and the Backprop, inline (see Backprop): this runs once per
-        # primitive of a reverse-mode program.
-        tape, stamp = self.fresh("t"), self.fresh("t")
-        fn.emit(f"{tape} = _rt.tape")
-        fn.emit(f"{stamp} = {tape}.stamps")
-        fn.emit(f"{tape}.stamps = {stamp} + 1")
-        fn.emit(f"{t} = _new(_Backprop)")
-        fn.emit(f"{t}.stamp = {stamp}; {t}.function = {name}; {t}.captured = {closed}; "
-                f"{t}.span = {span}; {t}.tape = {tape}")
+        # One call (stamping and the record, see Tape.backprop_maker): shorter to compile
+        # and no slower to run than the same statements inline.
+        fn.emit(f"{t} = _newbp({name}, {closed}, {span})")
         return t
 
     def staged(self, term: Term, fn: _Function):
@@ -768,17 +759,32 @@ def _describe(primitive: Primitive, args: Sequence[Any], exc: BaseException) -> 
     return f"`{primitive.spelling.symbol}` failed on {shown}: {exc}"
 
 
-def _not_finite(site: _PrimSite, args: tuple, result: float) -> None:
-    """Raises the EvalError of a real primitive whose result is not finite (overflow, or an
-    undefined operation on an infinite operand), at the primitive, naming the operation (or
-    the source operation whose derivative it computes).  A result that is not a plain
-    real (a tagged real of nested differentiation, whose ``t - t`` is tagged too) passes."""
-    if type(result) is not float:
-        return
+class _NotFinite(ArithmeticError):
+    """Raised by generated code when a real primitive's result is not finite; :func:`_locate`
+    turns it into the located EvalError naming the operation (the line table gives the
+    site, the frame the operands)."""
+
+    def __init__(self, result: float):
+        super().__init__(result)
+        self.result = result
+
+
+def _not_finite(result: Any) -> None:
+    """Raises :class:`_NotFinite` for a real primitive's result that is not finite
+    (overflow, or an undefined operation on an infinite operand).  A result that is not a
+    plain real (a tagged real of nested differentiation, whose ``t - t`` is tagged too)
+    passes."""
+    if type(result) is float:
+        raise _NotFinite(result)
+
+
+def _not_finite_message(site: _PrimSite, args: Sequence[Any], result: float) -> str:
+    """The message of a real primitive whose result ``result`` is not finite, naming the
+    operation (or the source operation whose derivative it computes)."""
     message = (f"{_operation(site.primitive, args)} is {format_value(result)}: "
                f"{'an overflow' if result == result else 'undefined'} (lambdad computes "
                "with finite reals only)")
-    raise EvalError(_of_derivative(site.span, message, "not finite"), site.span)
+    return _of_derivative(site.span, message, "not finite")
 
 
 def _checked_ad_result(site: _PrimSite, result: Any) -> Any:
@@ -855,8 +861,20 @@ def _locate(exc: BaseException) -> EvalError:
         elif atom in frame.f_globals:
             args.append(frame.f_globals[atom])
         else:
-            args.append(_Atom(atom))
+            args.append(_literal(atom))
+    if isinstance(exc, _NotFinite):
+        return EvalError(_not_finite_message(site, args, exc.result), site.span)
     return EvalError(_describe(site.primitive, args, exc), site.span)
+
+
+def _literal(atom: str) -> Any:
+    """The value of a literal atom of generated code (a real, ``True``, ``False``), or the
+    atom itself shown as written."""
+    text = atom.strip("()")
+    try:
+        return float(text)
+    except ValueError:
+        return {"True": True, "False": False}.get(text, _Atom(text))
 
 
 class _Atom:
@@ -925,6 +943,7 @@ class Interpreter:
         # result), given by the differentiator; compiled on first use by generic_apply.
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
         self._partials: dict[tuple[str, bool], tuple[Callable[..., Any], ...]] = {}
+        self._new_backprop = self._backprop_maker()
         self.arithmetic = Arithmetic(self.apply_real, *(_ARITHMETIC[name]
                                                          for name in ("+", "*", "-", "/", "neg")))
         # (id(term), names, instrumented, generic) -> (term kept alive, function, names)
@@ -1262,6 +1281,27 @@ class Interpreter:
                 resource.setrlimit(resource.RLIMIT_STACK, saved_rlimit)
 
     # ---- called by generated code
+    def _backprop_maker(self) -> Callable[[Callable[..., Any], tuple, Span | None], Backprop]:
+        """The function generated code calls for ``\\a -o e``: a :class:`Backprop` with the
+        next stamp of the current tape (made without ``__init__``: this runs once per
+        primitive of a reverse-mode program)."""
+        new = object.__new__
+
+        def new_backprop(function: Callable[..., Any], captured: tuple,
+                         span: Span | None) -> Backprop:
+            tape = self.tape
+            stamp = tape.stamps
+            tape.stamps = stamp + 1
+            backprop = new(Backprop)
+            backprop.stamp = stamp
+            backprop.function = function
+            backprop.captured = captured
+            backprop.span = span
+            backprop.tape = tape
+            return backprop
+
+        return new_backprop
+
     def _new_backprop_traced(self, function: Callable[..., Any], captured: tuple,
                              span: Span | None) -> Backprop:
         tape = self.tape
