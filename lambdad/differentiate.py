@@ -27,7 +27,6 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import attrs
 
 from . import backward as backward_mode
 from . import forward as forward_mode
@@ -36,55 +35,20 @@ from .interpreter import Interpreter
 from . import rules
 from .rules import NestedDifferentiationError
 from .syntax import Builtin, Lam, Term
+from .tape import Backprop, Call, LevelStats, Stats, Tape, add_cotangents
 from .values import (
     FORWARD_LEVEL,
     REVERSE_LEVEL,
     SCALAR_TYPES,
-    Backprop,
-    Call,
     Dual,
     Level,
     Reverse,
-    Tape,
-    add_cotangents,
     all_reals,
     function_parts,
 )
 
 FORWARD = "forward"
 REVERSE = "reverse"
-
-
-@attrs.frozen
-class LevelStats:
-    """What the differentiations at one nesting depth cost (depth 1 is the outermost):
-    their modes, backpropagators (or tape nodes) created and bodies run."""
-
-    depth: int
-    modes: tuple[str, ...]
-    created: int
-    bodies_run: int
-
-    def __str__(self) -> str:
-        return (f"level {self.depth} ({'/'.join(self.modes)}): created {self.created}, "
-                f"bodies run {self.bodies_run}")
-
-
-@attrs.frozen
-class Stats:
-    """What one reverse-mode run cost: backpropagators created and bodies run, in total
-    and (for nested differentiation) per level."""
-
-    created: int
-    bodies_run: int
-    levels: tuple[LevelStats, ...] = ()
-
-    def __str__(self) -> str:
-        text = (f"backpropagators created: {self.created}\n"
-                f"backpropagator bodies run: {self.bodies_run}")
-        if len(self.levels) > 1:
-            text += "".join(f"\n  {level}" for level in self.levels)
-        return text
 
 
 class _NeedsLevel(Exception):

@@ -75,11 +75,11 @@ from .syntax import (
     walk,
     with_children,
 )
+from .tape import STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
 from .values import all_reals, fits, format_real, format_value, to_json, to_python
 
 PRELUDE_FILE = "<prelude>"
-STRATEGIES = ("factored", "naive")
 MODES = ("reverse", "forward", "both")
 
 
@@ -252,9 +252,7 @@ class Program:
         return self._interpreter.max_steps
 
     def _set_strategy(self, strategy: str | None) -> None:
-        strategy = strategy or "factored"
-        if strategy not in STRATEGIES:
-            raise UsageError(f"unknown strategy `{strategy}`; use factored or naive")
+        strategy = strategy_named(strategy or "factored").name
         self.strategy = strategy
         self._interpreter.strategy = strategy
         self._differentiator.strategy = strategy

@@ -38,6 +38,7 @@ from .pipeline import (
     format_result,
     prelude_text,
     read_source,
+    strategy_named,
 )
 from .primitives import NAMED
 from .printer import print_type
@@ -341,8 +342,7 @@ class Session:
     def cmd_strategy(self, argument: Argument) -> str:
         """``:strategy factored|naive`` (without argument: the current one)."""
         if argument.text:
-            if argument.text not in STRATEGIES:
-                raise UsageError(f"unknown strategy `{argument.text}`; use factored or naive")
+            strategy_named(argument.text)
             self.strategy = argument.text
             self.program._set_strategy(self.strategy)
         return f"strategy: {self.strategy}"

@@ -26,9 +26,8 @@ from .errors import Span, UsageError, abridged, printable, source_line
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
 from .syntax import Let, Pair, Prim, Term, Var, walk
+from .tape import BackpropCreated, BackpropRun
 from .values import (
-    BackpropCreated,
-    BackpropRun,
     Dual,
     Level,
     PrimEvent,

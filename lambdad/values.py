@@ -1,27 +1,23 @@
-"""Runtime values of lambdad, the backward phase of backpropagation, and value printing.
+"""Runtime values of lambdad, nesting levels, and value printing.
 
 Values are plain Python data, so generated code and the AD glue handle them without
 wrapping:
 
 =================  ==========================================================
-``R``              ``float`` (always a float, never an int)
+``R``              ``float`` (always a float, never an int); inside nested
+                   differentiation a tagged real (:class:`Dual`, :class:`Reverse`)
 ``Bool``           ``bool``
 ``A * B``          a 2-tuple; ``(a, b, c)`` is ``(a, (b, c))``
 ``[A]``            a ``list``
 ``A -> B``         a Python callable of one argument (curried); closures are
                    ``functools.partial`` objects over lambda-lifted functions,
                    built-ins are :class:`BuiltinFunction` (:func:`function_parts`)
-``R -o d``         a :class:`Backprop` (a backpropagator, AD.md section 5)
-``d``              cotangent *data*: ``None`` (zero), :class:`Call`, :class:`Sum`
+``R -o d``         a :class:`~lambdad.tape.Backprop` (a backpropagator, AD.md section 5)
+``d``              cotangent *data*: ``None`` (zero), :class:`~lambdad.tape.Call`,
+                   :class:`~lambdad.tape.Sum`
 =================  ==========================================================
 
-Applying a backpropagator never runs it.  Inside a compiled linear body of the usual shape
-(a sum of applications, what ←D builds) an application ``g e`` is a call
-``stage(g, e)`` of the function the backward phase passes to the body; anywhere else it
-returns the call :class:`Call` as data, which the backward phase walks and stages alike.
-:func:`backward` runs the bodies, either once per backpropagator in decreasing stamp order
-(``factored``, BMP's linear factoring: staging adds into an array indexed by stamp) or
-once per call (``naive``: staging queues the call to run next).
+Backpropagators, tapes and the backward phase are in :mod:`lambdad.tape`.
 """
 
 from __future__ import annotations
@@ -33,215 +29,10 @@ from typing import Any
 
 import attrs
 
-from .errors import DifferentiationError, Span, UsageError
+from .errors import Span
 from .primitives import Primitive
 from .syntax import BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
-
-STRATEGIES = ("factored", "naive")
-
-
-# --------------------------------------------------------------------------- cotangents
-
-
-class Backprop:
-    """A backpropagator ``\\a -o e`` of type ``R -o d``, with its creation stamp.
-
-    Its body is the lifted function ``function(captured, a, stage)``: ``captured`` is the
-    tuple of values the body closes over, ``a`` the cotangent it is run with, and
-    ``stage(g, b)`` hands the application ``g b`` to the backward phase.  A body returns
-    the cotangent data it did not stage (``None`` when it staged everything).  Seeds
-    (:class:`SeedBackprop`) and the zero backpropagator of a tape (:meth:`Tape.constant`)
-    have no function.  ``tape`` is the :class:`Tape` that stamped it.
-
-    Generated code makes these with ``object.__new__`` and five slot stores, which costs
-    less than a call of ``__init__`` (this runs once per primitive of a reverse-mode
-    program); ``__init__`` is for everything else.
-    """
-
-    __slots__ = ("stamp", "function", "captured", "span", "tape")
-
-    seed_index: int | None = None  # which input real a seed stands for (SeedBackprop)
-
-    def __init__(self, stamp: int, function: Callable[..., Any] | None, captured: tuple,
-                 span: Span | None, tape: "Tape | None" = None):
-        self.stamp = stamp
-        self.function = function
-        self.captured = captured
-        self.span = span
-        self.tape = tape
-
-    def __call__(self, a: float) -> "Call":
-        # Applied as a value (outside a staging body) it returns the call as data;
-        # :func:`backward` decides when bodies run.
-        return Call(self, a)
-
-    def run(self, a: float, stage: Callable[["Backprop", float], None] | None = None) -> Any:
-        """The body with ``a`` bound: the cotangent data it returns (calls it stages are
-        returned as data too when ``stage`` is not given).  ``None`` for a seed or zero."""
-        if self.function is None:
-            return None
-        if stage is not None:
-            return self.function(self.captured, a, stage)
-        staged: list[Any] = []
-        rest = self.function(self.captured, a, lambda g, b: staged.append(g(b)))
-        for call in staged:
-            rest = add_cotangents(rest, call)
-        return rest
-
-    def __repr__(self) -> str:
-        return f"<backpropagator #{self.stamp}>"
-
-
-class SeedBackprop(Backprop):
-    """``seed i``: the backpropagator of the i-th input real (``seed_index = i``); what is
-    sent to it is that input's adjoint."""
-
-    __slots__ = ("seed_index",)
-
-    def __init__(self, stamp: int, seed_index: int, span: Span | None, tape: "Tape"):
-        self.stamp = stamp
-        self.function = None
-        self.captured = ()
-        self.span = span
-        self.tape = tape
-        self.seed_index = seed_index
-
-
-class ConstantBackprop(Backprop):
-    """``\\a -o zero`` evaluated by an instrumented run: a backpropagator of its own, stamped
-    and reported (``BackpropCreated``, and ``BackpropRun`` with what reached it) like any
-    other, so traces show the adjoints of constant sub-expressions; it has no body, and like
-    the shared zero it is not counted as created."""
-
-    __slots__ = ()
-
-
-class Call:
-    """The cotangent ``g a``: backpropagator ``g`` applied to the real ``a`` (as data)."""
-
-    __slots__ = ("backprop", "cotangent")
-
-    def __init__(self, backprop: Backprop, cotangent: float):
-        self.backprop = backprop
-        self.cotangent = cotangent
-
-    def __repr__(self) -> str:
-        return f"Call({self.backprop!r}, {self.cotangent!r})"
-
-
-class Sum:
-    """The cotangent ``e1 <+> e2``; neither side is ``None`` (see :func:`add_cotangents`)."""
-
-    __slots__ = ("left", "right")
-
-    def __init__(self, left: Any, right: Any):
-        self.left = left
-        self.right = right
-
-    def __repr__(self) -> str:
-        return f"Sum({self.left!r}, {self.right!r})"
-
-
-def add_cotangents(left: Any, right: Any) -> Any:
-    """``left <+> right`` as cotangent data; ``zero`` (``None``) sides are dropped."""
-    if left is None:
-        return right
-    if right is None:
-        return left
-    return Sum(left, right)
-
-
-def _run_data_body(captured: tuple, a: float, stage: Any) -> Any:
-    """The body of a backpropagator made by :meth:`Tape.backprop` from a Python function."""
-    return captured[0](a)
-
-
-class Tape:
-    """The bookkeeping of one differentiation run.
-
-    ``stamps`` is the creation-stamp counter (stamps are dense: ``0 .. stamps - 1``, and only
-    increase); ``created`` counts backpropagators with a body (not seeds, not zeros),
-    ``bodies_run`` the bodies run by :func:`backward`.  Seeds are made once per index and
-    shared; so is the zero backpropagator (AD.md section 3: every constant may share one),
-    except that instrumented runs give each constant its own.  ``bodiless`` counts the
-    stamps of seeds and zeros.
-    """
-
-    __slots__ = ("stamps", "bodies_run", "bodiless", "_seeds", "_zero")
-
-    def __init__(self) -> None:
-        self.stamps = 0
-        self.bodies_run = 0
-        self.bodiless = 0
-        self._seeds: dict[int, Backprop] = {}
-        self._zero: Backprop | None = None
-
-    @property
-    def created(self) -> int:
-        """How many backpropagators with a body were stamped (seeds and zeros are not)."""
-        # Derived rather than counted, so generated code only bumps ``stamps``.
-        return self.stamps - self.bodiless
-
-    def release(self) -> None:
-        """Forgets the seeds and the zero of a finished run: they refer back to the tape, and
-        without this cycle reference counting frees them at once.  Counts are kept."""
-        self._seeds = {}
-        self._zero = None
-
-    def next_stamp(self) -> int:
-        """A fresh creation stamp, larger than every earlier one."""
-        stamp = self.stamps
-        self.stamps = stamp + 1
-        return stamp
-
-    def backprop(self, body: Callable[[float], Any], span: Span | None = None) -> Backprop:
-        """A new backpropagator with the next stamp (counted in ``created``) whose body is
-        ``body(a)``, returning cotangent data."""
-        stamp = self.stamps
-        self.stamps = stamp + 1
-        return Backprop(stamp, _run_data_body, (body,), span, self)
-
-    def seed(self, index: int, span: Span | None = None) -> Backprop:
-        """``seed index``: the backpropagator of the index-th input real, the same object on
-        every request."""
-        found = self._seeds.get(index)
-        if found is None:
-            found = SeedBackprop(self.next_stamp(), index, span, self)
-            self._seeds[index] = found
-            self.bodiless += 1
-        return found
-
-    def seeds(self, first: int, count: int) -> list[Backprop]:
-        """``seed first`` ... ``seed (first + count - 1)``, made in that order if new."""
-        seeds = self._seeds
-        if seeds:
-            return [self.seed(first + i) for i in range(count)]
-        stamp = self.stamps
-        made = []
-        new = object.__new__  # as generated code does (see Backprop): one per input real
-        for i in range(count):
-            seed = new(SeedBackprop)
-            seed.stamp, seed.function, seed.captured = stamp + i, None, ()
-            seed.span, seed.tape, seed.seed_index = None, self, first + i
-            made.append(seed)
-        self.stamps = stamp + count
-        self.bodiless += count
-        seeds.update(zip(range(first, first + count), made))
-        return made
-
-    def own_constant(self, span: Span | None) -> ConstantBackprop:
-        """A stamped ``\\a -o zero`` of its own, for instrumented runs (not ``created``)."""
-        self.bodiless += 1
-        return ConstantBackprop(self.next_stamp(), None, (), span, self)
-
-    def constant(self) -> Backprop:
-        """``\\a -o zero``, shared by every constant of this run (its calls are dropped)."""
-        zero = self._zero
-        if zero is None:
-            zero = self._zero = Backprop(self.next_stamp(), None, (), None, self)
-            self.bodiless += 1
-        return zero
-
+from .tape import Backprop, Call, Sum, Tape, strategy_named
 
 # --------------------------------------------------------------------------- nesting levels
 
@@ -301,7 +92,7 @@ class Level:
         nodes = self.nodes
         adjoints: dict[int, Any] = {}
         ran = 0
-        if strategy == "naive":
+        if not strategy_named(strategy).factored:
             work = list(reversed(seeds))
             while work:
                 index, a = work.pop()
@@ -313,7 +104,7 @@ class Level:
                 if self.on_run is not None:
                     self.on_run(index, a)
                 work.extend((parent, multiply(partial, a)) for parent, partial in reversed(edges))
-        elif strategy == "factored":
+        else:
             for index, a in seeds:
                 adjoints[index] = a if index not in adjoints else add(adjoints[index], a)
             top = max((index for index, _ in seeds), default=-1)
@@ -328,8 +119,6 @@ class Level:
                 for parent, partial in edges:
                     c = multiply(partial, a)
                     adjoints[parent] = c if parent not in adjoints else add(adjoints[parent], c)
-        else:
-            raise UsageError(f"unknown strategy `{strategy}`; use factored or naive")
         self.bodies_run += ran
         return adjoints
 
@@ -496,179 +285,6 @@ class PrimEvent:
     args: tuple
     result: Any
     term: Prim | None = None
-
-
-@attrs.frozen
-class BackpropCreated:
-    """A linear abstraction ``\\a -o e`` was evaluated and received ``stamp``."""
-
-    stamp: int
-    span: Span | None
-
-
-@attrs.frozen
-class BackpropRun:
-    """The backward phase ran the body of backpropagator ``stamp`` with ``cotangent``."""
-
-    stamp: int
-    span: Span | None
-    cotangent: float
-
-
-# --------------------------------------------------------------------------- backward phase
-
-
-def _foreign(backprop: Backprop) -> DifferentiationError:
-    return DifferentiationError(
-        "a backpropagator of another differentiation reached this backward phase "
-        "(nested differentiation of this kind is not supported)", backprop.span)
-
-
-def _created_late() -> DifferentiationError:
-    return DifferentiationError("a backpropagator was created during the backward phase")
-
-
-def backward(tape: Tape, cotangent: Any, strategy: str = "factored",
-             on_event: Callable[[Any], None] | None = None) -> dict[int, float]:
-    """The adjoint of every seed reached by the cotangent data ``cotangent``, by seed index.
-
-    ``factored`` runs each pending backpropagator's body once, largest stamp first, with the
-    sum of what was sent to it (BMP linear factoring); ``naive`` runs a body per call.
-    Bodies stage the applications they make through the ``stage`` function they are given
-    (compiled linear bodies), or return them as cotangent data (any other body), which is
-    walked and staged alike.  Counts bodies in ``tape.bodies_run`` and reports each as a
-    :class:`BackpropRun` event.  Raises UsageError for an unknown strategy,
-    DifferentiationError if a backpropagator of another tape is reached or one is created
-    while bodies run.  No recursion: work stacks and stamp-indexed arrays.
-    """
-    if strategy == "factored":
-        return _backward_factored(tape, cotangent, on_event)
-    if strategy == "naive":
-        return _backward_naive(tape, cotangent, on_event)
-    raise UsageError(f"unknown strategy `{strategy}`; use factored or naive")
-
-
-def _calls(data: Any, into: Callable[[Any, float], Any]) -> None:
-    """Hands every call ``g a`` of the cotangent data ``data`` to ``into(g, a)``, left to
-    right.  Raises TypeError on anything that is not cotangent data."""
-    work: list[Any] = []
-    while True:
-        kind = type(data)
-        if kind is Call:
-            into(data.backprop, data.cotangent)
-        elif kind is Sum:
-            work.append(data.right)
-            data = data.left
-            continue
-        elif data is not None:
-            raise TypeError(f"not cotangent data: {data!r}")
-        if not work:
-            return
-        data = work.pop()
-
-
-def _backward_factored(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:
-    n = tape.stamps
-    acc = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
-    pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
-    late: dict[int, float] = {}  # adjoints of seeds made after the phase began
-
-    def stage(g: Backprop, a: float) -> None:
-        # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
-        try:
-            if g.tape is not tape:
-                raise _foreign(g)
-            s = g.stamp
-            acc[s] += a
-            pending[s] = g
-        except AttributeError:
-            # Not a backpropagator: a function into d, applied; walk what it returns.
-            _calls(g(a), stage)
-        except IndexError:
-            # Stamped after the phase began: fine for seeds (read directly) and the zero.
-            if g.function is not None:
-                raise _created_late() from None
-            if g.seed_index is not None:
-                late[g.seed_index] = late.get(g.seed_index, 0.0) + a
-
-    ran = 0
-    try:
-        _calls(cotangent, stage)
-        # Largest stamp first: a body only sends to older backpropagators, so nothing is
-        # added to a backpropagator once it has run.  Seeds and the zero have no body; what
-        # reaches a seed is read off at the end.
-        for s in range(n - 1, -1, -1):
-            g = pending[s]
-            if g is None:
-                continue
-            function = g.function
-            if function is None:
-                if on_event is not None and type(g) is ConstantBackprop:
-                    on_event(BackpropRun(s, g.span, acc[s]))
-                continue
-            ran += 1
-            a = acc[s]
-            if on_event is not None:
-                on_event(BackpropRun(s, g.span, a))
-            rest = function(g.captured, a, stage)
-            if rest is not None:
-                _calls(rest, stage)
-    finally:
-        tape.bodies_run += ran
-        # `stage` refers to itself: unbound, it no longer keeps every backpropagator alive
-        # until the cyclic collector runs.
-        stage = None
-    adjoints: dict[int, float] = {}
-    for index, seed in tape._seeds.items():
-        s = seed.stamp
-        if s < n and pending[s] is not None:
-            adjoints[index] = acc[s]
-    adjoints.update(late)
-    return adjoints
-
-
-def _backward_naive(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:
-    adjoints: dict[int, float] = {}
-    staged: list[tuple[Backprop, float]] = []
-
-    def stage(g: Backprop, a: float) -> None:
-        if isinstance(g, Backprop):
-            staged.append((g, a))
-        else:  # a function into d, applied: stage the calls it returns
-            _calls(g(a), stage)
-
-    # Calls still to run, the next one last: each body's calls run right after it, left to
-    # right, so a backpropagator sent to k times runs k times.
-    work: list[tuple[Backprop, float]] = []
-    ran = 0
-    try:
-        _calls(cotangent, stage)
-        work.extend(reversed(staged))
-        staged.clear()
-        while work:
-            g, a = work.pop()
-            if g.tape is not tape:
-                raise _foreign(g)
-            function = g.function
-            if function is None:
-                if g.seed_index is not None:
-                    adjoints[g.seed_index] = adjoints.get(g.seed_index, 0.0) + a
-                elif on_event is not None and type(g) is ConstantBackprop:
-                    on_event(BackpropRun(g.stamp, g.span, a))
-                continue
-            ran += 1
-            if on_event is not None:
-                on_event(BackpropRun(g.stamp, g.span, a))
-            rest = function(g.captured, a, stage)
-            if rest is not None:
-                _calls(rest, stage)
-            if staged:
-                work.extend(reversed(staged))
-                staged.clear()
-    finally:
-        tape.bodies_run += ran
-        stage = None  # it refers to itself (see _backward_factored)
-    return adjoints
 
 
 # --------------------------------------------------------------------------- value shapes

@@ -34,16 +34,18 @@ from lambdad.syntax import (
     Var,
     Zero,
 )
-from lambdad.values import (
+from lambdad.tape import (
     Backprop,
     BackpropCreated,
     BackpropRun,
     Call,
-    PrimEvent,
     Sum,
     Tape,
     add_cotangents,
     backward,
+)
+from lambdad.values import (
+    PrimEvent,
     format_value,
     function_parts,
     read_off_point,

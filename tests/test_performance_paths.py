@@ -19,16 +19,10 @@ from lambdad.parser import parse_expr
 from lambdad.pipeline import _from_python
 from lambdad.values import fits as _fits
 from lambdad.syntax import REAL, BoolT, ListT, PairT
-from lambdad.values import (
-    BackpropCreated,
-    BackpropRun,
-    Tape,
-    backward,
-    to_python,
-)
+from lambdad.tape import STRATEGIES, BackpropCreated, BackpropRun, Tape, backward
+from lambdad.values import to_python
 
 FILE = "<test>"
-STRATEGIES = ("factored", "naive")
 
 
 def run(text, interpreter=None):

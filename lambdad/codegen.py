@@ -1,0 +1,728 @@
+"""Code generation: source and target terms compiled to Python modules.
+
+Each term is compiled (by :func:`compile_term`) into Python source built only from the
+checked syntax tree, with generated names (no user text ever reaches the code):
+
+* A-normal form: every primitive evaluation is one statement on its own line, so a failing
+  line maps back to the primitive's span (a line table per compiled unit, read by
+  :func:`lambdad.guard.locate`), and source nesting never becomes nesting of Python
+  expressions.  A real result is followed by a one-call check that it is finite.
+* Lambda lifting: every ``\\x -> e`` (and ``\\a -o e``) becomes a module-level function whose
+  first parameters are the variables it captures; the closure value is
+  ``functools.partial(function, *captured)``.  Lifted functions carry ``__lambdad_lam__``
+  and ``__lambdad_captured__`` so :func:`lambdad.values.function_parts` can take closures
+  apart (the AD glue transforms them).
+* ``if`` becomes Python ``if``/``else`` statements; a branch nested deeper than
+  ``_MAX_IF_DEPTH`` is lifted into a function of its own (CPython limits indentation).
+* ``let`` binds names to atoms without copying; ``let (x, y) =`` of a pair built in the same
+  function uses its parts directly, and pure statements left unused (such tuples) are
+  dropped, which matters for the ``let``-heavy output of the transformations.  Every
+  statement records the atoms it uses, so finding the unused ones reads no generated text.
+
+Generated code reaches the run time only through the functions of a :class:`RuntimeCalls`
+(the interpreter supplies them: stamping backpropagators, seeds, the backward phase, the
+``grad``/``jvp``/``vjp`` hooks, events and limits), and through :mod:`lambdad.guard`.
+
+The code generator is a set of generator functions driven by :func:`lambdad.iterate.run`,
+so terms nested 10^4 deep compile.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import gc
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from .errors import EvalError, ResourceError, Span
+from .guard import PrimSite, not_finite
+from .iterate import run
+from .primitives import PRIMITIVES, TWO_ARGUMENTS, Primitive
+from .syntax import (
+    Annot,
+    App,
+    BoolLit,
+    Builtin,
+    Const,
+    If,
+    Lam,
+    Let,
+    LetPair,
+    LinLam,
+    ListLit,
+    Pair,
+    Plus,
+    Prim,
+    ReadOff,
+    Seed,
+    Term,
+    Var,
+    Zero,
+)
+from .tape import Sum
+from .values import BuiltinFunction
+
+__all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
+
+# Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
+_MAX_IF_DEPTH = 48
+# Longest function (in statements) also compiled as a function of two arguments (see
+# _CodeGenerator.lam): the copy saves a closure per call, which only matters for short ones.
+_MAX_TWO_ARGUMENT_LINES = 24
+# Built-ins applied to this many arguments at most (peeling `f a b c` for a built-in head).
+_MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
+
+# Kinds of primitive that take reals: inside a nesting level they go through
+# Interpreter.generic_apply, which accepts the tagged reals of every level.
+GENERIC_KINDS = frozenset(("real", "test", "constant"))
+
+# The only Python built-ins generated code can reach (for `inline` templates of the
+# primitive table): pure functions, nothing that touches the host.
+_SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
+                  "list", "max", "min", "pow", "range", "round", "sum", "tuple", "zip")
+
+
+
+class _Function:
+    """A Python function being generated: a lifted ``\\x -> e`` or ``\\a -o e``, a lifted
+    ``if`` branch, or the entry point of a compiled term.
+
+    ``scope`` maps source names bound inside it to Python atoms (names or literals);
+    ``captures`` maps captured source names to the parameters receiving them, in order.
+    """
+
+    __slots__ = ("parent", "scope", "captures", "lines", "indent", "if_depth", "blocks")
+
+    def __init__(self, parent: "_Function | None"):
+        self.parent = parent
+        self.scope: dict[str, str] = {}
+        self.captures: dict[str, str] = {}
+        # (indent, text, primitive site, names defined if the statement is pure, atoms used)
+        self.lines: list[tuple[int, str, PrimSite | None, tuple[str, ...],
+                               tuple[str, ...]]] = []
+        self.indent = 1
+        self.if_depth = 0
+        # Ids of the blocks (if/else branches) enclosing the statement being generated.
+        self.blocks: tuple[int, ...] = ()
+
+    def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
+             pure: tuple[str, ...] = ()) -> None:
+        """Appends a statement using the atoms ``uses``; ``pure`` names what it defines
+        when it has no effect and cannot fail, so it may be dropped if they are never
+        used."""
+        self.lines.append((self.indent, text, site, pure, tuple(uses)))
+
+
+
+
+def _real_atom(value: float) -> str:
+    """A Python expression for the real ``value`` (parenthesised when negative)."""
+    value = float(value)
+    if value != value:
+        return "_nan"
+    if math.isinf(value):
+        return "_inf" if value > 0 else "(-_inf)"
+    text = repr(value)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _stageable(body: Term) -> bool:
+    """Whether the linear body ``body`` is a tree of ``<+>``, ``zero``, ``let`` and
+    applications ``g e`` other than saturated built-ins (what :meth:`_CodeGenerator.staged`
+    compiles)."""
+    work = [body]
+    while work:
+        t = work.pop()
+        if isinstance(t, Zero):
+            continue
+        if isinstance(t, Plus):
+            work.extend((t.right, t.left))
+        elif isinstance(t, (Let, LetPair)):
+            work.append(t.body)
+        elif isinstance(t, App):
+            head, arity = t.fn, 1
+            while isinstance(head, App) and arity < _MAX_ARITY:
+                head, arity = head.fn, arity + 1
+            if isinstance(head, Builtin) and PRIMITIVES.get(head.name) is not None \
+                    and PRIMITIVES[head.name].arity == arity:
+                return False
+        else:
+            return False
+    return True
+
+
+class _CodeGenerator:
+    """Compiles one term (a *unit*) to a Python module; see the module docstring."""
+
+    def __init__(self, calls: RuntimeCalls, instrumented: bool, generic: bool = False):
+        self.calls = calls
+        self.instrumented = instrumented
+        # The variant run inside a nesting level: real primitives accept tagged reals.
+        self.generic = generic
+        self.counter = itertools.count()
+        self.functions: list[tuple[str, _Function, list[str]]] = []
+        self.lifted: list[tuple[str, Lam, tuple[str, ...]]] = []
+        # Closure atoms made by `close`: the lifted function and the captured atoms.
+        self.closures: dict[str, tuple[str, list[str]]] = {}
+        # (function of x returning a closure of y, the same taking x and y at once)
+        self.two_arguments: list[tuple[str, str]] = []
+        self.lines: dict[int, PrimSite] = {}
+        self.namespace: dict[str, Any] = {
+            "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
+            "__lambdad_lines__": self.lines,
+            "_m": math,
+            "_partial": functools.partial,
+            "_Sum": Sum,
+            "_inf": math.inf,
+            "_nan": math.nan,
+            "_newbp": calls.new_backprop,
+            "_zero": calls.shared_zero,
+            "_newzero": calls.own_zero,
+            "_seed": calls.seed,
+            "_readoff": calls.read_off,
+            "_ad": calls.call_ad,
+            "_ev": calls.prim_event,
+            "_gp": calls.generic_apply,
+            "_nonfinite": not_finite,
+        }
+        self.evaluators: dict[str, str] = {}
+        self.free_spans: dict[str, Span | None] = {}
+        # Atoms of pairs built by `(e1, e2)`: temporaries are assigned once and only seen
+        # where they are in scope, so a later `let (x, y) =` of one can use the parts.
+        self.pairs: dict[str, tuple[str, str]] = {}
+        # Atoms already unpacked: the function and blocks of the unpacking, and the parts.
+        self.unpacked: dict[str, tuple[_Function, tuple[int, ...], tuple[str, str]]] = {}
+        self.arms: dict[type, Callable[[Any, _Function], Any]] = {
+            Const: self.const,
+            BoolLit: self.bool_lit,
+            Var: self.var,
+            Builtin: self.builtin,
+            Prim: self.prim,
+            Lam: self.lam,
+            App: self.app,
+            Let: self.let,
+            LetPair: self.let_pair,
+            Pair: self.pair,
+            If: self.if_,
+            ListLit: self.list_lit,
+            Annot: self.annot,
+            LinLam: self.lin_lam,
+            Zero: self.zero,
+            Plus: self.plus,
+            Seed: self.seed,
+            ReadOff: self.read_off,
+        }
+
+    # ---- names
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self.counter)}"
+
+    def constant(self, value: Any) -> str:
+        """A global of the generated module holding ``value`` (user data stays out of code)."""
+        name = self.fresh("_k")
+        self.namespace[name] = value
+        return name
+
+    def lookup(self, name: str, fn: _Function, span: Span | None = None) -> str:
+        """The atom for the source variable ``name`` in ``fn``, captured if ``fn`` does not
+        bind it.  The entry function captures the term's free variables (``span`` is where
+        each first occurs, for errors)."""
+        found = fn.scope.get(name)
+        if found is None:
+            found = fn.captures.get(name)
+        if found is None:
+            found = fn.captures[name] = self.fresh("v" if fn.parent is None else "c")
+            self.free_spans.setdefault(name, span)
+        return found
+
+    def bind(self, fn: _Function, name: str, atom: str) -> str | None:
+        """Binds ``name`` to ``atom`` in ``fn``; returns what it shadowed (for :meth:`unbind`)."""
+        if name == "_":
+            return None
+        previous = fn.scope.get(name)
+        fn.scope[name] = atom
+        return previous
+
+    @staticmethod
+    def unbind(fn: _Function, name: str, previous: str | None) -> None:
+        if name == "_":
+            return
+        if previous is None:
+            del fn.scope[name]
+        else:
+            fn.scope[name] = previous
+
+    def close(self, child: _Function, params: list[str], fn: _Function,
+              lam: Lam | None) -> str:
+        """Lifts ``child`` to module level; returns the atom of its closure in ``fn``:
+        the function itself, or ``functools.partial`` of it over the captured values."""
+        name = self.fresh("_f")
+        captured = list(child.captures.items())
+        self.functions.append((name, child, [param for _, param in captured] + params))
+        if lam is not None:
+            self.lifted.append((name, lam, tuple(source for source, _ in captured)))
+        if not captured:
+            self.closures[name] = (name, [])
+            return name
+        values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
+        t = self.fresh("t")
+        fn.emit(f"{t} = _partial({name}, {', '.join(values)})", values, pure=(t,))
+        self.closures[t] = (name, values)
+        return t
+
+    # ---- driver
+    def gen(self, term: Term, fn: _Function):
+        """The generator compiling ``term`` into ``fn``; it returns the result's atom."""
+        arm = self.arms.get(type(term))
+        if arm is None:
+            raise EvalError(f"cannot evaluate a {type(term).__name__} term",
+                            getattr(term, "span", None))
+        return arm(term, fn)
+
+    def compile_unit(self, term: Term, names: Sequence[str] | None
+                     ) -> tuple[str, tuple[str, ...], str]:
+        """Generates the entry function computing ``term`` from the values of its free
+        variables: parameters ``names`` if given (EvalError if ``term`` has another free
+        variable), else the free variables in order of first occurrence.  Returns the
+        entry's name, its parameters (source names) and the module source."""
+        entry = _Function(None)
+        result = run(self.gen(term, entry))
+        entry.emit(f"return {result}", (result,))
+        if names is None:
+            names = tuple(entry.captures)
+        else:
+            names = tuple(names)
+            for source in entry.captures:
+                if source not in names:
+                    raise EvalError(f"unbound variable `{source}`", self.free_spans[source])
+        params = [entry.captures.get(source) or self.fresh("v") for source in names]
+        name = self.fresh("_f")
+        self.functions.append((name, entry, params))
+        return name, names, self.assemble()
+
+    def assemble(self) -> str:
+        """The module source: every function, without its dead pure statements."""
+        dead = self.dead_statements()
+        out: list[str] = []
+        for name, fn, params in self.functions:
+            out.append(f"def {name}({', '.join(params)}):")
+            for index, (indent, text, site, _, _) in enumerate(fn.lines):
+                if (name, index) in dead:
+                    continue
+                out.append("    " * indent + text)
+                if site is not None:
+                    self.lines[len(out)] = site
+        return "\n".join(out) + "\n"
+
+    def dead_statements(self) -> set[tuple[str, int]]:
+        """The pure statements whose names are never used, directly or through other dead
+        statements (``let``-bound pairs taken apart at once leave their tuple unused).
+        Generated names are local to their function (values reach other functions as
+        parameters), so uses are counted per function."""
+        functions = {name: fn for name, fn, _ in self.functions}
+
+        def unused(key: tuple[str, int]) -> bool:
+            defined = functions[key[0]].lines[key[1]][3]
+            return all(uses.get((key[0], d), 0) == 0 for d in defined)
+
+        uses: dict[tuple[str, str], int] = {}
+        definer: dict[tuple[str, str], tuple[str, int]] = {}
+        used_by: dict[tuple[str, int], tuple[str, ...]] = {}
+        for name, fn, _ in self.functions:
+            for index, (_, _, _, pure, used) in enumerate(fn.lines):
+                if pure:
+                    for defined in pure:
+                        definer[(name, defined)] = (name, index)
+                    used_by[(name, index)] = used
+                for atom in used:
+                    uses[(name, atom)] = uses.get((name, atom), 0) + 1
+        dead: set[tuple[str, int]] = set()
+        work = [key for key in used_by if unused(key)]
+        while work:
+            key = work.pop()
+            if key in dead:
+                continue
+            dead.add(key)
+            function = key[0]
+            for used in used_by[key]:
+                uses[(function, used)] -= 1
+                if uses[(function, used)] == 0:
+                    other = definer.get((function, used))
+                    if other is not None and other not in dead and unused(other):
+                        work.append(other)
+        return dead
+
+    # ---- arms: one per construct of syntax.py
+    def const(self, term: Const, fn: _Function):
+        """A real literal ``2.5``."""
+        return _real_atom(term.value)
+        yield  # pragma: no cover - makes the arm a generator
+
+    def bool_lit(self, term: BoolLit, fn: _Function):
+        """``true`` / ``false``."""
+        return "True" if term.value else "False"
+        yield  # pragma: no cover
+
+    def var(self, term: Var, fn: _Function):
+        """A variable ``x``: its Python atom (a local, a captured parameter or a literal)."""
+        return self.lookup(term.name, fn, term.span)
+        yield  # pragma: no cover
+
+    def builtin(self, term: Builtin, fn: _Function):
+        """A built-in used as a value (``map sin``): a curried :class:`BuiltinFunction`."""
+        primitive = self.primitive(term.name, term.span)
+        if primitive.arity == 0:
+            return self.apply_primitive(primitive, [], None, term.span, fn)
+        return self.constant(BuiltinFunction(primitive, (), term.span,
+                                             self.calls.apply_builtin))
+        yield  # pragma: no cover
+
+    def primitive(self, name: str, span: Span | None) -> Primitive:
+        primitive = PRIMITIVES.get(name)
+        if primitive is None:
+            raise EvalError(f"unknown primitive `{name}`", span)
+        return primitive
+
+    def prim(self, term: Prim, fn: _Function):
+        """``op e1 .. ek``: arguments left to right, then one statement for the primitive."""
+        primitive = self.primitive(term.op, term.span)
+        if len(term.args) != primitive.arity:
+            raise EvalError(f"`{primitive.spelling.symbol}` takes {primitive.arity} arguments, "
+                            f"given {len(term.args)}", term.span)
+        atoms = []
+        for arg in term.args:
+            atoms.append((yield self.gen(arg, fn)))
+        return self.apply_primitive(primitive, atoms, term, term.span, fn)
+
+    def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
+                        span: Span | None, fn: _Function) -> str:
+        """Emits the statement evaluating ``primitive`` on ``atoms``: inline when the table
+        gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
+        hook for kind ``ad``).  The line is recorded for error locations."""
+        site = PrimSite(primitive, span, term, tuple(atoms))
+        args = ", ".join(atoms)
+        t = self.fresh("t")
+        if primitive.kind == "ad":
+            fn.emit(f"{t} = _ad({self.constant(site)}, {args})", atoms, site)
+        elif self.generic and primitive.kind in GENERIC_KINDS:
+            fn.emit(f"{t} = _gp({self.constant(primitive)}, {args})", atoms, site)
+        elif primitive.inline is not None:
+            fn.emit(f"{t} = {primitive.inline.format(**dict(zip(primitive.params, atoms)))}",
+                    atoms, site)
+        elif primitive.evaluate is not None:
+            evaluator = self.evaluators.get(primitive.name)
+            if evaluator is None:
+                evaluator = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
+            fn.emit(f"{t} = {evaluator}({args})", atoms, site)
+        else:
+            raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
+        if primitive.kind == "real" and not (self.generic and primitive.kind in GENERIC_KINDS):
+            # A real result is finite or the run stops here, naming the operation: for a
+            # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).  (Tagged
+            # reals of nested differentiation are left to the generic path.)
+            # The check is short (compiling it costs as much as the operation's own line);
+            # the site, the operands and the message come from the line table (_locate).
+            fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
+        if self.instrumented:
+            fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
+                    (*atoms, t))
+        return t
+
+    def lam(self, term: Lam, fn: _Function):
+        """``\\x -> e``: a lifted function of (captured..., x); its closure as the value.
+
+        When ``e`` ends in a closure made here (``\\x -> let ... in \\y -> e'``) and the
+        function is short, a second function of (captured..., x, y) is lifted too, ending
+        in a call of the inner function instead of building its closure: ``fold`` calls it
+        (see :data:`lambdad.primitives.TWO_ARGUMENTS`)."""
+        child = _Function(fn)
+        param = self.fresh("v")
+        self.bind(child, term.param, param)
+        body = yield self.gen(term.body, child)
+        child.emit(f"return {body}", (body,))
+        closure = self.close(child, [param], fn, term)
+        inner = self.closures.get(body)
+        if inner is not None and len(child.lines) <= _MAX_TWO_ARGUMENT_LINES:
+            inner_name, inner_values = inner
+            second = self.fresh("v")
+            both = _Function(fn)
+            call = f"{inner_name}({', '.join([*inner_values, second])})"
+            # The same statements (the closure's, now dead, are dropped), then the call.
+            both.lines = child.lines[:-1] + [(1, f"return {call}", None, (),
+                                              (*inner_values, second))]
+            outer_name, _ = self.closures[closure]
+            captured = [inner_param for _, inner_param in child.captures.items()]
+            name = self.fresh("_f")
+            self.functions.append((name, both, [*captured, param, second]))
+            self.two_arguments.append((outer_name, name))
+        return closure
+
+    def app(self, term: App, fn: _Function):
+        """``f a``: a call; ``p a1 .. ak`` with a built-in ``p`` of arity k is evaluated as
+        the primitive application it is."""
+        head: Term = term
+        args: list[Term] = []
+        while isinstance(head, App) and len(args) < _MAX_ARITY:
+            args.append(head.arg)
+            head = head.fn
+        if isinstance(head, Builtin):
+            primitive = self.primitive(head.name, head.span)
+            if primitive.arity == len(args):
+                atoms = []
+                for arg in reversed(args):
+                    atoms.append((yield self.gen(arg, fn)))
+                return self.apply_primitive(primitive, atoms, None, term.span, fn)
+        f = yield self.gen(term.fn, fn)
+        x = yield self.gen(term.arg, fn)
+        t = self.fresh("t")
+        fn.emit(f"{t} = {f}({x})", (f, x))
+        return t
+
+    def let(self, term: Let, fn: _Function, then: Callable[[Term, _Function], Any] | None = None):
+        """``let x = e1 in e2``: ``x`` names the atom of ``e1`` (no copy).  ``e2`` is
+        compiled by ``then`` (default :meth:`gen`; :meth:`staged` in a linear body)."""
+        value = yield self.gen(term.value, fn)
+        previous = self.bind(fn, term.name, value)
+        body = yield (then or self.gen)(term.body, fn)
+        self.unbind(fn, term.name, previous)
+        return body
+
+    def let_pair(self, term: LetPair, fn: _Function,
+                 then: Callable[[Term, _Function], Any] | None = None):
+        """``let (x, y) = e1 in e2``: one unpacking statement; ``e2`` as in :meth:`let`."""
+        value = yield self.gen(term.value, fn)
+        known = self.pairs.get(value)
+        unpacked = self.unpacked.get(value)
+        if known is not None:
+            # The pair was built here from two atoms: bind to them, no unpacking.
+            first, second = known
+        elif (unpacked is not None and unpacked[0] is fn
+              and fn.blocks[:len(unpacked[1])] == unpacked[1]):
+            # Already taken apart by a statement that runs before this one.
+            first, second = unpacked[2]
+        else:
+            first, second = self.fresh("v"), self.fresh("v")
+            fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second))
+            self.unpacked[value] = (fn, fn.blocks, (first, second))
+        previous_first = self.bind(fn, term.first, first)
+        previous_second = self.bind(fn, term.second, second)
+        body = yield (then or self.gen)(term.body, fn)
+        # Unbind in reverse: `let (x, x) = ...` binds the second x last.
+        self.unbind(fn, term.second, previous_second)
+        self.unbind(fn, term.first, previous_first)
+        return body
+
+    def pair(self, term: Pair, fn: _Function):
+        """``(e1, e2)``."""
+        first = yield self.gen(term.first, fn)
+        second = yield self.gen(term.second, fn)
+        t = self.fresh("t")
+        fn.emit(f"{t} = ({first}, {second})", (first, second), pure=(t,))
+        self.pairs[t] = (first, second)
+        return t
+
+    def if_(self, term: If, fn: _Function):
+        """``if c then e1 else e2``: Python ``if``/``else``; only the branch taken runs."""
+        cond = yield self.gen(term.cond, fn)
+        result = self.fresh("t")
+        fn.emit(f"if {cond}:", (cond,))
+        for branch, header in ((term.then, None), (term.orelse, "else:")):
+            if header is not None:
+                fn.emit(header)
+            fn.indent += 1
+            fn.if_depth += 1
+            enclosing = fn.blocks
+            fn.blocks = enclosing + (next(self.counter),)
+            if fn.if_depth > _MAX_IF_DEPTH:
+                child = _Function(fn)
+                atom = yield self.gen(branch, child)
+                child.emit(f"return {atom}", (atom,))
+                closure = self.close(child, [], fn, None)
+                call = self.fresh("t")
+                fn.emit(f"{call} = {closure}()", (closure,))
+                atom = call
+            else:
+                atom = yield self.gen(branch, fn)
+            fn.emit(f"{result} = {atom}", (atom,))
+            fn.blocks = enclosing
+            fn.indent -= 1
+            fn.if_depth -= 1
+        return result
+
+    def list_lit(self, term: ListLit, fn: _Function):
+        """``[e1, ..., en]``."""
+        atoms = []
+        for item in term.items:
+            atoms.append((yield self.gen(item, fn)))
+        t = self.fresh("t")
+        fn.emit(f"{t} = [{', '.join(atoms)}]", atoms, pure=(t,))
+        return t
+
+    def annot(self, term: Annot, fn: _Function):
+        """``(e : A)``: the annotation was checked; evaluates ``e``."""
+        return (yield self.gen(term.expr, fn))
+
+    def lin_lam(self, term: LinLam, fn: _Function):
+        """``\\a -o e``: a :class:`Backprop` that gets the next creation stamp of the current
+        tape each time this is evaluated, over a lifted body ``(captured, a, stage)``.
+
+        A body that is a tree of ``<+>``, ``zero``, ``let`` and applications ``g e'`` (what
+        ←D builds) is compiled into staging statements ``stage(g, e')``: the backward phase
+        accumulates instead of walking cotangent data (:meth:`staged`).  Any other body
+        returns its cotangent as data.  ``\\a -o zero`` is the tape's shared zero
+        backpropagator (AD.md section 3), which has no body and is not counted as created;
+        the instrumented variant gives each evaluation its own, reported in events
+        (:class:`~lambdad.tape.ConstantBackprop`), so traces show what reaches constants.
+        """
+        if isinstance(term.body, Zero):
+            t = self.fresh("t")
+            if self.instrumented:  # one per evaluation, reported (see ConstantBackprop)
+                fn.emit(f"{t} = _newzero({self.constant(term.span)})")
+            else:
+                fn.emit(f"{t} = _zero()", pure=(t,))
+            return t
+        child = _Function(fn)
+        param = self.fresh("v")
+        self.bind(child, term.param, param)
+        if _stageable(term.body):
+            yield self.staged(term.body, child)
+        else:
+            body = yield self.gen(term.body, child)
+            child.emit(f"return {body}", (body,))
+        name = self.fresh("_f")
+        captured = list(child.captures.items())
+        names = [inner for _, inner in captured]
+        if names:
+            # The captured values arrive as one tuple: cheaper to build and to call with
+            # than a partial application over them.
+            child.lines.insert(0, (1, f"{', '.join(names)}, = _c", None, (), ()))
+        self.functions.append((name, child, ["_c", param, "_st"]))
+        values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
+        closed = f"({', '.join(values)},)" if values else "()"
+        span = self.constant(term.span)
+        t = self.fresh("t")
+        # One call (stamping and the record, see Tape.backprop_maker): shorter to compile
+        # and no slower to run than the same statements inline.
+        fn.emit(f"{t} = _newbp({name}, {closed}, {span})", values)
+        return t
+
+    def staged(self, term: Term, fn: _Function):
+        """The cotangent ``term`` (of type ``d``, :func:`_stageable`) of a linear body as
+        staging statements: ``zero`` stages nothing, ``e1 <+> e2`` stages both sides left to
+        right, ``g e`` is ``stage(g, e)``, and ``let`` binds, then stages its body."""
+        if isinstance(term, Zero):
+            return None
+        if isinstance(term, Plus):
+            yield self.staged(term.left, fn)
+            yield self.staged(term.right, fn)
+            return None
+        if isinstance(term, Let):
+            return (yield from self.let(term, fn, self.staged))
+        if isinstance(term, LetPair):
+            return (yield from self.let_pair(term, fn, self.staged))
+        if isinstance(term, App):
+            f = yield self.gen(term.fn, fn)
+            x = yield self.gen(term.arg, fn)
+            fn.emit(f"_st({f}, {x})", (f, x))
+            return None
+        raise EvalError(f"cannot stage a {type(term).__name__} term", term.span)
+
+    def zero(self, term: Zero, fn: _Function):
+        """``zero``: the zero cotangent, ``None``."""
+        return "None"
+        yield  # pragma: no cover
+
+    def plus(self, term: Plus, fn: _Function):
+        """``e1 <+> e2``: :func:`~lambdad.tape.add_cotangents`, inline."""
+        left = yield self.gen(term.left, fn)
+        right = yield self.gen(term.right, fn)
+        if left == "None":
+            return right
+        if right == "None":
+            return left
+        t = self.fresh("t")
+        fn.emit(f"{t} = ({right} if {left} is None else {left} if {right} is None "
+                f"else _Sum({left}, {right}))", (left, right), pure=(t,))
+        return t
+
+    def seed(self, term: Seed, fn: _Function):
+        """``seed i``: the i-th seed backpropagator of the current tape."""
+        t = self.fresh("t")
+        fn.emit(f"{t} = _seed({int(term.index)}, {self.constant(term.span)})")
+        return t
+        yield  # pragma: no cover
+
+    def read_off(self, term: ReadOff, fn: _Function):
+        """``cotangent x e``: the backward phase of ``e``, read off in the shape of ``x``."""
+        point = yield self.gen(term.point, fn)
+        cotangent = yield self.gen(term.cotangent, fn)
+        t = self.fresh("t")
+        fn.emit(f"{t} = _readoff({point}, {cotangent})", (point, cotangent))
+        return t
+
+
+@attrs.frozen
+class RuntimeCalls:
+    """What generated code calls at run time, supplied by the interpreter running it.
+
+    ``new_backprop(body, captured, span)`` stamps a backpropagator on the current tape;
+    ``shared_zero()`` is the tape's zero backpropagator and ``own_zero(span)`` one of its
+    own (instrumented runs); ``seed(i, span)`` and ``read_off(point, cotangent)`` are
+    ``seed i`` and ``cotangent x e``; ``call_ad(site, *args)`` runs ``grad``/``jvp``/``vjp``;
+    ``prim_event(site, args, result)`` counts steps and reports events (instrumented
+    runs); ``generic_apply(primitive, *args)`` applies a primitive to tagged reals (inside
+    a nesting level); ``apply_builtin`` is what a built-in used as a value runs.
+    """
+
+    new_backprop: Callable[..., Any]
+    shared_zero: Callable[[], Any]
+    own_zero: Callable[[Span | None], Any]
+    seed: Callable[[int, Span | None], Any]
+    read_off: Callable[[Any, Any], Any]
+    call_ad: Callable[..., Any]
+    prim_event: Callable[[PrimSite, tuple, Any], None]
+    generic_apply: Callable[..., Any]
+    apply_builtin: Callable[[BuiltinFunction, tuple], Any]
+
+
+def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *,
+                 instrumented: bool, generic: bool, filename: str
+                 ) -> tuple[Callable[..., Any], tuple[str, ...]]:
+    """The entry function computing ``term`` from the values of its free variables, and
+    its parameters (source names): ``names`` if given, else the free variables in order of
+    first occurrence.  ``instrumented`` code reports every primitive to
+    ``calls.prim_event``; ``generic`` code applies real primitives by
+    ``calls.generic_apply`` (tagged reals of nested differentiation).
+
+    Raises EvalError for a free variable not in ``names`` or a term that cannot be
+    evaluated, ResourceError when the program is too large for Python to compile.
+    """
+    generator = _CodeGenerator(calls, instrumented, generic)
+    # The cyclic collector would rescan the large, acyclic syntax and code structures
+    # many times over while they are built; nothing cyclic is made here.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        entry, names, source = generator.compile_unit(term, names)
+        code = compile(source, filename, "exec")
+    except (RecursionError, MemoryError):
+        raise ResourceError("the program is too large to compile",
+                            getattr(term, "span", None)) from None
+    finally:
+        if collecting:
+            gc.enable()
+    namespace = generator.namespace
+    namespace["__lambdad_source__"] = source
+    exec(code, namespace)
+    for name, lam, captured in generator.lifted:
+        function = namespace[name]
+        function.__lambdad_lam__ = lam
+        function.__lambdad_captured__ = captured
+    for name, both in generator.two_arguments:
+        setattr(namespace[name], TWO_ARGUMENTS, namespace[both])
+    return namespace[entry], names

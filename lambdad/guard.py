@@ -1,0 +1,233 @@
+"""Run-time support of generated code: the guard around runs, limits, located errors.
+
+Generated code runs under a guard (see :class:`lambdad.interpreter.Interpreter`): the
+recursion limit and the stack are raised for deep call chains (:func:`raise_limits`),
+Python exceptions raised by a primitive become :class:`~lambdad.errors.EvalError` located
+at the primitive whose line of generated code raised them (:func:`locate`, which reads
+the line table of the generated module and the operands from the failing frame), and a
+real result that is not finite stops the run at the operation (:func:`not_finite`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from .errors import DerivativeSpan, EvalError, LambdadError, Span
+from .primitives import DomainError, Primitive
+from .syntax import Prim
+from .values import format_value
+
+try:  # POSIX only; without it the default stack budget is assumed
+    import resource
+except ImportError:  # pragma: no cover - non-POSIX platforms
+    resource = None  # type: ignore[assignment]
+
+__all__ = ["RUNTIME_ERRORS", "PrimSite", "checked_ad_result", "describe", "locate",
+           "not_finite", "raise_limits", "restore_limits"]
+
+# Python exceptions a primitive's evaluation may raise on bad input; they become EvalErrors.
+RUNTIME_ERRORS = (DomainError, ArithmeticError, ValueError)
+
+# Call depth at run time: the C stack each Python-level call of generated code costs is
+# about 0.5 KB on CPython 3.11; the recursion limit is set from the stack available, with a
+# factor of two to spare, so deep programs hit RecursionError (reported) before a segfault.
+_BYTES_PER_CALL = 1024
+_DEFAULT_STACK = 8 * 1024 * 1024
+# On Linux the main thread's stack grows on demand up to RLIMIT_STACK, read at fault time,
+# so raising the soft limit while generated code runs gives deep programs room.  Kept well
+# under the 128 MB the kernel leaves between the stack and the mappings below it.
+_GROWN_STACK = 64 * 1024 * 1024
+_CAN_GROW_STACK = resource is not None and sys.platform.startswith("linux")
+
+
+@attrs.frozen
+class PrimSite:
+    """A primitive evaluation site of generated code: what events and errors report."""
+
+    primitive: Primitive
+    span: Span | None
+    term: Prim | None
+    atoms: tuple[str, ...] = ()
+
+
+def _short(value: Any) -> str:
+    text = format_value(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def describe(primitive: Primitive, args: Sequence[Any], exc: BaseException) -> str:
+    """The message of a failed primitive evaluation, naming the operation."""
+    if isinstance(exc, DomainError):
+        return str(exc)
+    shown = ", ".join(_short(a) for a in args)
+    return f"`{primitive.spelling.symbol}` failed on {shown}: {exc}"
+
+
+class _NotFinite(ArithmeticError):
+    """Raised by generated code when a real primitive's result is not finite; :func:`locate`
+    turns it into the located EvalError naming the operation (the line table gives the
+    site, the frame the operands)."""
+
+    def __init__(self, result: float):
+        super().__init__(result)
+        self.result = result
+
+
+def not_finite(result: Any) -> None:
+    """Raises :class:`_NotFinite` for a real primitive's result that is not finite
+    (overflow, or an undefined operation on an infinite operand).  A result that is not a
+    plain real (a tagged real of nested differentiation, whose ``t - t`` is tagged too)
+    passes."""
+    if type(result) is float:
+        raise _NotFinite(result)
+
+
+def _not_finite_message(site: PrimSite, args: Sequence[Any], result: float) -> str:
+    """The message of a real primitive whose result ``result`` is not finite, naming the
+    operation (or the source operation whose derivative it computes)."""
+    message = (f"{_operation(site.primitive, args)} is {format_value(result)}: "
+               f"{'an overflow' if result == result else 'undefined'} (lambdad computes "
+               "with finite reals only)")
+    return _of_derivative(site.span, message, "not finite")
+
+
+def checked_ad_result(site: PrimSite, result: Any) -> Any:
+    """``result`` of ``grad``/``jvp``/``vjp`` at ``site``: an EvalError there if one of its
+    reals is not finite (adjoints are summed outside generated code), and a pull-back in it
+    that fails without a location (a cotangent of the wrong shape) reports ``site``."""
+    stack = [result]
+    while stack:
+        value = stack.pop()
+        if type(value) is float:
+            if value - value:
+                raise EvalError(f"`{site.primitive.spelling.symbol}` computed "
+                                f"{format_value(value)}: adjoints summed to an overflow",
+                                site.span)
+        elif isinstance(value, (tuple, list)):
+            stack.extend(value)
+    if (type(result) is tuple and len(result) == 2 and callable(result[1])
+            and type(result[1]) is not functools.partial
+            and not hasattr(result[1], "__lambdad_lam__")):
+        pullback = result[1]
+
+        def located(cotangent: Any) -> Any:
+            try:
+                return pullback(cotangent)
+            except LambdadError as exc:
+                raise exc.with_span(site.span)
+
+        return (result[0], located)
+    return result
+
+
+def _of_derivative(span: Span | None, message: str, what: str) -> str:
+    """``message`` about an operation; about the derivative of the source primitive when
+    the operation is part of it (its span is a :class:`DerivativeSpan`)."""
+    if isinstance(span, DerivativeSpan):
+        return f"the derivative of `{span.primitive}` is {what} here: {message}"
+    return message
+
+
+def _operation(primitive: Primitive, args: Sequence[Any]) -> str:
+    """The application of ``primitive`` to ``args`` in lambdad syntax (``1e+300 * 10``)."""
+    shown = [_short(a) for a in args]
+    spelling = primitive.spelling
+    if spelling.fixity == "infix" and len(shown) == 2:
+        return f"`{shown[0]} {spelling.symbol} {shown[1]}`"
+    if spelling.fixity == "prefix" and len(shown) == 1:
+        return f"`{spelling.symbol}{shown[0]}`"
+    return f"`{' '.join([spelling.symbol, *shown])}`"
+
+
+def locate(exc: BaseException) -> EvalError:
+    """``exc``, raised while generated code ran, as an EvalError at the primitive whose line
+    raised it (the innermost line of generated code with a recorded primitive)."""
+    found: tuple[PrimSite, Any] | None = None
+    tb = exc.__traceback__
+    while tb is not None:
+        table = tb.tb_frame.f_globals.get("__lambdad_lines__")
+        if table is not None:
+            site = table.get(tb.tb_lineno)
+            if site is not None:
+                found = (site, tb.tb_frame)
+        tb = tb.tb_next
+    if found is None:
+        message = str(exc) if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
+        return EvalError(message)
+    site, frame = found
+    if isinstance(site.span, DerivativeSpan) and isinstance(exc, DomainError):
+        return EvalError(_of_derivative(site.span, str(exc), "undefined"), site.span)
+    local_values = frame.f_locals
+    args = []
+    for atom in site.atoms:
+        if atom in local_values:
+            args.append(local_values[atom])
+        elif atom in frame.f_globals:
+            args.append(frame.f_globals[atom])
+        else:
+            args.append(_literal(atom))
+    if isinstance(exc, _NotFinite):
+        return EvalError(_not_finite_message(site, args, exc.result), site.span)
+    return EvalError(describe(site.primitive, args, exc), site.span)
+
+
+def _literal(atom: str) -> Any:
+    """The value of a literal atom of generated code (a real, ``True``, ``False``), or the
+    atom itself shown as written."""
+    text = atom.strip("()")
+    try:
+        return float(text)
+    except ValueError:
+        return {"True": True, "False": False}.get(text, _Atom(text))
+
+
+class _Atom:
+    """A literal atom of generated code, shown as written when describing an error."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text.strip("()")
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def raise_limits() -> tuple[int, Any]:
+    """Raises the recursion limit (and, on Linux, the stack size) for generated code;
+    returns what :func:`restore_limits` needs to put them back."""
+    stack = _DEFAULT_STACK
+    saved_rlimit = None
+    if _CAN_GROW_STACK and threading.current_thread() is threading.main_thread():
+        try:
+            soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+            if soft == resource.RLIM_INFINITY or soft >= _GROWN_STACK:
+                stack = _GROWN_STACK
+            elif hard == resource.RLIM_INFINITY or hard >= _GROWN_STACK:
+                resource.setrlimit(resource.RLIMIT_STACK, (_GROWN_STACK, hard))
+                saved_rlimit = (soft, hard)
+                stack = _GROWN_STACK
+            else:
+                stack = soft
+        except (ValueError, OSError):
+            pass
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, stack // _BYTES_PER_CALL))
+    return old, saved_rlimit
+
+
+def restore_limits(saved: tuple[int, Any]) -> None:
+    """Puts back the limits :func:`raise_limits` changed."""
+    old, saved_rlimit = saved
+    sys.setrecursionlimit(old)
+    if saved_rlimit is not None:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_STACK, saved_rlimit)
