@@ -57,6 +57,7 @@ from . import rich
 from .differentiate import Differentiator, is_real, map_value
 from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
+from .primitives import FST, SND
 from .syntax import (
     is_differentiable,
     curried_params,
@@ -68,7 +69,6 @@ from .syntax import (
     ListT,
     Module,
     PairT,
-    Prim,
     RealT,
     Term,
     Type,
@@ -511,8 +511,8 @@ def _uncurried(name: str, k: int) -> Term:
     body: Term = Var(name)
     rest: Term = Var("p")
     for i in range(k):
-        body = App(body, Prim("fst", (rest,)) if i < k - 1 else rest)
-        rest = Prim("snd", (rest,))
+        body = App(body, FST.applied(rest) if i < k - 1 else rest)
+        rest = SND.applied(rest)
     return Lam("p", body)
 
 

@@ -26,7 +26,6 @@ import attrs
 
 from .errors import FileAccessError, ToolError, UsageError
 from .primitives import PRIMITIVES
-from .trace import Trace, source_excerpt
 from .values import format_real
 
 GRAPHVIZ_HINT = ("install Graphviz (Debian/Ubuntu: `apt-get install graphviz`, macOS: "
@@ -134,8 +133,9 @@ def operation_text(row: Any) -> str:
     return " ".join([row.symbol, *operands])
 
 
-def graph_of(tr: Trace, title: str = "") -> Graph:
-    """The computational graph of ``tr``, labelled with primal values and the tangents
+def graph_of(tr: "Trace", title: str = "") -> Graph:
+    """The computational graph of the trace ``tr`` (a :class:`lambdad.trace.Trace`, which
+    this module reads without importing), labelled with primal values and the tangents
     (forward trace) or adjoints (reverse trace)."""
     derivative_name = "adjoint" if tr.mode == "reverse" else "tangent"
     n = len(tr.inputs)
@@ -159,7 +159,7 @@ def graph_of(tr: Trace, title: str = "") -> Graph:
                           "input"))
     used = {parent for row in tr.rows for parent in row.parents}
     for row in tr.rows:
-        source = source_excerpt(row.span, tr.sources)
+        source = tr.source_excerpt(row.span)
         where = f" ({row.span.line}:{row.span.col})" if row.span is not None else ""
         kind = "operation" if row.index in used else "output"
         nodes.append(Node(_node_id(row.index),

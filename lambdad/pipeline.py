@@ -40,7 +40,7 @@ from .errors import (
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
-from .primitives import PRIMITIVES, Primitive, declared_by, declared_primitives
+from .primitives import FST, NEG, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
 from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
@@ -61,7 +61,6 @@ from .syntax import (
     Module,
     Pair,
     PairT,
-    Prim,
     RealT,
     ReadOff,
     Seed,
@@ -459,8 +458,8 @@ class Program:
         rest: Term = Var(param)
         for i in range(k):
             if i < k - 1:
-                arg = Prim("fst", (rest,))
-                rest = Prim("snd", (rest,))
+                arg = FST.applied(rest)
+                rest = SND.applied(rest)
             else:
                 arg = rest
             body = App(body, arg)
@@ -757,8 +756,8 @@ class Program:
             rest: Term = Var(point)
             arguments = []
             for _ in range(k - 1):
-                arguments.append(Prim("fst", (rest,)))
-                rest = Prim("snd", (rest,))
+                arguments.append(FST.applied(rest))
+                rest = SND.applied(rest)
             arguments.append(rest)
             body = LetPair(value, back, call(arguments),
                            Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
@@ -776,8 +775,8 @@ class Program:
 
                 runs.append(call([_point_term(part, dual) for part in parts]))
             reads = iter(results)
-            gradient = _point_term(x, lambda r: Prim("snd", (Var(next(reads)),)))
-            main = Pair(Prim("fst", (Var(results[0]),)), gradient)
+            gradient = _point_term(x, lambda r: SND.applied(Var(next(reads))))
+            main = Pair(FST.applied(Var(results[0])), gradient)
             for result, run in reversed(list(zip(results, runs))):
                 main = Let(result, run, main)
             comment = f"-- value and gradient by forward mode: one run per input real ({n})"
@@ -1063,7 +1062,7 @@ def _component_path(path: str, bound: str | None, step: str) -> str:
 
 def _real_term(r: float) -> Term:
     if r < 0 or (r == 0 and str(r).startswith("-")):
-        return Prim("neg", (Const(-r),))
+        return NEG.applied(Const(-r))
     return Const(r)
 
 

@@ -91,6 +91,21 @@ LEVEL_APP = 9
 
 
 @attrs.frozen
+class Laws:
+    """The exact algebraic laws of a real operation, which the simplifier applies (each
+    holds for every real, so simplifying never changes a value; a side dropped by
+    ``absorbing`` is dropped only when it cannot fail).  ``None``: no such law."""
+
+    left_unit: float | None = None       # u . y = y
+    right_unit: float | None = None      # x . u = x
+    absorbing: float | None = None       # z . y = z = x . z
+    negating: float | None = None        # n . y = -y, x . n = -x
+    left_negating: float | None = None   # n . y = -y (on the left only)
+    of_negation: str | None = None       # x . (-y) = x <of_negation> y
+    involution: bool = False             # f (f x) = x (a unary operation)
+
+
+@attrs.frozen
 class Primitive:
     """One row of the table; see the module docstring for ``kind``."""
 
@@ -117,10 +132,17 @@ class Primitive:
     # For a primitive a program declares (``primitive f x = e partial x = ...``), its
     # definition: the body its evaluation runs and the partials as terms.  None for built-ins.
     declaration: "Declaration | None" = None
+    # The algebra the simplifier may use on an application of it.
+    laws: Laws | None = None
 
     @property
     def arity(self) -> int:
         return len(self.params)
+
+    def applied(self, *args: Term, span: Any = None) -> Prim:
+        """The term applying this primitive to ``args`` (its arity of them)."""
+        assert len(args) == self.arity, f"{self.name} takes {self.arity} arguments"
+        return Prim(self.name, args, span=span)
 
 
 def _fun(*types: Type) -> Type:
@@ -337,7 +359,7 @@ def _concat(xss: list) -> list:
 
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
-          domain=None, kink=None, commutative=False) -> Primitive:
+          domain=None, kink=None, commutative=False, laws=None) -> Primitive:
     arity = len(params)
     return Primitive(
         name=name,
@@ -353,6 +375,7 @@ def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, sp
         domain=domain,
         kink=kink,
         commutative=commutative,
+        laws=laws,
     )
 
 
@@ -377,13 +400,16 @@ def _infix(symbol: str, level: int, assoc: str = "left") -> Spelling:
 _ENTRIES: list[Primitive] = [
     # ---- arithmetic
     _real("add", ("x", "y"), "x + y", lambda x, y: x + y, ("1", "1"),
-          inline="({x} + {y})", spelling=_infix("+", LEVEL_ADD), commutative=True),
+          inline="({x} + {y})", spelling=_infix("+", LEVEL_ADD), commutative=True,
+          laws=Laws(left_unit=0.0, right_unit=0.0, of_negation="sub")),
     _real("sub", ("x", "y"), "x - y", lambda x, y: x - y, ("1", "-1"),
-          inline="({x} - {y})", spelling=_infix("-", LEVEL_ADD)),
+          inline="({x} - {y})", spelling=_infix("-", LEVEL_ADD),
+          laws=Laws(right_unit=0.0, left_negating=0.0, of_negation="add")),
     _real("mul", ("x", "y"), "x * y", lambda x, y: x * y, ("y", "x"),
-          inline="({x} * {y})", spelling=_infix("*", LEVEL_MUL), commutative=True),
+          inline="({x} * {y})", spelling=_infix("*", LEVEL_MUL), commutative=True,
+          laws=Laws(left_unit=1.0, right_unit=1.0, absorbing=0.0, negating=-1.0)),
     _real("div", ("x", "y"), "x / y; division by zero is a runtime error", _div,
-          ("1 / y", "-x / (y * y)"), spelling=_infix("/", LEVEL_MUL),
+          ("1 / y", "-x / (y * y)"), spelling=_infix("/", LEVEL_MUL), laws=Laws(right_unit=1.0),
           domain=lambda x, y: abs(y) > 0.1),
     _real("pow", ("x", "y"),
           "real power x ^ y; a negative base needs an integer exponent. The derivative in x "
@@ -391,12 +417,12 @@ _ENTRIES: list[Primitive] = [
           "is log x * x ^ y for x > 0 and 0 otherwise (where x ^ y is only defined for "
           "integer y); a literal exponent is never differentiated",
           _pow, ("if y == 0 then 0 else y * x ^ (y - 1)", "if x > 0 then log x * r else 0"),
-          result="r", spelling=_infix("^", LEVEL_POW, "right"),
+          result="r", spelling=_infix("^", LEVEL_POW, "right"), laws=Laws(right_unit=1.0),
           # Far from 0, and a negative base only with a whole exponent (x ^ 2 at -1).
           domain=lambda x, y: (x > 0.1 or (x < -0.1 and float(y).is_integer()))
           and abs(y) < 4),
     _real("neg", ("x",), "-x", lambda x: -x, ("-1",), inline="(-{x})",
-          spelling=Spelling("-", "prefix", LEVEL_NEG, "none")),
+          spelling=Spelling("-", "prefix", LEVEL_NEG, "none"), laws=Laws(involution=True)),
     # ---- elementary functions
     _real("sin", ("x",), "sine", math.sin, ("cos x",), inline="_m.sin({x})"),
     _real("cos", ("x",), "cosine", math.cos, ("-sin x",), inline="_m.cos({x})"),
@@ -585,6 +611,22 @@ OPERATORS: dict[tuple[str, str], Primitive] = {
 NAMED: dict[str, Primitive] = {
     p.spelling.symbol: p for p in _ENTRIES if p.spelling.fixity == "function"
 }
+
+# The entries other modules build terms with, by their role: no module but this one names
+# a primitive by a literal.
+ADD = PRIMITIVES["add"]
+SUB = PRIMITIVES["sub"]
+MUL = PRIMITIVES["mul"]
+DIV = PRIMITIVES["div"]
+POW = PRIMITIVES["pow"]
+NEG = PRIMITIVES["neg"]
+FST = PRIMITIVES["fst"]
+SND = PRIMITIVES["snd"]
+MAP = PRIMITIVES["map"]
+FOLD = PRIMITIVES["fold"]
+ZIP = PRIMITIVES["zip"]
+LENGTH = PRIMITIVES["length"]
+RANGE = PRIMITIVES["range"]
 
 # Names of the target language's linear constructs; like NAMED, a local binding shadows them.
 LINEAR_NAMES = ("zero", "seed", "cotangent")

@@ -26,7 +26,7 @@ import attrs
 from .errors import DerivativeSpan, DifferentiationError, Span
 from .iterate import run
 from .parser import parse_expr
-from .primitives import LINEAR_NAMES, NAMED, OPERATORS, PRIMITIVES, Primitive
+from .primitives import ADD, FST, LINEAR_NAMES, MAP, MUL, NAMED, NEG, PRIMITIVES, Primitive
 from .syntax import (
     Annot,
     App,
@@ -85,14 +85,6 @@ KEYWORDS = frozenset({"def", "let", "in", "if", "then", "else", "true", "false",
 # built-ins (a binder named ``cos`` would capture a printed ``cos x``).
 RESERVED = frozenset(KEYWORDS | set(NAMED) | set(LINEAR_NAMES) | {"_"})
 
-# The arithmetic the rules are written with, found by spelling (AD.md writes the rules
-# with ``*``, ``+``, ``-``).
-PLUS = OPERATORS[("+", "infix")]
-MINUS = OPERATORS[("-", "infix")]
-TIMES = OPERATORS[("*", "infix")]
-NEGATE = OPERATORS[("-", "prefix")]
-FIRST = NAMED["fst"]
-MAP = NAMED["map"]
 
 
 def _projections() -> Mapping[str, int]:
@@ -227,24 +219,24 @@ def signature(prim: Primitive) -> tuple[tuple[Type, ...], Type]:
 
 def first(term: Term, span: Span | None) -> Term:
     """``fst term``."""
-    return Prim(FIRST.name, (term,), span=span)
+    return FST.applied(term, span=span)
 
 
 def times(left: Term, right: Term, span: Span | None) -> Term:
     """``left * right``."""
-    return Prim(TIMES.name, (left, right), span=span)
+    return MUL.applied(left, right, span=span)
 
 
 def plus(left: Term, right: Term, span: Span | None) -> Term:
     """``left + right``."""
-    return Prim(PLUS.name, (left, right), span=span)
+    return ADD.applied(left, right, span=span)
 
 
 def real(value: float, span: Span | None) -> Term:
     """The literal ``value`` in the parser's form: a negative number (or ``-0``) is the
     unary minus applied to its magnitude, so printing and parsing it back gives it again."""
     if math.copysign(1.0, value) < 0.0:
-        return Prim(NEGATE.name, (Const(-value, span=span),), span=span)
+        return NEG.applied(Const(-value, span=span), span=span)
     return Const(float(value), span=span)
 
 
@@ -252,7 +244,7 @@ def number(term: Term) -> float | None:
     """The real a literal denotes (``2``, ``-2`` as parsed), or None if ``term`` is not one."""
     if isinstance(term, Const):
         return term.value
-    if (isinstance(term, Prim) and term.op == NEGATE.name and len(term.args) == 1
+    if (isinstance(term, Prim) and term.op == NEG.name and len(term.args) == 1
             and isinstance(term.args[0], Const)):
         return -term.args[0].value
     return None
@@ -417,7 +409,7 @@ def primal_of(t: Type, term: Term, span: Span | None) -> Term:
         return first(term, span)
     if isinstance(t, ListT):
         body = primal_of(t.item, Var("i", span=span), span)
-        return Prim(MAP.name, (Lam("i", body, span=span), term), span=span)
+        return MAP.applied(Lam("i", body, span=span), term, span=span)
     if isinstance(t, PairT):
         return LetPair("p", "q", term,
                        Pair(primal_of(t.first, Var("p", span=span), span),
@@ -436,7 +428,7 @@ def lift(t: Type, term: Term, zero: Callable[[], Term], span: Span | None) -> Te
         return Pair(term, zero(), span=span)
     if isinstance(t, ListT):
         body = lift(t.item, Var("i", span=span), zero, span)
-        return Prim(MAP.name, (Lam("i", body, span=span), term), span=span)
+        return MAP.applied(Lam("i", body, span=span), term, span=span)
     if isinstance(t, PairT):
         return LetPair("p", "q", term,
                        Pair(lift(t.first, Var("p", span=span), zero, span),

@@ -50,16 +50,12 @@ from collections.abc import Iterable
 import attrs
 
 from .iterate import run
-from .primitives import OPERATORS, PRIMITIVES
+from .primitives import NEG, PRIMITIVES
 from .rules import (
     BACKPROPAGATOR,
-    MINUS,
-    NEGATE,
-    PLUS,
     PROJECTIONS,
     RESERVED,
     TANGENT,
-    TIMES,
     is_zero,
     number,
     real,
@@ -89,9 +85,6 @@ from .syntax import (
     walk,
     with_children,
 )
-
-POWER = OPERATORS[("^", "infix")]
-DIVIDE = OPERATORS[("/", "infix")]
 
 def _binder(t: Lam | LinLam, param: str, body: Term) -> Term:
     """``t`` with its parameter renamed to ``param`` and body ``body``."""
@@ -606,7 +599,7 @@ class _Simplifier:
         prim = PRIMITIVES[t.op]
         if prim.kind not in ("real", "test", "logic") or prim.evaluate is None:
             return None
-        if prim is NEGATE and isinstance(args[0], Const):
+        if prim is NEG and isinstance(args[0], Const):
             return Prim(t.op, tuple(args), span=t.span)   # already the literal -c
         values = []
         for arg in args:
@@ -625,50 +618,33 @@ class _Simplifier:
         return real(result, t.span)
 
     def arithmetic(self, t: Prim, args: list[Term]) -> Term:
-        """The exact laws of ``+ - * / ^`` and unary minus on the simplified ``args``."""
-        prim = PRIMITIVES[t.op]
-        s = t.span
-        if prim is NEGATE:
-            (x,) = args
-            if _negation(x) is not None:
-                return _negation(x)
-            return Prim(t.op, (x,), span=s)
-        if len(args) != 2:
+        """``t`` on the simplified ``args``, rewritten by the laws its table entry declares
+        (units, zeros, signs: :class:`primitives.Laws`)."""
+        laws, s = PRIMITIVES[t.op].laws, t.span
+        if laws is None:
             return Prim(t.op, tuple(args), span=s)
+        if laws.involution:
+            (x,) = args
+            inner = _application_of(t.op, x)
+            return inner if inner is not None else Prim(t.op, (x,), span=s)
         x, y = args
         nx, ny = number(x), number(y)
-        if prim is TIMES:
-            if nx == 0.0 and _primitive_only(y):
-                self.discard(y)
-                return Const(0.0, span=s)
-            if ny == 0.0 and _primitive_only(x):
-                self.discard(x)
-                return Const(0.0, span=s)
-            if nx == 1.0:
-                return y
-            if ny == 1.0:
-                return x
-            if nx == -1.0:
-                return self.negate(y, s)
-            if ny == -1.0:
-                return self.negate(x, s)
-        elif prim is PLUS:
-            if nx == 0.0:
-                return y
-            if ny == 0.0:
-                return x
-            if _negation(y) is not None and number(y) is None:
-                return Prim(MINUS.name, (x, _negation(y)), span=s)
-        elif prim is MINUS:
-            if ny == 0.0:
-                return x
-            if nx == 0.0:
-                return self.negate(y, s)
-            if _negation(y) is not None and number(y) is None:
-                return Prim(PLUS.name, (x, _negation(y)), span=s)
-        elif prim in (DIVIDE, POWER):
-            if ny == 1.0:
-                return x
+        if _is(laws.absorbing, nx) and _primitive_only(y):
+            self.discard(y)
+            return Const(laws.absorbing, span=s)
+        if _is(laws.absorbing, ny) and _primitive_only(x):
+            self.discard(x)
+            return Const(laws.absorbing, span=s)
+        if _is(laws.left_unit, nx):
+            return y
+        if _is(laws.right_unit, ny):
+            return x
+        if _is(laws.negating, nx) or _is(laws.left_negating, nx):
+            return self.negate(y, s)
+        if _is(laws.negating, ny):
+            return self.negate(x, s)
+        if laws.of_negation is not None and _negation(y) is not None and ny is None:
+            return Prim(laws.of_negation, (x, _negation(y)), span=s)
         return Prim(t.op, (x, y), span=s)
 
     def negate(self, x: Term, span) -> Term:
@@ -679,14 +655,24 @@ class _Simplifier:
         value = number(x)
         if value is not None:
             return real(-value, span)
-        return Prim(NEGATE.name, (x,), span=span)
+        return NEG.applied(x, span=span)
+
+
+def _is(law: float | None, value: float | None) -> bool:
+    """Whether the literal ``value`` is the constant of ``law`` (both present)."""
+    return law is not None and value is not None and value == law
+
+
+def _application_of(op: str, t: Term) -> Term | None:
+    """``e`` when ``t`` is ``op e``, else None."""
+    if isinstance(t, Prim) and t.op == op and len(t.args) == 1:
+        return t.args[0]
+    return None
 
 
 def _negation(t: Term) -> Term | None:
     """``e`` when ``t`` is ``-e``, else None."""
-    if isinstance(t, Prim) and t.op == NEGATE.name:
-        return t.args[0]
-    return None
+    return _application_of(NEG.name, t)
 
 
 # ---------------------------------------------------------------- pass 2: readable names

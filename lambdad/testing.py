@@ -67,8 +67,16 @@ from .forward import forward_term, forward_type
 from .iterate import run
 from .parser import parse_expr, parse_module
 from .primitives import (
-    OPERATORS,
+    ADD,
+    FOLD,
+    FST,
+    LENGTH,
+    MAP,
+    MUL,
     PRIMITIVES,
+    RANGE,
+    SND,
+    ZIP,
     DomainError,
     Primitive,
     declared_primitives,
@@ -118,8 +126,6 @@ _CONSTANTS = (1.0, 2.0, 0.5, 3.0, 0.25, 1.5, 0.0)
 # Literal second arguments tried for binary primitives (`e ^ 2`, `e / 3`).
 _LITERAL_ARGUMENTS = (2.0, 3.0)
 
-_ADD = OPERATORS[("+", "infix")]
-_MUL = OPERATORS[("*", "infix")]
 
 
 # --------------------------------------------------------------------------- shapes
@@ -458,8 +464,8 @@ class _Builder:
                 if s.type == t:
                     found.append((term, s))
                 elif isinstance(s, PairShape) and len(found) < 40:
-                    stack.append((Prim("snd", (term,)), s.second))
-                    stack.append((Prim("fst", (term,)), s.first))
+                    stack.append((SND.applied(term), s.second))
+                    stack.append((FST.applied(term), s.first))
         return found
 
     def variable(self, t: Type, env: tuple) -> tuple[Term, Any] | None:
@@ -493,7 +499,7 @@ class _Builder:
         if isinstance(shape, ListShape):
             v = self.names.fresh("v")
             body, s = self.fit(Var(v), shape.item, target.item)
-            return Prim("map", (Lam(v, body), term)), ListShape(s, shape.length)
+            return MAP.applied(Lam(v, body), term), ListShape(s, shape.length)
         if isinstance(shape, FunShape):
             v = self.names.fresh("v")
             body, s = self.fit(App(term, Var(v)), shape.result, target.result)
@@ -529,9 +535,9 @@ class _Builder:
             return self.pick(found)
         if isinstance(shape, ListShape) and isinstance(shape.item, RealShape):
             acc, v = self.names.fresh("acc"), self.names.fresh("v")
-            add = Lam(acc, Lam(v, Prim(_ADD.name, (Var(acc), Var(v)))))
+            add = Lam(acc, Lam(v, ADD.applied(Var(acc), Var(v))))
             lo, hi = min(shape.item.lo, 0.0), max(shape.item.hi, 0.0)
-            return (Prim("fold", (add, Const(0.0), Var(name))),
+            return (FOLD.applied(add, Const(0.0), Var(name)),
                     RealShape(MAX_LIST * lo, MAX_LIST * hi))
         return None
 
@@ -546,7 +552,7 @@ class _Builder:
             leaf = self.real_of(name, s)
             if leaf is None:
                 continue
-            made = self.apply_real(self.pick([_ADD, _MUL]), [(term, shape), leaf])
+            made = self.apply_real(self.pick([ADD, MUL]), [(term, shape), leaf])
             if made is not None:
                 term, shape = made
         return term, shape
@@ -576,7 +582,7 @@ class _Builder:
             first = self.flip(0.5)
             t = PairT(REAL, other) if first else PairT(other, REAL)
             pair, s = yield self.gen(t, env, depth - 1)
-            term, shape = (Prim("fst", (pair,)), s.first) if first else (Prim("snd", (pair,)),
+            term, shape = (FST.applied(pair), s.first) if first else (SND.applied(pair),
                                                                             s.second)
         elif kind == "if":
             term, shape = yield self.gen_if(REAL, env, depth)
@@ -588,7 +594,7 @@ class _Builder:
             xs, s = yield self.gen_list(ListT(self.pick([REAL, PairT(REAL, REAL)])), env,
                                         depth - 1)
             n = s.length if isinstance(s.length, int) else MAX_LIST
-            term, shape = Prim("length", (xs,)), RealShape(0.0, float(n))
+            term, shape = LENGTH.applied(xs), RealShape(0.0, float(n))
         elif kind == "annot":
             inner, shape = yield self.gen_real(env, depth - 1)
             term = Annot(inner, REAL)
@@ -613,7 +619,7 @@ class _Builder:
         if kind == "id":
             value: Term = Lam(z, Var(z))
             first = (App(Var(name), e1), s1)
-            second = (Prim("fst", (App(Var(name), Pair(e2, e3)),)), s2)
+            second = (FST.applied(App(Var(name), Pair(e2, e3))), s2)
         elif kind == "const":
             b = self.names.fresh("z")
             value = Lam(z, Lam(b, Var(z)))
@@ -625,10 +631,10 @@ class _Builder:
             fn, fs = yield self.gen_function(FunT(REAL, REAL), env, depth - 1)
             fn, _ = self.fit(fn, fs, standard_shape(FunT(REAL, REAL)))
             e1, s1 = self.fit(e1, s1, PARAM_REAL)
-            swap = Lam(q, Pair(Prim("snd", (Var(q),)), Prim("fst", (Var(q),))))
+            swap = Lam(q, Pair(SND.applied(Var(q)), FST.applied(Var(q))))
             first = (App(App(Var(name), fn), e1), PARAM_REAL)
-            second = (Prim("fst", (App(App(Var(name), swap), Pair(e2, e3)),)), s2)
-        made = self.apply_real(self.pick([_ADD, _MUL]), [first, second])
+            second = (FST.applied(App(App(Var(name), swap), Pair(e2, e3))), s2)
+        made = self.apply_real(self.pick([ADD, MUL]), [first, second])
         body, shape = made if made is not None else first
         return Let(name, value, body), shape
 
@@ -639,13 +645,12 @@ class _Builder:
         out = [(term, shape)]
         squashed, s = self.squash(term, shape)
         out.append((squashed, s))
-        out.append((Prim(_ADD.name, (squashed, Const(2.0))), RealShape(s.lo + 2.0, s.hi + 2.0)))
+        out.append((ADD.applied(squashed, Const(2.0)), RealShape(s.lo + 2.0, s.hi + 2.0)))
         # Halved: strictly inside (-1, 1), for asin, acos, atanh.
-        out.append((Prim(_MUL.name, (squashed, Const(0.5))), RealShape(s.lo / 2, s.hi / 2)))
+        out.append((MUL.applied(squashed, Const(0.5)), RealShape(s.lo / 2, s.hi / 2)))
         w = self.names.fresh("w")
         low = 0.0 if shape.lo < 0.0 < shape.hi else min(shape.lo ** 2, shape.hi ** 2)
-        positive = Let(w, term, Prim(_ADD.name, (Prim(_MUL.name, (Var(w), Var(w))),
-                                                  Const(1.0))))
+        positive = Let(w, term, ADD.applied(MUL.applied(Var(w), Var(w)), Const(1.0)))
         out.append((positive, RealShape(low + 1.0, shape.magnitude ** 2 + 1.0)))
         if arity == 2 and position == 1:
             out.extend((Const(c), RealShape(c, c)) for c in _LITERAL_ARGUMENTS)
@@ -714,7 +719,7 @@ class _Builder:
         body, body_shape = yield self.gen_real(scope, depth - 1)
         if self.flip(0.7):
             # Make sure the end of the chain is used, and used with something else.
-            made = self.apply_real(self.pick([_ADD, _MUL]), [previous, (body, body_shape)])
+            made = self.apply_real(self.pick([ADD, MUL]), [previous, (body, body_shape)])
             if made is not None:
                 body, body_shape = made
         for name, value in reversed(bindings):
@@ -738,11 +743,11 @@ class _Builder:
             body, body_shape = self.mention(body, body_shape, scope[-2:])
         body, _ = self.fit(body, body_shape, acc_shape)
         f = self.lam(acc, acc_type, self.lam(v, item_type, body))
-        folded = Prim("fold", (f, z, xs))
+        folded = FOLD.applied(f, z, xs)
         if isinstance(acc_type, RealT):
             return folded, acc_shape
         first = self.flip(0.5)
-        return Prim("fst" if first else "snd", (folded,)), PARAM_REAL
+        return (FST if first else SND).applied(folded), PARAM_REAL
 
     # ---- booleans
     def gen_bool(self, env: tuple, depth: int):
@@ -826,7 +831,7 @@ class _Builder:
                 xs, s = yield self.gen_list(ListT(self.pick([REAL, PairT(REAL, REAL)])), env,
                                             depth - 1)
                 n = s.length if isinstance(s.length, int) else MAX_LIST
-                return (Prim("range", (Prim("length", (xs,)),)),
+                return (RANGE.applied(LENGTH.applied(xs)),
                         ListShape(RealShape(0.0, float(max(n - 1, 0))), s.length))
             return self.range_literal()
         if kind == "map":
@@ -842,7 +847,7 @@ class _Builder:
     def range_literal(self) -> tuple[Term, ListShape]:
         """``range k`` for a literal ``k``."""
         k = self.draw(st.integers(0, MAX_LIST))
-        return (Prim("range", (Const(float(k)),)),
+        return (RANGE.applied(Const(float(k))),
                 ListShape(RealShape(0.0, float(max(k - 1, 0))), k))
 
     def list_literal(self, item: Type, env: tuple, depth: int):
@@ -873,7 +878,7 @@ class _Builder:
             f, fs = yield self.gen_function(FunT(source_item, t.item), env, depth - 1)
             f, fs = self.fit(f, fs, FunShape(fs.arg, target))
             s = fs.result
-        return Prim("map", (f, xs)), ListShape(s, xs_shape.length)
+        return MAP.applied(f, xs), ListShape(s, xs_shape.length)
 
     def gen_zip(self, t: ListT, env: tuple, depth: int):
         """``zip xs ys`` on two lists of equal length (same origin or same literal length)."""
@@ -899,9 +904,9 @@ class _Builder:
             v = self.bind("v")
             body, s = yield self.gen(pair.second, _extend(env, (v, xs_shape.item)), depth - 2)
             body, s = self.fit(body, s, standard_shape(pair.second))
-            ys, ys_shape = (Prim("map", (self.lam(v, pair.first, body), xs)),
+            ys, ys_shape = (MAP.applied(self.lam(v, pair.first, body), xs),
                             ListShape(s, xs_shape.length))
-        return (Prim("zip", (xs, ys)),
+        return (ZIP.applied(xs, ys),
                 ListShape(PairShape(xs_shape.item, ys_shape.item), xs_shape.length))
 
     # ---- functions

@@ -23,6 +23,7 @@ import attrs
 from .differentiate import Differentiator, is_real, map_value
 from . import rich
 from .errors import Span, UsageError, abridged, printable, source_line
+from .graph import Graph, graph_of
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
 from .syntax import Let, Pair, Prim, Term, Var, walk
@@ -83,11 +84,13 @@ class Trace:
         return rich.html_table(header, table, caption=f"{self.mode} trace: values and "
                                f"{derivative}", numeric_from=3)
 
-    def graph(self, title: str = "") -> Any:
-        """The computational graph of this evaluation (a :class:`lambdad.graph.Graph`)."""
-        from .graph import graph_of
-
+    def graph(self, title: str = "") -> Graph:
+        """The computational graph of this evaluation."""
         return graph_of(self, title)
+
+    def source_excerpt(self, span: Span | None) -> str:
+        """The source text ``span`` covers when it is one line, else its location."""
+        return _source_text(span, self.sources)
 
 
 # ------------------------------------------------------------------ finding the rule outputs
@@ -324,11 +327,6 @@ def _source_text(span: Span | None, sources: dict[str, str]) -> str:
     if line is not None:
         return printable(abridged(line[span.col - 1:span.end_col - 1], 200))
     return f"{str(span)}"
-
-
-def source_excerpt(span: Span | None, sources: dict[str, str]) -> str:
-    """The source text ``span`` covers when it is one line, else its location."""
-    return _source_text(span, sources)
 
 
 def format_trace(tr: Trace, sources: dict[str, str] | None = None) -> str:

@@ -187,3 +187,34 @@ def test_new_domain_errors_are_located_runtime_errors():
             program.run()
         assert message in caught.value.message
         assert caught.value.span.col == 16
+
+
+LAWFUL = [p for p in ENTRIES if p.laws is not None]
+
+
+@pytest.mark.parametrize("prim", LAWFUL, ids=lambda p: p.name)
+def test_declared_laws_hold_for_the_evaluation(prim):
+    """The simplifier rewrites with these laws, so each must hold exactly."""
+    laws, f = prim.laws, prim.evaluate
+    rng = random.Random(prim.name)
+    points = [rng.uniform(0.5, 3.0) * rng.choice((-1, 1)) for _ in range(50)] + [2.0, -3.0]
+    for x in points:
+        if laws.involution:
+            assert f(f(x)) == x
+            continue
+        if laws.left_unit is not None:
+            assert f(laws.left_unit, x) == x
+        if laws.right_unit is not None:
+            assert f(x, laws.right_unit) == x
+        if laws.absorbing is not None:
+            assert f(laws.absorbing, x) == laws.absorbing == f(x, laws.absorbing)
+        if laws.negating is not None:
+            assert f(laws.negating, x) == -x == f(x, laws.negating)
+        if laws.left_negating is not None:
+            assert f(laws.left_negating, x) == -x
+        if laws.of_negation is not None:
+            assert f(2.5, -x) == PRIMITIVES[laws.of_negation].evaluate(2.5, x)
+
+
+def test_the_arithmetic_declares_its_laws():
+    assert {p.name for p in LAWFUL} >= {"add", "sub", "mul", "div", "pow", "neg"}
