@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Mapping, Set
 from pathlib import Path
 from typing import Any
 
@@ -527,17 +527,18 @@ def _concrete(text: str, file: str, start: str) -> Any:
 class _FreshNames:
     """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else."""
 
-    def __init__(self, taken: Iterable[str]):
+    def __init__(self, taken: Iterable[str], bound: Container[str] = frozenset()):
         self._taken = set(taken) | BUILTIN_NAMES
+        self._bound = bound  # the names defined outside the text (read, not copied)
         self._next: dict[str, int] = {}
 
     def fresh(self, base: str = "p") -> str:
         """A name not handed out before and not among the taken ones."""
-        if base not in self._taken:
+        if base not in self._taken and base not in self._bound:
             self._taken.add(base)
             return base
         index = self._next.get(base, 1)
-        while f"{base}{index}" in self._taken:
+        while f"{base}{index}" in self._taken or f"{base}{index}" in self._bound:
             index += 1
         self._next[base] = index + 1
         name = f"{base}{index}"
@@ -545,11 +546,25 @@ class _FreshNames:
         return name
 
 
+class _Names:
+    """A set of names: those given (read, not copied) and those added."""
+
+    def __init__(self, given: Container[str]):
+        self._given = given
+        self._added: set[str] = set()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._added or name in self._given
+
+    def add(self, name: str) -> None:
+        self._added.add(name)
+
+
 class _Scope:
     """The names a term may refer to: top-level definitions and the enclosing binders."""
 
-    def __init__(self, top: Iterable[str]):
-        self.top = set(top)
+    def __init__(self, top: Container[str]):
+        self.top = _Names(top)
         self._local: dict[str, int] = {}
 
     def __contains__(self, name: str) -> bool:
@@ -1022,8 +1037,11 @@ def _identifiers(text: str) -> set[str]:
 
 def _desugarer(text: str, file: str, bound: Iterable[str],
                declared: Iterable[Primitive] = ()) -> _Desugarer:
-    bound = list(bound)
-    desugarer = _Desugarer(file, _FreshNames(_identifiers(text) | set(bound)), _Scope(bound))
+    if not isinstance(bound, (Set, Mapping)):
+        bound = set(bound)
+    # ``bound`` is read, never copied: a REPL session's thousands of names cost nothing
+    # per entry.
+    desugarer = _Desugarer(file, _FreshNames(_identifiers(text), bound), _Scope(bound))
     desugarer.declared = {str(entry.name): entry for entry in declared}
     return desugarer
 

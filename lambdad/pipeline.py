@@ -5,11 +5,13 @@ The CLI, the REPL and the Python API are thin layers over this module.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
+import gc
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,11 +37,13 @@ from .errors import (
     FileAccessError,
     LambdadError,
     Span,
+    TypeCheckError,
     UsageError,
 )
 from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
+from .persistent import PersistentMap
 from .primitives import FST, NEG, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
 from .printer import print_decl, print_type
 from .simplify import simplify
@@ -161,20 +165,29 @@ class Program:
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text, file: text}
         prelude, prelude_typing = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
-        user = parse_module(text, file, predefined=self.prelude_names, allow_redefinition=True)
-        self.user_names = tuple(d.name for d in user.decls)
-        kept = _hide_redefined(prelude.decls, user.decls)
-        self.module = Module(kept + user.decls)
-        if all(a is b for a, b in zip(kept, prelude.decls)):
-            # The prelude is typed once per process: only the program's own declarations
-            # are inferred here, in the prelude's environment.
-            own = infer_module(user, prelude_typing.env)
-            self.typing: ModuleTyping = ModuleTyping(
-                {**prelude_typing.schemes, **own.schemes}, {**prelude_typing.types, **own.types},
-                own.env)
-        else:
-            self.typing = infer_module(self.module)
-        self.decls: dict[str, Decl] = {d.name: d for d in self.module.decls}
+        with _collector_paused():
+            user = parse_module(text, file, predefined=self.prelude_names,
+                                allow_redefinition=True)
+            self.user_names = tuple(d.name for d in user.decls)
+            kept = _hide_redefined(prelude.decls, user.decls)
+            self.module = Module(kept + user.decls)
+            if all(a is b for a, b in zip(kept, prelude.decls)):
+                # The prelude is typed once per process: only the program's own declarations
+                # are inferred here, in the prelude's environment.
+                own = infer_module(user, prelude_typing.env)
+                self.typing: ModuleTyping = ModuleTyping(
+                    {**prelude_typing.schemes, **own.schemes},
+                    {**prelude_typing.types, **own.types}, own.env)
+            else:
+                self.typing = infer_module(self.module)
+        self.decls: Mapping[str, Decl] = {d.name: d for d in self.module.decls}
+        self._declared = tuple(entry for entry in map(declared_by, self.decls, (
+            d.value for d in self.decls.values())) if entry is not None)
+        # For extended(): the names the declarations use (hidden names avoid them), and
+        # the declarations added since this module, newest first (see _module_of).
+        self._used: PersistentMap[None] | None = None
+        self._added: tuple[Any, ...] | None = None
+        self._serial = len(self.user_names)
         self.strategy = "factored"
         self._interpreter = Interpreter(strategy=self.strategy)
         self._differentiator = Differentiator(self._interpreter, self.strategy)
@@ -187,10 +200,36 @@ class Program:
         """The program's own top-level names, in order (not the prelude's)."""
         return self.user_names
 
+    @property
+    def user_names(self) -> tuple[str, ...]:
+        """The program's own top-level names, in the order they were (last) defined."""
+        if self._user_names is None:
+            self._user_names = tuple(sorted(self._order, key=self._order.__getitem__))
+        return self._user_names
+
+    @user_names.setter
+    def user_names(self, names: tuple[str, ...]) -> None:
+        self._user_names = names
+        self._order: PersistentMap[int] | None = None
+
+    @property
+    def module(self) -> Module:
+        """The program's declarations in order, every name defined once: a definition
+        replaced at the REPL stays under a hidden name (``f'1``) that the definitions
+        made before the replacement refer to."""
+        if self._added is not None:
+            self._module = _module_of(self._module, self._added)
+            self._added = None
+        return self._module
+
+    @module.setter
+    def module(self, module: Module) -> None:
+        self._module = module
+        self._added = None
+
     def declared_primitives(self) -> list[Primitive]:
         """The primitives the program declares (``primitive f x = ...``), in order."""
-        found = (declared_by(d.name, d.value) for d in self.module.decls)
-        return [entry for entry in found if entry is not None]
+        return list(self._declared)
 
     def scheme(self, name: str) -> Scheme:
         self._require(name)
@@ -260,7 +299,12 @@ class Program:
         """The runtime value of the top-level ``name`` (evaluating what it needs)."""
         self._require(name)
         if self._values is None or name not in self._values:
-            self._values = self._interpreter.evaluate_module(self.module, upto=name)
+            computed = self._interpreter.evaluate_module(self.module, upto=name)
+            if isinstance(self._values, PersistentMap):  # extended(): keep what it ran
+                computed = {k: v for k, v in computed.items() if k not in self._values}
+                self._values = self._values.update(computed)
+            else:
+                self._values = computed
         return self._values[name]
 
     def run(self, entry: str = "main") -> Any:
@@ -281,7 +325,7 @@ class Program:
         term = parse_expr(text, "<expr>", bound=tuple(self.decls),
                           declared=self.declared_primitives())
         typing = infer_term(term, self.typing.env)
-        needed = free_vars(term) & set(self.decls)
+        needed = {name for name in free_vars(term) if name in self.decls}
         env = {name: self.value_of(name) for name in needed}
         return self._interpreter.evaluate(term, env), typing.type
 
@@ -295,48 +339,90 @@ class Program:
         """Value and type of the expression ``term`` over the program's names; raises
         TypeCheckError or EvalError."""
         type_ = self.type_of_term(term)
-        needed = free_vars(term) & set(self.decls)
+        needed = {name for name in free_vars(term) if name in self.decls}
         env = {name: self.value_of(name) for name in needed}
         return self._interpreter.evaluate(term, env), type_
 
     def extended(self, decls: Sequence[Decl]) -> "Program":
-        """A new program: this one's declarations followed by ``decls``, which are
-        type-checked and evaluated at once, as at an ML toplevel (this program is left
-        unchanged).  A declaration of a name already defined replaces it for what follows:
-        the old one stays, renamed ``name'1`` (or the next free such name) and hidden from
-        :meth:`names`, for the declarations that used it.  Raises TypeCheckError or EvalError
-        for a new declaration that is ill-typed or fails."""
-        module_decls = list(self.module.decls)
-        user_names = list(self.user_names)
-        values = dict(self._values or {})
-        for decl in decls:
-            old = next((i for i, d in enumerate(module_decls) if d.name == decl.name), None)
-            if old is not None:
-                hidden = _unused_name(decl.name, module_decls)
-                module_decls[old] = attrs.evolve(module_decls[old], name=hidden)
-                for i in range(old + 1, len(module_decls)):
-                    later = module_decls[i]
-                    if any(isinstance(t, Var) and t.name == decl.name for t in walk(later.value)):
-                        module_decls[i] = attrs.evolve(
-                            later, value=_rename_free(later.value, decl.name, hidden))
-                if decl.name in values:
-                    values[hidden] = values.pop(decl.name)
-                if decl.name in user_names:
-                    user_names.remove(decl.name)
-            module_decls.append(decl)
-            user_names.append(decl.name)
+        """A new program: this one's declarations followed by ``decls``, each type-checked
+        and evaluated at once against the names defined before it, as at an ML toplevel
+        (this program is left unchanged).  A declaration of a name already defined replaces
+        it for what follows; the definitions made before keep the old one (as in ghci and
+        OCaml), which stays under a hidden name (``name'1``, see :meth:`hidden_name`), out
+        of :meth:`names`.  Raises TypeCheckError or EvalError for a new declaration that is
+        ill-typed (or uses its own name: there is no recursion) or fails.
+
+        Each declaration costs time for its own size and O(log n) for the n definitions
+        already made: the environments are persistent maps, and the module as one sequence
+        of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
-        new.module = Module(tuple(module_decls))
-        new.typing = infer_module(new.module)
-        new.decls = {d.name: d for d in new.module.decls}
-        new.user_names = tuple(user_names)
-        new._values = values
         new._adapters = {}
-        for decl in new.module.decls[len(module_decls) - len(decls):]:
-            needed = free_vars(decl.value) & set(new.decls)
-            env = {name: new.value_of(name) for name in needed}
-            new._values[decl.name] = new._interpreter.evaluate(decl.value, env)
+        decls_map = _persistent(self.decls)
+        values = _persistent(self._values or {})
+        typing = self.typing
+        schemes, types = _persistent(typing.schemes), _persistent(typing.types)
+        env = typing.env
+        used = self._used if self._used is not None else PersistentMap(
+            dict.fromkeys(_names_used(self.module.decls)))
+        added = self._added if self._added is not None else ()
+        order = self._order if self._order is not None else PersistentMap(
+            {name: serial for serial, name in enumerate(self.user_names)})
+        serial = self._serial
+        declared = self._declared
+        for decl in decls:
+            own = _free_occurrence(decl.value, decl.name)
+            if own is not None:
+                raise TypeCheckError(
+                    f"no recursion: `{decl.name}` cannot use itself (every program "
+                    "terminates); iterate with `fold` over a list, e.g. "
+                    "`fold step start (range n)`", own.span or decl.span)
+            typed = infer_module(Module((decl,)), env)
+            needed = [name for name in free_vars(decl.value) if name in decls_map]
+            for name in needed:
+                if name not in values:  # a definition of a loaded file, not run yet
+                    values = values.set(name, self.value_of(name))
+            value = new._interpreter.evaluate(decl.value, {n: values[n] for n in needed})
+            old = decls_map.get(decl.name)
+            if old is not None:
+                hidden = _hidden_name(decl.name, used)
+                replaced = {hidden: attrs.evolve(old, name=hidden)}
+                decls_map = decls_map.update(replaced)
+                schemes = schemes.set(hidden, schemes[decl.name])
+                env = env.extend(hidden, env[decl.name])
+                if decl.name in values:
+                    values = values.set(hidden, values[decl.name])
+                used = used.set(hidden, None)
+                added = ((decl.name, hidden), added)
+                entry = declared_by(hidden, old.value)
+                if entry is not None:
+                    declared = tuple(entry if d.name == decl.name else d for d in declared)
+            decls_map = decls_map.set(decl.name, decl)
+            schemes = schemes.update(typed.schemes)
+            types = types.update(typed.types)
+            env = env.extend_all(typed.schemes)
+            values = values.set(decl.name, value)
+            used = used.update(dict.fromkeys(_names_used((decl,))))
+            added = (decl, added)
+            serial += 1
+            order = order.set(decl.name, serial)
+            entry = declared_by(decl.name, decl.value)
+            declared = tuple(d for d in declared if d.name != decl.name) + (
+                (entry,) if entry is not None else ())
+        new.decls = decls_map
+        new.typing = ModuleTyping(schemes, types, env)
+        new._values = values
+        new._used = used
+        new._module, new._added = self._module, added
+        new._order, new._serial, new._user_names = order, serial, None
+        new._declared = declared
         return new
+
+    def hidden_name(self, name: str) -> str:
+        """The name a definition of ``name`` gets when :meth:`extended` replaces it:
+        ``name'1``, ``name'2``, ..., the first that no declaration defines, uses or binds."""
+        used = self._used if self._used is not None else PersistentMap(
+            dict.fromkeys(_names_used(self.module.decls)))
+        return _hidden_name(name, used)
 
     # ------------------------------------------------------------ points
     def parse_point(self, text: str, what: str = "--at") -> Any:
@@ -352,7 +438,7 @@ class Program:
             term = parse_expr(source, what, bound=tuple(self.decls),
                               declared=self.declared_primitives())
             infer_term(term, self.typing.env)
-            needed = free_vars(term) & set(self.decls)
+            needed = {name for name in free_vars(term) if name in self.decls}
             value = self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
         except LambdadError as exc:
             raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
@@ -610,7 +696,7 @@ class Program:
                 raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
                                  "parameter written as a pattern has no name to choose)")
             chosen.append(names.index(wanted))
-        hidden = _unused_name(name, list(self.module.decls))
+        hidden = self.hidden_name(name)
         body: Term = Var(hidden)
         for i, part in enumerate(parts):
             body = App(body, Var(names[i]) if i in chosen else _point_term(part, _real_term))
@@ -668,9 +754,10 @@ class Program:
         """The declarations ``name`` needs (transitively), in program order, ending with it."""
         self._require(name)
         needed = {name}
+        defined = {decl.name for decl in self.module.decls}
         for decl in reversed(self.module.decls):
             if decl.name in needed:
-                needed |= free_vars(decl.value) & set(self.decls)
+                needed |= free_vars(decl.value) & defined
                 # the declarations of the primitives it uses, so a printed program parses
                 needed |= {p.name for p in declared_primitives(decl.value)}
         return [d for d in self.module.decls if d.name in needed]
@@ -784,6 +871,75 @@ class Program:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the block (restored after, even on an
+    error).  Parsing and type checking allocate many objects that all stay alive; the
+    collector would rescan the growing heap again and again, making the load of a program
+    of n definitions superlinear.  Nothing made there is a reference cycle to collect."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _hidden_name(name: str, used: Mapping[str, Any]) -> str:
+    """``name'1``, ``name'2``, ...: the first not in ``used``."""
+    k = 1
+    while f"{name}'{k}" in used:
+        k += 1
+    return f"{name}'{k}"
+
+
+def _free_occurrence(term: Term, name: str) -> Var | None:
+    """The first free occurrence of the variable ``name`` in ``term``, or None."""
+    stack = [term]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Var) and current.name == name:
+            return current
+        kids = [kid for kid, names in zip(children(current), binders(current))
+                if name not in names]
+        stack.extend(reversed(kids))
+    return None
+
+
+def _persistent(mapping: Mapping[str, Any]) -> PersistentMap[Any]:
+    """``mapping`` as a persistent map (itself if it is one)."""
+    return mapping if isinstance(mapping, PersistentMap) else PersistentMap(mapping)
+
+
+def _module_of(module: Module, added: tuple[Any, ...] | None) -> Module:
+    """``module`` followed by what :meth:`Program.extended` added, newest first as nested
+    pairs ``(item, rest)``: a declaration, or ``(name, hidden)`` where a definition of
+    ``name`` was replaced.  The replaced definition is renamed ``hidden``, and so are the
+    uses of ``name`` in the declarations after it (made before the replacement), so every
+    name is defined once and means what it meant when each declaration was made."""
+    items = []
+    while added:
+        item, added = added
+        items.append(item)
+    decls = list(module.decls)
+    position = {decl.name: index for index, decl in enumerate(decls)}
+    for item in reversed(items):
+        if isinstance(item, Decl):
+            position[item.name] = len(decls)
+            decls.append(item)
+            continue
+        name, hidden = item
+        index = position.pop(name)
+        decls[index] = attrs.evolve(decls[index], name=hidden)
+        position[hidden] = index
+        for later in range(index + 1, len(decls)):
+            if name in free_vars(decls[later].value):
+                decls[later] = attrs.evolve(
+                    decls[later], value=_rename_free(decls[later].value, name, hidden))
+    return Module(tuple(decls))
 
 
 def _unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -172,9 +172,10 @@ class Session:
         value, type_ = self.program.evaluate_term(entry)
         return f"{format_value(value)} : {print_type(type_)}"
 
-    def bound(self) -> tuple[str, ...]:
-        """The names the parser must read as variables: every top-level definition."""
-        return tuple(self.program.decls)
+    def bound(self) -> Mapping[str, Decl]:
+        """The names the parser must read as variables: every top-level definition (a
+        mapping the parser reads without copying it)."""
+        return self.program.decls
 
     def command(self, text: str, line: int) -> str | None:
         """The output of the ``:command`` line ``text``; raises UsageError for an unknown

@@ -25,13 +25,14 @@ from __future__ import annotations
 import difflib
 import itertools
 import string
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
 
 from .errors import LambdadError, Span, TypeCheckError
 from .iterate import Step, run
+from .persistent import PersistentMap
 from .primitives import NAMED, PRIMITIVES, Primitive
 from .printer import print_type
 from .syntax import (
@@ -110,15 +111,17 @@ def print_scheme(scheme: Scheme) -> str:
     return print_type(_rename_vars(scheme.type, rename))
 
 
-class TypeEnv(Mapping[str, Scheme]):
+class TypeEnv(PersistentMap[Scheme]):
     """A persistent mapping from names to schemes: :meth:`extend` returns a new environment
-    and leaves this one unchanged.  Primitives are not in it: the parser turns their names
-    into ``Builtin``/``Prim`` nodes, typed from the primitive table."""
+    and leaves this one unchanged, in O(log n) (a REPL session extends its environment once
+    per definition).  Primitives are not in it: the parser turns their names into
+    ``Builtin``/``Prim`` nodes, typed from the primitive table."""
 
-    __slots__ = ("_schemes",)
+    __slots__ = ("_free",)
 
     def __init__(self, schemes: Mapping[str, Scheme] | None = None):
-        self._schemes: dict[str, Scheme] = dict(schemes or {})
+        super().__init__(schemes)
+        self._free: frozenset[str] = _free_in(self.values())
 
     @classmethod
     def builtins(cls) -> "TypeEnv":
@@ -128,22 +131,38 @@ class TypeEnv(Mapping[str, Scheme]):
 
     def extend(self, name: str, scheme: Scheme) -> "TypeEnv":
         """This environment with ``name`` bound (or rebound) to ``scheme``."""
-        schemes = dict(self._schemes)
-        schemes[name] = scheme
-        return TypeEnv(schemes)
+        return self.extend_all({name: scheme})
 
-    def __getitem__(self, name: str) -> Scheme:
-        return self._schemes[name]
+    def extend_all(self, schemes: Mapping[str, Scheme]) -> "TypeEnv":
+        """This environment with every name of ``schemes`` bound (or rebound) to its scheme."""
+        env = PersistentMap.update(self, schemes)
+        if env is self:
+            return self
+        replaced = [self[name] for name in schemes if name in self]
+        if _free_in(replaced):  # a scheme with free variables went away: count again
+            env._free = _free_in(env.values())
+        else:
+            env._free = self._free | _free_in(schemes.values())
+        return env
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._schemes)
+    update = extend_all
 
-    def __len__(self) -> int:
-        return len(self._schemes)
+    @property
+    def free(self) -> frozenset[str]:
+        """The type variables free in the environment's schemes (not quantified there)."""
+        return self._free
 
     def __repr__(self) -> str:
-        inside = ", ".join(f"{name}: {scheme}" for name, scheme in self._schemes.items())
+        inside = ", ".join(f"{name}: {scheme}" for name, scheme in self.items())
         return f"TypeEnv({{{inside}}})"
+
+
+def _free_in(schemes: Iterable[Scheme]) -> frozenset[str]:
+    """The type variables of ``schemes`` that they do not quantify."""
+    free: set[str] = set()
+    for scheme in schemes:
+        free.update(set(_ordered_vars(scheme.type)) - set(scheme.vars))
+    return frozenset(free)
 
 
 @attrs.frozen(eq=False)
@@ -185,8 +204,7 @@ def infer_module(module: Module, env: TypeEnv | None = None) -> ModuleTyping:
             raise error.with_span(decl.span)
         schemes[decl.name] = scheme
         inference.define(decl.name, scheme)
-        env = env.extend(decl.name, scheme)
-    return ModuleTyping(schemes, types, env)
+    return ModuleTyping(schemes, types, env.extend_all(schemes))
 
 
 def infer_term(term: Term, env: TypeEnv | None = None) -> TermTyping:
@@ -340,12 +358,7 @@ class _Inference:
         self.levels: dict[str, int] = {}
         # Rigid variables free in the environment or fixed by the caller: at level 0 (never
         # generalised), and they keep their names in the results.
-        self.fixed: dict[str, int] = {}
-        for scheme in env.values():
-            quantified = set(scheme.vars)
-            for name in _ordered_vars(scheme.type):
-                if name not in quantified:
-                    self.fixed[name] = 0
+        self.fixed: dict[str, int] = dict.fromkeys(sorted(env.free), 0)
         self.env_free = frozenset(self.fixed)
         self.fixed.update((name, 0) for name in fixed)
         # Level of each rigid variable: the shallowest place it is mentioned or escapes to.
@@ -357,7 +370,11 @@ class _Inference:
         self.trail: list[tuple[str, Type | None]] | None = None
         # Objects known to contain no unbound variable: scans skip them.
         self.ground: dict[int, Type] = {}
-        self.scope: dict[str, Scheme | Type] = dict(env.items())
+        # The names bound here (locals, and the module's declarations so far) over ``env``,
+        # which is read, never copied: typing one declaration costs nothing per name of a
+        # large environment (a REPL session's, a module of 10^5 definitions).
+        self.env = env
+        self.scope: dict[str, Scheme | Type] = {}
         self.visited: list[tuple[Term, Type]] = []
         self.primitive_schemes: dict[str, Scheme] = {}
         self.arms: dict[type, Callable[[Any], Step[Type]]] = {
@@ -643,7 +660,7 @@ class _Inference:
                               tuple(notes[:1]))
 
     def _unknown(self, term: Var) -> TypeCheckError:
-        candidates = [name for name in itertools.chain(self.scope, NAMED)]
+        candidates = [name for name in itertools.chain(self.scope, self.env, NAMED)]
         close = difflib.get_close_matches(term.name, candidates, n=1)
         hint = f"; did you mean `{close[0]}`?" if close else ""
         return TypeCheckError(f"unknown name `{term.name}`{hint}", term.span)
@@ -691,6 +708,8 @@ class _Inference:
         """``x``: an instance of its scheme (HM variable rule); a free primitive name means
         the primitive."""
         entry = self.scope.get(term.name)
+        if entry is None:
+            entry = self.env.get(term.name)
         if entry is None:
             primitive = NAMED.get(term.name)
             if primitive is None:

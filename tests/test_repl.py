@@ -446,3 +446,54 @@ def test_a_line_longer_than_the_limit_is_refused_unread():
     assert f"{3 * MAX_ENTRY_CHARS + 1} characters" in err.getvalue() and len(err.getvalue()) < 300
     assert out.getvalue() == "2 : R\n"
     assert session.lines == ["", "1 + 1"]  # the lines keep their numbers
+
+
+# ---------------------------------------------------------------- long sessions
+
+
+def test_each_definition_is_typed_once_not_the_whole_session_again(monkeypatch):
+    """A session of n definitions types n declarations (not 1 + 2 + ... + n): a script of
+    n definitions takes time linear in n."""
+    import lambdad.pipeline as pipeline
+
+    typed = []
+    infer = pipeline.infer_module
+
+    def counting(module, *args, **kwargs):
+        typed.extend(decl.name for decl in module.decls)
+        return infer(module, *args, **kwargs)
+
+    Session()  # the prelude is typed once per process, before
+    monkeypatch.setattr(pipeline, "infer_module", counting)
+    lines = ["def f0 x = x"] + [f"def f{i} x = f{i - 1} x + {i}" for i in range(1, 60)]
+    out, err, failures = run_lines(*lines, "f59 1")
+    assert failures == 0 and out.splitlines()[-1] == f"{1 + sum(range(60))} : R"
+    assert typed == [f"f{i}" for i in range(60)]
+
+
+def test_extending_leaves_the_program_as_it_was_and_keeps_old_definitions_hidden():
+    session = Session()
+    entry(session, "def f x = x * 2")
+    entry(session, "def g x = f x + 1")
+    before = session.program
+    entry(session, "def f x = x + 100")
+    after = session.program
+    assert before.names() == ("f", "g") and after.names() == ("g", "f")
+    assert before.value_of("f")(1.0) == 2 and after.value_of("f")(1.0) == 101
+    assert after.value_of("g")(1.0) == 3  # g keeps the f it was defined with
+    # as one module, the replaced f is hidden as f'1, and g refers to it
+    module = {decl.name: decl for decl in after.module.decls}
+    assert "f'1" in module and "f'1" not in after.names()
+    assert "f'1" in after.show("g", reverse=True)
+    assert [decl.name for decl in before.module.decls][-2:] == ["f", "g"]
+    assert after.scheme("f'1") == before.scheme("f")
+
+
+def test_a_definition_using_its_own_name_is_no_recursion_at_the_use():
+    session = Session()
+    entry(session, "def f x = x")
+    with pytest.raises(LambdadError) as caught:
+        entry(session, "def f x = let y = f x in y")
+    rendered = render(caught.value, session.sources)
+    assert rendered.startswith("<repl>:2:19:") and "no recursion" in rendered
+    assert entry(session, "def f y = let f = y in f + 1") == "f : R -> R"
