@@ -376,13 +376,10 @@ class Program:
                     f"no recursion: `{decl.name}` cannot use itself (every program "
                     "terminates); iterate with `fold` over a list, e.g. "
                     "`fold step start (range n)`", own.span or decl.span)
-            typed = infer_module(Module((decl,)), env)
-            needed = [name for name in free_vars(decl.value) if name in decls_map]
-            for name in needed:
-                if name not in values:  # a definition of a loaded file, not run yet
-                    values = values.set(name, self.value_of(name))
-            value = new._interpreter.evaluate(decl.value, {n: values[n] for n in needed})
+            # The definition replaced stays under a hidden name, visible to the new one
+            # (restricted() calls the old definition by that name).
             old = decls_map.get(decl.name)
+            original: dict[str, str] = {}  # a hidden name: the name it had in this program
             if old is not None:
                 hidden = _hidden_name(decl.name, used)
                 replaced = {hidden: attrs.evolve(old, name=hidden)}
@@ -392,10 +389,17 @@ class Program:
                 if decl.name in values:
                     values = values.set(hidden, values[decl.name])
                 used = used.set(hidden, None)
+                original[hidden] = decl.name
                 added = ((decl.name, hidden), added)
                 entry = declared_by(hidden, old.value)
                 if entry is not None:
                     declared = tuple(entry if d.name == decl.name else d for d in declared)
+            typed = infer_module(Module((decl,)), env)
+            needed = [name for name in free_vars(decl.value) if name in decls_map]
+            for name in needed:
+                if name not in values:  # a definition of a loaded file, not run yet
+                    values = values.set(name, self.value_of(original.get(name, name)))
+            value = new._interpreter.evaluate(decl.value, {n: values[n] for n in needed})
             decls_map = decls_map.set(decl.name, decl)
             schemes = schemes.update(typed.schemes)
             types = types.update(typed.types)
