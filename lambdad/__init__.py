@@ -12,6 +12,7 @@ program and a backpropagation program with linear negation (Brunel, Mazza, Pagan
 
 from .errors import (
     DifferentiationError,
+    DomainError,
     EvalError,
     FileAccessError,
     LambdadError,

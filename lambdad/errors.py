@@ -82,6 +82,12 @@ class EvalError(LambdadError):
     kind = "runtime error"
 
 
+class DomainError(EvalError):
+    """A primitive applied outside its domain (``log`` of -1, ``sqrt`` of a negative
+    number, an index out of range); raised by the primitive's implementation without a
+    location, which the interpreter adds (the application in the source)."""
+
+
 class ResourceError(EvalError):
     """The run exceeded a limit the user set (steps, time) or the machine's (memory, depth)."""
 

@@ -385,6 +385,8 @@ class Interpreter:
             self._depth += 1
             try:
                 return function(*args)
+            except DomainError as exc:  # raised by a primitive, unlocated: locate it
+                raise _locate(exc) from None
             except LambdadError:
                 raise
             except RUNTIME_ERRORS as exc:
@@ -408,6 +410,8 @@ class Interpreter:
         gc.disable()
         try:
             return function(*args)
+        except DomainError as exc:  # raised by a primitive, unlocated: locate it
+            raise _locate(exc) from None
         except LambdadError:
             raise
         except RUNTIME_ERRORS as exc:

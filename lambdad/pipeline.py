@@ -322,7 +322,7 @@ class Program:
         """Value and type of an expression over the program's names."""
         if not isinstance(text, str):
             raise UsageError(f"an expression must be a str, not {type(text).__name__}")
-        term = parse_expr(text, "<expr>", bound=tuple(self.decls),
+        term = parse_expr(text, "<expr>", bound=self.decls,
                           declared=self.declared_primitives())
         typing = infer_term(term, self.typing.env)
         needed = {name for name in free_vars(term) if name in self.decls}
@@ -439,7 +439,7 @@ class Program:
         if _has_top_level_comma(source):
             source = f"({source})"
         try:
-            term = parse_expr(source, what, bound=tuple(self.decls),
+            term = parse_expr(source, what, bound=self.decls,
                               declared=self.declared_primitives())
             infer_term(term, self.typing.env)
             needed = {name for name in free_vars(term) if name in self.decls}
@@ -1064,7 +1064,9 @@ def _reals_of(value: Any) -> list[float]:
 
 
 def _output_names(root: str, value: Any) -> list[str]:
-    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``."""
+    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``; the
+    components of a tuple are named flat, as written (``f.0``, ``f.1``, ``f.2`` for a
+    triple), as the inputs are (:meth:`Program.input_names`)."""
     names: list[str] = []
     stack = [(value, root)]
     while stack:
@@ -1072,7 +1074,12 @@ def _output_names(root: str, value: Any) -> list[str]:
         if type(v) is float:
             names.append(path)
         elif type(v) is tuple:
-            stack.extend(((v[1], path + ".1"), (v[0], path + ".0")))
+            items = []
+            while type(v) is tuple:
+                items.append(v[0])
+                v = v[1]
+            items.append(v)
+            stack.extend((item, f"{path}.{i}") for i, item in reversed(list(enumerate(items))))
         elif type(v) is list:
             stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
     return names

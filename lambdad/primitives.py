@@ -36,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from .errors import DomainError  # raised here; part of this module's interface
 from .iterate import Step, run
 from .syntax import (
     BOOL,
@@ -57,10 +58,6 @@ from .syntax import (
     VarT,
     walk,
 )
-
-
-class DomainError(Exception):
-    """Raised by a primitive's evaluation outside its domain; the interpreter locates it."""
 
 
 @attrs.frozen

@@ -457,7 +457,7 @@ MAX_VALUE_TEXT = 100_000
 
 
 def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
-    """``v`` in the language's syntax: ``27``, ``(a, (b, c))`` for nested pairs,
+    """``v`` in the language's syntax: ``27``, ``(a, b, c)`` for the pair ``(a, (b, c))``,
     ``[1, 2]``, ``true``, ``<function>``, ``<backpropagator #3>``.  Iterative.  Text
     longer than ``limit`` characters is cut there and ends with ``… [value abbreviated]``
     (``limit=None``: never)."""
@@ -471,15 +471,27 @@ def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
         if is_text:
             out.append(item)
         elif isinstance(item, tuple) and len(item) == 2:
-            # Pairs print as built, (a, (b, c)): the nesting shows gradient shapes.
+            # Tuples print flat, as written: (a, b, c) is the pair (a, (b, c)) (LANGUAGE.md),
+            # and parses back to it; ((a, b), c) keeps its parentheses.
             out.append("(")
-            _push_items(work, [item[0], item[1]], ")")
+            _push_items(work, _tuple_items(item), ")")
         elif isinstance(item, list):
             out.append("[")
             _push_items(work, item, "]")
         else:
             out.append(_leaf_text(item))
     return "".join(out)
+
+
+def _tuple_items(pair: tuple) -> list:
+    """The components of the tuple ``pair`` as written flat: ``(a, (b, c))`` gives a, b, c."""
+    items = [pair[0]]
+    rest = pair[1]
+    while isinstance(rest, tuple) and len(rest) == 2:
+        items.append(rest[0])
+        rest = rest[1]
+    items.append(rest)
+    return items
 
 
 def _push_items(work: list[tuple[bool, Any]], items: list, closing: str) -> None:
@@ -509,19 +521,52 @@ def to_python(v: Any) -> Any:
     return map_leaves(v, _descend)
 
 
-def to_json(v: Any) -> Any:
+# The most items (reals, booleans, texts, arrays) one JSON value is written with.
+MAX_JSON_ITEMS = 100_000
+JSON_ABBREVIATED = "... [value abbreviated]"  # ASCII: json.dumps writes it as is
+
+
+def to_json(v: Any, limit: int | None = MAX_JSON_ITEMS) -> Any:
     """``v`` as JSON-ready data: reals as numbers (non-finite ones as the strings ``"nan"``,
-    ``"inf"``, ``"-inf"``), pairs as 2-element arrays, lists as arrays, booleans as
-    booleans, anything else as its :func:`format_value` text."""
-
-    def replace(item: Any) -> tuple[bool, Any]:
-        if type(item) is float:
-            return True, (item if math.isfinite(item) else format_real(item))
-        if type(item) is bool or isinstance(item, (tuple, list)):
-            return False, None
-        return True, format_value(item)
-
-    return map_leaves(v, replace, pair=list)
+    ``"inf"``, ``"-inf"``), tuples as arrays of their components, flat as written (``[1, 2,
+    3]`` for ``(1, 2, 3)``, ``[[1, 2], 3]`` for ``((1, 2), 3)``), lists as arrays, booleans
+    as booleans, anything else as its :func:`format_value` text.  At most ``limit`` items
+    are written (``None``: no limit): the array being filled when the limit is reached ends
+    with the string ``JSON_ABBREVIATED``, and the arrays around it end there too.
+    Iterative; a value sharing structure (of exponential size written out) costs only
+    what is written."""
+    built: list[Any] = []
+    # Work items: (value, None) to write, or (None, start) to close the array whose items
+    # begin at built[start].
+    work: list[tuple[Any, int | None]] = [(v, None)]
+    written = 0
+    cut = False
+    while work:
+        item, start = work.pop()
+        if start is not None:
+            items = built[start:]
+            del built[start:]
+            built.append(items)
+            continue
+        if cut:
+            continue
+        written += 1
+        if limit is not None and written > limit:
+            built.append(JSON_ABBREVIATED)
+            cut = True
+            continue
+        kind = type(item)
+        if kind is float:
+            built.append(item if math.isfinite(item) else format_real(item))
+        elif kind is bool:
+            built.append(item)
+        elif isinstance(item, (tuple, list)):
+            children = _tuple_items(item) if isinstance(item, tuple) else item
+            work.append((None, len(built)))
+            work.extend((child, None) for child in reversed(children))
+        else:
+            built.append(format_value(item))
+    return built[0]
 
 
 def _descend(item: Any) -> tuple[bool, Any]:

@@ -73,3 +73,18 @@ def test_the_error_classes_are_exported_and_documented():
         if isinstance(kind, type) and issubclass(kind, Exception):
             assert issubclass(kind, lambdad.LambdadError)
             assert f"`{name}`" in api or f"`lambdad.{name}`" in api, name
+
+
+def test_a_domain_error_is_of_the_family_and_a_run_reports_it_located():
+    from lambdad.primitives import PRIMITIVES, DomainError
+
+    assert issubclass(DomainError, lambdad.EvalError) and lambdad.DomainError is DomainError
+    with pytest.raises(lambdad.LambdadError):
+        PRIMITIVES["log"].evaluate(-1.0)
+    program = lambdad.loads("def f x = log x\ndef g xs = xs !! 3", "d.lam")
+    with pytest.raises(lambdad.EvalError) as info:
+        program.call("f", -1.0)
+    assert (info.value.span.line, info.value.span.col) == (1, 11)
+    with pytest.raises(lambdad.EvalError) as info:
+        program.call("g", [1.0])
+    assert info.value.span.line == 2 and "out of range" in info.value.message

@@ -23,12 +23,10 @@ def lambdad_main(capsys, *args):
 
 
 def components(value, n):
-    """The ``n`` components of a tuple, which nests to the right: (a, b, c) = (a, (b, c))."""
-    items = []
-    for _ in range(n - 1):
-        first, value = value
-        items.append(first)
-    return items + [value]
+    """The ``n`` components of a tuple, written flat in JSON as in text: (a, b, c) is the
+    pair (a, (b, c)), so a last component that is itself a tuple continues the array."""
+    assert len(value) >= n
+    return value[:n - 1] + [value[n - 1] if len(value) == n else value[n - 1:]]
 
 
 def run_json(capsys, name, n=2):

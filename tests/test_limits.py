@@ -93,4 +93,4 @@ def test_an_exponentially_large_value_prints_abbreviated(tmp_path, capsys):
 def test_small_types_and_values_print_in_full():
     program = lambdad.loads("def main = ([1, 2, 3], (true, 4))\ndef f x = (x, [x])")
     assert program.types() == [("main", "[R] * Bool * R"), ("f", "a -> a * [a]")]
-    assert lambdad.values.format_value(program.run_raw()) == "([1, 2, 3], (true, 4))"
+    assert lambdad.values.format_value(program.run_raw()) == "([1, 2, 3], true, 4)"

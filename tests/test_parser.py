@@ -627,7 +627,9 @@ _PIECES = ["def", "let", "in", "if", "then", "else", "true", "false", "\\", "λ"
 def _check_outcome(text: str, parse) -> None:
     try:
         parse(text)
-    except ParseError as error:
+    except (ParseError, TypeCheckError) as error:
+        # The parser reports a use of a definition in itself or before it as a type
+        # error (no recursion; definitions see only the ones above them), located.
         span = error.span
         assert span is not None and error.message
         assert 1 <= span.line <= text.count("\n") + 1
