@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .codegen import GENERIC_KINDS, RuntimeCalls, compile_term
-from .errors import EvalError, LambdadError, ResourceError, Span
+from .errors import DomainError, EvalError, LambdadError, ResourceError, Span
 from .guard import (
     RUNTIME_ERRORS,
     PrimSite,
@@ -386,7 +386,7 @@ class Interpreter:
             try:
                 return function(*args)
             except DomainError as exc:  # raised by a primitive, unlocated: locate it
-                raise _locate(exc) from None
+                raise locate(exc) from None
             except LambdadError:
                 raise
             except RUNTIME_ERRORS as exc:
@@ -411,7 +411,7 @@ class Interpreter:
         try:
             return function(*args)
         except DomainError as exc:  # raised by a primitive, unlocated: locate it
-            raise _locate(exc) from None
+            raise locate(exc) from None
         except LambdadError:
             raise
         except RUNTIME_ERRORS as exc:
