@@ -57,25 +57,25 @@ from . import rich
 from .differentiate import Differentiator, is_real, map_value
 from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .interpreter import Interpreter
-from .primitives import FST, SND
+from .calling import (
+    arguments_covered,
+    curried_parts,
+    from_python,
+    input_names,
+    uncurried_term,
+)
 from .syntax import (
     is_differentiable,
     curried_params,
     tuple_type,
-    Annot,
-    App,
-    Lam,
-    LetPair,
     ListT,
     Module,
     PairT,
     RealT,
-    Term,
     Type,
-    Var,
     VarT,
 )
-from .values import PrimEvent, fits, format_value
+from .values import PrimEvent, format_value
 
 MACHINE_EPSILON = sys.float_info.epsilon
 DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
@@ -268,118 +268,6 @@ def differentiable_functions(program: Any) -> list[str]:
     return found
 
 
-def arity_of_point(program: Any, name: str, point: Any) -> int:
-    """How many curried parameters of ``name`` the runtime value ``point`` covers (one, or
-    a tuple of the first k); raises UsageError if it fits none."""
-    params = function_params(program, name)
-    if not params:
-        raise UsageError(f"`{name}` is not a function")
-    if fits(point, params[0]):
-        return 1
-    for k in range(2, len(params) + 1):
-        if fits(point, tuple_type(params[:k])):
-            return k
-    raise UsageError(f"the point {format_value(point)} does not fit `{name}`")
-
-
-def parameter_names(program: Any, name: str, k: int) -> list[str]:
-    """Names for the first ``k`` parameters of ``name``: the λ-parameters of its definition,
-    ``(a, b)`` for a pattern parameter, ``arg1``... when there is no usable name."""
-    term: Term = program.decls[name].value
-    names: list[str] = []
-    while len(names) < k:
-        while isinstance(term, Annot):
-            term = term.expr
-        if not isinstance(term, Lam):
-            names.append(f"arg{len(names) + 1}")
-            continue
-        body = term.body
-        if (isinstance(body, LetPair) and isinstance(body.value, Var)
-                and body.value.name == term.param):
-            names.append(_pattern_name(term.param, body))
-            while isinstance(body, LetPair) and isinstance(body.value, Var):
-                body = body.body  # the desugared pattern; the next parameter follows
-        elif term.param == "_":
-            names.append(f"arg{len(names) + 1}")
-        else:
-            names.append(term.param)
-        term = body
-    return names
-
-
-def _pattern_name(param: str, body: Term) -> str:
-    """The pattern a parameter is destructured by, ``(a, b)`` or ``((a, b), c)``: the parser
-    turns it into a chain of ``let (x, y) = v in`` on the parameter and fresh names."""
-    parts: dict[str, tuple[str, str]] = {}
-    while isinstance(body, LetPair) and isinstance(body.value, Var):
-        parts[body.value.name] = (body.first, body.second)
-        body = body.body
-
-    def spell(name: str) -> str:
-        if name not in parts:
-            return name
-        first, second = parts.pop(name)  # each fresh name is destructured once
-        return f"({spell(first)}, {spell(second)})"
-
-    return spell(param)
-
-
-def leaf_paths(point: Any, names: Sequence[str]) -> list[str]:
-    """The path of every real leaf of ``point``, left to right: a parameter name, ``.0`` /
-    ``.1`` for pair components, ``[i]`` for list items (``w.1[2]``).  With several names the
-    point is the tuple of the parameters."""
-    roots: list[tuple[Any, str]]
-    if len(names) == 1:
-        roots = [(point, names[0])]
-    else:
-        roots, rest = [], point
-        for i, n in enumerate(names):
-            if i < len(names) - 1:
-                roots.append((rest[0], n))
-                rest = rest[1]
-            else:
-                roots.append((rest, n))
-    paths = []
-    stack = list(reversed(roots))
-    while stack:
-        value, path = stack.pop()
-        if type(value) is float:
-            paths.append(path)
-        elif type(value) is tuple and path.startswith("("):
-            first, second = _component_paths(path)
-            stack.extend(((value[1], second), (value[0], first)))
-        elif type(value) is tuple:
-            # A tuple is named flat, as written: the components of (1, 2, 3) are .0, .1, .2.
-            items = flat_components(value)
-            stack.extend((item, f"{path}.{i}") for i, item in reversed(list(enumerate(items))))
-        elif type(value) is list:
-            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value))))
-    return paths
-
-
-def flat_components(value: tuple) -> list[Any]:
-    """The components of a tuple as written: ``(a, (b, c))`` is the triple ``a, b, c``."""
-    items = []
-    while type(value) is tuple:
-        items.append(value[0])
-        value = value[1]
-    items.append(value)
-    return items
-
-
-def _component_paths(path: str) -> tuple[str, str]:
-    """``(a, b)`` names its components ``a`` and ``b``; anything else gets ``.0`` / ``.1``."""
-    if path.startswith("(") and path.endswith(")"):
-        inner = path[1:-1]
-        depth = 0
-        for i, ch in enumerate(inner):
-            depth += ch in "(["
-            depth -= ch in ")]"
-            if ch == "," and depth == 0:
-                return inner[:i].strip(), inner[i + 1:].strip()
-    return f"{path}.0", f"{path}.1"
-
-
 def leaves(value: Any) -> list[float]:
     """The reals of ``value`` (pairs, lists), left to right."""
     out = []
@@ -476,7 +364,7 @@ class Prober:
             interpreter.ad_hooks = differentiator.hooks()
             f = interpreter.evaluate_module(self.module, upto=self.name)[self.name]
             if self.k > 1:
-                f = interpreter.evaluate(_uncurried(self.name, self.k), {self.name: f})
+                f = interpreter.evaluate(uncurried_term(self.name, self.k), {self.name: f})
             self._naive = (differentiator, f)
         differentiator, f = self._naive
         started = time.monotonic()
@@ -494,26 +382,9 @@ class Prober:
 
     def __call__(self, point: Any) -> Probe:
         """The recorded evaluation at ``point``; raises LambdadError from the program."""
-        args, rest = [], point
-        for i in range(self.k):
-            if i < self.k - 1:
-                args.append(rest[0])
-                rest = rest[1]
-            else:
-                args.append(rest)
         self.events = []
-        value = self.interpreter.apply(self.function, *args)
+        value = self.interpreter.apply(self.function, *curried_parts(point, self.k))
         return Probe(value, tuple(self.events))
-
-
-def _uncurried(name: str, k: int) -> Term:
-    """``\\p -> name (fst p) (fst (snd p)) ... `` for a function of ``k`` curried arguments."""
-    body: Term = Var(name)
-    rest: Term = Var("p")
-    for i in range(k):
-        body = App(body, FST.applied(rest) if i < k - 1 else rest)
-        rest = SND.applied(rest)
-    return Lam("p", body)
 
 
 def _real_args(event: PrimEvent) -> bool:
@@ -685,7 +556,7 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
     or a derivative is not finite), ResourceError when a limit is hit, and UsageError if the
     point does not fit or a tolerance is not in (0, 1)."""
     eps, rtol = validate_tolerances(eps, rtol)
-    k = arity_of_point(program, name, point)
+    k = arguments_covered(name, program.typing.schemes[name].type, point)
     if prober is None:
         prober = Prober(program, name, k)
     if differences is None:
@@ -703,7 +574,7 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
         notes.append(f"reverse (naive) not run: it takes over {naive_seconds:g} s here "
                      "(its cost grows exponentially with sharing)")
     derivatives["naive"] = naive
-    paths = leaf_paths(point, parameter_names(program, name, k))
+    paths = input_names(program.decls[name].value, point, k)
     reals = leaves(point)
     rows, conflicts = [], []
     for i, path in enumerate(paths):
@@ -819,9 +690,9 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         _require_checkable(program, name)
     if point is not None:
         reports = []
-        value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
+        value = program.parse_point(point) if isinstance(point, str) else from_python(point)
         for name in names:
-            k = arity_of_point(program, name, value)
+            k = arguments_covered(name, program.typing.schemes[name].type, value)
             if not isinstance(_result(program, name, k), RealT):
                 raise UsageError(f"`{name}` does not return R")
             reports.append(FunctionReport(name, (check_point(program, name, value, eps, rtol,
@@ -933,22 +804,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
-
-
-def _runtime(value: Any) -> Any:
-    """Python data as a runtime value: numbers as floats, tuples as right-nested pairs."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, tuple):
-        if len(value) < 2:
-            raise UsageError("a tuple point needs at least two components")
-        rest = value[1] if len(value) == 2 else value[1:]
-        return (_runtime(value[0]), _runtime(rest))
-    if isinstance(value, list):
-        return [_runtime(v) for v in value]
-    raise UsageError(f"cannot use {value!r} as a point")
 
 
 # --------------------------------------------------------------------------- rendering
@@ -1063,7 +918,7 @@ class SecondOrderReport:
 
         lines: list[str] = []
         for c in self.checks:
-            lines.append(f"{c.name} at {format_value(_runtime(c.point))}: value "
+            lines.append(f"{c.name} at {format_value(from_python(c.point, finite=False))}: value "
                          f"{_number(c.value)}")
             header = ["entry", *COMPOSITIONS, "finite diff. of grad"]
             table = [header]
@@ -1112,7 +967,7 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     for name in names:
         params = _require_checkable(program, name)
         if point is not None:
-            value = program.parse_point(point) if isinstance(point, str) else _runtime(point)
+            value = program.parse_point(point) if isinstance(point, str) else from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))
             continue
         prober = Prober(program, name, len(params))
@@ -1135,16 +990,16 @@ def _second_order_at(program: Any, name: str, point: Any, eps: float, rtol: floa
     value = 0.0
     for mode in compositions:
         value, _, rows = program.hessian(name, point, mode=mode)
-        hessians[mode] = tuple(tuple(leaves(_runtime(row))) for row in rows)
+        hessians[mode] = tuple(tuple(leaves(from_python(row, finite=False))) for row in rows)
     inputs = tuple(program.input_names(name, point))
     reals = leaves(point)
     differences = []
     for i, r in enumerate(reals):
         h = eps * max(1.0, abs(r))
-        up = leaves(_runtime(program.grad(name, replace_leaves(
-            point, [x + h if k == i else x for k, x in enumerate(reals)]))))
-        down = leaves(_runtime(program.grad(name, replace_leaves(
-            point, [x - h if k == i else x for k, x in enumerate(reals)]))))
+        up = leaves(from_python(program.grad(name, replace_leaves(
+            point, [x + h if k == i else x for k, x in enumerate(reals)])), finite=False))
+        down = leaves(from_python(program.grad(name, replace_leaves(
+            point, [x - h if k == i else x for k, x in enumerate(reals)])), finite=False))
         differences.append(tuple((u - d) / (2 * h) for u, d in zip(up, down)))
     reference = hessians[compositions[0]]
     scale = max([1.0] + [abs(x) for row in reference for x in row])

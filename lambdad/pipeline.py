@@ -44,27 +44,38 @@ from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
-from .primitives import FST, NEG, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
+from .primitives import FST, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
+from .calling import (
+    argument_names,
+    argument_type,
+    arguments_covered,
+    check_functions,
+    curried_call,
+    curried_parts,
+    first_non_finite,
+    from_python,
+    input_names,
+    literal_value,
+    output_names,
+    packed,
+    point_source,
+    point_term,
+    real_term,
+    uncurried_term,
+)
 from .printer import print_decl, print_type
 from .simplify import simplify
 from .syntax import (
     is_differentiable,
-    curried_params,
     result_after,
-    tuple_type,
     App,
-    BoolLit,
     Const,
     Decl,
-    FunT,
     Let,
     LetPair,
     Lam,
-    ListLit,
-    ListT,
     Module,
     Pair,
-    PairT,
     RealT,
     ReadOff,
     Seed,
@@ -80,7 +91,7 @@ from .syntax import (
 )
 from .tape import STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
-from .values import all_reals, fits, format_real, format_value, to_json, to_python
+from .values import format_real, format_value, to_json, to_python
 
 PRELUDE_FILE = "<prelude>"
 MODES = ("reverse", "forward", "both")
@@ -88,10 +99,6 @@ MODES = ("reverse", "forward", "both")
 
 def prelude_text() -> str:
     """The source of the prelude, the definitions every program starts with."""
-    return _prelude_text()
-
-
-def _prelude_text() -> str:
     return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
 
 
@@ -99,7 +106,7 @@ def _prelude_text() -> str:
 def _prelude() -> tuple[Module, ModuleTyping]:
     """The prelude's declarations and their typing, made once (they are immutable, and the
     typing's node-keyed types stay valid because these very nodes are reused)."""
-    prelude = parse_module(_prelude_text(), PRELUDE_FILE)
+    prelude = parse_module(prelude_text(), PRELUDE_FILE)
     return prelude, infer_module(prelude)
 
 
@@ -160,9 +167,9 @@ class Program:
             raise UsageError(f"a program's source must be a str, not {type(text).__name__}")
         if not isinstance(file, str):
             raise UsageError(f"a program's file name must be a str, not {type(file).__name__}")
-        prelude_text = _prelude_text()
+        prelude_source = prelude_text()
         self.file = file
-        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_text, file: text}
+        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
         prelude, prelude_typing = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
         with _collector_paused():
@@ -232,7 +239,7 @@ class Program:
         return list(self._declared)
 
     def scheme(self, name: str) -> Scheme:
-        self._require(name)
+        self.require(name)
         return self.typing.schemes[name]
 
     def prelude_types(self) -> list[tuple[str, str]]:
@@ -269,7 +276,9 @@ class Program:
     def _repr_html_(self) -> str:
         return rich.Source(self.source() or "-- no definitions")._repr_html_()
 
-    def _require(self, name: str) -> Decl:
+    def require(self, name: str) -> Decl:
+        """The top-level declaration ``name``; UsageError naming the program's definitions
+        if there is none."""
         decl = self.decls.get(name)
         if decl is None:
             known = ", ".join(self.user_names) or "none"
@@ -289,7 +298,9 @@ class Program:
         """The step limit set by :meth:`set_max_steps` (None: no limit)."""
         return self._interpreter.max_steps
 
-    def _set_strategy(self, strategy: str | None) -> None:
+    def set_strategy(self, strategy: str | None) -> None:
+        """Evaluate backpropagators by ``strategy`` from now on (None: the default,
+        factored); UsageError for an unknown one."""
         strategy = strategy_named(strategy or "factored").name
         self.strategy = strategy
         self._interpreter.strategy = strategy
@@ -297,7 +308,7 @@ class Program:
 
     def value_of(self, name: str) -> Any:
         """The runtime value of the top-level ``name`` (evaluating what it needs)."""
-        self._require(name)
+        self.require(name)
         if self._values is None or name not in self._values:
             computed = self._interpreter.evaluate_module(self.module, upto=name)
             if isinstance(self._values, PersistentMap):  # extended(): keep what it ran
@@ -315,7 +326,7 @@ class Program:
         """The runtime value of ``entry`` (for printing in the language's syntax)."""
         if entry == "main" and entry not in self.decls:
             raise UsageError("this program has no `main`; name a definition with --entry")
-        self._require(entry)
+        self.require(entry)
         return self.value_of(entry)
 
     def evaluate_text(self, text: str) -> tuple[Any, Type]:
@@ -432,21 +443,20 @@ class Program:
     def parse_point(self, text: str, what: str = "--at") -> Any:
         """The runtime value written as ``text`` in the language's syntax (``2,5``,
         ``(2, 5)``, ``[1, 2, 3]``), which may use the program's definitions (``--at w0``);
-        raises UsageError if it is not a well-typed expression."""
-        source = text.strip()
-        if not source:
-            raise UsageError(f"{what} needs a value")
-        if _has_top_level_comma(source):
-            source = f"({source})"
+        raises UsageError if it is not a well-typed expression.  A point written with
+        literals only is read without evaluating anything."""
+        source = point_source(text, what)
         try:
             term = parse_expr(source, what, bound=self.decls,
                               declared=self.declared_primitives())
             infer_term(term, self.typing.env)
-            needed = {name for name in free_vars(term) if name in self.decls}
-            value = self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
+            value = literal_value(term)
+            if value is None:
+                needed = {name for name in free_vars(term) if name in self.decls}
+                value = self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
         except LambdadError as exc:
             raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
-        bad = _first_non_finite(value)
+        bad = first_non_finite(value)
         if bad is not None:
             raise UsageError(f"{what}: the point contains the non-finite real {bad!r}; "
                              "every coordinate must be a finite number")
@@ -456,41 +466,29 @@ class Program:
         """Python data (or an already parsed runtime value) as a runtime value."""
         if isinstance(point, str):
             return self.parse_point(point, "the point")
-        return _from_python(point)
+        return from_python(point)
 
     def arguments_covered(self, name: str, point: Any) -> int:
         """How many of ``name``'s curried parameters the point supplies: 1 if it fits the
         first parameter, k if it is a k-tuple fitting the first k.  Raises UsageError if
         the point does not fit the function's input."""
-        self._require(name)
-        return self._arguments_covered(name, self._as_value(point))
+        self.require(name)
+        return arguments_covered(name, self.typing.schemes[name].type, self._as_value(point))
 
-    def _arguments_covered(self, name: str, value: Any) -> int:
-        """:meth:`arguments_covered` for the runtime value ``value`` of a point."""
+    def fitted_point(self, name: str, point: Any) -> tuple[Any, int]:
+        """The point (Python data, text or a runtime value) as a runtime value fitting
+        ``name``, and how many curried arguments it gives; Python functions in it are
+        wrapped so their results are checked.  Raises UsageError if it does not fit."""
+        self.require(name)
+        value = self._as_value(point)  # converted once, then checked against the type
         f_type = self.typing.schemes[name].type
-        params = curried_params(f_type)
-        if not params:
-            raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
-        if fits(value, params[0]):
-            return 1
-        for k in range(2, len(params) + 1):
-            if fits(value, tuple_type(params[:k])):
-                return k
-        expected = print_type(params[0])
-        if len(params) > 1:
-            expected += " (or the tuple " + print_type(tuple_type(params)) + ")"
-        raise UsageError(
-            f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
+        k = arguments_covered(name, f_type, value)
+        return check_functions(value, argument_type(f_type, k), f"the point of `{name}`"), k
 
-    def _function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
+    def function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
         """The function to differentiate (uncurried if needed), its argument value, and the
         result type.  Raises UsageError if the point does not fit the function's input."""
-        self._require(name)
-        value = self._as_value(point)  # converted once, then checked against the type
-        k = self._arguments_covered(name, value)
-        params = curried_params(self.typing.schemes[name].type)
-        value = _check_functions(value, params[0] if k == 1 else tuple_type(params[:k]),
-                                 f"the point of `{name}`")
+        value, k = self.fitted_point(name, point)
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
         return f, value, result_after(self.typing.schemes[name].type, k)
 
@@ -501,65 +499,21 @@ class Program:
         has that name."""
         value = self._as_value(point)
         k = self.arguments_covered(name, value)
-        params, components = _parameter_names(self.decls[name].value)
-        parts = _curried_parts(value, k)
-        names: list[str] = []
-        for position, part in enumerate(parts):
-            if position < len(params):
-                root = params[position]
-            else:
-                root = "x" if k == 1 else f"x{position + 1}"
-            # (value, its name as text, the variable bound to it if a pattern names it)
-            stack = [(part, root, root)]
-            while stack:
-                v, path, bound = stack.pop()
-                if type(v) is float:
-                    names.append(path)
-                elif type(v) is tuple and bound in components:
-                    first, second = components[bound]
-                    stack.extend(((v[1], _component_path(path, second, ".1"), second),
-                                  (v[0], _component_path(path, first, ".0"), first)))
-                elif type(v) is tuple:
-                    # Named flat, as written: the components of (1, 2, 3) are .0, .1, .2.
-                    items = []
-                    while type(v) is tuple:
-                        items.append(v[0])
-                        v = v[1]
-                    items.append(v)
-                    stack.extend((item, f"{path}.{i}", None)
-                                 for i, item in reversed(list(enumerate(items))))
-                elif type(v) is list:
-                    stack.extend((item, f"{path}[{i}]", None)
-                                 for i, item in reversed(list(enumerate(v))))
-        return names
+        return input_names(self.decls[name].value, value, k)
 
     def _uncurried(self, name: str, k: int) -> Any:
         """``\\p -> name p1 ... pk`` as a closure value, so it can be transformed (made once
         per name and k: its compiled code and transformed versions are cached by term)."""
         key = (name, k)
         if key not in self._adapters:
-            self._adapters[key] = self._make_uncurried(name, k)
+            self._adapters[key] = self._interpreter.evaluate(uncurried_term(name, k),
+                                                             {name: self.value_of(name)})
         return self._adapters[key]
-
-    def _make_uncurried(self, name: str, k: int) -> Any:
-        # The parameter must not capture the function itself (a definition named `p`).
-        param = "p" if name != "p" else "p'1"
-        body: Term = Var(name)
-        rest: Term = Var(param)
-        for i in range(k):
-            if i < k - 1:
-                arg = FST.applied(rest)
-                rest = SND.applied(rest)
-            else:
-                arg = rest
-            body = App(body, arg)
-        term = Lam(param, body)
-        return self._interpreter.evaluate(term, {name: self.value_of(name)})
 
     # ------------------------------------------------------------ differentiation
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
-        f, x, _ = self._function_and_point(name, point)
+        f, x, _ = self.function_and_point(name, point)
         return to_python(self._interpreter.apply(f, x))
 
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
@@ -579,11 +533,11 @@ class Program:
             return program.value_and_grad(name, point, mode, strategy, stats)
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
-        f, x, result = self._function_and_point(name, point)
+        f, x, result = self.function_and_point(name, point)
         if not (isinstance(result, RealT) or isinstance(result, VarT)):
             raise UsageError(
                 f"grad needs a function returning R; `{name}` returns {print_type(result)}")
-        self._set_strategy(strategy)
+        self.set_strategy(strategy)
         if mode == "forward":
             value, gradient = self._differentiator.forward_grad(f, x)
             run_stats = Stats(0, 0)
@@ -620,7 +574,7 @@ class Program:
 
     def jvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """``(value, directional derivative)`` of ``name`` at ``point`` along ``direction``."""
-        f, x, _ = self._function_and_point(name, point)
+        f, x, _ = self.function_and_point(name, point)
         v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
             direction, "--dir")
         try:
@@ -631,9 +585,9 @@ class Program:
 
     def vjp(self, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(value, pull-back)``; the pull-back takes and returns Python data."""
-        f, x, _ = self._function_and_point(name, point)
+        f, x, _ = self.function_and_point(name, point)
         value, pullback = self._differentiator.vjp(f, x)
-        return to_python(value), lambda ct: to_python(pullback(_from_python(ct)))
+        return to_python(value), lambda ct: to_python(pullback(from_python(ct)))
 
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
                 strategy: str | None = None,
@@ -649,7 +603,7 @@ class Program:
         if mode not in COMPOSITIONS:
             raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
         f, x = self._scalar_function(name, point)
-        self._set_strategy(strategy)
+        self.set_strategy(strategy)
         rows = self._differentiator.hessian_rows(f, x, mode)
         value, gradient = self._differentiator.grad(f, x)
         self._require_finite(name, x, value, gradient)
@@ -668,7 +622,7 @@ class Program:
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, name: str, point: Any) -> tuple[Any, Any]:
-        f, x, result = self._function_and_point(name, point)
+        f, x, result = self.function_and_point(name, point)
         if not (isinstance(result, RealT) or isinstance(result, VarT)):
             raise UsageError(
                 f"second derivatives need a function returning R; `{name}` returns "
@@ -683,14 +637,13 @@ class Program:
         definition stays, renamed as :meth:`extended` renames a redefined name, for the new
         one to call.  Raises UsageError for a name that is not one of the parameters the
         point gives."""
-        self._require(name)
+        self.require(name)
         if not wrt:
             raise UsageError("--wrt needs the name of at least one parameter")
         value = self._as_value(point)
-        k = self._arguments_covered(name, value)
-        params, _ = _parameter_names(self.decls[name].value)
-        names = [params[i] if i < len(params) else f"x{i + 1}" for i in range(k)]
-        parts = _curried_parts(value, k)
+        k = arguments_covered(name, self.typing.schemes[name].type, value)
+        names = argument_names(self.decls[name].value, k)
+        parts = curried_parts(value, k)
         chosen: list[int] = []
         for wanted in wrt:
             if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
@@ -703,16 +656,12 @@ class Program:
         hidden = self.hidden_name(name)
         body: Term = Var(hidden)
         for i, part in enumerate(parts):
-            body = App(body, Var(names[i]) if i in chosen else _point_term(part, _real_term))
+            body = App(body, Var(names[i]) if i in chosen else point_term(part, real_term))
         for i in reversed(chosen):
             body = Lam(names[i], body)
         program = self.extended([Decl(name, body)])
         assert hidden in program.decls, "extended() renames the old definition to `hidden`"
-        points = [parts[i] for i in chosen]
-        restricted_point = points[-1]
-        for part in reversed(points[:-1]):
-            restricted_point = (part, restricted_point)
-        return program, restricted_point
+        return program, packed([parts[i] for i in chosen])
 
     def jacobian(self, name: str, point: Any, mode: str | None = None,
                  wrt: Sequence[str] | None = None) -> "Jacobian":
@@ -727,7 +676,7 @@ class Program:
             return program.jacobian(name, point, mode)
         if mode not in (None, FORWARD, REVERSE):
             raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
-        f, x, result = self._function_and_point(name, point)
+        f, x, result = self.function_and_point(name, point)
         if not is_differentiable(result):
             raise UsageError(f"a Jacobian needs a result built from R, pairs and lists; "
                              f"`{name}` returns {print_type(result)}")
@@ -748,7 +697,7 @@ class Program:
         rows = [[r + 0.0 for r in row] for row in rows]
         jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
         return Jacobian(to_python(value), to_python(jacobian), rows, mode,
-                        self.input_names(name, x), _output_names(name, value))
+                        self.input_names(name, x), output_names(name, value))
 
     def stats(self) -> Stats | None:
         return self._differentiator.last_stats
@@ -756,7 +705,7 @@ class Program:
     # ------------------------------------------------------------ showing programs
     def dependencies(self, name: str) -> list[Decl]:
         """The declarations ``name`` needs (transitively), in program order, ending with it."""
-        self._require(name)
+        self.require(name)
         needed = {name}
         defined = {decl.name for decl in self.module.decls}
         for decl in reversed(self.module.decls):
@@ -823,10 +772,9 @@ class Program:
     def _show_main(self, name: str, entry: str, at: Any, mode: str, taken: set[str]) -> str:
         """``def main = ...`` computing the value and gradient of ``name`` (printed as
         ``entry``) at the point ``at`` by ``mode``; its local names avoid ``taken``.
-        Evaluates nothing but the point."""
-        x = self._as_value(at)
-        k = self._arguments_covered(name, x)
-        parts = _curried_parts(x, k)
+        Evaluates nothing (but a point that is not written with literals only)."""
+        x, k = self.fitted_point(name, at)
+        parts = curried_parts(x, k)
         taken = set(taken) | {entry}
 
         def fresh(base: str) -> str:
@@ -843,14 +791,8 @@ class Program:
         if mode == REVERSE:
             point, value, back = fresh("x"), fresh("v"), fresh("v_")
             counter = iter(range(10**9))
-            seeded = _point_term(x, lambda r: Pair(_real_term(r), Seed(next(counter))))
-            rest: Term = Var(point)
-            arguments = []
-            for _ in range(k - 1):
-                arguments.append(FST.applied(rest))
-                rest = SND.applied(rest)
-            arguments.append(rest)
-            body = LetPair(value, back, call(arguments),
+            seeded = point_term(x, lambda r: Pair(real_term(r), Seed(next(counter))))
+            body = LetPair(value, back, curried_call(Var(entry), Var(point), k),
                            Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
             main: Term = Let(point, seeded, body)
             comment = "-- value and gradient by backpropagation"
@@ -862,11 +804,11 @@ class Program:
                 position = iter(range(10**9))
 
                 def dual(r: float, i: int = i, position=position) -> Term:
-                    return Pair(_real_term(r), Const(1.0 if next(position) == i else 0.0))
+                    return Pair(real_term(r), Const(1.0 if next(position) == i else 0.0))
 
-                runs.append(call([_point_term(part, dual) for part in parts]))
+                runs.append(call([point_term(part, dual) for part in parts]))
             reads = iter(results)
-            gradient = _point_term(x, lambda r: SND.applied(Var(next(reads))))
+            gradient = point_term(x, lambda r: SND.applied(Var(next(reads))))
             main = Pair(FST.applied(Var(results[0])), gradient)
             for result, run in reversed(list(zip(results, runs))):
                 main = Let(result, run, main)
@@ -969,16 +911,6 @@ def _names_used(decls: Sequence[Decl]) -> set[str]:
     return used
 
 
-def _curried_parts(value: Any, k: int) -> list[Any]:
-    """The k arguments packed in the point ``value`` (the value itself when k is 1)."""
-    parts = []
-    for _ in range(k - 1):
-        parts.append(value[0])
-        value = value[1]
-    parts.append(value)
-    return parts
-
-
 def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]) -> tuple[Decl, ...]:
     """The prelude's declarations, those the program redefines renamed ``name'1`` (and so
     are their uses in the prelude), so that the rest of the prelude keeps using its own
@@ -1011,31 +943,6 @@ def _rename_free(term: Term, old: str, new: str) -> Term:
     return run(visit(term))
 
 
-def _first_non_finite(value: Any) -> float | None:
-    """The first NaN or infinite real inside the runtime value ``value``, or None."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is float:
-            if not math.isfinite(item):
-                return item
-        elif type(item) in (tuple, list):
-            stack.extend(item)
-    return None
-
-
-def _has_top_level_comma(text: str) -> bool:
-    depth = 0
-    for ch in text:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            return True
-    return False
-
-
 def format_python(value: Any) -> str:
     """Python data (a result of :class:`Program`) written in the language's syntax."""
     return format_result(value)
@@ -1063,133 +970,15 @@ def _reals_of(value: Any) -> list[float]:
     return found
 
 
-def _output_names(root: str, value: Any) -> list[str]:
-    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``; the
-    components of a tuple are named flat, as written (``f.0``, ``f.1``, ``f.2`` for a
-    triple), as the inputs are (:meth:`Program.input_names`)."""
-    names: list[str] = []
-    stack = [(value, root)]
-    while stack:
-        v, path = stack.pop()
-        if type(v) is float:
-            names.append(path)
-        elif type(v) is tuple:
-            items = []
-            while type(v) is tuple:
-                items.append(v[0])
-                v = v[1]
-            items.append(v)
-            stack.extend((item, f"{path}.{i}") for i, item in reversed(list(enumerate(items))))
-        elif type(v) is list:
-            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
-    return names
-
-
 def format_result(value: Any) -> str:
     """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_value(_from_python(value, finite=False))
+    return format_value(from_python(value, finite=False))
 
 
 def json_result(value: Any) -> Any:
     """Python data (a result of :class:`Program`) as JSON-ready data (non-finite reals as
     the strings ``"nan"``, ``"inf"``, ``"-inf"``)."""
-    return to_json(_from_python(value, finite=False))
-
-
-def _from_python(value: Any, finite: bool = True) -> Any:
-    """Python data as a runtime value: numbers become floats.  Raises UsageError for data
-    that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
-    or infinity."""
-    kind = type(value)
-    if kind is float:
-        return _finite_input(value) if finite else value
-    if kind is list and all_reals(value):
-        if finite and not all(map(math.isfinite, value)):  # the common point: a list of reals
-            _finite_input(next(r for r in value if not math.isfinite(r)))
-        return value[:]
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        try:
-            return _from_python(float(value), finite)
-        except OverflowError:
-            raise UsageError(f"the integer {_abridged(repr(value))} is too large for a real "
-                             "(at most about 1.8e308)") from None
-    if isinstance(value, tuple):
-        if len(value) < 2:
-            raise UsageError("a tuple point needs at least two components")
-        if len(value) == 2:
-            return (_from_python(value[0], finite), _from_python(value[1], finite))
-        return (_from_python(value[0], finite), _from_python(value[1:], finite))
-    if isinstance(value, list):
-        return [_from_python(v, finite) for v in value]
-    if callable(value):
-        return value
-    raise UsageError(f"cannot use {_abridged(repr(value))} as a lambdad value")
-
-
-def _abridged(text: str, limit: int = 60) -> str:
-    """``text`` cut to about ``limit`` characters for a message."""
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _check_functions(value: Any, type_: Type, where: str) -> Any:
-    """``value`` (a runtime value of type ``type_``) with each Python callable at a function
-    type wrapped so that its results are checked: a callable that raises, or returns
-    something that is not a finite value of the function's result type, is an EvalError
-    naming ``where``.  Follows the type, whose depth is that of the written type."""
-    if isinstance(type_, FunT):
-        if callable(value) and not hasattr(value, "__lambdad_checked__"):
-            return _CheckedFunction(value, type_, where)
-        return value
-    if isinstance(type_, PairT) and type(value) is tuple:
-        return (_check_functions(value[0], type_.first, where),
-                _check_functions(value[1], type_.second, where))
-    if isinstance(type_, ListT) and type(value) is list and not isinstance(type_.item, RealT):
-        return [_check_functions(item, type_.item, where) for item in value]
-    return value
-
-
-class _CheckedFunction:
-    """A Python callable given as a function-typed argument, with its results checked."""
-
-    __lambdad_checked__ = True
-
-    def __init__(self, function: Callable[[Any], Any], type_: FunT, where: str):
-        self.function = function
-        self.type = type_
-        self.where = where
-
-    def __call__(self, argument: Any) -> Any:
-        described = f"the Python function in {self.where} ({print_type(self.type)})"
-        try:
-            result = self.function(to_python(argument))
-        except LambdadError:
-            raise
-        except Exception as exc:
-            raise EvalError(f"{described} raised {type(exc).__name__}: "
-                            f"{_abridged(str(exc), 200)}") from None
-        try:
-            value = _from_python(result)
-        except UsageError as exc:
-            raise EvalError(f"{described} returned {_abridged(repr(result))}: "
-                            f"{exc.message}") from None
-        if not fits(value, self.type.result):
-            raise EvalError(f"{described} returned {_abridged(repr(result))}, which is not a "
-                            f"value of type {print_type(self.type.result)}")
-        return _check_functions(value, self.type.result, self.where)
-
-    def __repr__(self) -> str:
-        return repr(self.function)
-
-
-def _finite_input(r: float) -> float:
-    """``r``, or a UsageError if it is NaN or infinite: lambdad computes with finite reals
-    only, and an infinite input would only come back as a NaN far away."""
-    if not math.isfinite(r):
-        raise UsageError(f"a point or direction holds {format_real(r)}: lambdad computes with "
-                         "finite reals only")
-    return r
+    return to_json(from_python(value, finite=False))
 
 
 def _span_text(span: Span, sources: dict[str, str]) -> str | None:
@@ -1203,44 +992,3 @@ def _span_text(span: Span, sources: dict[str, str]) -> str | None:
     lines[-1] = lines[-1][:span.end_col - 1]  # first the end: columns count from line start
     lines[0] = lines[0][span.col - 1:]
     return "\n".join(lines)
-
-
-def _parameter_names(term: Term) -> tuple[list[str], dict[str, tuple[str, str]]]:
-    """The names of a definition's curried parameters, and the names its patterns give to
-    pair components: a pattern parameter ``(a, (b, c))`` is a fresh parameter ``p`` with
-    ``let (a, p1) = p in let (b, c) = p1 in ...`` (parser), read back as ``{p: (a, p1),
-    p1: (b, c)}``."""
-    names: list[str] = []
-    components: dict[str, tuple[str, str]] = {}
-    while True:
-        if isinstance(term, Lam):
-            names.append(term.param)
-        elif isinstance(term, LetPair) and isinstance(term.value, Var):
-            components[term.value.name] = (term.first, term.second)
-        else:
-            return names, components
-        term = term.body
-
-
-def _component_path(path: str, bound: str | None, step: str) -> str:
-    """The name of a pair component: the pattern's name for it, else ``path`` + ``step``."""
-    return bound if bound is not None and bound != "_" else path + step
-
-
-def _real_term(r: float) -> Term:
-    if r < 0 or (r == 0 and str(r).startswith("-")):
-        return NEG.applied(Const(-r))
-    return Const(r)
-
-
-def _point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
-    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``."""
-    if type(value) is float:
-        return on_real(value)
-    if type(value) is bool:
-        return BoolLit(value)
-    if type(value) is tuple:
-        return Pair(_point_term(value[0], on_real), _point_term(value[1], on_real))
-    if type(value) is list:
-        return ListLit(tuple(_point_term(v, on_real) for v in value))
-    raise UsageError("a point containing a function cannot be written as a program")

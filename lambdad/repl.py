@@ -132,7 +132,7 @@ class Session:
         text = read_source(path)
         self._sources[path] = text
         program = Program(text, path)
-        program._set_strategy(self.strategy)
+        program.set_strategy(self.strategy)
         self.file, self.program = path, program
         count = len(program.names())
         return f"loaded {path} ({count} definition{'s' if count != 1 else ''})"
@@ -325,7 +325,7 @@ class Session:
         if not argument.text:
             return gradcheck.check(self.program).render()
         name, _, point = argument.text.partition(" ")
-        self.program._require(name)
+        self.program.require(name)
         return gradcheck.check(self.program, name, point=point.strip() or None).render()
 
     def cmd_load(self, argument: Argument) -> str:
@@ -345,7 +345,7 @@ class Session:
         if argument.text:
             strategy_named(argument.text)
             self.strategy = argument.text
-            self.program._set_strategy(self.strategy)
+            self.program.set_strategy(self.strategy)
         return f"strategy: {self.strategy}"
 
     def cmd_env(self, argument: Argument) -> str:

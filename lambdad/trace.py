@@ -255,7 +255,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     Raises UsageError for a point that does not fit, and the program's own errors."""
     if mode not in ("forward", "reverse"):
         raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
-    f, x, _ = program._function_and_point(name, point)
+    f, x, _ = program.function_and_point(name, point)
     recorder = _Recorder()
     interpreter = Interpreter(strategy=strategy, on_event=recorder)
     differentiator = _TracingDifferentiator(interpreter, recorder, strategy)

@@ -20,7 +20,7 @@ LAYERS = [
     {"guard"},
     {"codegen"},
     {"interpreter"},
-    {"graph"},
+    {"graph", "calling"},
     {"differentiate", "trace", "gradcheck", "testing"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},

@@ -6,6 +6,7 @@ import math
 import pytest
 
 import lambdad
+import lambdad.calling
 from lambdad.errors import LambdadError
 
 
@@ -278,7 +279,7 @@ def _flat(rows):
 
 
 def as_runtime(value):
-    return lambdad.pipeline._from_python(value)
+    return lambdad.calling.from_python(value)
 
 
 @seed(20261123)

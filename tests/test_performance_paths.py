@@ -16,7 +16,7 @@ from lambdad.differentiate import count_reals, is_dual, map_value
 from lambdad.errors import DifferentiationError, UsageError
 from lambdad.interpreter import Interpreter
 from lambdad.parser import parse_expr
-from lambdad.pipeline import _from_python
+from lambdad.calling import from_python as _from_python
 from lambdad.values import fits as _fits
 from lambdad.syntax import REAL, BoolT, ListT, PairT
 from lambdad.tape import STRATEGIES, BackpropCreated, BackpropRun, Tape, backward

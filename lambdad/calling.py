@@ -1,0 +1,377 @@
+"""The calling convention: how a point given from outside the language meets a top-level
+function of a program, and how values cross between Python and the runtime.
+
+A point is Python data (``R`` ↔ float, pairs ↔ tuples, lists ↔ lists, ``Bool`` ↔ bool) or
+text in the language's syntax (``2,5``).  It fits a function of k curried parameters when
+it fits the first parameter (then k is 1) or when it is the k-tuple of the first k
+(:func:`arguments_covered`); such a function is called with it through the adapter
+``\\p -> f (fst p) (fst (snd p)) ... `` (:func:`uncurried_term`).  Each real of a point is
+named as the user wrote it (``w.1[2]``, :func:`input_names`).  The pipeline, the gradient
+checker and the trace all go through these functions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import EvalError, LambdadError, UsageError
+from .primitives import FST, SND
+from .printer import print_type
+from .rules import number, real
+from .syntax import (
+    App,
+    BoolLit,
+    FunT,
+    Lam,
+    LetPair,
+    ListLit,
+    ListT,
+    Pair,
+    PairT,
+    RealT,
+    Term,
+    Type,
+    Var,
+    children,
+    curried_params,
+    tuple_type,
+)
+from .values import all_reals, fits, format_real, format_value, to_python
+
+# ---------------------------------------------------------------- Python data
+
+
+def from_python(value: Any, finite: bool = True) -> Any:
+    """Python data as a runtime value: numbers become floats.  Raises UsageError for data
+    that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
+    or infinity."""
+    kind = type(value)
+    if kind is float:
+        return finite_input(value) if finite else value
+    if kind is list and all_reals(value):
+        if finite and not all(map(math.isfinite, value)):  # the common point: a list of reals
+            finite_input(next(r for r in value if not math.isfinite(r)))
+        return value[:]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        try:
+            return from_python(float(value), finite)
+        except OverflowError:
+            raise UsageError(f"the integer {abridged(repr(value))} is too large for a real "
+                             "(at most about 1.8e308)") from None
+    if isinstance(value, tuple):
+        if len(value) < 2:
+            raise UsageError("a tuple point needs at least two components")
+        if len(value) == 2:
+            return (from_python(value[0], finite), from_python(value[1], finite))
+        return (from_python(value[0], finite), from_python(value[1:], finite))
+    if isinstance(value, list):
+        return [from_python(v, finite) for v in value]
+    if callable(value):
+        return value
+    raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
+
+
+def abridged(text: str, limit: int = 60) -> str:
+    """``text`` cut to about ``limit`` characters for a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def finite_input(r: float) -> float:
+    """``r``, or a UsageError if it is NaN or infinite: lambdad computes with finite reals
+    only, and an infinite input would only come back as a NaN far away."""
+    if not math.isfinite(r):
+        raise UsageError(f"a point or direction holds {format_real(r)}: lambdad computes with "
+                         "finite reals only")
+    return r
+
+
+def first_non_finite(value: Any) -> float | None:
+    """The first NaN or infinite real inside the runtime value ``value``, or None."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is float:
+            if not math.isfinite(item):
+                return item
+        elif type(item) in (tuple, list):
+            stack.extend(item)
+    return None
+
+
+def check_functions(value: Any, type_: Type, where: str) -> Any:
+    """``value`` (a runtime value of type ``type_``) with each Python callable at a function
+    type wrapped so that its results are checked: a callable that raises, or returns
+    something that is not a finite value of the function's result type, is an EvalError
+    naming ``where``.  Follows the type, whose depth is that of the written type."""
+    if isinstance(type_, FunT):
+        if callable(value) and not hasattr(value, "__lambdad_checked__"):
+            return _CheckedFunction(value, type_, where)
+        return value
+    if isinstance(type_, PairT) and type(value) is tuple:
+        return (check_functions(value[0], type_.first, where),
+                check_functions(value[1], type_.second, where))
+    if isinstance(type_, ListT) and type(value) is list and not isinstance(type_.item, RealT):
+        return [check_functions(item, type_.item, where) for item in value]
+    return value
+
+
+class _CheckedFunction:
+    """A Python callable given as a function-typed argument, with its results checked."""
+
+    __lambdad_checked__ = True
+
+    def __init__(self, function: Callable[[Any], Any], type_: FunT, where: str):
+        self.function = function
+        self.type = type_
+        self.where = where
+
+    def __call__(self, argument: Any) -> Any:
+        described = f"the Python function in {self.where} ({print_type(self.type)})"
+        try:
+            result = self.function(to_python(argument))
+        except LambdadError:
+            raise
+        except Exception as exc:
+            raise EvalError(f"{described} raised {type(exc).__name__}: "
+                            f"{abridged(str(exc), 200)}") from None
+        try:
+            value = from_python(result)
+        except UsageError as exc:
+            raise EvalError(f"{described} returned {abridged(repr(result))}: "
+                            f"{exc.message}") from None
+        if not fits(value, self.type.result):
+            raise EvalError(f"{described} returned {abridged(repr(result))}, which is not a "
+                            f"value of type {print_type(self.type.result)}")
+        return check_functions(value, self.type.result, self.where)
+
+    def __repr__(self) -> str:
+        return repr(self.function)
+
+
+# ---------------------------------------------------------------- points written as text
+
+
+def point_source(text: str, what: str) -> str:
+    """The text of a point as an expression: ``2,5`` is the pair ``(2,5)``.  Raises
+    UsageError for an empty point."""
+    source = text.strip()
+    if not source:
+        raise UsageError(f"{what} needs a value")
+    depth = 0
+    for ch in source:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            return f"({source})"
+    return source
+
+
+def literal_value(term: Term) -> Any | None:
+    """The runtime value the point ``term`` denotes when it is written with literals only
+    (reals, negated reals, booleans, pairs, lists), found without evaluating anything; None
+    for any other term.  Iterative."""
+    values: list[Any] = []
+    stack: list[tuple[Term, bool]] = [(term, False)]
+    while stack:
+        current, built = stack.pop()
+        real = number(current)
+        if real is not None:
+            values.append(real)
+        elif isinstance(current, BoolLit):
+            values.append(current.value)
+        elif not isinstance(current, (Pair, ListLit)):
+            return None
+        elif not built:
+            stack.append((current, True))
+            stack.extend((kid, False) for kid in reversed(children(current)))
+        else:
+            count = len(children(current))
+            parts = values[len(values) - count:]
+            del values[len(values) - count:]
+            values.append(tuple(parts) if isinstance(current, Pair) else parts)
+    return values[0]
+
+
+# ---------------------------------------------------------------- fitting and calling
+
+
+def arguments_covered(name: str, f_type: Type, value: Any) -> int:
+    """How many of the curried parameters of ``name : f_type`` the point ``value`` (a
+    runtime value) supplies: 1 if it fits the first parameter, k if it is a k-tuple fitting
+    the first k.  Raises UsageError if the point does not fit the function's input."""
+    params = curried_params(f_type)
+    if not params:
+        raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
+    if fits(value, params[0]):
+        return 1
+    for k in range(2, len(params) + 1):
+        if fits(value, tuple_type(params[:k])):
+            return k
+    expected = print_type(params[0])
+    if len(params) > 1:
+        expected += " (or the tuple " + print_type(tuple_type(params)) + ")"
+    raise UsageError(
+        f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
+
+
+def argument_type(f_type: Type, k: int) -> Type:
+    """The type of a point giving the first ``k`` curried arguments of ``f_type``."""
+    params = curried_params(f_type)
+    return params[0] if k == 1 else tuple_type(params[:k])
+
+
+def curried_parts(value: Any, k: int) -> list[Any]:
+    """The k arguments packed in the point ``value`` (the value itself when k is 1)."""
+    parts = []
+    for _ in range(k - 1):
+        parts.append(value[0])
+        value = value[1]
+    parts.append(value)
+    return parts
+
+
+def packed(parts: Sequence[Any]) -> Any:
+    """The point packing ``parts`` (the inverse of :func:`curried_parts`)."""
+    point = parts[-1]
+    for part in reversed(parts[:-1]):
+        point = (part, point)
+    return point
+
+
+def curried_call(function: Term, point: Term, k: int) -> Term:
+    """``function (fst point) (fst (snd point)) ... point'``: the call of a function of
+    ``k`` curried parameters with the k-tuple ``point``."""
+    body, rest = function, point
+    for i in range(k):
+        if i < k - 1:
+            body = App(body, FST.applied(rest))
+            rest = SND.applied(rest)
+        else:
+            body = App(body, rest)
+    return body
+
+
+def uncurried_term(name: str, k: int) -> Term:
+    """``\\p -> name (fst p) ... ``: the top-level function ``name`` of ``k`` curried
+    parameters as a function of one k-tuple.  The parameter never captures ``name``."""
+    param = "p" if name != "p" else "p'1"
+    return Lam(param, curried_call(Var(name), Var(param), k))
+
+
+# ---------------------------------------------------------------- naming input reals
+
+
+def parameter_names(term: Term) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The names of a definition's curried parameters, and the names its patterns give to
+    pair components: a pattern parameter ``(a, (b, c))`` is a fresh parameter ``p`` with
+    ``let (a, p1) = p in let (b, c) = p1 in ...`` (parser), read back as ``{p: (a, p1),
+    p1: (b, c)}``."""
+    names: list[str] = []
+    components: dict[str, tuple[str, str]] = {}
+    while True:
+        if isinstance(term, Lam):
+            names.append(term.param)
+        elif isinstance(term, LetPair) and isinstance(term.value, Var):
+            components[term.value.name] = (term.first, term.second)
+        else:
+            return names, components
+        term = term.body
+
+
+def argument_names(definition: Term, k: int) -> list[str]:
+    """A name for each of the first ``k`` curried arguments of ``definition``: its
+    parameter's name, else ``x`` (one argument) or ``x1, x2, ...``."""
+    params, _ = parameter_names(definition)
+    return [params[i] if i < len(params) else ("x" if k == 1 else f"x{i + 1}")
+            for i in range(k)]
+
+
+def input_names(definition: Term, value: Any, k: int) -> list[str]:
+    """A name for each real of the point ``value`` giving ``k`` arguments of the function
+    ``definition``, left to right, as the user wrote it: the parameter's name, with
+    ``.0``/``.1`` for pair components (a tuple named flat: ``.0, .1, .2`` for a triple) and
+    ``[i]`` for list elements (``w.1[2]``); a component that a pattern parameter names
+    (``\\(a, b) ->``) has that name."""
+    _, components = parameter_names(definition)
+    roots = argument_names(definition, k)
+    names: list[str] = []
+    # (value, its name as text, the variable bound to it if a pattern names it)
+    stack = [(part, root, root) for part, root in reversed(list(zip(curried_parts(value, k),
+                                                                    roots)))]
+    while stack:
+        v, path, bound = stack.pop()
+        if type(v) is float:
+            names.append(path)
+        elif type(v) is tuple and bound in components:
+            first, second = components[bound]
+            stack.extend(((v[1], _component_path(path, second, ".1"), second),
+                          (v[0], _component_path(path, first, ".0"), first)))
+        elif type(v) is tuple:
+            stack.extend((item, f"{path}.{i}", None)
+                         for i, item in reversed(list(enumerate(flat_components(v)))))
+        elif type(v) is list:
+            stack.extend((item, f"{path}[{i}]", None)
+                         for i, item in reversed(list(enumerate(v))))
+    return names
+
+
+def flat_components(value: tuple) -> list[Any]:
+    """The components of a tuple as written: ``(a, (b, c))`` is the triple ``a, b, c``."""
+    items = []
+    while type(value) is tuple:
+        items.append(value[0])
+        value = value[1]
+    items.append(value)
+    return items
+
+
+def _component_path(path: str, bound: str | None, step: str) -> str:
+    """The name of a pair component: the pattern's name for it (``_`` included), else
+    ``path`` + ``step``."""
+    return bound if bound is not None else path + step
+
+
+def output_names(root: str, value: Any) -> list[str]:
+    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``; the
+    components of a tuple are named flat, as written (``f.0``, ``f.1``, ``f.2`` for a
+    triple), as the inputs are (:func:`input_names`)."""
+    names: list[str] = []
+    stack = [(value, root)]
+    while stack:
+        v, path = stack.pop()
+        if type(v) is float:
+            names.append(path)
+        elif type(v) is tuple:
+            stack.extend((item, f"{path}.{i}")
+                         for i, item in reversed(list(enumerate(flat_components(v)))))
+        elif type(v) is list:
+            stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
+    return names
+
+
+# ---------------------------------------------------------------- points as terms
+
+
+def point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
+    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``.
+    Raises UsageError for a value holding a function."""
+    if type(value) is float:
+        return on_real(value)
+    if type(value) is bool:
+        return BoolLit(value)
+    if type(value) is tuple:
+        return Pair(point_term(value[0], on_real), point_term(value[1], on_real))
+    if type(value) is list:
+        return ListLit(tuple(point_term(v, on_real) for v in value))
+    raise UsageError("a point containing a function cannot be written as a program")
+
+
+def real_term(r: float) -> Term:
+    """The literal ``r`` as the parser reads it (``-2`` is the negation of ``2``)."""
+    return real(r, None)
