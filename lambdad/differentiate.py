@@ -44,7 +44,6 @@ from .values import (
     Level,
     Reverse,
     all_reals,
-    function_parts,
 )
 
 FORWARD = "forward"
@@ -256,7 +255,7 @@ class Differentiator:
     def transform_function(self, f: Any, mode: str, tape: Tape | None) -> Any:
         """The →D / ←D image of the function value ``f`` (AD.md section 6).  Raises
         _NeedsLevel when ``f`` differentiates or was made by the runtime."""
-        parts = function_parts(f)
+        parts = self.interpreter.function_parts(f)
         if parts is None:
             raise _NeedsLevel
         if parts.lam is not None:
@@ -485,7 +484,7 @@ class Differentiator:
             found = made.get(id(f))
             if found is not None:
                 return found[1]
-            parts = function_parts(f)
+            parts = self.interpreter.function_parts(f)
             if parts is None:
                 result = f
             elif parts.lam is not None:

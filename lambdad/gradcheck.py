@@ -56,7 +56,7 @@ import attrs
 from . import rich
 from .differentiate import Differentiator, is_real, map_value
 from .errors import EvalError, LambdadError, ResourceError, UsageError
-from .interpreter import Interpreter
+from .runtime import Runtime
 from .calling import (
     arguments_covered,
     curried_parts,
@@ -345,11 +345,10 @@ class Prober:
         self.events: list[PrimEvent] = []
         # The step limit of the program (--max-steps) holds for every probe too.
         self.max_steps = getattr(program, "max_steps", None)
-        self.interpreter = Interpreter(on_event=self._record, max_steps=self.max_steps)
-        self.interpreter.ad_hooks = Differentiator(self.interpreter).hooks()
+        self.runtime = Runtime(on_event=self._record, max_steps=self.max_steps)
         # Only the declarations `name` needs are compiled (not the whole prelude).
         self.module = Module(tuple(program.dependencies(name)))
-        self.function = self.interpreter.evaluate_module(self.module, upto=name)[name]
+        self.function = self.runtime.evaluate_module(self.module, upto=name)[name]
         self.program, self.name, self.k = program, name, k
         self._naive: tuple[Differentiator, Any] | None = None
 
@@ -358,14 +357,11 @@ class Prober:
         that gives up after ``seconds`` (None then).  Any other limit (the program's step
         limit, the caller's time limit) raises ResourceError."""
         if self._naive is None:
-            interpreter = Interpreter(strategy="naive", timeout=seconds,
-                                      max_steps=self.max_steps)
-            differentiator = Differentiator(interpreter, "naive")
-            interpreter.ad_hooks = differentiator.hooks()
-            f = interpreter.evaluate_module(self.module, upto=self.name)[self.name]
+            runtime = Runtime(strategy="naive", timeout=seconds, max_steps=self.max_steps)
+            f = runtime.evaluate_module(self.module, upto=self.name)[self.name]
             if self.k > 1:
-                f = interpreter.evaluate(uncurried_term(self.name, self.k), {self.name: f})
-            self._naive = (differentiator, f)
+                f = runtime.evaluate(uncurried_term(self.name, self.k), {self.name: f})
+            self._naive = (runtime.differentiator, f)
         differentiator, f = self._naive
         started = time.monotonic()
         try:
@@ -383,7 +379,7 @@ class Prober:
     def __call__(self, point: Any) -> Probe:
         """The recorded evaluation at ``point``; raises LambdadError from the program."""
         self.events = []
-        value = self.interpreter.apply(self.function, *curried_parts(point, self.k))
+        value = self.runtime.apply(self.function, *curried_parts(point, self.k))
         return Probe(value, tuple(self.events))
 
 

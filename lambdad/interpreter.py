@@ -35,7 +35,7 @@ from .guard import (
     raise_limits,
     restore_limits,
 )
-from .primitives import OPERATORS, Primitive
+from .primitives import ADD, DIV, MUL, NEG, SUB, Primitive
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
     Backprop,
@@ -50,9 +50,11 @@ from .values import (
     Arithmetic,
     BuiltinFunction,
     Dual,
+    FunctionParts,
     PrimEvent,
     Reverse,
     Tagged,
+    function_parts,
     plain_real,
     read_off_point,
 )
@@ -62,10 +64,6 @@ __all__ = ["Interpreter", "compile_open", "evaluate", "evaluate_module"]
 # Compiled units kept per interpreter; the least recently used goes first.  Each entry keeps
 # its term alive, so the term's id cannot be reused while it is cached.
 _CACHE_SIZE = 8192
-# The arithmetic of tagged reals, found by spelling like the rules' (AD.md writes them so).
-_ARITHMETIC = {"+": OPERATORS[("+", "infix")], "*": OPERATORS[("*", "infix")],
-               "-": OPERATORS[("-", "infix")], "/": OPERATORS[("/", "infix")],
-               "neg": OPERATORS[("-", "prefix")]}
 
 # The runtime types of the reals of a nesting level.
 _TAGGED = frozenset((Dual, Reverse))
@@ -125,8 +123,8 @@ class Interpreter:
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
         self._partials: dict[tuple[str, bool], tuple[Callable[..., Any], ...]] = {}
         self._new_backprop = self._backprop_maker()
-        self.arithmetic = Arithmetic(self.apply_real, *(_ARITHMETIC[name]
-                                                         for name in ("+", "*", "-", "/", "neg")))
+        # the arithmetic of tagged reals (AD.md writes the rules with these operations)
+        self.arithmetic = Arithmetic(self.apply_real, ADD, MUL, SUB, DIV, NEG)
         # (id(term), names, instrumented, generic) -> (term kept alive, function, names)
         self._compiled: dict[tuple[int, tuple[str, ...] | None, bool, bool],
                              tuple[Term, Callable[..., Any], tuple[str, ...]]] = {}
@@ -288,6 +286,14 @@ class Interpreter:
         """
         function, names = self._function(term, tuple(free_names))
         return _OpenTerm(self, function, names)
+
+    @staticmethod
+    def function_parts(f: Any) -> FunctionParts | None:
+        """The λ-term and captured values of a closure the interpreter made, or the built-in
+        and arguments of a partially applied one; None for a function the runtime made (a
+        backpropagator, a pull-back).  Other modules look inside function values only
+        through this."""
+        return function_parts(f)
 
     def apply(self, f: Any, *args: Any) -> Any:
         """``f a1 .. an`` for a function value ``f`` (curried), run like generated code is:

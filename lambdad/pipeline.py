@@ -25,7 +25,6 @@ from .differentiate import (
     COMPOSITIONS,
     FORWARD,
     REVERSE,
-    Differentiator,
     Stats,
     count_reals,
     is_real,
@@ -40,7 +39,6 @@ from .errors import (
     TypeCheckError,
     UsageError,
 )
-from .interpreter import Interpreter
 from .iterate import run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
@@ -64,6 +62,7 @@ from .calling import (
     uncurried_term,
 )
 from .printer import print_decl, print_type
+from .runtime import Runtime
 from .simplify import simplify
 from .syntax import (
     is_differentiable,
@@ -195,10 +194,7 @@ class Program:
         self._used: PersistentMap[None] | None = None
         self._added: tuple[Any, ...] | None = None
         self._serial = len(self.user_names)
-        self.strategy = "factored"
-        self._interpreter = Interpreter(strategy=self.strategy)
-        self._differentiator = Differentiator(self._interpreter, self.strategy)
-        self._interpreter.ad_hooks = self._differentiator.hooks()
+        self.runtime = Runtime()
         self._values: dict[str, Any] | None = None
         self._adapters: dict[tuple[str, int], Any] = {}
 
@@ -291,26 +287,28 @@ class Program:
         limit).  Counting steps runs the instrumented, slower variant of the code."""
         if steps is not None and (type(steps) is not int or steps < 1):
             raise UsageError("--max-steps needs a positive number")
-        self._interpreter.max_steps = steps
+        self.runtime.max_steps = steps
 
     @property
     def max_steps(self) -> int | None:
         """The step limit set by :meth:`set_max_steps` (None: no limit)."""
-        return self._interpreter.max_steps
+        return self.runtime.max_steps
+
+    @property
+    def strategy(self) -> str:
+        """How backpropagators are evaluated (a name of :data:`STRATEGIES`)."""
+        return self.runtime.strategy
 
     def set_strategy(self, strategy: str | None) -> None:
         """Evaluate backpropagators by ``strategy`` from now on (None: the default,
         factored); UsageError for an unknown one."""
-        strategy = strategy_named(strategy or "factored").name
-        self.strategy = strategy
-        self._interpreter.strategy = strategy
-        self._differentiator.strategy = strategy
+        self.runtime.set_strategy(strategy)
 
     def value_of(self, name: str) -> Any:
         """The runtime value of the top-level ``name`` (evaluating what it needs)."""
         self.require(name)
         if self._values is None or name not in self._values:
-            computed = self._interpreter.evaluate_module(self.module, upto=name)
+            computed = self.runtime.evaluate_module(self.module, upto=name)
             if isinstance(self._values, PersistentMap):  # extended(): keep what it ran
                 computed = {k: v for k, v in computed.items() if k not in self._values}
                 self._values = self._values.update(computed)
@@ -338,7 +336,7 @@ class Program:
         typing = infer_term(term, self.typing.env)
         needed = {name for name in free_vars(term) if name in self.decls}
         env = {name: self.value_of(name) for name in needed}
-        return self._interpreter.evaluate(term, env), typing.type
+        return self.runtime.evaluate(term, env), typing.type
 
     # ------------------------------------------------------------ the REPL's toplevel
     def type_of_term(self, term: Term) -> Type:
@@ -352,7 +350,7 @@ class Program:
         type_ = self.type_of_term(term)
         needed = {name for name in free_vars(term) if name in self.decls}
         env = {name: self.value_of(name) for name in needed}
-        return self._interpreter.evaluate(term, env), type_
+        return self.runtime.evaluate(term, env), type_
 
     def extended(self, decls: Sequence[Decl]) -> "Program":
         """A new program: this one's declarations followed by ``decls``, each type-checked
@@ -410,7 +408,7 @@ class Program:
             for name in needed:
                 if name not in values:  # a definition of a loaded file, not run yet
                     values = values.set(name, self.value_of(original.get(name, name)))
-            value = new._interpreter.evaluate(decl.value, {n: values[n] for n in needed})
+            value = new.runtime.evaluate(decl.value, {n: values[n] for n in needed})
             decls_map = decls_map.set(decl.name, decl)
             schemes = schemes.update(typed.schemes)
             types = types.update(typed.types)
@@ -453,7 +451,7 @@ class Program:
             value = literal_value(term)
             if value is None:
                 needed = {name for name in free_vars(term) if name in self.decls}
-                value = self._interpreter.evaluate(term, {n: self.value_of(n) for n in needed})
+                value = self.runtime.evaluate(term, {n: self.value_of(n) for n in needed})
         except LambdadError as exc:
             raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
         bad = first_non_finite(value)
@@ -506,7 +504,7 @@ class Program:
         per name and k: its compiled code and transformed versions are cached by term)."""
         key = (name, k)
         if key not in self._adapters:
-            self._adapters[key] = self._interpreter.evaluate(uncurried_term(name, k),
+            self._adapters[key] = self.runtime.evaluate(uncurried_term(name, k),
                                                              {name: self.value_of(name)})
         return self._adapters[key]
 
@@ -514,7 +512,7 @@ class Program:
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
         f, x, _ = self.function_and_point(name, point)
-        return to_python(self._interpreter.apply(f, x))
+        return to_python(self.runtime.apply(f, x))
 
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
@@ -539,11 +537,11 @@ class Program:
                 f"grad needs a function returning R; `{name}` returns {print_type(result)}")
         self.set_strategy(strategy)
         if mode == "forward":
-            value, gradient = self._differentiator.forward_grad(f, x)
+            value, gradient = self.runtime.differentiator.forward_grad(f, x)
             run_stats = Stats(0, 0)
         else:
-            value, gradient = self._differentiator.grad(f, x)
-            run_stats = self._differentiator.last_stats
+            value, gradient = self.runtime.differentiator.grad(f, x)
+            run_stats = self.runtime.differentiator.last_stats
         self._require_finite(name, x, value, gradient)
         out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
@@ -578,7 +576,7 @@ class Program:
         v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
             direction, "--dir")
         try:
-            value, tangent = self._differentiator.jvp(f, x, v)
+            value, tangent = self.runtime.differentiator.jvp(f, x, v)
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
         return to_python(value), to_python(tangent)
@@ -586,7 +584,7 @@ class Program:
     def vjp(self, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(value, pull-back)``; the pull-back takes and returns Python data."""
         f, x, _ = self.function_and_point(name, point)
-        value, pullback = self._differentiator.vjp(f, x)
+        value, pullback = self.runtime.differentiator.vjp(f, x)
         return to_python(value), lambda ct: to_python(pullback(from_python(ct)))
 
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
@@ -604,8 +602,8 @@ class Program:
             raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
         f, x = self._scalar_function(name, point)
         self.set_strategy(strategy)
-        rows = self._differentiator.hessian_rows(f, x, mode)
-        value, gradient = self._differentiator.grad(f, x)
+        rows = self.runtime.differentiator.hessian_rows(f, x, mode)
+        value, gradient = self.runtime.differentiator.grad(f, x)
         self._require_finite(name, x, value, gradient)
         return to_python(value), to_python(gradient), [to_python(row) for row in rows]
 
@@ -616,7 +614,7 @@ class Program:
         v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
             direction, "--dir")
         try:
-            value, gradient, product = self._differentiator.hvp(f, x, v)
+            value, gradient, product = self.runtime.differentiator.hvp(f, x, v)
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
         return to_python(value), to_python(gradient), to_python(product)
@@ -682,9 +680,9 @@ class Program:
                              f"`{name}` returns {print_type(result)}")
         inputs = count_reals(x)
         if mode is None:
-            outputs = count_reals(self._interpreter.apply(f, x))
+            outputs = count_reals(self.runtime.apply(f, x))
             mode = FORWARD if inputs <= outputs else REVERSE
-        value, jacobian = self._differentiator.jacobian(f, x, mode)
+        value, jacobian = self.runtime.differentiator.jacobian(f, x, mode)
         rows = [[] for _ in range(count_reals(value))]
         reals = iter(_reals_of(jacobian))
         for row in rows:
@@ -700,7 +698,7 @@ class Program:
                         self.input_names(name, x), output_names(name, value))
 
     def stats(self) -> Stats | None:
-        return self._differentiator.last_stats
+        return self.runtime.differentiator.last_stats
 
     # ------------------------------------------------------------ showing programs
     def dependencies(self, name: str) -> list[Decl]:

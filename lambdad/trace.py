@@ -26,6 +26,7 @@ from .errors import Span, UsageError, abridged, printable, source_line
 from .graph import Graph, graph_of
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
+from .runtime import Runtime
 from .syntax import Let, Pair, Prim, Term, Var, walk
 from .tape import BackpropCreated, BackpropRun
 from .values import (
@@ -257,9 +258,10 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
         raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
     f, x, _ = program.function_and_point(name, point)
     recorder = _Recorder()
-    interpreter = Interpreter(strategy=strategy, on_event=recorder)
-    differentiator = _TracingDifferentiator(interpreter, recorder, strategy)
-    interpreter.ad_hooks = differentiator.hooks()
+    differentiator = Runtime(
+        strategy=strategy, on_event=recorder,
+        differentiator=lambda interpreter, strategy: _TracingDifferentiator(
+            interpreter, recorder, strategy)).differentiator
     names = program.input_names(name, x)
     leaves: list[float] = []
     map_value(x, is_real, lambda r: leaves.append(r) or r)

@@ -21,14 +21,15 @@ LAYERS = [
     {"codegen"},
     {"interpreter"},
     {"graph", "calling"},
-    {"differentiate", "trace", "gradcheck", "testing"},
+    {"differentiate"},
+    {"runtime"},
+    {"trace", "gradcheck", "testing"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},
 ]
 # Imports inside a layer, each allowed one way only (checked below).
 SAME_LAYER_ALLOWED = {("parser", "printer"), ("cli", "repl"), ("__main__", "cli"),
-                      ("__init__", "notebook"), ("testing", "gradcheck"),
-                      ("trace", "differentiate"), ("gradcheck", "differentiate")}
+                      ("__init__", "notebook"), ("testing", "gradcheck")}
 
 
 def layer_of(name):
@@ -119,13 +120,24 @@ def test_only_the_primitive_table_builds_primitives_from_literal_names():
                   and all(isinstance(part, ast.Constant) for part in ast.walk(node.slice)
                           if not isinstance(part, (ast.Tuple, ast.Load)))):
                 literal = ast.unparse(node.slice)
-            if literal is not None and path.stem not in LITERAL_LOOKUPS_LEFT:
+            if literal is not None:
                 raise AssertionError(f"{path.name}:{node.lineno} names the primitive {literal}")
 
 
-# Modules not yet reading the named entries (the evaluator's own arithmetic table).
-LITERAL_LOOKUPS_LEFT = {"interpreter"}
 
+
+def test_the_runtime_is_wired_in_one_place():
+    """Interpreters and differentiators are built, and hooked to each other, by
+    runtime.Runtime only (interpreter.py's own one-shot helpers aside)."""
+    for path in sorted(PACKAGE.glob("*.py")):
+        if path.stem in ("runtime", "interpreter"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            built = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                     and node.func.id in ("Interpreter", "Differentiator"))
+            hooked = isinstance(node, ast.Attribute) and node.attr == "ad_hooks" and \
+                isinstance(node.ctx, ast.Store)
+            assert not (built or hooked), f"{path.name}:{node.lineno} wires the runtime itself"
 
 
 # ------------------------------------------------------------ every construct has its arms
