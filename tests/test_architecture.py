@@ -39,11 +39,24 @@ def layer_of(name):
     raise AssertionError(f"module {name} is not placed in a layer of this test")
 
 
+def module_of(path):
+    """The module a file is: its stem, or the package it belongs to (``testing``)."""
+    return path.stem if path.parent == PACKAGE else path.parent.name
+
+
+def source_files():
+    """Every Python file of the package, subpackages included."""
+    return sorted(PACKAGE.rglob("*.py"))
+
+
 def imports_of(path):
+    """The package's modules that the file imports (a subpackage's imports of its own
+    modules left out)."""
     tree = ast.parse(path.read_text())
     found = set()
+    top = 1 if path.parent == PACKAGE else 2  # the level of ``from .x`` naming lambdad.x
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level == top:
             if node.module:
                 found.add(node.module.split(".")[0])
             else:
@@ -52,12 +65,12 @@ def imports_of(path):
             for alias in node.names:
                 if alias.name.startswith("lambdad."):
                     found.add(alias.name.split(".")[1])
-    return found
+    return found - {module_of(path)}
 
 
 def test_imports_flow_one_way():
-    for path in sorted(PACKAGE.glob("*.py")):
-        module = path.stem
+    for path in source_files():
+        module = module_of(path)
         mine = layer_of(module)
         for imported in imports_of(path):
             theirs = layer_of(imported)
@@ -73,7 +86,9 @@ def test_no_pair_is_allowed_both_ways():
 def test_no_two_modules_import_each_other():
     """Not even through an import inside a function (the one-way test above reads those
     too; this says which pair it was)."""
-    graph = {path.stem: imports_of(path) for path in PACKAGE.glob("*.py")}
+    graph = {}
+    for path in source_files():
+        graph.setdefault(module_of(path), set()).update(imports_of(path))
     both = sorted((a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, ()))
     assert both == []
 
@@ -90,7 +105,7 @@ def test_transformations_and_interpreter_do_not_know_each_other():
 def test_only_the_primitive_table_names_primitives():
     """No module but primitives.py compares against a primitive's name."""
     names = {"sin", "cos", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "pow", "mul", "add"}
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in source_files():
         if path.stem == "primitives":
             continue
         tree = ast.parse(path.read_text())
@@ -106,7 +121,7 @@ def test_only_the_primitive_table_builds_primitives_from_literal_names():
     """``Prim("fst", ...)`` and ``NAMED["map"]`` are written only in primitives.py; other
     modules use its named entries (``FST.applied(pair)``)."""
     tables = {"PRIMITIVES", "NAMED", "OPERATORS"}
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in source_files():
         if path.stem == "primitives":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -129,7 +144,7 @@ def test_only_the_primitive_table_builds_primitives_from_literal_names():
 def test_the_runtime_is_wired_in_one_place():
     """Interpreters and differentiators are built, and hooked to each other, by
     runtime.Runtime only (interpreter.py's own one-shot helpers aside)."""
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in source_files():
         if path.stem in ("runtime", "interpreter"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):

@@ -1,0 +1,289 @@
+"""The properties of QUALITY.md, checked on a generated program and a point."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from .. import gradcheck
+from ..backward import backward_term, backward_type
+from ..calling import from_python, uncurried_term
+from ..errors import LambdadError
+from ..forward import forward_term, forward_type
+from ..parser import parse_expr, parse_module
+from ..primitives import Primitive, declared_primitives
+from ..printer import print_module, print_term, print_type
+from ..simplify import simplify
+from ..syntax import Term, Type, children
+from ..typecheck import Scheme, TypeEnv, check_term, infer_module
+from ..values import format_value
+from .shapes import INPUT_KINDS
+from .generate import GeneratedProgram, points_for, programs
+
+
+# --------------------------------------------------------------------------- properties
+# The properties of QUALITY.md, as functions over a generated program (and a point, and the
+# loaded program: this module sits below the pipeline, so callers pass ``lambdad.loads``).
+# Each raises PropertyViolation, naming the property, when it does not hold.
+
+PROPERTIES = ("types", "round trip", "primal", "modes agree", "finite differences",
+              "in-language AD")
+
+
+class PropertyViolation(AssertionError):
+    """A property that does not hold: one of QUALITY.md's five, or ``in-language AD`` (the
+    ``grad``/``jvp``/``vjp`` built-ins agree with the API); ``prop`` names it."""
+
+    def __init__(self, prop: str, message: str):
+        super().__init__(f"{prop}: {message}")
+        self.prop = prop
+        self.message = message
+
+
+class PointRejected(Exception):
+    """The source program fails at the point (the generator's ranges are estimates): the
+    point says nothing about the stages and is skipped."""
+
+
+def _transforms() -> list[tuple[str, Callable[[Term], Term], Callable[[Type], Type]]]:
+    return [
+        ("→D", forward_term, forward_type),
+        ("←D", backward_term, backward_type),
+        ("→D simplified", lambda t: simplify(forward_term(t)), forward_type),
+        ("←D simplified", lambda t: simplify(backward_term(t)), backward_type),
+    ]
+
+
+def check_types(generated: GeneratedProgram) -> None:
+    """Property 5: the type checker accepts the generated module, and every transformed
+    declaration (raw and simplified) checks at the transformed type of its scheme, with the
+    earlier declarations at their transformed schemes."""
+    try:
+        typing = infer_module(generated.module)
+    except LambdadError as exc:
+        raise PropertyViolation("types", f"the generated program is rejected: {exc}") from None
+    for label, transform, transform_type in _transforms():
+        env = TypeEnv.builtins()
+        for decl in generated.module.decls:
+            scheme = typing.schemes[decl.name]
+            expected = transform_type(scheme.type)
+            try:
+                term = transform(decl.value)
+                check_term(term, expected, env)
+            except LambdadError as exc:
+                raise PropertyViolation(
+                    "types", f"{label} of `{decl.name}` does not check at "
+                    f"{print_type(expected)}: {exc}") from None
+            env = env.extend(decl.name, Scheme(scheme.vars, expected))
+
+
+def check_round_trip(generated: GeneratedProgram) -> None:
+    """Property 3: ``parse(print(m)) == m`` for the module, and ``parse(print(t)) == t`` for
+    every transformed declaration, raw and simplified."""
+    text = print_module(generated.module)
+    try:
+        parsed = parse_module(text, "<generated>")
+    except LambdadError as exc:
+        raise PropertyViolation("round trip", f"the printed module does not parse: {exc}\n"
+                                f"{text}") from None
+    if parsed != generated.module:
+        where = next((first_difference(a.value, b.value) for a, b in
+                      zip(generated.module.decls, parsed.decls) if a != b), "declarations")
+        raise PropertyViolation("round trip", f"the printed module parses to another module "
+                                f"({where}):\n{text}\n--- parsed back and printed:\n"
+                                f"{print_module(parsed)}")
+    bound: list[str] = []
+    for decl in generated.module.decls:
+        for label, transform, _ in _transforms():
+            term = transform(decl.value)
+            printed = print_term(term)
+            try:
+                again = parse_expr(printed, "<transformed>", bound=bound,
+                                   declared=declared_primitives(term))
+            except LambdadError as exc:
+                raise PropertyViolation(
+                    "round trip", f"{label} of `{decl.name}` prints as text that does not "
+                    f"parse: {exc}\n{printed}") from None
+            if again != term:
+                raise PropertyViolation(
+                    "round trip", f"{label} of `{decl.name}` prints as text that parses to "
+                    f"another term ({first_difference(term, again)}):\n{printed}\n"
+                    f"--- parsed back and printed:\n{print_term(again)}")
+        bound.append(decl.name)
+
+
+def first_difference(a: Term, b: Term) -> str:
+    """Where two terms first differ (pre-order), as ``X became Y`` with the two nodes'
+    own fields (not their sub-terms); iterative."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if x == y:
+            continue
+        kids_x, kids_y = list(children(x)), list(children(y))
+        if type(x) is not type(y) or len(kids_x) != len(kids_y) or \
+                _node_text(x) != _node_text(y):
+            return f"{_node_text(x)} became {_node_text(y)}"
+        stack.extend(reversed(list(zip(kids_x, kids_y))))
+    return "equal terms"
+
+
+def _node_text(t: Term) -> str:
+    fields = ", ".join(f"{f.name}={getattr(t, f.name)!r}" for f in attrs.fields(type(t))
+                       if f.name != "span" and not isinstance(getattr(t, f.name), (Term, tuple)))
+    return f"{type(t).__name__}({fields})"
+
+
+_ROUTES = (("forward", "factored"), ("reverse", "factored"), ("reverse", "naive"))
+
+
+def _source_value(program: Any, name: str, point: Any) -> float:
+    try:
+        value = program.call(name, point)
+    except LambdadError as exc:
+        raise PointRejected(exc.message) from None
+    if type(value) is not float or not math.isfinite(value):
+        raise PointRejected(f"value {value!r}")
+    return value
+
+
+def check_primal(program: Any, name: str, point: Any) -> None:
+    """Property 4: the primal of every transformed run is the source value, bit for bit;
+    raises PointRejected if the source program fails at ``point``."""
+    value = _source_value(program, name, point)
+    for mode, strategy in _ROUTES:
+        try:
+            primal = program.value_and_grad(name, point, mode=mode, strategy=strategy)[0]
+        except LambdadError as exc:
+            raise PropertyViolation("primal", f"the source program runs at {point!r} but "
+                                    f"{mode} ({strategy}) fails: {exc}") from None
+        if not (primal == value or (primal != primal and value != value)) or \
+                math.copysign(1.0, primal) != math.copysign(1.0, value):
+            raise PropertyViolation("primal", f"{mode} ({strategy}) gives the value "
+                                    f"{primal!r}, the source program {value!r}")
+
+
+def check_modes_agree(program: Any, name: str, point: Any) -> None:
+    """Property 1: forward mode, reverse mode (factored) and reverse mode (naive) give the
+    same gradient to ``gradcheck.AGREEMENT`` relative; the factored strategy runs each
+    backpropagator body at most once.  Raises PointRejected if the source program fails."""
+    _source_value(program, name, point)
+    gradients = {}
+    for mode, strategy in _ROUTES:
+        try:
+            _, gradient, stats = program.value_and_grad(name, point, mode=mode,
+                                                        strategy=strategy, stats=True)
+        except LambdadError as exc:
+            raise PropertyViolation("modes agree", f"{mode} ({strategy}) fails: {exc}") from None
+        gradients[(mode, strategy)] = gradcheck.leaves(gradient)
+        if (mode, strategy) == ("reverse", "factored") and stats.bodies_run > stats.created:
+            raise PropertyViolation("modes agree", f"factored reverse mode ran "
+                                    f"{stats.bodies_run} bodies for {stats.created} "
+                                    "backpropagators")
+    reference = gradients[_ROUTES[0]]
+    everything = [abs(d) for g in gradients.values() for d in g if math.isfinite(d)]
+    floor = gradcheck.AGREEMENT_FLOOR * max([1.0, abs(_source_value(program, name, point)),
+                                             *everything])
+    for route, gradient in gradients.items():
+        if len(gradient) != len(reference):
+            raise PropertyViolation("modes agree", f"{route} gives {len(gradient)} "
+                                    f"derivatives, forward mode {len(reference)}")
+        for i, (a, b) in enumerate(zip(reference, gradient)):
+            if not (math.isfinite(a) and math.isfinite(b)):
+                raise PropertyViolation("modes agree", f"a derivative is not finite: "
+                                        f"{route} gives {b!r}, forward {a!r} (input {i})")
+            if abs(a - b) > gradcheck.AGREEMENT * max(abs(a), abs(b)) + floor:
+                raise PropertyViolation("modes agree", f"{route[0]} ({route[1]}) gives {b!r} "
+                                        f"for input {i}, forward mode {a!r}")
+
+
+def check_finite_differences(program: Any, name: str, point: Any) -> bool:
+    """Property 2: every mode agrees with central finite differences (``lambdad check``'s
+    tolerances).  Returns False, checking nothing, when the point is near a kink or a branch
+    switch; raises PointRejected if the source program fails there."""
+    _source_value(program, name, point)
+    value = from_python(point, finite=False)
+    try:
+        result = gradcheck.check_point(program, name, value)
+    except LambdadError as exc:
+        raise PointRejected(exc.message) from None
+    if any(note.startswith("finite differences not compared") or note.startswith("not checked")
+           for note in result.notes):
+        return False
+    if not result.ok:
+        raise PropertyViolation("finite differences", "; ".join(result.mismatches()))
+    return True
+
+
+def check_in_language(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
+                      program: Any = None) -> None:
+    """Property 6: ``grad``, ``jvp`` and ``vjp`` called inside a program on the function (a
+    closure, uncurried by a λ) agree with the API's gradient: the same gradient, the
+    directional derivative along all-ones, and the pull-back of 1.  Raises PointRejected if
+    the source program fails at ``point``."""
+    program = program or load(generated.source())
+    value = _source_value(program, generated.name, point)
+    _, gradient = program.value_and_grad(generated.name, point)
+    k = len(generated.params)
+    function = generated.name if k == 1 else f"({print_term(uncurried_term(generated.name, k))})"
+    at = from_python(point, finite=False)
+    reals = gradcheck.leaves(at)
+    ones = gradcheck.replace_leaves(at, [1.0] * len(reals))
+    x, v = f"({format_value(at)})", f"({format_value(ones)})"
+    text = (generated.source() + f"\ndef main = (grad {function} {x}, jvp {function} {x} {v}, "
+            f"snd (vjp {function} {x}) 1)\n")
+    try:
+        inside, ((jvp_value, jvp_derivative), pulled) = load(text).run("main")
+    except LambdadError as exc:
+        raise PropertyViolation("in-language AD", f"grad/jvp/vjp inside the program fail: "
+                                f"{exc}\n{text}") from None
+    expected = gradcheck.leaves(gradient)
+    scale = max([1.0, abs(value), *(abs(g) for g in expected)])
+
+    def close(a: float, b: float) -> bool:
+        return abs(a - b) <= gradcheck.AGREEMENT * max(abs(a), abs(b)) + \
+            gradcheck.AGREEMENT_FLOOR * scale * max(1, len(expected))
+
+    for what, found in (("grad", gradcheck.leaves(inside)), ("vjp", gradcheck.leaves(pulled))):
+        if len(found) != len(expected) or not all(map(close, found, expected)):
+            raise PropertyViolation("in-language AD", f"{what} inside the program gives "
+                                    f"{found}, the API {expected}\n{text}")
+    if jvp_value != value or not close(jvp_derivative, math.fsum(expected)):
+        raise PropertyViolation("in-language AD", f"jvp inside the program gives "
+                                f"({jvp_value!r}, {jvp_derivative!r}); the value is {value!r} "
+                                f"and the gradient sums to {math.fsum(expected)!r}\n{text}")
+
+
+def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
+                     properties: Sequence[str] = PROPERTIES) -> Any:
+    """Checks ``properties`` of ``generated`` at ``point``, loading its source with ``load``
+    (``lambdad.loads``); returns the loaded program.  Raises PropertyViolation on the first
+    failure and PointRejected if the source program fails at ``point``."""
+    if "types" in properties:
+        check_types(generated)
+    if "round trip" in properties:
+        check_round_trip(generated)
+    try:
+        program = load(generated.source())
+    except LambdadError as exc:
+        raise PropertyViolation("types", f"the generated program does not load: {exc}") from None
+    if "primal" in properties:
+        check_primal(program, generated.name, point)
+    if "modes agree" in properties:
+        check_modes_agree(program, generated.name, point)
+    if "finite differences" in properties:
+        check_finite_differences(program, generated.name, point)
+    if "in-language AD" in properties:
+        check_in_language(generated, point, load, program)
+    return program
+
+
+def cases(max_depth: int = 4, inputs: Sequence[str] = INPUT_KINDS,
+          declared: Sequence[Primitive] = ()) -> st.SearchStrategy:
+    """Strategy: ``(program, point)`` pairs (``declared`` as for :func:`programs`)."""
+    return programs(max_depth=max_depth, inputs=inputs, declared=declared).flatmap(
+        lambda g: st.tuples(st.just(g), points_for(g)))
