@@ -22,6 +22,7 @@ from .rules import (
     LINEAR_PARAM,
     NameSupply,
     rename_target_binders,
+    transform_module,
     local_name,
     map_reals,
     times,
@@ -30,7 +31,6 @@ from .syntax import BACKPROPAGATOR as BACKPROPAGATOR_TYPE
 from .syntax import (
     REAL,
     App,
-    Decl,
     LinLam,
     Module,
     PairT,
@@ -65,11 +65,7 @@ def backward_term(term: Term, names: NameSupply | None = None) -> Term:
 def backward_module(module: Module, names: NameSupply | None = None) -> Module:
     """The module whose declaration ``f`` is ←D of the source declaration ``f`` (names are
     unchanged).  Fails as :func:`backward_term`."""
-    if names is None:
-        names = NameSupply.for_terms(*(decl.value for decl in module.decls))
-        names.avoid(decl.name for decl in module.decls)
-    return Module(tuple(Decl(decl.name, backward_term(decl.value, names), span=decl.span)
-                        for decl in module.decls))
+    return transform_module(module, backward_term, names)
 
 
 class _Backward(Differentiation):

@@ -380,9 +380,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="differentiate with respect to these parameters only; the others "
                             "are held at their values in --at")
 
-    def file_and_name(p: argparse.ArgumentParser) -> None:
+    def program_file(p: argparse.ArgumentParser) -> None:
         p.add_argument("file", metavar="FILE", help="the .lam program")
+
+    def file_and_name(p: argparse.ArgumentParser) -> None:
+        program_file(p)
         p.add_argument("name", metavar="NAME", help="a top-level function of FILE")
+
+    def strategy(p: argparse.ArgumentParser, when: str = "") -> None:
+        p.add_argument("--strategy", choices=STRATEGIES, default="factored",
+                       help=f"how backpropagators are evaluated{when} (default: factored)")
 
     def point(p: argparse.ArgumentParser, **extra: Any) -> None:
         p.add_argument("--at", metavar="POINT", **{
@@ -397,14 +404,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: no limit)")
 
     p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
-    p.add_argument("file", metavar="FILE", help="the .lam program")
+    program_file(p)
     p.add_argument("--entry", default="main", metavar="NAME",
                    help="the definition to evaluate (default: main)")
     p.add_argument("--json", action="store_true", help="print {\"value\": ...} as JSON")
     timeout(p)
 
     p = add("check-types", cmd_check_types, "print every top-level name with its inferred type")
-    p.add_argument("file", metavar="FILE", help="the .lam program")
+    program_file(p)
     p.add_argument("--prelude", action="store_true",
                    help="first list the built-ins written as names and the prelude's "
                         "definitions, with their types")
@@ -416,8 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=MODES, default="reverse",
                    help="reverse (backpropagation, default), forward (one run per input "
                         "real), or both side by side")
-    p.add_argument("--strategy", choices=STRATEGIES, default="factored",
-                   help="how backpropagators are evaluated (default: factored)")
+    strategy(p)
     p.add_argument("--stats", action="store_true",
                    help="also report backpropagators created and bodies run (reverse mode)")
     p.add_argument("--json", action="store_true",
@@ -453,8 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=COMPOSITIONS, default=COMPOSITIONS[0],
                    help="outer mode over inner mode (default forward-over-reverse: one "
                         "Hessian-vector product per input)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="factored",
-                   help="how backpropagators are evaluated (default: factored)")
+    strategy(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (value, gradient, inputs, hessian)")
     wrt(p)
@@ -494,8 +499,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("forward", "reverse"), default="forward",
                    help="forward: a tangent column per input real (default); reverse: the "
                         "adjoint of every operation")
-    p.add_argument("--strategy", choices=STRATEGIES, default="factored",
-                   help="how backpropagators are evaluated in reverse mode (default: factored)")
+    strategy(p, " in reverse mode")
     timeout(p)
 
     p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT text, or an SVG "
@@ -511,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("check", cmd_check, "gradient check: forward mode, both reverse strategies and "
                                 "central finite differences must agree")
-    p.add_argument("file", metavar="FILE", help="the .lam program")
+    program_file(p)
     p.add_argument("names", metavar="NAME", nargs="*",
                    help="functions to check (default: every function of reals, pairs and "
                         "lists returning R)")

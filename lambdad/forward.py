@@ -18,6 +18,7 @@ from .rules import (
     TANGENT,
     NameSupply,
     rename_target_binders,
+    transform_module,
     map_reals,
     plus,
     times,
@@ -25,7 +26,6 @@ from .rules import (
 from .syntax import (
     REAL,
     Const,
-    Decl,
     Module,
     PairT,
     Term,
@@ -57,11 +57,7 @@ def forward_term(term: Term, names: NameSupply | None = None) -> Term:
 def forward_module(module: Module, names: NameSupply | None = None) -> Module:
     """The module whose declaration ``f`` is →D of the source declaration ``f`` (names are
     unchanged).  Fails as :func:`forward_term`."""
-    if names is None:
-        names = NameSupply.for_terms(*(decl.value for decl in module.decls))
-        names.avoid(decl.name for decl in module.decls)
-    return Module(tuple(Decl(decl.name, forward_term(decl.value, names), span=decl.span)
-                        for decl in module.decls))
+    return transform_module(module, forward_term, names)
 
 
 class _Forward(Differentiation):

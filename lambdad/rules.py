@@ -34,6 +34,7 @@ from .syntax import (
     BoolT,
     Builtin,
     Const,
+    Decl,
     CotangentT,
     FunT,
     If,
@@ -43,6 +44,7 @@ from .syntax import (
     LinLam,
     ListLit,
     ListT,
+    Module,
     Pair,
     PairT,
     Prim,
@@ -157,6 +159,18 @@ class NameSupply:
                 self._counters[base] = k
                 self._used.update(family)
                 return name
+
+
+def transform_module(module: Module, transform: Callable[[Term, NameSupply], Term],
+                     names: NameSupply | None = None) -> Module:
+    """The module whose declaration ``f`` is ``transform`` of the declaration ``f`` (names
+    unchanged), every declaration drawing on one supply of fresh names (by default one
+    avoiding every name of the module).  Fails as ``transform``."""
+    if names is None:
+        names = NameSupply.for_terms(*(decl.value for decl in module.decls))
+        names.avoid(decl.name for decl in module.decls)
+    return Module(tuple(Decl(decl.name, transform(decl.value, names), span=decl.span)
+                        for decl in module.decls))
 
 
 def local_name(base: str, taken: Iterable[str]) -> str:

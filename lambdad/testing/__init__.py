@@ -68,7 +68,6 @@ from .shapes import (
 )
 from .generate import (
     GeneratedProgram,
-    NameSupply,
     TRICKY_NAMES,
     MAX_HELPERS,
     programs,
@@ -113,7 +112,6 @@ __all__ = [
     "image",
     "Ranges",
     "GeneratedProgram",
-    "NameSupply",
     "TRICKY_NAMES",
     "MAX_HELPERS",
     "programs",

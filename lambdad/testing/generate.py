@@ -26,6 +26,7 @@ from ..primitives import (
     declaring,
 )
 from ..printer import print_module
+from ..rules import NameSupply
 from ..syntax import (
     BOOL,
     REAL,
@@ -121,17 +122,6 @@ class GeneratedProgram:
     def decl(self) -> Decl:
         """The declaration of the function to differentiate."""
         return next(d for d in self.module.decls if d.name == self.name)
-
-
-class NameSupply:
-    """Fresh variable names ``y1``, ``p2``, ``g3``...; one per program (no global counter)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.count += 1
-        return f"{prefix}{self.count}"
 
 
 _PREFIX = {RealT: "y", BoolT: "c", PairT: "p", ListT: "xs", FunT: "g"}
