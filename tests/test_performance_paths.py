@@ -166,7 +166,7 @@ def test_a_gradient_leaves_no_reference_cycles_and_no_tapes_behind():
             gc.enable()
     for _ in range(20):
         prog.value_and_grad("f", point)
-    assert len(prog._interpreter._run_tapes) <= 1
+    assert len(prog.runtime.interpreter._run_tapes) <= 1
 
 
 # --------------------------------------------------------------------------- value walking
@@ -259,7 +259,7 @@ def test_errors_inside_a_fold_step_are_located_in_the_step():
 def test_counts_survive_the_release_of_a_finished_tape():
     prog = lambdad.loads("def g = grad (\\x -> x * sin x + 2) 2\n")
     prog.run_raw("g")
-    stats = prog._interpreter.stats  # the in-language grad's tape, released after use
+    stats = prog.runtime.interpreter.stats  # the in-language grad's tape, released after use
     assert (stats.created, stats.bodies_run) == (3, 3)  # `2`'s zero is not created
     tape = Tape()
     tape.seeds(0, 3)

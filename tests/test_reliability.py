@@ -19,7 +19,7 @@ def load_and_run(text):
     try:
         prog = lambdad.loads(text, "fuzz.lam")
         if "main" in prog.decls:
-            prog._interpreter.timeout = 2.0
+            prog.runtime.interpreter.timeout = 2.0
             prog.run()
     except LambdadError as error:
         if error.span is not None:
