@@ -85,6 +85,8 @@ from .syntax import (
     binders,
     children,
     free_vars,
+    names_in,
+    numbered,
     walk,
     with_children,
 )
@@ -890,23 +892,8 @@ def _unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None
     """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
     mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
     nothing."""
-    taken = set(taken or ()) | _names_used(decls)
-    k = 1
-    while f"{name}'{k}" in taken:
-        k += 1
-    return f"{name}'{k}"
-
-
-def _names_used(decls: Sequence[Decl]) -> set[str]:
-    """Every name the declarations define, mention as a variable, or bind."""
-    used = {d.name for d in decls}
-    for decl in decls:
-        for term in walk(decl.value):
-            if isinstance(term, Var):
-                used.add(term.name)
-            for names in binders(term):
-                used.update(names)
-    return used
+    used = set(taken or ()) | {d.name for d in decls} | names_in(*(d.value for d in decls))
+    return numbered(f"{name}'", used)
 
 
 def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]) -> tuple[Decl, ...]:

@@ -60,6 +60,8 @@ from .syntax import (
     VarT,
     Zero,
     children,
+    names_in,
+    numbered,
     walk,
 )
 
@@ -352,18 +354,10 @@ class _Printer:
 
     def fresh(self, base: str) -> str:
         if self.taken is None:
-            self.taken = set(_BUILTIN_NAMES)
-            for root in self.roots:
-                for term in walk(root):
-                    for name in ("name", "param", "first", "second"):
-                        value = getattr(term, name, None)
-                        if isinstance(value, str):
-                            self.taken.add(value)
-        index = 1
-        while f"{base}{index}" in self.taken:
-            index += 1
-        self.taken.add(f"{base}{index}")
-        return f"{base}{index}"
+            self.taken = set(_BUILTIN_NAMES) | names_in(*self.roots)
+        name = numbered(base, self.taken)
+        self.taken.add(name)
+        return name
 
     def parameters(self, term: Term, env: dict[str, str]) -> tuple[list[str], Term, dict]:
         """``\\x -> \\(y : A) -> e`` as the parameter texts ``x``, ``(y : A)`` and the body

@@ -41,7 +41,6 @@ from .syntax import (
     Lam,
     Let,
     LetPair,
-    LinLam,
     ListLit,
     ListT,
     Module,
@@ -57,6 +56,8 @@ from .syntax import (
     binders,
     children,
     map_type,
+    names_in,
+    numbered,
     rename_binders,
     walk,
     with_children,
@@ -103,22 +104,6 @@ PROJECTIONS: Mapping[str, int] = _projections()
 
 
 # ---------------------------------------------------------------- fresh names
-
-
-def names_in(*terms: Term) -> set[str]:
-    """Every variable name occurring in ``terms``, bound or free (never fails)."""
-    found: set[str] = set()
-    for term in terms:
-        for node in walk(term):
-            if isinstance(node, Var):
-                found.add(node.name)
-            elif isinstance(node, (Lam, LinLam)):
-                found.add(node.param)
-            elif isinstance(node, Let):
-                found.add(node.name)
-            elif isinstance(node, LetPair):
-                found.update((node.first, node.second))
-    return found
 
 
 class NameSupply:
@@ -178,13 +163,8 @@ def local_name(base: str, taken: Iterable[str]) -> str:
 
     For binders whose scope only mentions names the rule itself chose (``r``, ``a``).
     """
-    taken = set(taken)
-    if base not in taken and base not in RESERVED:
-        return base
-    k = 1
-    while f"{base}{k}" in taken or f"{base}{k}" in RESERVED:
-        k += 1
-    return f"{base}{k}"
+    taken = set(taken) | RESERVED
+    return base if base not in taken else numbered(base, taken)
 
 
 # ---------------------------------------------------------------- types

@@ -519,6 +519,27 @@ def walk(node: N) -> Iterator[N]:
         stack.extend(reversed(children(current)))
 
 
+def names_in(*terms: Term) -> set[str]:
+    """Every variable name occurring in ``terms``, bound or free (never fails)."""
+    found: set[str] = set()
+    for term in terms:
+        for node in walk(term):
+            if isinstance(node, Var):
+                found.add(node.name)
+            else:
+                found.update(bound_names(node))
+    return found
+
+
+def numbered(base: str, taken: "set[str] | frozenset[str]") -> str:
+    """``base1``, ``base2``, ...: the first not in ``taken``; the one way fresh names are
+    numbered (``v1`` in a transformed program, ``main'1`` for a hidden definition)."""
+    k = 1
+    while f"{base}{k}" in taken:
+        k += 1
+    return f"{base}{k}"
+
+
 def free_vars(term: Term) -> frozenset[str]:
     """The variables occurring free in ``term``, without recursion, in time linear in its
     size (bound names are counted on the way down and released on the way back up)."""

@@ -155,6 +155,20 @@ def test_the_runtime_is_wired_in_one_place():
             assert not (built or hooked), f"{path.name}:{node.lineno} wires the runtime itself"
 
 
+
+def test_front_ends_call_only_public_methods():
+    """cli.py, repl.py and notebook.py reach no private attribute of the objects they use
+    (their own, their base class's and IPython's ``shell._showtraceback`` aside)."""
+    allowed = {"_get_values", "_showtraceback"}
+    for name in ("cli", "repl", "notebook"):
+        path = PACKAGE / f"{name}.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and node.attr not in allowed
+                    and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+                raise AssertionError(f"{path.name}:{node.lineno} reaches {ast.unparse(node)}")
+
+
 # ------------------------------------------------------------ every construct has its arms
 
 import pytest
