@@ -836,10 +836,7 @@ def _collector_paused() -> Iterator[None]:
 
 def _hidden_name(name: str, used: Mapping[str, Any]) -> str:
     """``name'1``, ``name'2``, ...: the first not in ``used``."""
-    k = 1
-    while f"{name}'{k}" in used:
-        k += 1
-    return f"{name}'{k}"
+    return numbered(f"{name}'", used)
 
 
 def _free_occurrence(term: Term, name: str) -> Var | None:
@@ -892,8 +889,12 @@ def _unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None
     """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
     mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
     nothing."""
-    used = set(taken or ()) | {d.name for d in decls} | names_in(*(d.value for d in decls))
-    return numbered(f"{name}'", used)
+    return numbered(f"{name}'", set(taken or ()) | _names_used(decls))
+
+
+def _names_used(decls: Sequence[Decl]) -> set[str]:
+    """Every name the declarations define, mention as a variable, or bind."""
+    return {d.name for d in decls} | names_in(*(d.value for d in decls))
 
 
 def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]) -> tuple[Decl, ...]:

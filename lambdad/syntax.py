@@ -11,7 +11,7 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from typing import Any, TypeVar
 
 import attrs
@@ -531,7 +531,7 @@ def names_in(*terms: Term) -> set[str]:
     return found
 
 
-def numbered(base: str, taken: "set[str] | frozenset[str]") -> str:
+def numbered(base: str, taken: "Container[str]") -> str:
     """``base1``, ``base2``, ...: the first not in ``taken``; the one way fresh names are
     numbered (``v1`` in a transformed program, ``main'1`` for a hidden definition)."""
     k = 1
