@@ -87,7 +87,6 @@ from .syntax import (
     free_vars,
     names_in,
     numbered,
-    walk,
     with_children,
 )
 from .tape import STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
