@@ -44,6 +44,7 @@ from .values import (
     Level,
     Reverse,
     all_reals,
+    map_value,
 )
 
 FORWARD = "forward"
@@ -55,35 +56,6 @@ class _NeedsLevel(Exception):
 
 
 # ---------------------------------------------------------------- walking runtime values
-
-
-def map_value(value: Any, is_leaf: Callable[[Any], bool], on_leaf: Callable[[Any], Any]) -> Any:
-    """``value`` rebuilt with every leaf (``is_leaf``) replaced by ``on_leaf(leaf)``, left to
-    right; pairs and lists are rebuilt, anything else is kept.  Iterative: a stack of the
-    containers being rebuilt, each scanned by a plain loop (a flat list is one loop)."""
-    if is_leaf(value):
-        return on_leaf(value)
-    if type(value) is not tuple and type(value) is not list:
-        return value
-    # (container, its rebuilt items so far)
-    stack: list[tuple[Any, list[Any]]] = [(value, [])]
-    while True:
-        source, built = stack[-1]
-        for index in range(len(built), len(source)):
-            item = source[index]
-            if is_leaf(item):
-                built.append(on_leaf(item))
-            elif type(item) is tuple or type(item) is list:
-                stack.append((item, []))
-                break
-            else:
-                built.append(item)
-        else:
-            stack.pop()
-            done = built if type(source) is list else tuple(built)
-            if not stack:
-                return done
-            stack[-1][1].append(done)
 
 
 def zip_values(left: Any, right: Any, is_leaf: Callable[[Any], bool]) -> Iterator[tuple[Any, Any]]:

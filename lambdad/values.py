@@ -290,36 +290,33 @@ class PrimEvent:
 # --------------------------------------------------------------------------- value shapes
 
 
-def map_leaves(value: Any, replace: Callable[[Any], tuple[bool, Any]],
-               pair: type = tuple) -> Any:
-    """``value`` rebuilt bottom-up: ``replace(v)`` is asked first about every sub-value, left
-    to right in pre-order; ``(True, w)`` puts ``w`` in its place, ``(False, _)`` descends
-    into pairs and lists (anything else is kept).  Pairs are rebuilt with ``pair`` (``list``
-    for JSON).  Iterative, so deep and long values work.
-    """
-    built: list[Any] = []
-    # Work items: (value, None) to visit, or (container type, length) to assemble.
-    work: list[tuple[Any, Any]] = [(value, None)]
-    while work:
-        item, assemble = work.pop()
-        if assemble is not None:
-            count = assemble
-            parts = built[len(built) - count:] if count else []
-            del built[len(built) - count:]
-            built.append(pair(parts) if item is tuple else parts)
-            continue
-        hit, replacement = replace(item)
-        if hit:
-            built.append(replacement)
-        elif isinstance(item, tuple):
-            work.append((tuple, len(item)))
-            work.extend((child, None) for child in reversed(item))
-        elif isinstance(item, list):
-            work.append((list, len(item)))
-            work.extend((child, None) for child in reversed(item))
+def map_value(value: Any, is_leaf: Callable[[Any], bool], on_leaf: Callable[[Any], Any]) -> Any:
+    """``value`` rebuilt with every leaf (``is_leaf``) replaced by ``on_leaf(leaf)``, left to
+    right; pairs and lists are rebuilt, anything else is kept.  Iterative: a stack of the
+    containers being rebuilt, each scanned by a plain loop (a flat list is one loop)."""
+    if is_leaf(value):
+        return on_leaf(value)
+    if type(value) is not tuple and type(value) is not list:
+        return value
+    # (container, its rebuilt items so far)
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while True:
+        source, built = stack[-1]
+        for index in range(len(built), len(source)):
+            item = source[index]
+            if is_leaf(item):
+                built.append(on_leaf(item))
+            elif type(item) is tuple or type(item) is list:
+                stack.append((item, []))
+                break
+            else:
+                built.append(item)
         else:
-            built.append(item)
-    return built[0]
+            stack.pop()
+            done = built if type(source) is list else tuple(built)
+            if not stack:
+                return done
+            stack[-1][1].append(done)
 
 
 def seed_point(point: Any, tape: Tape, first_index: int = 0) -> tuple[Any, int]:
@@ -327,15 +324,13 @@ def seed_point(point: Any, tape: Tape, first_index: int = 0) -> tuple[Any, int]:
     left to right from ``first_index``), and how many reals there were."""
     count = 0
 
-    def replace(v: Any) -> tuple[bool, Any]:
+    def seeded(r: Any) -> tuple[Any, Backprop]:
         nonlocal count
-        if type(v) in SCALAR_TYPES:
-            pair = (v, tape.seed(first_index + count))
-            count += 1
-            return True, pair
-        return False, None
+        pair = (r, tape.seed(first_index + count))
+        count += 1
+        return pair
 
-    return map_leaves(point, replace), count
+    return map_value(point, lambda v: type(v) in SCALAR_TYPES, seeded), count
 
 
 def is_reverse_real(v: Any) -> bool:
@@ -349,13 +344,11 @@ def read_off_point(seeded: Any, adjoints: dict[int, float]) -> Any:
     the i-th adjoint (0.0 if never reached) and other ``(r, backpropagator)`` reals by 0.0;
     pairs and lists rebuilt, booleans and functions kept."""
 
-    def replace(v: Any) -> tuple[bool, Any]:
-        if is_reverse_real(v):
-            index = v[1].seed_index
-            return True, (0.0 if index is None else adjoints.get(index, 0.0))
-        return False, None
+    def adjoint(v: tuple[Any, Backprop]) -> float:
+        index = v[1].seed_index
+        return 0.0 if index is None else adjoints.get(index, 0.0)
 
-    return map_leaves(seeded, replace)
+    return map_value(seeded, is_reverse_real, adjoint)
 
 
 # --------------------------------------------------------------------------- closures
@@ -518,7 +511,7 @@ def to_python(v: Any) -> Any:
         return v
     if kind is list and all_reals(v):
         return v[:]  # a list of reals (a gradient, a point): copied in one pass
-    return map_leaves(v, _descend)
+    return map_value(v, _never, lambda leaf: leaf)
 
 
 # The most items (reals, booleans, texts, arrays) one JSON value is written with.
@@ -569,8 +562,9 @@ def to_json(v: Any, limit: int | None = MAX_JSON_ITEMS) -> Any:
     return built[0]
 
 
-def _descend(item: Any) -> tuple[bool, Any]:
-    return False, None
+def _never(item: Any) -> bool:
+    """No value is a leaf of :func:`to_python`: every pair and list is copied."""
+    return False
 
 
 def fits(value: Any, t: Type) -> bool:
