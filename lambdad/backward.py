@@ -46,7 +46,7 @@ WITH_BACKPROPAGATOR = PairT(REAL, BACKPROPAGATOR_TYPE)
 
 def backward_type(t: Type) -> Type:
     """←D(t): ``R`` becomes ``R * (R -o d)``; ``Bool``, pairs, functions and lists are
-    mapped homomorphically.  Raises DifferentiationError on the target-only type ``d``."""
+    mapped homomorphically, the cotangent space too: ``d<K>`` becomes ``d<D(K)>``."""
     return map_reals(t, WITH_BACKPROPAGATOR, "←D")
 
 
@@ -55,7 +55,8 @@ def backward_term(term: Term, names: NameSupply | None = None) -> Term:
 
     ``names`` supplies fresh names (by default one avoiding every name of ``term``).  Raises
     DifferentiationError, located at the culprit, if ``term`` uses ``grad``/``jvp``/``vjp``
-    (nested differentiation) or contains target-language terms.
+    (see :mod:`lambdad.nesting`, which expands them).  Target-language terms are transformed like
+    any other (AD.md section 9): the ring of their cotangents becomes its image.
     """
     if names is None:
         names = NameSupply.for_terms(term)

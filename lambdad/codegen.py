@@ -651,11 +651,15 @@ class _CodeGenerator:
         return t
 
     def seed(self, term: Seed, fn: _Function):
-        """``seed i``: the i-th seed backpropagator of the current tape."""
+        """``seed i``: the i-th seed backpropagator of the current tape (a literal index is
+        checked by the parser; any other is checked when it is evaluated)."""
         t = self.fresh("t")
-        fn.emit(f"{t} = _seed({int(term.index)}, {self.constant(term.span)})")
+        if isinstance(term.index, Const):
+            fn.emit(f"{t} = _seed({int(term.index.value)}, {self.constant(term.span)})")
+            return t
+        index = yield self.gen(term.index, fn)
+        fn.emit(f"{t} = _seed({index}, {self.constant(term.span)})", (index,))
         return t
-        yield  # pragma: no cover
 
     def read_off(self, term: ReadOff, fn: _Function):
         """``cotangent x e``: the backward phase of ``e``, read off in the shape of ``x``."""

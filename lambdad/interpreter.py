@@ -43,6 +43,7 @@ from .tape import (
     Stats,
     Tape,
     backward,
+    ring_adder,
     strategy_named,
 )
 from .values import (
@@ -56,7 +57,10 @@ from .values import (
     Tagged,
     function_parts,
     plain_real,
+    format_value,
     read_off_point,
+    ring_of,
+    SCALAR_TYPES,
 )
 
 __all__ = ["Interpreter", "compile_open", "evaluate", "evaluate_module"]
@@ -474,12 +478,23 @@ class Interpreter:
     def _shared_zero(self) -> Backprop:
         return self.tape.constant()
 
-    def _seed(self, index: int, span: Span | None) -> Backprop:
+    def _seed(self, index: Any, span: Span | None) -> Backprop:
+        if type(index) is not int:
+            index = plain_real(index)
+            if not (index >= 0 and float(index).is_integer()):
+                raise EvalError(f"`seed` expects a whole number >= 0, not "
+                                f"{format_value(index)}", span)
+            index = int(index)
         return self.tape.seed(index, span)
 
     def _read_off(self, point: Any, cotangent: Any) -> Any:
-        adjoints = backward(self.tape, cotangent, self.strategy, self.on_event)
-        return read_off_point(point, adjoints)
+        # The ring of the cotangents is the one of the point's scalars: the reals, or (in a
+        # program differentiated again) pairs that add componentwise.  A point without
+        # reals says nothing of the ring: the generic addition then serves any.
+        sample = ring_of(point)
+        add = None if type(sample) in SCALAR_TYPES else ring_adder(self.tape)
+        adjoints = backward(self.tape, cotangent, self.strategy, self.on_event, add)
+        return read_off_point(point, adjoints, self.tape)
 
     def _call_ad(self, site: PrimSite, *args: Any) -> Any:
         hook = self.ad_hooks.get(site.primitive.name)

@@ -50,6 +50,7 @@ from .primitives import (
 from .syntax import (
     BOOL,
     COTANGENT,
+    CotangentT,
     REAL,
     Annot,
     App,
@@ -300,6 +301,10 @@ class _Concrete(lark.Transformer):
     def parens_type(self, items):
         return items[1]
 
+    def ring_type(self, items):
+        """``d<K>``: the cotangent space over the ring ``K`` (a nesting level's scalars)."""
+        return CotangentT(items[1])
+
     def named_type(self, items):
         """``R``, ``Bool``, ``d`` (the cotangent space), or a lower-case type variable."""
         token = items[0]
@@ -363,6 +368,7 @@ _TERMINAL_WORDS = {
     "LPAR": "`(`",
     "LSQB": "`[`",
     "OPLUS": "`<+>`",
+    "RING_OPEN": "`d<`",
     "OROR": "`||`",
     "ANDAND": "`&&`",
     "EQEQ": "`==`",
@@ -383,7 +389,7 @@ _TERMINAL_WORDS = {
 
 _ATOM_START = frozenset({"NAME", "NUMBER", "TRUE", "FALSE", "LPAR", "LSQB"})
 _EXPRESSION_START = _ATOM_START | {"LAMBDA", "LET", "IF", "MINUS"}
-_TYPE_START = frozenset({"NAME", "REAL", "LSQB", "LPAR"})
+_TYPE_START = frozenset({"NAME", "REAL", "LSQB", "LPAR", "RING_OPEN"})
 _PARAMETER_START = frozenset({"NAME", "LPAR"})
 _COMPARISONS = frozenset({"EQEQ", "NOTEQ", "LESSEQ", "GREATEREQ", "LESS", "GREATER"})
 _BINARY = _COMPARISONS | {"OPLUS", "OROR", "ANDAND", "PLUS", "MINUS", "STAR", "SLASH", "CARET",
@@ -871,9 +877,9 @@ class _Desugarer:
             return Zero(span=span)
         if name == "seed":
             index = args[0]
-            if not (isinstance(index, Const) and index.value >= 0 and index.value.is_integer()):
-                raise ParseError("`seed` expects a non-negative integer literal", index.span)
-            return Seed(int(index.value), span=span)
+            if isinstance(index, Const) and not (index.value >= 0 and index.value.is_integer()):
+                raise ParseError("`seed` expects a whole number >= 0", index.span)
+            return Seed(index, span=span)
         if name == "cotangent":
             return ReadOff(args[0], args[1], span=span)
         raise AssertionError(f"no such built-in {name!r}")  # pragma: no cover

@@ -21,6 +21,7 @@ import attrs
 from . import backward as backward_mode
 from . import rich
 from . import forward as forward_mode
+from . import nesting
 from .differentiate import (
     COMPOSITIONS,
     FORWARD,
@@ -714,10 +715,35 @@ class Program:
                 needed |= {p.name for p in declared_primitives(decl.value)}
         return [d for d in self.module.decls if d.name in needed]
 
+    def expanded_dependencies(self, name: str) -> list[Decl]:
+        """The declarations ``name`` needs, in program order, each with its uses of
+        ``grad``/``jvp``/``vjp`` written out as target programs (lambdad.nesting); a
+        definition that differentiates is inlined where it is used, so it is needed only
+        if used otherwise.  Raises DifferentiationError located at a use with no program."""
+        self._require(name)
+        module = self.module.decls  # as one module: a replaced definition has a hidden name
+        by_name = {d.name: d for d in module}
+        definitions = {d.name: d.value for d in module if declared_by(d.name, d.value) is None}
+        values: dict[str, Term] = {}
+        needed: set[str] = set()
+        pending = [name]
+        while pending:
+            current = pending.pop()
+            if current in needed:
+                continue
+            needed.add(current)
+            value = by_name[current].value
+            if current in definitions:
+                value = nesting.expand(value, definitions, self.typing.env)
+            values[current] = value
+            pending.extend(free_vars(value) & by_name.keys())
+            pending.extend(p.name for p in declared_primitives(value))
+        return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
+
     def transformed_decls(self, name: str, mode: str, raw: bool = False) -> list[Decl]:
         transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
         out = []
-        for decl in self.dependencies(name):
+        for decl in self.expanded_dependencies(name):
             if declared_by(decl.name, decl.value) is not None:
                 out.append(decl)  # a primitive is declared as it is; the rules use it
                 continue
@@ -790,7 +816,8 @@ class Program:
         if mode == REVERSE:
             point, value, back = fresh("x"), fresh("v"), fresh("v_")
             counter = iter(range(10**9))
-            seeded = point_term(x, lambda r: Pair(real_term(r), Seed(next(counter))))
+            seeded = point_term(x, lambda r: Pair(real_term(r),
+                                                  Seed(Const(float(next(counter))))))
             body = LetPair(value, back, curried_call(Var(entry), Var(point), k),
                            Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
             main: Term = Let(point, seeded, body)

@@ -96,7 +96,11 @@ def print_type(t: Type, limit: int | None = MAX_TYPE_TEXT) -> str:
         elif isinstance(current, BoolT):
             out.append("Bool")
         elif isinstance(current, CotangentT):
-            out.append("d")
+            if isinstance(current.ring, RealT):
+                out.append("d")
+            else:  # d<K>: the ring of another nesting level
+                stack.extend([">", (current.ring, 0)])
+                out.append("d<")
         elif isinstance(current, VarT):
             out.append(current.name)
         elif isinstance(current, ListT):
@@ -108,7 +112,7 @@ def print_type(t: Type, limit: int | None = MAX_TYPE_TEXT) -> str:
                 parts = ["("] + parts + [")"]
             stack.extend(reversed(parts))
         elif isinstance(current, FunT):
-            linear = isinstance(current.result, CotangentT) and isinstance(current.arg, RealT)
+            linear = isinstance(current.result, CotangentT)
             arrow = " -o " if linear else " -> "
             parts = [(current.arg, 1), arrow, (current.result, 0)]
             if level > 0:
@@ -127,7 +131,7 @@ def _type_size(t: Type) -> int:
     stack: list[tuple[Type, bool]] = [(t, False)]
     while stack:
         current, expanded = stack.pop()
-        kids = [getattr(current, f) for f in ("first", "second", "arg", "result", "item")
+        kids = [getattr(current, f) for f in ("first", "second", "arg", "result", "item", "ring")
                 if isinstance(getattr(current, f, None), Type)]
         if expanded:
             sizes[id(current)] = 1 + sum(sizes[id(kid)] for kid in kids)
@@ -299,8 +303,10 @@ class _Printer:
             return len(term.first) + len(term.second) + 14
         if isinstance(term, Annot):
             return len(print_type(term.type)) + 5
+        # `seed i`: 5 for "seed ", less the 2 by which a literal index's estimate (repr,
+        # `0.0`) exceeds its printed form (`0`)
         widths = {BoolLit: 5, App: 0, Pair: 4, If: 16, ListLit: 2, LinLam: 6, Zero: 4,
-                  Plus: 5, Seed: 6, ReadOff: 10}
+                  Plus: 5, Seed: 3, ReadOff: 10}
         return widths.get(type(term), 8)
 
     def fits(self, term: Term) -> bool:
@@ -577,8 +583,8 @@ class _Printer:
                       _Sub(term.right, LEVEL_OR, indent, env, flat)]
 
     def _seed(self, term: Seed, indent, env, flat):
-        """``seed i``."""
-        return LEVEL_APP, [f"seed {term.index}"]
+        """``seed i``, ``seed (k + i)``."""
+        return LEVEL_APP, ["seed ", _Sub(term.index, _ATOM, None, env, flat)]
 
     def _readoff(self, term: ReadOff, indent, env, flat):
         """``cotangent x e``."""

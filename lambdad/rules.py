@@ -35,24 +35,27 @@ from .syntax import (
     Builtin,
     Const,
     Decl,
-    CotangentT,
     FunT,
     If,
     Lam,
     Let,
     LetPair,
+    LinLam,
     ListLit,
     ListT,
     Module,
     Pair,
     PairT,
+    Plus,
     Prim,
     RealT,
-    TARGET_TERMS,
+    ReadOff,
+    Seed,
     Term,
     Type,
     Var,
     VarT,
+    Zero,
     binders,
     children,
     map_type,
@@ -172,18 +175,16 @@ def local_name(base: str, taken: Iterable[str]) -> str:
 
 def map_reals(t: Type, image: Type, what: str) -> Type:
     """``t`` with every ``R`` replaced by ``image`` (→D and ←D on types: homomorphic on every
-    other type former).  Raises DifferentiationError on the target-only type ``d``."""
+    other type former, the cotangent space included: D(d<K>) = d<D(K)>, so that
+    D(K -o d<K>) = D(K) -o d<D(K)>).  Never fails; ``what`` names the transformation in the
+    message of an unknown type class."""
 
     def leaf(current: Type) -> Type:
         if isinstance(current, RealT):
             return image
-        if isinstance(current, CotangentT):
-            raise DifferentiationError(
-                f"cannot take {what} of a type that mentions the cotangent space `d`: "
-                "differentiating a transformed program is not supported")
         if isinstance(current, (BoolT, VarT)):
             return current
-        raise TypeError(f"unknown type {current!r}")
+        raise TypeError(f"{what}: unknown type {current!r}")
 
     return map_type(t, leaf)
 
@@ -247,25 +248,19 @@ def is_zero(term: Term) -> bool:
 
 
 class NestedDifferentiationError(DifferentiationError):
-    """The term differentiates (uses ``grad``, ``jvp`` or ``vjp``): it has no image under a
-    transformation, and is differentiated at run time on a nesting level instead
-    (AD.md section 9)."""
+    """The term differentiates (uses ``grad``, ``jvp`` or ``vjp``): a transformation takes
+    it once each use is written out as a target program (:mod:`lambdad.nesting`); at run
+    time it is differentiated on a nesting level instead (AD.md section 9)."""
 
 
 def not_differentiable(term: Term) -> DifferentiationError:
-    """The error for a term neither transformation accepts (nested AD, target terms)."""
+    """The error for a term the transformations do not take (nested AD not yet expanded)."""
     if isinstance(term, (Prim, Builtin)):
         name = term.op if isinstance(term, Prim) else term.name
         symbol = PRIMITIVES[name].spelling.symbol
         return NestedDifferentiationError(
-            f"this term uses `{symbol}`: the derivative of a function that differentiates "
-            "is computed when the program runs (nested differentiation), not printed as a "
-            "transformed program",
-            term.span)
-    if isinstance(term, TARGET_TERMS):
-        return DifferentiationError(
-            "cannot differentiate a backpropagation term (`\\a -o`, `zero`, `<+>`, `seed`, "
-            "`cotangent`): differentiating a transformed program is not supported",
+            f"this term uses `{symbol}` (nested differentiation): a transformation takes it "
+            "once it is written out as a target program (lambdad.nesting.expand)",
             term.span)
     return DifferentiationError(f"cannot differentiate this term ({type(term).__name__})",
                                 getattr(term, "span", None))
@@ -502,7 +497,7 @@ class Differentiation:
             param_type = None if t.param_type is None else self.located_type(t.param_type, s)
             return Lam(t.param, body, param_type, span=s)
         if isinstance(t, App):
-            # D(f a) = D(f) D(a)
+            # D(f a) = D(f) D(a), the application of a backpropagator included
             fn = yield self.term(t.fn)
             arg = yield self.term(t.arg)
             return App(fn, arg, span=s)
@@ -538,8 +533,33 @@ class Differentiation:
             # D((e : A)) = (D(e) : D(A))
             expr = yield self.term(t.expr)
             return Annot(expr, self.located_type(t.type, s), span=s)
-        # a transformed program (target terms) is not differentiated again; nor is anything
-        # this arm list does not know
+        if isinstance(t, LinLam):
+            # D(\a -o e) = \a -o D(e): the parameter ranges over D(K) when the body is
+            # in d<K> (AD.md section 9, the linear constructs)
+            body = yield self.term(t.body)
+            return LinLam(t.param, body, span=s)
+        if isinstance(t, Zero):
+            # D(zero) = zero, now over the ring D(K)
+            return t
+        if isinstance(t, Seed):
+            # D(seed i) = seed i over the ring D(K); a computed index is a real of the
+            # program: its primal numbers the input (seed (fst D(i)))
+            if isinstance(t.index, Const):
+                return t
+            index = yield self.term(t.index)
+            return Seed(primal_of(RealT(), index, s), span=s)
+        if isinstance(t, Plus):
+            # D(e1 <+> e2) = D(e1) <+> D(e2): cotangents over D(K) add in D(K)
+            left = yield self.term(t.left)
+            right = yield self.term(t.right)
+            return Plus(left, right, span=s)
+        if isinstance(t, ReadOff):
+            # D(cotangent x e) = cotangent D(x) D(e): the backward phase runs over D(K) and
+            # returns D(A)
+            point = yield self.term(t.point)
+            cotangent = yield self.term(t.cotangent)
+            return ReadOff(point, cotangent, span=s)
+        # anything this arm list does not know
         raise not_differentiable(t)
 
     def chain_rule(self, t: Prim, prim: Primitive):

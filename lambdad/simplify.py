@@ -91,7 +91,7 @@ def _binder(t: Lam | LinLam, param: str, body: Term) -> Term:
     return with_children(rename_binders(t, {t.param: param}), (body,))
 
 
-_LEAVES = frozenset({Var, Const, BoolLit, Builtin, Seed, Zero})
+_LEAVES = frozenset({Var, Const, BoolLit, Builtin, Zero})
 
 _SEPARATOR = "%"  # internal names are `x%3`: never a source identifier
 
@@ -168,8 +168,10 @@ class _Chain:
 
 def _is_atom(t: Term) -> bool:
     """Variables, literals and the zero backpropagator: what ``let`` may substitute."""
-    if isinstance(t, (Var, Const, BoolLit, Builtin, Seed)):
+    if isinstance(t, (Var, Const, BoolLit, Builtin)):
         return True
+    if isinstance(t, Seed):
+        return isinstance(t.index, Const)
     if isinstance(t, LinLam):
         return isinstance(t.body, Zero)
     return number(t) is not None
@@ -194,6 +196,22 @@ def _primitive_only(t: Term) -> bool:
             if prim.kind in ("real", "test", "logic") or node.op in PROJECTIONS:
                 continue
         return False
+    return True
+
+
+def _discardable(t: Term) -> bool:
+    """Whether ``t`` may be dropped unevaluated: :func:`_primitive_only`, or a cotangent of
+    a program transformed again (pairs and ``let``s of such terms, and backpropagators,
+    whose bodies do not run when they are built)."""
+    work = [t]
+    while work:
+        node = work.pop()
+        if isinstance(node, LinLam) or isinstance(node, (Zero, Seed)):
+            continue
+        if isinstance(node, (Pair, Let, LetPair)):
+            work.extend(children(node))
+        elif not _primitive_only(node):
+            return False
     return True
 
 
@@ -262,7 +280,7 @@ class _Simplifier:
             node, expanded = stack.pop()
             if id(node) in self.pure:
                 continue
-            if isinstance(node, (Var, Const, BoolLit, Builtin, Zero, Seed, Lam, LinLam)):
+            if isinstance(node, (Var, Const, BoolLit, Builtin, Zero, Lam, LinLam)):
                 self.remember(node, True)
                 continue
             if isinstance(node, (App, ReadOff)):
@@ -386,7 +404,7 @@ class _Simplifier:
         if isinstance(t, Annot):
             expr = yield self.chain(t.expr, cotangent)
             return _Chain(expr.binds, Annot(expr.tail, t.type, span=s))
-        if isinstance(t, (Pair, ListLit, Prim)):
+        if isinstance(t, (Pair, ListLit, Prim, Seed)):
             binds = []
             kids = yield from self.operands(list(children(t)), False, binds)
             if isinstance(t, Prim):
@@ -562,7 +580,7 @@ class _Simplifier:
     def application(self, fn: Term, arg: Term, cotangent: bool, span) -> Term:
         """``fn arg``: ``(\\a -o zero) e`` and, in a cotangent position (where only
         backpropagators, which are linear, are applied), ``g 0`` are ``zero``."""
-        if isinstance(fn, LinLam) and isinstance(fn.body, Zero) and _primitive_only(arg):
+        if isinstance(fn, LinLam) and isinstance(fn.body, Zero) and _discardable(arg):
             self.discard(arg)
             return Zero(span=span)
         if cotangent and is_zero(arg) and isinstance(fn, (Var, LinLam)):

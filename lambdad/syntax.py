@@ -169,9 +169,14 @@ class VarT(Type):
     rigid: bool = False
 
 
-@node
+@node(children=("ring",))
 class CotangentT(Type):
-    """``d``: the cotangent space of the inputs being differentiated (target language only)."""
+    """``d<K>``: the cotangent space of the inputs being differentiated, with scalars in the
+    ring ``K`` (target language only); ``d`` alone is ``d<R>``.  A transformation maps
+    ``d<K>`` to ``d<D(K)>``, so the cotangents of each nesting level have a type of their
+    own (``d<R * R>`` under →D, ``d<R * (R -o d)>`` under ←D)."""
+
+    ring: Type = RealT()
 
 
 def tuple_type(types: "list[Type] | tuple[Type, ...]") -> "Type":
@@ -209,6 +214,11 @@ REAL = RealT()
 BOOL = BoolT()
 COTANGENT = CotangentT()
 BACKPROPAGATOR = FunT(REAL, COTANGENT)
+
+
+def backpropagator_type(ring: Type) -> FunT:
+    """``K -o d<K>``: a backpropagator whose scalars are in the ring ``K``."""
+    return FunT(ring, CotangentT(ring))
 
 
 # --------------------------------------------------------------------------- terms
@@ -366,11 +376,13 @@ class Plus(Term):
     span: Span | None = _span_field()
 
 
-@node
+@node(children=("index",))
 class Seed(Term):
-    """``seed i``: the backpropagator of the i-th input real (``\\a -o a·e_i``)."""
+    """``seed i``: the backpropagator of the i-th input real (``\\a -o a·e_i``); the index
+    is a term (``seed 3``, or ``seed (k + i)`` numbering the reals of a list), a whole
+    number >= 0 when evaluated."""
 
-    index: int
+    index: Term
     span: Span | None = _span_field()
 
 

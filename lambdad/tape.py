@@ -281,9 +281,9 @@ def _calls(data: Any, into: Callable[[Any, float], Any]) -> None:
         data = work.pop()
 
 
-def _backward_factored(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:
+def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
     n = tape.stamps
-    acc = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
+    acc: list[Any] = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
     late: dict[int, float] = {}  # adjoints of seeds made after the phase began
 
@@ -293,7 +293,10 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event) -> dict[int, float]
             if g.tape is not tape:
                 raise _foreign(g)
             s = g.stamp
-            acc[s] += a
+            if add is None:
+                acc[s] += a
+            else:  # another ring: the first cotangent sent is the sum so far
+                acc[s] = a if pending[s] is None else add(acc[s], a)
             pending[s] = g
         except AttributeError:
             # Not a backpropagator: a function into d, applied; walk what it returns.
@@ -302,8 +305,10 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event) -> dict[int, float]
             # Stamped after the phase began: fine for seeds (read directly) and the zero.
             if g.function is not None:
                 raise _created_late() from None
-            if g.seed_index is not None:
-                late[g.seed_index] = late.get(g.seed_index, 0.0) + a
+            index = g.seed_index
+            if index is not None:
+                late[index] = (late.get(index, 0.0) + a if add is None
+                               else a if index not in late else add(late[index], a))
 
     ran = 0
     try:
@@ -341,7 +346,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event) -> dict[int, float]
     return adjoints
 
 
-def _backward_naive(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:
+def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
     adjoints: dict[int, float] = {}
     staged: list[tuple[Backprop, float]] = []
 
@@ -365,8 +370,11 @@ def _backward_naive(tape: Tape, cotangent: Any, on_event) -> dict[int, float]:
                 raise _foreign(g)
             function = g.function
             if function is None:
-                if g.seed_index is not None:
-                    adjoints[g.seed_index] = adjoints.get(g.seed_index, 0.0) + a
+                index = g.seed_index
+                if index is not None:
+                    adjoints[index] = (adjoints.get(index, 0.0) + a if add is None
+                                       else a if index not in adjoints
+                                       else add(adjoints[index], a))
                 elif on_event is not None and type(g) is ConstantBackprop:
                     on_event(BackpropRun(g.stamp, g.span, a))
                 continue
@@ -395,7 +403,8 @@ class Strategy:
 
     name: str
     factored: bool
-    run: Callable[[Tape, Any, Callable[[Any], None] | None], dict[int, float]]
+    # (tape, cotangent data, event hook, the ring's addition or None for the reals)
+    run: Callable[..., dict[int, float]]
     summary: str
 
 
@@ -418,7 +427,8 @@ def strategy_named(name: str) -> Strategy:
 
 
 def backward(tape: Tape, cotangent: Any, strategy: str = "factored",
-             on_event: Callable[[Any], None] | None = None) -> dict[int, float]:
+             on_event: Callable[[Any], None] | None = None,
+             add: Callable[[Any, Any], Any] | None = None) -> dict[int, float]:
     """The adjoint of every seed reached by the cotangent data ``cotangent``, by seed index.
 
     ``factored`` runs each pending backpropagator's body once, largest stamp first, with the
@@ -429,8 +439,54 @@ def backward(tape: Tape, cotangent: Any, strategy: str = "factored",
     :class:`BackpropRun` event.  Raises UsageError for an unknown strategy,
     DifferentiationError if a backpropagator of another tape is reached or one is created
     while bodies run.  No recursion: work stacks and stamp-indexed arrays.
+
+    ``add`` is the addition of the ring the cotangents' scalars live in when it is not the
+    reals' ``+`` (a program differentiated again sends pairs, see :func:`ring_adder`).
     """
-    return strategy_named(strategy).run(tape, cotangent, on_event)
+    return strategy_named(strategy).run(tape, cotangent, on_event, add)
+
+
+# --------------------------------------------------------------------------- other rings
+# The rings of a program differentiated again are built from R, pairs and backpropagators
+# (D(R) is R * R or R * (R -o d)): their values add componentwise, and two linear maps add
+# pointwise, f + g = \a -o f a <+> g a.  The zero is 0, (0, 0), \a -o zero.  Ring types
+# nest only as deep as transformations do, so the recursion below is bounded by that (not
+# by the input).
+
+
+def ring_adder(tape: Tape) -> Callable[[Any, Any], Any]:
+    """The addition of ring values (floats, tagged reals, pairs, backpropagators), a sum of
+    backpropagators being a new one stamped on ``tape``."""
+
+    def add(x: Any, y: Any) -> Any:
+        if type(x) is tuple:
+            return (add(x[0], y[0]), add(x[1], y[1]))
+        if isinstance(x, Backprop):
+            if x.function is None and x.seed_index is None:  # a zero backpropagator
+                return y
+            if isinstance(y, Backprop) and y.function is None and y.seed_index is None:
+                return x
+            return Backprop(tape.next_stamp(), _run_sum_body, (x, y), None, tape)
+        return x + y
+
+    return add
+
+
+def _run_sum_body(captured: tuple, a: Any, stage: Any) -> None:
+    """The body of ``\\a -o f a <+> g a`` (the sum of two backpropagators in a ring)."""
+    stage(captured[0], a)
+    stage(captured[1], a)
+
+
+def ring_zero(sample: Any, tape: "Tape | None") -> Any:
+    """The zero of the ring of ``sample`` (a value of it): 0.0, pairs of zeros, and the zero
+    backpropagator of ``tape``."""
+    if type(sample) is tuple:
+        return (ring_zero(sample[0], tape), ring_zero(sample[1], tape))
+    if isinstance(sample, Backprop):
+        assert tape is not None, "a ring of backpropagators needs its tape"
+        return tape.constant()
+    return 0.0
 
 
 # --------------------------------------------------------------------------- costs

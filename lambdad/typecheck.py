@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import re
 import string
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -47,6 +48,7 @@ from .syntax import (
     Builtin,
     Const,
     CotangentT,
+    backpropagator_type,
     FunT,
     If,
     Let,
@@ -853,59 +855,94 @@ class _Inference:
     # ----- the target language (AD.md section 4)
 
     def _lin_lam(self, term: LinLam) -> Step[Type]:
-        """``\\a -o e``: ``R -o d`` when ``e : d`` with ``a : R``."""
-        old = self._bind_local(term.param, REAL)
+        """``\\a -o e``: ``K -o d<K>`` when ``e : d<K>`` with ``a : K`` (``R -o d`` in a
+        first-order program; a nesting level's ring otherwise)."""
+        ring = self._fresh()
+        old = self._bind_local(term.param, ring)
         body = yield self._visit(term.body)
         self._unbind_local(term.param, old)
-        self._expect(COTANGENT, body, term.body,
-                     lambda e, a: f"the body of a linear abstraction must have type d, but "
-                                  f"this has type {a}")
-        return BACKPROPAGATOR
+        try:
+            self._expect(CotangentT(ring), body, term.body,
+                         lambda e, a: f"the body of a linear abstraction must have type "
+                                      f"{_cotangent_words(e)}, but this has type {a}")
+        except TypeCheckError as error:
+            if not error.message.startswith("infinite type"):
+                raise
+            # `\a -o a`: the body has the parameter's type K where d<K> is needed
+            raise TypeCheckError(
+                "the body of a linear abstraction must be a cotangent over the type of its "
+                "parameter (d<K> when the parameter has type K), not a value of that type",
+                _span(term.body)) from None
+        return backpropagator_type(ring)
 
     def _zero(self, term: Zero) -> Step[Type]:
-        """``zero : d``."""
-        return COTANGENT
+        """``zero : d<K>`` for any ring ``K``."""
+        return CotangentT(self._fresh())
         yield
 
     def _plus(self, term: Plus) -> Step[Type]:
-        """``e1 <+> e2 : d`` when both sides are ``d``."""
+        """``e1 <+> e2 : d<K>`` when both sides are ``d<K>``."""
+        expected: Type = CotangentT(self._fresh())
         for side in (term.left, term.right):
             side_type = yield self._visit(side)
-            self._expect(COTANGENT, side_type, side,
-                         lambda e, a: f"`{_PLUS}` expects d, but this has type {a}")
-        return COTANGENT
+            self._expect(expected, side_type, side,
+                         lambda e, a: f"`{_PLUS}` expects {_cotangent_words(e)}, but this "
+                                      f"has type {a}")
+        return expected
 
     def _seed(self, term: Seed) -> Step[Type]:
-        """``seed i : R -o d``."""
-        return BACKPROPAGATOR
-        yield
+        """``seed i : K -o d<K>`` for any ring ``K``, when ``i : R``."""
+        index = yield self._visit(term.index)
+        self._expect(REAL, index, term.index,
+                     lambda e, a: f"`seed` expects the number of an input real, R, but this "
+                                  f"has type {a}")
+        return backpropagator_type(self._fresh())
 
     def _read_off(self, term: ReadOff) -> Step[Type]:
-        """``cotangent x e``: ``x : ←D(A)`` (a seeded input: every real paired with its
-        backpropagator, ``R * (R -o d)``), ``e : d``; the result is ``A``."""
+        """``cotangent x e``: ``x`` a seeded input (every real of ``A`` paired with its
+        backpropagator, ``K * (K -o d<K>)``), ``e : d<K>``; the result is ``A`` with each
+        real replaced by ``K`` (``A`` itself when ``K = R``)."""
         point = yield self._visit(term.point)
-        result = self._unseeded(point)
+        ring = self._fresh()
+        result = self._unseeded(point, ring)
         if result is None:
             (shown,) = self._show(point)
             raise TypeCheckError(
                 f"`{_READ_OFF}` needs a seeded input (each real paired with its backpropagator, "
                 f"R * (R -o d)), but this has type {shown}", _span(term.point))
         cotangent = yield self._visit(term.cotangent)
-        self._expect(COTANGENT, cotangent, term.cotangent,
-                     lambda e, a: f"`{_READ_OFF}` expects d, but this has type {a}")
+        self._expect(CotangentT(ring), cotangent, term.cotangent,
+                     lambda e, a: f"`{_READ_OFF}` expects {_cotangent_words(e)}, but this "
+                                  f"has type {a}")
         return result
 
-    def _seeded_real(self, t: Type) -> bool:
-        """Whether ``t`` is ``R * (R -o d)``, i.e. ←D(R)."""
-        if not isinstance(t, PairT) or not isinstance(self._resolve(t.first), RealT):
+    def _seeded_real(self, t: Type, ring: Type) -> bool:
+        """Whether ``t`` is ``K * (K -o d<K>)`` (←D(R) over the ring ``K``), ``K`` being
+        unified with ``ring``."""
+        if not isinstance(t, PairT):
             return False
         back = self._resolve(t.second)
-        return (isinstance(back, FunT) and isinstance(self._resolve(back.arg), RealT)
-                and isinstance(self._resolve(back.result), CotangentT))
+        if not (isinstance(back, FunT) and isinstance(self._resolve(back.result), CotangentT)):
+            return False
+        self.trail = []
+        try:
+            self._unify(ring, t.first)
+            self._unify(backpropagator_type(ring), back)
+        except (_Mismatch, _Infinite):
+            for name, old in reversed(self.trail):
+                if old is None:
+                    del self.bindings[name]
+                else:
+                    self.bindings[name] = old
+            return False
+        finally:
+            self.trail = None
+        return True
 
-    def _unseeded(self, point: Type) -> Type | None:
-        """``A`` such that ``point`` is ←D(A) (each ``R * (R -o d)`` replaced by ``R``), or
-        None when ``point`` is not (or not yet known to be) such a type."""
+    def _unseeded(self, point: Type, ring: Type) -> Type | None:
+        """``A`` over ``ring`` such that ``point`` is ←D(A) (each ``K * (K -o d<K>)``
+        replaced by ``K``, all of them over the one ring), or None when ``point`` is not (or
+        not yet known to be) such a type."""
         images: dict[int, Type] = {}
         root = self._resolve(point)
         stack: list[tuple[Type, bool]] = [(root, False)]
@@ -917,16 +954,26 @@ class _Inference:
                 images[key] = with_children(current, kids)
             elif key in images:
                 continue
-            elif self._seeded_real(current):
-                images[key] = REAL
+            elif self._seeded_real(current, ring):
+                images[key] = self._resolve(ring)
             elif isinstance(current, BoolT):
                 images[key] = current
+            elif isinstance(current, ListT) and isinstance(self._resolve(current.item), VarT):
+                images[key] = current  # an empty list literal: nothing to read off
             elif isinstance(current, (PairT, ListT)):
                 stack.append((current, True))
                 stack.extend((self._resolve(kid), False) for kid in reversed(children(current)))
             else:
                 return None
         return images[id(root)]
+
+
+def _cotangent_words(shown: str) -> str:
+    """How a message names the expected cotangent type: ``d`` or ``d<R * R>`` when its ring
+    is known, ``d`` (of any ring) when it is still a variable."""
+    if re.fullmatch(r"d<[a-z][A-Za-z0-9_']*>", shown):
+        return "d (over any ring: d<K>)"
+    return shown
 
 
 def _span(term: Term) -> Span | None:

@@ -32,7 +32,7 @@ import attrs
 from .errors import Span
 from .primitives import Primitive
 from .syntax import BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
-from .tape import Backprop, Call, Sum, Tape, strategy_named
+from .tape import Backprop, Call, Sum, Tape, ring_zero, strategy_named
 
 # --------------------------------------------------------------------------- nesting levels
 
@@ -339,16 +339,40 @@ def is_reverse_real(v: Any) -> bool:
             and isinstance(v[1], Backprop))
 
 
-def read_off_point(seeded: Any, adjoints: dict[int, float]) -> Any:
-    """The shape of ``seeded`` (a value of ←D(A)) back in A, each ``(r, seed i)`` replaced by
-    the i-th adjoint (0.0 if never reached) and other ``(r, backpropagator)`` reals by 0.0;
-    pairs and lists rebuilt, booleans and functions kept."""
+def _is_seeded_scalar(v: Any) -> bool:
+    """Whether ``v`` is a scalar of ←D over some ring: ``(k, backpropagator)``.  Scanned from
+    the root, the first pair whose second part is a backpropagator is one (a source type
+    has no backpropagators of its own)."""
+    return type(v) is tuple and len(v) == 2 and isinstance(v[1], Backprop)
 
-    def adjoint(v: tuple[Any, Backprop]) -> float:
+
+def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = None) -> Any:
+    """The shape of ``seeded`` (a value of ←D(A)) back in A, each ``(k, seed i)`` replaced by
+    the i-th adjoint (the ring's zero if never reached) and other ``(k, backpropagator)``
+    scalars by the ring's zero; pairs and lists rebuilt, booleans and functions kept.  The
+    ring's zero has the shape of ``k`` (:func:`~lambdad.tape.ring_zero`, which needs
+    ``tape`` for a ring holding backpropagators)."""
+
+    def adjoint(v: tuple[Any, Backprop]) -> Any:
         index = v[1].seed_index
-        return 0.0 if index is None else adjoints.get(index, 0.0)
+        if index is not None and index in adjoints:
+            return adjoints[index]
+        return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
 
-    return map_value(seeded, is_reverse_real, adjoint)
+    return map_value(seeded, _is_seeded_scalar, adjoint)
+
+
+def ring_of(seeded: Any) -> Any:
+    """The scalar ``k`` of the first ``(k, backpropagator)`` of the seeded input ``seeded``
+    (None when it has none): a sample of the ring its cotangents live in."""
+    stack = [seeded]
+    while stack:
+        v = stack.pop()
+        if _is_seeded_scalar(v):
+            return v[0]
+        if type(v) is tuple or type(v) is list:
+            stack.extend(reversed(v))
+    return None
 
 
 # --------------------------------------------------------------------------- closures

@@ -123,9 +123,9 @@ def test_backward_type(source, expected):
     assert print_type(backward_type(parse_type(source))) == expected
 
 
-def test_backward_type_rejects_target_types():
-    with pytest.raises(DifferentiationError):
-        backward_type(parse_type("R -o d"))
+def test_backward_type_of_target_types():
+    # D(d<K>) = d<D(K)>: the cotangent space of the level below, over the transformed ring
+    assert print_type(backward_type(parse_type("R -o d"))) == "R * (R -o d) -o d<R * (R -o d)>"
 
 
 TYPED_PROGRAMS = [
@@ -224,7 +224,7 @@ def value_and_gradient(term: Term, point, strategy="factored"):
     body: Term = LetPair("v", "v_", call,
                          Pair(Var("v"), ReadOff(inputs, App(Var("v_"), Const(1.0)))))
     for i in reversed(range(len(point))):
-        body = Let(names[i], Pair(Const(point[i]), Seed(i)), body)
+        body = Let(names[i], Pair(Const(point[i]), Seed(Const(float(i)))), body)
     return Interpreter(strategy=strategy).evaluate(body)
 
 
@@ -299,13 +299,6 @@ def test_nested_differentiation_is_rejected(source):
     with pytest.raises(DifferentiationError, match="nested differentiation") as caught:
         backward(source)
     assert caught.value.span is not None
-
-
-@pytest.mark.parametrize("source", [r"\x -> zero", r"\x -> \a -o x", r"\x -> seed 0",
-                                    r"\x -> cotangent x zero"])
-def test_target_terms_are_rejected(source):
-    with pytest.raises(DifferentiationError, match="transformed program"):
-        backward(source)
 
 
 def test_deep_terms_transform():

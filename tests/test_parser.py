@@ -310,8 +310,8 @@ def test_wildcard_is_not_a_value():
 def test_target_language():
     assert parse_expr("\\a -o a") == LinLam("a", Var("a"))
     assert parse_expr("zero") == Zero()
-    assert parse_expr("seed 3") == Seed(3)
-    assert parse_expr("seed 0 a") == App(Seed(0), Var("a"))
+    assert parse_expr("seed 3") == Seed(Const(3.0))
+    assert parse_expr("seed 0 a") == App(Seed(Const(0.0)), Var("a"))
     assert parse_expr("x <+> y") == Plus(x, y)
     assert parse_expr("cotangent x e") == ReadOff(x, Var("e"))
     assert parse_expr("\\a -o x_ (a * 2) <+> zero") == LinLam(
@@ -325,11 +325,16 @@ def test_linear_names_are_not_keywords():
     assert parse_expr("cotangent", bound=["cotangent"]) == Var("cotangent")
 
 
-@pytest.mark.parametrize("text, col", [("seed x", 6), ("seed 1.5", 6), ("seed (1 + 1)", 7)])
-def test_seed_needs_an_integer_literal(text, col):
+@pytest.mark.parametrize("text, col", [("seed 1.5", 6), ("(seed 2.5)", 7)])
+def test_a_literal_seed_index_is_a_whole_number(text, col):
     error = error_of(text)
-    assert error.message == "`seed` expects a non-negative integer literal"
+    assert error.message == "`seed` expects a whole number >= 0"
     assert error.span.col == col
+
+
+def test_a_seed_index_may_be_computed():
+    # the reals of a list are numbered when the program runs: seed (k + i)
+    assert parse_expr("seed (k + i)") == Seed(Prim("add", (Var("k"), Var("i"))))
 
 
 @pytest.mark.parametrize("text, message", [

@@ -272,7 +272,7 @@ leaves = st.one_of(
     st.builds(Var, st.sampled_from(_NAMES)),
     st.builds(Builtin, st.sampled_from([p.name for p in _FUNCTIONS])),
     st.just(Zero()),
-    st.builds(Seed, st.integers(0, 30)),
+    st.builds(lambda i: Seed(Const(float(i))), st.integers(0, 30)),
 )
 
 

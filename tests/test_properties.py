@@ -275,3 +275,16 @@ def test_fuzz_in_parallel_finds_and_shrinks_the_serial_failure(monkeypatch):
     parallel = testing.fuzz(lambdad.loads, count=30, seed=2, jobs=3, shrink_seconds=20)
     assert not serial.ok
     assert parallel == serial
+
+
+# ---------------------------------------------------------------- 7. nested programs
+
+
+@examples(6)
+@given(testing.cases(max_depth=3))
+def test_printed_nested_programs_round_trip_check_and_run(case):
+    generated, point = case
+    try:
+        testing.check_nested_programs(generated, point, lambdad.loads)
+    except testing.PointRejected:
+        assume(False)

@@ -252,7 +252,7 @@ def gradient(term: Term, point, strategy):
     body: Term = LetPair("v", "v_", call,
                          Pair(Var("v"), ReadOff(inputs, App(Var("v_"), Const(1.0)))))
     for i in reversed(range(len(point))):
-        body = Let(f"in{i}", Pair(Const(point[i]), Seed(i)), body)
+        body = Let(f"in{i}", Pair(Const(point[i]), Seed(Const(float(i)))), body)
     return Interpreter(strategy=strategy).evaluate(body)
 
 

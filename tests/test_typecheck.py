@@ -13,6 +13,7 @@ from lambdad.printer import print_type
 from lambdad.syntax import (
     BOOL,
     COTANGENT,
+    CotangentT,
     REAL,
     Annot,
     App,
@@ -343,19 +344,27 @@ def test_a_backpropagation_style_term():
 
 
 def test_linear_constructs():
-    assert type_of("\\a -o zero") == "R -o d"
-    assert type_of("seed 3") == "R -o d"
+    # the linear constructs are polymorphic in the ring of the cotangents (a nesting level)
+    assert type_of("\\a -o zero") == "a -o d<a>"
+    assert type_of("seed 3") == "a -o d<a>"
+    assert type_of("\\a -o seed 0 (a * 2)") == "R -o d"
+    assert type_of("(\\a -o seed 0 a : R * R -o d<R * R>)") == "R * R -o d<R * R>"
+    assert type_of("seed 0 (1, 2) <+> zero") == "d<R * R>"
     assert type_of("seed 0 1 <+> zero") == "d"
     applied = infer_term(parse_expr("\\(g : R -o d) -> g 1", FILE)).type
     assert applied == FunT(FunT(REAL, COTANGENT), COTANGENT)
-    term = LinLam("a", Plus(App(Seed(0), Var("a")), Zero()))
-    assert infer_term(term).type == FunT(REAL, COTANGENT)
+    term = LinLam("a", Plus(App(Seed(Const(0.0)), Var("a")), Zero()))
+    ring = infer_term(term).type.arg
+    assert infer_term(term).type == FunT(ring, CotangentT(ring))
 
 
 def test_reading_off_a_gradient():
     assert type_of("cotangent (1, seed 0) (seed 0 1)") == "R"
     assert type_of("cotangent ((1, seed 0), [(2, seed 1)], true) zero") == "R * [R] * Bool"
     assert type_of("\\p -> cotangent (p : R * (R -o d)) zero") == "R * (R -o d) -> R"
+    # over another ring: the adjoints are in that ring
+    assert type_of("\\p -> cotangent (p : (R * R) * (R * R -o d<R * R>)) zero") == (
+        "(R * R) * (R * R -o d<R * R>) -> R * R")
 
 
 def test_reading_off_needs_a_known_seeded_input():
@@ -369,9 +378,16 @@ def test_reading_off_needs_a_known_seeded_input():
 
 
 def test_linear_errors():
-    assert error_of("def f = zero <+> 1").message == "`<+>` expects d, but this has type R"
+    assert error_of("def f = zero <+> 1").message == (
+        "`<+>` expects d (over any ring: d<K>), but this has type R")
+    assert error_of("def f = seed 0 (1, 2) <+> seed 1 1").message == (
+        "`<+>` expects d<R * R>, but this has type d")
     assert error_of("def f = \\a -o a").message == (
-        "the body of a linear abstraction must have type d, but this has type R")
+        "the body of a linear abstraction must be a cotangent over the type of its parameter "
+        "(d<K> when the parameter has type K), not a value of that type")
+    assert error_of("def f = \\a -o 1").message == (
+        "the body of a linear abstraction must have type d (over any ring: d<K>), but this "
+        "has type R")
 
 
 def test_check_term_against_a_transformed_type():

@@ -85,6 +85,8 @@ from .properties import (
     check_modes_agree,
     check_finite_differences,
     check_in_language,
+    check_nested_programs,
+    nested_definitions,
     check_properties,
     cases,
 )
@@ -127,6 +129,8 @@ __all__ = [
     "check_modes_agree",
     "check_finite_differences",
     "check_in_language",
+    "check_nested_programs",
+    "nested_definitions",
     "check_properties",
     "cases",
     "FuzzFailure",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,7 +19,8 @@ from ..parser import parse_expr, parse_module
 from ..primitives import Primitive, declared_primitives
 from ..printer import print_module, print_term, print_type
 from ..simplify import simplify
-from ..syntax import Term, Type, children
+from ..interpreter import Interpreter
+from ..syntax import ListT, PairT, RealT, Term, Type, children, tuple_type
 from ..typecheck import Scheme, TypeEnv, check_term, infer_module
 from ..values import format_value
 from .shapes import INPUT_KINDS
@@ -31,7 +33,7 @@ from .generate import GeneratedProgram, points_for, programs
 # Each raises PropertyViolation, naming the property, when it does not hold.
 
 PROPERTIES = ("types", "round trip", "primal", "modes agree", "finite differences",
-              "in-language AD")
+              "in-language AD", "nested programs")
 
 
 class PropertyViolation(AssertionError):
@@ -258,6 +260,97 @@ def check_in_language(generated: GeneratedProgram, point: Any, load: Callable[[s
                                 f"and the gradient sums to {math.fsum(expected)!r}\n{text}")
 
 
+def _dot(t: Type, a: str, b: str, fresh: Callable[[], str]) -> str:
+    """Source text of the inner product of ``a`` and ``b`` of type ``t`` (reals, pairs,
+    lists of those; other components count 0)."""
+    if isinstance(t, RealT):
+        return f"({a} * {b})"
+    if isinstance(t, PairT):
+        a1, a2, b1, b2 = fresh(), fresh(), fresh(), fresh()
+        return (f"(let ({a1}, {a2}) = {a} in let ({b1}, {b2}) = {b} in "
+                f"{_dot(t.first, a1, b1, fresh)} + {_dot(t.second, a2, b2, fresh)})")
+    if isinstance(t, ListT):
+        q = fresh()
+        item = _dot(t.item, f"(fst {q})", f"(snd {q})", fresh)
+        return f"(fold (\\acc {q} -> acc + {item}) 0 (zip {a} {b}))"
+    return "0"
+
+
+def nested_definitions(generated: GeneratedProgram, point: Any) -> dict[str, str]:
+    """Scalar functions of the generated one's point that differentiate it, by name:
+    ``nested_jvp`` (a directional derivative by ``jvp``: its programs are →D∘→D and
+    ←D∘→D) and ``nested_grad`` (the gradient by ``grad`` against a direction: →D∘←D and
+    ←D∘←D).  The direction is all ones."""
+    at = from_python(point, finite=False)
+    ones = f"({format_value(gradcheck.replace_leaves(at, [1.0] * len(gradcheck.leaves(at))))})"
+    k = len(generated.params)
+    function = generated.name if k == 1 else f"({print_term(uncurried_term(generated.name, k))})"
+    counter = iter(range(1, 10**9))
+
+    def fresh() -> str:
+        return f"nest{next(counter)}"
+
+    point_type = (generated.params[0][1] if k == 1
+                  else tuple_type([t for _, t in generated.params]))
+    return {"nested_jvp": f"def nested_jvp q = snd (jvp {function} q {ones})",
+            "nested_grad": (f"def nested_grad q = "
+                            f"{_dot(point_type, f'(grad {function} q)', ones, fresh)}")}
+
+
+def check_nested_programs(generated: GeneratedProgram, point: Any,
+                          load: Callable[[str], Any], names: Sequence[str] | None = None
+                          ) -> None:
+    """Property 7: for functions that differentiate the generated one
+    (:func:`nested_definitions`, those of ``names`` if given), the programs ``lambdad show``
+    prints by each mode — the compositions →D∘←D, ←D∘←D, →D∘→D, ←D∘→D — parse back to
+    themselves, type-check at the transformed type, and run to the value and gradient the
+    run-time route computes.  Raises PointRejected if the source program fails at
+    ``point``."""
+    definitions = nested_definitions(generated, point)
+    if names is not None:
+        definitions = {name: definitions[name] for name in names}
+    text = generated.source() + "\n" + "\n".join(definitions.values()) + "\n"
+    program = load(text)
+    _source_value(program, generated.name, point)
+    at = from_python(point, finite=False)
+    uncurried = at if len(generated.params) == 1 else tuple(at)
+    for name in definitions:
+        try:
+            expected = program.value_and_grad(name, uncurried)
+        except LambdadError as exc:
+            raise PointRejected(exc.message) from None
+        for mode in ("forward", "reverse"):
+            where = f"`show {name} --{mode}`"
+            try:
+                shown = program.show(name, forward=mode == "forward",
+                                     reverse=mode == "reverse", at=uncurried)
+                module = parse_module(shown, "<shown>")
+            except LambdadError as exc:
+                raise PropertyViolation("nested programs", f"{where} fails: {exc}\n{text}") \
+                    from None
+            again = parse_module(print_module(module), "<reprinted>")
+            if again != module:
+                raise PropertyViolation("nested programs", f"{where} prints a program that "
+                                        f"does not print back to itself:\n{shown}")
+            transform_type = forward_type if mode == "forward" else backward_type
+            try:
+                typing = infer_module(module)
+                decl = next(d for d in module.decls if d.name == name)
+                check_term(decl.value, transform_type(program.scheme(name).type), typing.env)
+                value, gradient = Interpreter().evaluate_module(module)["main"]
+            except LambdadError as exc:
+                raise PropertyViolation("nested programs", f"{where} prints a program that "
+                                        f"fails to check or run: {exc}\n{shown}") from None
+            found = [value, *gradcheck.leaves(gradient)]
+            wanted = [expected[0], *gradcheck.leaves(expected[1])]
+            scale = max([1.0, *(abs(r) for r in wanted)])
+            if len(found) != len(wanted) or any(
+                    abs(a - b) > gradcheck.AGREEMENT * max(abs(a), abs(b))
+                    + gradcheck.AGREEMENT_FLOOR * scale for a, b in zip(found, wanted)):
+                raise PropertyViolation("nested programs", f"{where} runs to {found}, the "
+                                        f"run-time route gives {wanted}\n{shown}")
+
+
 def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
                      properties: Sequence[str] = PROPERTIES) -> Any:
     """Checks ``properties`` of ``generated`` at ``point``, loading its source with ``load``
@@ -279,6 +372,13 @@ def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[st
         check_finite_differences(program, generated.name, point)
     if "in-language AD" in properties:
         check_in_language(generated, point, load, program)
+    if "nested programs" in properties:
+        # Printing, parsing and running four programs costs several times the other
+        # properties together: half of the programs (chosen by their text) check one of
+        # the two functions, so a run still covers all four compositions.
+        draw = int(hashlib.sha256(generated.source().encode()).hexdigest(), 16) % 4
+        if draw < 2:
+            check_nested_programs(generated, point, load, (("nested_jvp", "nested_grad")[draw],))
     return program
 
 

@@ -1,0 +1,622 @@
+"""``grad``, ``jvp`` and ``vjp`` written out as target programs (AD.md section 9).
+
+When a program runs, ``grad f x`` differentiates the *value* ``f`` (lambdad.differentiate).
+To print a function that differentiates, and to transform it again, each use is replaced
+here by the program the paper's read-off describes, over the image of ``f``:
+
+    grad f x  ~>  let x1 = seeded(x) in let (v, v_) = ←D(f) x1 in cotangent x1 (v_ 1)
+    jvp f x t ~>  let v = →D(f) (zipped(x, t)) in (primal(v), tangent(v))
+    vjp f x   ~>  let x1 = seeded(x) in let v = ←D(f) x1 in
+                  (primal(v), \\c -> cotangent x1 (v_1 c1 <+> ... <+> v_n cn))
+    jacrev f x ~> let x1 = seeded(x) in map (\\o -> cotangent x1 (snd o 1)) (←D(f) x1)
+    jacfwd f x ~> the columns →D(f) (zipped(x, e_j)), one per real of x, zipped into rows
+
+``←D(f)`` and ``→D(f)`` are the transformations of the term ``f`` in which every variable it
+captures is embedded into the inner level: a real (or a structure of reals) becomes a
+constant ``(z, \\a -o zero)`` / ``(z, 0)`` — which is why a real captured from an outer
+level cannot be confused with the inner one's input (Siskind and Pearlmutter's test gives
+1) — and a function defined by ``let`` or at top level is bound to the image of its
+definition.  The expansion is applied innermost first, so the term handed to a
+transformation never differentiates; the outer transformations then meet the linear
+constructs of the inner ones, whose rules (``rules.Differentiation``) give every level a
+ring of its own (``d``, ``d<R * R>``, ``d<R * (R -o d)>``, ...).
+
+Before expanding, definitions that differentiate a function they are given (the prelude's
+``hvp``) are inlined at their uses and applications of λs become ``let``s, so the function
+reaching ``grad`` is known.  What remains refused, with a located error: differentiating a
+function that is a parameter of an enclosing function (its definition is only known when
+the program runs), with respect to a list of lists, ``jacfwd`` with respect to a list, a ``jvp`` whose result holds functions, and — as everywhere — a
+function-typed input or direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from .backward import backward_term
+from .errors import DifferentiationError, Span
+from .forward import forward_term
+from .iterate import run
+from . import primitives
+from .primitives import PRIMITIVES
+from .rules import NameSupply, lift, plus, primal_of, times
+from .syntax import (
+    Annot,
+    App,
+    Builtin,
+    Const,
+    FunT,
+    Lam,
+    Let,
+    LetPair,
+    ListT,
+    LinLam,
+    Pair,
+    PairT,
+    Plus,
+    Prim,
+    RealT,
+    ReadOff,
+    Seed,
+    Term,
+    Type,
+    Var,
+    Zero,
+    binders,
+    children,
+    free_vars,
+    walk,
+    with_children,
+)
+from .typecheck import TypeEnv, infer_term
+
+FIRST, SECOND = primitives.FST.name, primitives.SND.name
+MAP, FOLD, ZIP = primitives.MAP.name, primitives.FOLD.name, primitives.ZIP.name
+LENGTH, RANGE = primitives.LENGTH.name, primitives.RANGE.name
+
+
+def differentiates(term: Term) -> bool:
+    """Whether ``term`` uses ``grad``, ``jvp``, ``vjp`` or a Jacobian (a primitive of kind
+    ``ad``), applied or as a value."""
+    for node in walk(term):
+        name = node.op if isinstance(node, Prim) else node.name if isinstance(node, Builtin) \
+            else None
+        if name is not None and PRIMITIVES[name].kind == "ad":
+            return True
+    return False
+
+
+def expand(term: Term, definitions: Mapping[str, Term], env: TypeEnv,
+           names: NameSupply | None = None) -> Term:
+    """``term`` (a top-level definition's value) with every ``grad``/``jvp``/``vjp`` replaced
+    by its target program (see the module docstring); ``term`` itself when it does not
+    differentiate.  ``definitions`` are the program's top-level values, ``env`` their
+    types.  Raises DifferentiationError located at a use that has no target program, and
+    TypeCheckError if ``term`` is ill-typed."""
+    inlines = _differentiating(definitions)
+    if not differentiates(term) and not free_vars(term) & inlines:
+        return term
+    if names is None:
+        names = NameSupply.for_terms(term, *definitions.values())
+        names.avoid(definitions)
+    inlined = _inline(term, definitions, inlines, names)
+    typing = infer_term(inlined, env)
+    return run(_Expansion(typing.types, definitions, env, names).go(inlined, {}))
+
+
+# ---------------------------------------------------------------- inlining
+
+
+def _fresh_copy(term: Term, avoid: set[str], seen: set[str], names: NameSupply) -> Term:
+    """``term`` with every binder whose name is in ``avoid`` or ``seen`` (binders met
+    before) renamed to a fresh name, bound occurrences following; the binders kept join
+    ``seen``.  Afterwards no two binders share a name, and none is a name of ``avoid``."""
+
+    def go(t: Term, renaming: dict[str, str]):
+        if isinstance(t, Var):
+            new = renaming.get(t.name)
+            return t if new is None else attrs.evolve(t, name=new)
+        kids = []
+        fresh: dict[str, str] = {}
+        for child, bound in zip(children(t), binders(t)):
+            inner = renaming
+            if bound:
+                inner = dict(renaming)
+                for name in bound:
+                    if name == "_":
+                        continue
+                    if name not in fresh:
+                        if name in avoid or name in seen:
+                            fresh[name] = names.fresh(_base(name))
+                        else:
+                            fresh[name] = name
+                        seen.add(fresh[name])
+                    inner[name] = fresh[name]
+            kids.append((yield go(child, inner)))
+        rebuilt = with_children(t, kids)
+        return _rename_binders(rebuilt, fresh)
+
+    return run(go(term, {}))
+
+
+def _base(name: str) -> str:
+    """The readable stem of a binder's name (``x``, ``x1`` -> ``x``) for its fresh copy."""
+    stem = name.rstrip("0123456789'_")
+    return stem or "v"
+
+
+def _rename_binders(t: Term, fresh: Mapping[str, str]) -> Term:
+    if not fresh:
+        return t
+    if isinstance(t, (Lam, LinLam)):
+        return attrs.evolve(t, param=fresh.get(t.param, t.param))
+    if isinstance(t, Let):
+        return attrs.evolve(t, name=fresh.get(t.name, t.name))
+    if isinstance(t, LetPair):
+        return attrs.evolve(t, first=fresh.get(t.first, t.first),
+                            second=fresh.get(t.second, t.second))
+    return t
+
+
+def _differentiating(definitions: Mapping[str, Term]) -> set[str]:
+    """The definitions that differentiate: that use ``grad`` (...), or one that does."""
+    found: set[str] = set()
+    for name, value in definitions.items():  # in program order: uses come later
+        if differentiates(value) or free_vars(value) & found:
+            found.add(name)
+    return found
+
+
+def _inline(term: Term, definitions: Mapping[str, Term], inlines: set[str],
+            names: NameSupply) -> Term:
+    """``term`` with distinct binders, every top-level definition that differentiates
+    inlined (a fresh copy per use), every ``grad``/``jvp``/``vjp`` used as a value
+    eta-expanded, and every application of a λ (or of a ``let`` around one) turned into a
+    ``let``: afterwards the function reaching each ``grad`` is found through ``let``s."""
+    avoid = set(definitions)
+    seen: set[str] = set()
+    term = _fresh_copy(term, avoid, seen, names)
+
+    def go(t: Term, bound: frozenset[str]):
+        if isinstance(t, Var) and t.name in inlines and t.name not in bound:
+            copy = _fresh_copy(_unannotated(definitions[t.name]), avoid, seen, names)
+            return (yield go(copy, frozenset()))
+        if isinstance(t, Builtin) and PRIMITIVES[t.name].kind == "ad":
+            return _eta_expand(t, names)
+        kids = []
+        for child, names_bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, bound | frozenset(names_bound))))
+        t = with_children(t, kids)
+        if isinstance(t, App):
+            return _beta(t)
+        return t
+
+    return run(go(term, frozenset()))
+
+
+def _unannotated(term: Term) -> Term:
+    """``term`` without its type annotations: a definition inlined at one use has that
+    use's types, which its annotations (``a -> R``, with ``a`` rigid) do not say."""
+
+    def go(t: Term):
+        kids = []
+        for child in children(t):
+            kids.append((yield go(child)))
+        t = with_children(t, kids)
+        if isinstance(t, Annot):
+            return t.expr
+        if isinstance(t, Lam) and t.param_type is not None:
+            return attrs.evolve(t, param_type=None)
+        return t
+
+    return run(go(term))
+
+
+def _eta_expand(t: Builtin, names: NameSupply) -> Term:
+    """``\\f -> \\x -> grad f x`` for ``grad`` used as a value (``map (grad f) xs``)."""
+    prim = PRIMITIVES[t.name]
+    params = [names.fresh(_base(p)) for p in prim.params]
+    body: Term = Prim(t.name, tuple(Var(p, span=t.span) for p in params), span=t.span)
+    for param in reversed(params):
+        body = Lam(param, body, span=t.span)
+    return body
+
+
+def _beta(t: App) -> Term:
+    """``(\\x -> b) a`` as ``let x = a in b``, through the ``let``s around the λ (binders
+    are distinct, so floating them out captures nothing); a saturated eta-expanded
+    primitive becomes the primitive again.  Iterative."""
+    wrappers: list[Term] = []
+    fn = t.fn
+    while isinstance(fn, (Let, LetPair)):
+        wrappers.append(fn)
+        fn = fn.body
+    if not isinstance(fn, Lam):
+        return t
+    result: Term = Let(fn.param, t.arg, fn.body, span=t.span)
+    for wrapper in reversed(wrappers):
+        result = attrs.evolve(wrapper, body=result)
+    return result
+
+
+# ---------------------------------------------------------------- the expansion
+
+
+class _Expansion:
+    """The bottom-up replacement of ``grad``/``jvp``/``vjp`` (see the module docstring).
+
+    ``types`` is the type of every node of the inlined term by ``id``; ``scope`` (passed
+    down) maps each name bound around the current node to its defining term (``None`` for
+    a λ parameter or a name bound by a pattern, whose definition is not a term here)."""
+
+    def __init__(self, types: dict[int, Type], definitions: Mapping[str, Term], env: TypeEnv,
+                 names: NameSupply):
+        self.types = types
+        self.definitions = definitions
+        self.env = env
+        self.names = names
+        # the type of each bound name, from its binder (names are distinct after inlining)
+        self.name_types: dict[str, Type] = {}
+
+    def go(self, t: Term, scope: dict[str, Term | None]):
+        if isinstance(t, Prim) and PRIMITIVES[t.op].kind == "ad":
+            args = []
+            for arg in t.args:
+                args.append((yield self.go(arg, scope)))
+            return self.expand(t, args, scope)
+        if isinstance(t, Let):
+            value = yield self.go(t.value, scope)
+            self.name_types[t.name] = self.types.get(id(t.value))
+            inner = {**scope, t.name: value}
+            body = yield self.go(t.body, inner)
+            return attrs.evolve(t, value=value, body=body)
+        if isinstance(t, LetPair):
+            pair_type = self.types.get(id(t.value))
+            if isinstance(pair_type, PairT):
+                self.name_types[t.first] = pair_type.first
+                self.name_types[t.second] = pair_type.second
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            inner = scope
+            if bound:
+                inner = {**scope, **{name: None for name in bound}}
+                if isinstance(t, Lam):
+                    fn_type = self.types.get(id(t))
+                    if isinstance(fn_type, FunT):
+                        self.name_types[t.param] = fn_type.arg
+            kids.append((yield self.go(child, inner)))
+        return with_children(t, kids)
+
+    # ---- one use
+    def expand(self, t: Prim, args: list[Term], scope: dict[str, Term | None]) -> Term:
+        s = t.span
+        name = PRIMITIVES[t.op].name
+        rule = _RULES.get(name)
+        if rule is None:
+            raise DifferentiationError(
+                f"`{PRIMITIVES[t.op].spelling.symbol}` has no printed program: it is "
+                "computed when the program runs (show prints the programs of grad, jvp and "
+                "vjp)", s)
+        point_type = self.types[id(t.args[1])]
+        _require_point(point_type, t.args[1], "differentiate with respect to")
+        return rule(self, t, args, point_type, scope)
+
+    def grad(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
+        """``grad f x``: seed, run ←D(f), read off with the cotangent 1 (AD.md section 3)."""
+        s = t.span
+        f, point = args
+        image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
+                           s)
+        seeded, value = self.names.fresh("x"), self.names.fresh("v", ("_",))
+        back = value + "_"
+        body = LetPair(value, back, App(image, Var(seeded, span=s), span=s),
+                       ReadOff(Var(seeded, span=s),
+                               App(Var(back, span=s), Const(1.0, span=s), span=s), span=s),
+                       span=s)
+        return Let(seeded, self.seeded(point_type, point, s)[0], body, span=s)
+
+    def jvp(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
+        """``jvp f x t``: run →D(f) on the point paired with the direction; split (AD.md
+        section 2)."""
+        s = t.span
+        f, point, direction = args
+        _require_point(self.types[id(t.args[2])], t.args[2], "give a direction for")
+        result_type = self.types[id(t)]
+        assert isinstance(result_type, PairT)
+        out_type = result_type.first
+        if _has_function(out_type):
+            raise DifferentiationError(
+                "this `jvp` returns a function: its tangent is computed when the program runs "
+                "(no printed program)", s)
+        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s)
+        out = self.names.fresh("v")
+        dual = App(image, self.zipped(point_type, point, direction, s), span=s)
+        return Let(out, dual, Pair(primal_of(out_type, Var(out, span=s), s),
+                                   _tangent_of(out_type, Var(out, span=s), s), span=s), span=s)
+
+    def vjp(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
+        """``vjp f x``: seed, run ←D(f); the pull-back reads off what the backpropagators of
+        the result send for a cotangent ``c`` (AD.md section 6)."""
+        s = t.span
+        f, point = args
+        result_type = self.types[id(t)]
+        assert isinstance(result_type, PairT)
+        out_type = result_type.first
+        if _has_function(out_type):
+            raise DifferentiationError("this `vjp` returns a function: its pull-back is "
+                                       "computed when the program runs", s)
+        image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
+                           s)
+        seeded, out, c = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("c")
+        pullback = Lam(c, ReadOff(Var(seeded, span=s),
+                                  self.sent(out_type, Var(out, span=s), Var(c, span=s), s),
+                                  span=s), span=s)
+        body = Let(out, App(image, Var(seeded, span=s), span=s),
+                   Pair(primal_of(out_type, Var(out, span=s), s), pullback, span=s), span=s)
+        return Let(seeded, self.seeded(point_type, point, s)[0], body, span=s)
+
+    def jacrev(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
+        """``jacrev f x`` for ``f : A -> [R]``: seed, run ←D(f), and read each output's
+        gradient off with the cotangent 1 (a backward phase per output)."""
+        s = t.span
+        f, point = args
+        image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
+                           s)
+        seeded, out, o = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("o")
+        row = ReadOff(Var(seeded, span=s), App(Prim(SECOND, (Var(o, span=s),), span=s),
+                                              Const(1.0, span=s), span=s), span=s)
+        rows = Prim(MAP, (Lam(o, row, span=s), Var(out, span=s)), span=s)
+        body = Let(out, App(image, Var(seeded, span=s), span=s), rows, span=s)
+        return Let(seeded, self.seeded(point_type, point, s)[0], body, span=s)
+
+    def jacfwd(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
+        """``jacfwd f x`` for ``f : A -> [R]``: a run of →D(f) per real of ``x`` along that
+        real's direction (the columns), then each output's row in the shape of ``x``.
+        Raises DifferentiationError when ``x`` holds a list (its number of reals, so of
+        runs, is known when the program runs)."""
+        s = t.span
+        f, point = args
+        if any(isinstance(inner, ListT) for inner in walk(point_type)):
+            raise DifferentiationError(
+                "this `jacfwd` is with respect to a list: its number of runs is known when the "
+                "program runs, so it has no printed program (`jacrev` has one)", s)
+        n = sum(1 for inner in walk(point_type) if isinstance(inner, RealT))
+        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s)
+        g, x = self.names.fresh("g"), self.names.fresh("x")
+        columns = [self.names.fresh("c") for _ in range(n)]
+        q = self.names.fresh("q")
+        # each element of the zipped columns is (t1, (t2, ... tn)): the tangents of one output
+        parts = [self.names.fresh("t") for _ in range(n)]
+        leaves = iter(parts)
+        row = self.rebuilt(point_type, Var(x, span=s),
+                           lambda: Var(next(leaves), span=s), s)
+        if n:
+            rests = [q] + [self.names.fresh("q") for _ in range(n - 1)]
+            row = Let(parts[-1], Var(rests[-1], span=s), row, span=s)
+            for k in reversed(range(n - 1)):
+                row = LetPair(parts[k], rests[k + 1], Var(rests[k], span=s), row, span=s)
+        if n == 0:
+            zipped: Term = App(f, Var(x, span=s), span=s)
+        else:
+            zipped = Var(columns[-1], span=s)
+            for column in reversed(columns[:-1]):
+                zipped = Prim(ZIP, (Var(column, span=s), zipped), span=s)
+        body: Term = Prim(MAP, (Lam(q, row, span=s), zipped), span=s)
+        for j in reversed(range(n)):
+            counter = iter(range(n))
+            direction = self.rebuilt(point_type, Var(x, span=s), lambda: Const(
+                1.0 if next(counter) == j else 0.0, span=s), s)
+            out = App(Var(g, span=s), self.zipped(point_type, Var(x, span=s), direction, s),
+                      span=s)
+            body = Let(columns[j], _tangent_of(ListT(RealT()), out, s), body, span=s)
+        return Let(x, point, Let(g, image, body, span=s), span=s)
+
+    def rebuilt(self, t: Type, value: Term, real: Callable[[], Term], span: Span | None) -> Term:
+        """A value of ``t`` with each real given by ``real()`` (left to right) and every
+        other leaf taken from ``value``; for types without lists."""
+        if isinstance(t, RealT):
+            return real()
+        if isinstance(t, PairT):
+            a, b = self.names.fresh("p"), self.names.fresh("q")
+            return LetPair(a, b, value, Pair(self.rebuilt(t.first, Var(a, span=span), real, span),
+                                             self.rebuilt(t.second, Var(b, span=span), real,
+                                                          span), span=span), span=span)
+        return value
+
+    # ---- the image of the differentiated function
+    def image(self, f: Term, scope: dict[str, Term | None],
+              transform: Callable[[Term, NameSupply], Term], zero: Callable[[], Term],
+              span: Span | None) -> Term:
+        """D(f) with the variables ``f`` captures embedded into the inner level: reals as
+        constants, functions bound to the image of their definition (``let`` or top
+        level).  Raises DifferentiationError at ``f`` for a captured function whose
+        definition is not known (a parameter)."""
+        constants: list[tuple[str, Term]] = []
+        functions: list[tuple[str, Term]] = []
+        done: set[str] = set()
+        # Depth-first over the captured names: a function's definition is bound after the
+        # names it captures itself (no recursion in lambdad: the captures form a DAG).
+        pending: list[tuple[str, bool]] = [(name, False) for name in sorted(free_vars(f),
+                                                                         reverse=True)]
+        while pending:
+            name, ready = pending.pop()
+            if name in done and not ready:
+                continue
+            definition, type_ = self.definition_of(name, scope)
+            if not _has_function(type_):
+                done.add(name)
+                constants.append((name, lift(type_, Var(name, span=span), zero, span)))
+                continue
+            if definition is None:
+                raise DifferentiationError(
+                    f"this differentiates a function built from `{name}`, a function given as "
+                    "an argument: its derivative is computed when the program runs, and has "
+                    "no printed program (show the function it is applied to)",
+                    getattr(f, "span", None) or span)
+            if ready:
+                functions.append((name, transform(definition, self.names)))
+                continue
+            done.add(name)
+            pending.append((name, True))
+            pending.extend((inner, False) for inner in sorted(free_vars(definition), reverse=True)
+                           if inner not in done)
+        body = transform(f, self.names)
+        for name, value in reversed(constants + functions):
+            body = Let(name, value, body, span=span)
+        return body
+
+    def definition_of(self, name: str, scope: dict[str, Term | None]) -> tuple[Term | None, Type]:
+        """The defining term of the captured ``name`` (None if unknown) and its type."""
+        if name in scope:
+            type_ = self.name_types.get(name)
+            if type_ is None:
+                type_ = FunT(RealT(), RealT())  # a pattern-bound name: treat as unknown function
+            return scope[name], type_
+        if name in self.definitions:
+            return self.definitions[name], self.env[name].type
+        raise DifferentiationError(f"`{name}` is not defined")  # pragma: no cover
+
+    # ---- inputs and outputs
+    def seeded(self, t: Type, point: Term, span: Span | None,
+               offset: tuple[int, Term | None] = (0, None)) -> tuple[Term, tuple[int, Term | None]]:
+        """``point : A`` as a seeded input of ←D(A): its i-th real ``r`` becomes
+        ``(r, seed i)`` (left to right), and the offset of the reals after it.  An offset is
+        a number plus, after a list, a term (``seed (k + i)`` numbers the reals of a list,
+        whose length is known when the program runs).  Raises DifferentiationError for a
+        list of lists."""
+        static, dynamic = offset
+        if isinstance(t, RealT):
+            index: Term = Const(float(static), span=span)
+            if dynamic is not None:
+                index = dynamic if static == 0 else plus(dynamic, index, span)
+            return Pair(point, Seed(index, span=span), span=span), (static + 1, dynamic)
+        if isinstance(t, PairT):
+            a, b = self.names.fresh("p"), self.names.fresh("q")
+            first, offset = self.seeded(t.first, Var(a, span=span), span, offset)
+            second, offset = self.seeded(t.second, Var(b, span=span), span, offset)
+            return LetPair(a, b, point, Pair(first, second, span=span), span=span), offset
+        if isinstance(t, ListT) and _has_real(t):
+            if any(isinstance(inner, ListT) for inner in walk(t.item)):
+                raise DifferentiationError(
+                    "this differentiates with respect to a list of lists: the numbering of "
+                    "its reals has no printed program (show prints inputs built from reals, "
+                    "pairs and lists of those)", span)
+            per_item = sum(1 for inner in walk(t.item) if isinstance(inner, RealT))
+            q, i, r = self.names.fresh("q"), self.names.fresh("i"), self.names.fresh("r")
+            # the list is named where the reals after it are numbered (a pair's component
+            # is a variable there; the point itself has nothing after it)
+            xs = point.name if isinstance(point, Var) else self.names.fresh("xs")
+            base: Term = Const(float(static), span=span)
+            if dynamic is not None:
+                base = dynamic if static == 0 else plus(dynamic, base, span)
+            first = times(Var(i, span=span), Const(float(per_item), span=span), span)
+            start = first if static == 0 and dynamic is None else plus(base, first, span)
+            item, _ = self.seeded(t.item, Var(r, span=span), span, (0, start))
+            count = Prim(LENGTH, (Var(xs, span=span),), span=span)
+            numbered = Prim(ZIP, (Prim(RANGE, (count,), span=span), Var(xs, span=span)),
+                            span=span)
+            body = Prim(MAP, (Lam(q, LetPair(i, r, Var(q, span=span), item, span=span),
+                                  span=span), numbered), span=span)
+            after = times(Const(float(per_item), span=span), count, span)
+            if not isinstance(point, Var):
+                body = Let(xs, point, body, span=span)
+            return body, (0, plus(base, after, span))
+        return point, offset
+
+    def zipped(self, t: Type, point: Term, direction: Term, span: Span | None) -> Term:
+        """The point of →D(A) with primal ``point`` and tangent ``direction``."""
+        if isinstance(t, RealT):
+            return Pair(point, direction, span=span)
+        if isinstance(t, PairT):
+            a, b = self.names.fresh("p"), self.names.fresh("q")
+            c, e = self.names.fresh("p"), self.names.fresh("q")
+            return LetPair(a, b, point, LetPair(c, e, direction, Pair(
+                self.zipped(t.first, Var(a, span=span), Var(c, span=span), span),
+                self.zipped(t.second, Var(b, span=span), Var(e, span=span), span), span=span),
+                span=span), span=span)
+        if isinstance(t, ListT) and _has_real(t):
+            q, a, b = self.names.fresh("q"), self.names.fresh("p"), self.names.fresh("t")
+            item = LetPair(a, b, Var(q, span=span),
+                           self.zipped(t.item, Var(a, span=span), Var(b, span=span), span),
+                           span=span)
+            return Prim(MAP, (Lam(q, item, span=span), Prim(ZIP, (point, direction), span=span)),
+                        span=span)
+        return point
+
+    def sent(self, t: Type, out: Term, cotangent: Term, span: Span | None) -> Term:
+        """What the backpropagators of ``out : ←D(B)`` send for the cotangent ``cotangent : B``
+        (the sum over the reals of B)."""
+        if isinstance(t, RealT):
+            return App(Prim(SECOND, (out,), span=span), cotangent, span=span)
+        if isinstance(t, PairT):
+            a, b = self.names.fresh("p"), self.names.fresh("q")
+            c, e = self.names.fresh("c"), self.names.fresh("c")
+            return LetPair(a, b, out, LetPair(c, e, cotangent, Plus(
+                self.sent(t.first, Var(a, span=span), Var(c, span=span), span),
+                self.sent(t.second, Var(b, span=span), Var(e, span=span), span), span=span),
+                span=span), span=span)
+        if isinstance(t, ListT) and _has_real(t):
+            total, q = self.names.fresh("acc"), self.names.fresh("q")
+            a, b = self.names.fresh("p"), self.names.fresh("c")
+            step = Lam(total, Lam(q, Plus(Var(total, span=span), LetPair(
+                a, b, Var(q, span=span),
+                self.sent(t.item, Var(a, span=span), Var(b, span=span), span), span=span),
+                span=span), span=span), span=span)
+            return Prim(FOLD, (step, Zero(span=span), Prim(ZIP, (out, cotangent), span=span)),
+                        span=span)
+        return Zero(span=span)
+
+
+_RULES = {"grad": _Expansion.grad, "jvp": _Expansion.jvp, "vjp": _Expansion.vjp,
+          "jacrev": _Expansion.jacrev, "jacfwd": _Expansion.jacfwd}
+"""The uses with a target program, by the name of the primitive."""
+
+
+def _tangent_of(t: Type, term: Term, span: Span | None) -> Term:
+    """The tangent of ``term : →D(t)``: ``snd`` at each real, componentwise elsewhere."""
+    if not _has_real(t):
+        return term
+    if isinstance(t, RealT):
+        return Prim(SECOND, (term,), span=span)
+    if isinstance(t, ListT):
+        return Prim(MAP, (Lam("i", _tangent_of(t.item, Var("i", span=span), span), span=span),
+                          term), span=span)
+    assert isinstance(t, PairT)
+    return LetPair("p", "q", term, Pair(_tangent_of(t.first, Var("p", span=span), span),
+                                        _tangent_of(t.second, Var("q", span=span), span),
+                                        span=span), span=span)
+
+
+def _has_function(t: Type | None) -> bool:
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, FunT):
+            return True
+        if isinstance(current, PairT):
+            stack.extend((current.first, current.second))
+        elif isinstance(current, ListT):
+            stack.append(current.item)
+    return False
+
+
+def _has_real(t: Type) -> bool:
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, RealT):
+            return True
+        if isinstance(current, PairT):
+            stack.extend((current.first, current.second))
+        elif isinstance(current, ListT):
+            stack.append(current.item)
+    return False
+
+
+def _require_point(t: Type, term: Term, verb: str) -> None:
+    if _has_function(t):
+        raise DifferentiationError(
+            f"cannot {verb} a function-typed input: the point must be built from reals, "
+            "pairs and lists", getattr(term, "span", None))
