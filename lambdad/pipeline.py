@@ -720,7 +720,7 @@ class Program:
         ``grad``/``jvp``/``vjp`` written out as target programs (lambdad.nesting); a
         definition that differentiates is inlined where it is used, so it is needed only
         if used otherwise.  Raises DifferentiationError located at a use with no program."""
-        self._require(name)
+        self.require(name)
         module = self.module.decls  # as one module: a replaced definition has a hidden name
         by_name = {d.name: d for d in module}
         definitions = {d.name: d.value for d in module if declared_by(d.name, d.value) is None}

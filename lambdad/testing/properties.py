@@ -19,7 +19,7 @@ from ..parser import parse_expr, parse_module
 from ..primitives import Primitive, declared_primitives
 from ..printer import print_module, print_term, print_type
 from ..simplify import simplify
-from ..interpreter import Interpreter
+from ..interpreter import evaluate_module
 from ..syntax import ListT, PairT, RealT, Term, Type, children, tuple_type
 from ..typecheck import Scheme, TypeEnv, check_term, infer_module
 from ..values import format_value
@@ -337,7 +337,7 @@ def check_nested_programs(generated: GeneratedProgram, point: Any,
                 typing = infer_module(module)
                 decl = next(d for d in module.decls if d.name == name)
                 check_term(decl.value, transform_type(program.scheme(name).type), typing.env)
-                value, gradient = Interpreter().evaluate_module(module)["main"]
+                value, gradient = evaluate_module(module)["main"]
             except LambdadError as exc:
                 raise PropertyViolation("nested programs", f"{where} prints a program that "
                                         f"fails to check or run: {exc}\n{shown}") from None
