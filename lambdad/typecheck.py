@@ -313,6 +313,44 @@ def _map_type(
     return memo[id(root)]
 
 
+# The most parts (constructors and leaves, written out as a tree) a type may have.  Types
+# are built sharing structure, so one that doubles at each definition (``def p1 x = p0 (p0
+# x)`` with ``def p0 x = (x, x)``) costs little to infer but is exponential written out;
+# printing, transforming and running programs of such types would not end.  No program
+# written by hand comes near the bound (a 10^5-tuple's type has 2·10^5 parts).
+MAX_TYPE_PARTS = 1_000_000
+
+
+def _tree_size(t: Type, sizes: dict[int, int], cap: int = MAX_TYPE_PARTS) -> int:
+    """How many parts ``t`` has written out as a tree, or ``cap + 1`` if more.  ``sizes``
+    remembers the sub-trees already counted (by ``id``; the caller keeps them alive), so
+    shared structure is visited once.  Iterative."""
+    stack: list[tuple[Type, bool]] = [(t, False)]
+    while stack:
+        current, expanded = stack.pop()
+        key = id(current)
+        if expanded:
+            total = 1 + sum(sizes[id(kid)] for kid in children(current))
+            sizes[key] = min(total, cap + 1)
+        elif key not in sizes:
+            kids = children(current)
+            if not kids:
+                sizes[key] = 1
+                continue
+            stack.append((current, True))
+            stack.extend((kid, False) for kid in kids if id(kid) not in sizes)
+    return sizes[id(t)]
+
+
+def _too_large(t: Type, node: Term) -> TypeCheckError:
+    """The error for the expression ``node`` whose type ``t`` exceeds MAX_TYPE_PARTS."""
+    return TypeCheckError(
+        f"this expression's type is too large: it has more than {MAX_TYPE_PARTS:,} parts "
+        f"written out ({print_type(t, limit=200)})", _span(node),
+        ("a type that doubles at each definition, like that of `def p1 x = p0 (p0 x)` with "
+         "`def p0 x = (x, x)`, grows exponentially with the number of definitions",))
+
+
 def _flexible(v: VarT) -> bool:
     """Whether ``v`` is a unification variable made by inference (the others are rigid:
     written in annotations or fixed by the caller)."""
@@ -434,8 +472,13 @@ class _Inference:
         # first occurrence.
         final = _map_type(result, name_var, self._binding, memo)
         quantified = tuple(name for name in seen if name not in self.env_free)
+        sizes: dict[int, int] = {}
         for node, node_type in self.visited:
-            types[id(node)] = _map_type(node_type, name_var, self._binding, memo)
+            zonked = types[id(node)] = _map_type(node_type, name_var, self._binding, memo)
+            # Visited children first: the first type too large is the innermost one.
+            if _tree_size(zonked, sizes) > MAX_TYPE_PARTS:
+                self.visited = []
+                raise _too_large(zonked, node)
         # Nothing of this declaration is reachable any more but through the zonked results.
         self.visited = []
         self.bindings.clear()

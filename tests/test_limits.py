@@ -10,8 +10,14 @@ import pytest
 import lambdad
 from lambdad import cli
 
-POWERS = "".join(["def p0 x = (x, x)\n"]
-                 + [f"def p{i} x = p{i - 1} (p{i - 1} x)\n" for i in range(1, 6)])
+def powers(n: int) -> str:
+    """Definitions p0 ... p{n-1}, each type the square of the one before: p_i's type has
+    2^(2^i) leaves written out, shared in memory."""
+    return "".join(["def p0 x = (x, x)\n"]
+                   + [f"def p{i} x = p{i - 1} (p{i - 1} x)\n" for i in range(1, n)])
+
+
+POWERS = powers(5)  # p4's type has 2^16 leaves: within the type checker's bound
 
 
 def run_cli(capsys, *argv):
@@ -69,13 +75,26 @@ def test_exponentially_large_types_print_abbreviated(tmp_path, capsys):
     lines = out.splitlines()
     assert lines[0] == "p0 : a -> a * a"
     assert len(out) < 20_000
-    assert lines[-1].startswith("p5 : a -> (((") and lines[-1].endswith(
-        "… [type abbreviated: it has 8589934593 parts]")
+    assert lines[-1].startswith("p4 : a -> (((") and lines[-1].endswith(
+        "… [type abbreviated: it has 131073 parts]")
+
+
+@pytest.mark.parametrize("count", [6, 40])
+def test_a_type_beyond_the_type_checkers_bound_is_a_located_error(tmp_path, capsys, count):
+    file = tmp_path / "powers.lam"
+    file.write_text(powers(count))
+    started = time.monotonic()
+    status, out, err = run_cli(capsys, "check-types", str(file))
+    assert time.monotonic() - started < 10
+    assert status == 1 and out == ""
+    first = err.splitlines()[0]
+    assert first.startswith(f"{file}:6:12: type error: this expression's type is too large")
+    assert "more than 1,000,000 parts" in first and len(err) < 2_000
 
 
 def test_a_type_error_about_an_exponential_type_is_bounded(tmp_path, capsys):
     file = tmp_path / "powers.lam"
-    file.write_text(POWERS + "def main = p5 1 + 1\n")
+    file.write_text(POWERS + "def main = p4 1 + 1\n")
     status, out, err = run_cli(capsys, "run", str(file))
     assert status == 1 and "type error" in err and "type abbreviated" in err
     assert len(err) < 10_000
@@ -83,7 +102,7 @@ def test_a_type_error_about_an_exponential_type_is_bounded(tmp_path, capsys):
 
 def test_an_exponentially_large_value_prints_abbreviated(tmp_path, capsys):
     file = tmp_path / "powers.lam"
-    file.write_text(POWERS + "def main = p5 1\n")
+    file.write_text(POWERS + "def main = p4 1\n")
     status, out, err = run_cli(capsys, "run", str(file))
     assert status == 0, err
     assert out.startswith("((((((") and out.rstrip().endswith("… [value abbreviated]")
