@@ -531,9 +531,8 @@ class PlainConsole(Console):
         self.stream = stream
 
     def entries(self) -> Iterator[tuple[str, int]]:
-        """Each entry of the stream: a line, or lines joined while the entry is unfinished."""
-        pending: list[str] = []
-        first = 0
+        """Each entry of the stream (see :class:`EntrySplitter`)."""
+        splitter = EntrySplitter(self.session)
         for raw in _lines(self.stream):
             if isinstance(raw, int):
                 number = self.session.record("")
@@ -542,25 +541,8 @@ class PlainConsole(Console):
                                    f"{MAX_ENTRY_CHARS} an entry may have; it was not read")
                 print(render(error), file=self.err, flush=True)
                 continue
-            line = raw.rstrip("\n").rstrip("\r")
-            if pending and line.lstrip().startswith(":"):
-                # A command is never part of an expression: the unfinished entry ends here
-                # (and is reported), and the command (`:quit` too) is run.
-                yield "\n".join(pending), first
-                pending = []
-            number = self.session.record(line)
-            if not pending:
-                first = number
-            pending.append(line)
-            text = "\n".join(pending)
-            # An unfinished expression continues on the next line; a blank line ends it
-            # anyway, so that a mistake is reported instead of swallowing the script.
-            if line.strip() and is_incomplete(text):
-                continue
-            pending = []
-            yield text, first
-        if pending:
-            yield "\n".join(pending), first
+            yield from splitter.feed(raw.rstrip("\n").rstrip("\r"))
+        yield from splitter.rest()
 
 
 class TerminalConsole(Console):
@@ -569,8 +551,9 @@ class TerminalConsole(Console):
     def __init__(self, session: Session, out: TextIO, err: TextIO):
         super().__init__(session, out, err)
         session.colour = highlight.wants_color(out)
+        self.history = EntryHistory(open_history())
         self.prompt = PromptSession(
-            history=open_history(),
+            history=self.history,
             lexer=PygmentsLexer(highlight.LambdadLexer) if session.colour else None,
             completer=NameCompleter(session),
             complete_style=CompleteStyle.READLINE_LIKE,
@@ -579,33 +562,68 @@ class TerminalConsole(Console):
         )
 
     def entries(self) -> Iterator[tuple[str, int]]:
-        """Each entry typed: a line, or lines joined while the entry is unfinished (prompt
-        ``.. ``).  Ctrl-C drops what was typed; Ctrl-D ends the input."""
+        """Each entry typed or pasted.  What one prompt returns may hold several lines (a
+        bracketed paste, a multi-line entry recalled from the history): it is split into
+        entries as a piped script is (:func:`split_entries`), and an unfinished last entry
+        continues at the prompt ``.. ``.  Everything read for one prompt is one history
+        entry.  Ctrl-C drops what was typed; Ctrl-D ends the input."""
         while True:
             try:
-                line = self.prompt.prompt(PROMPT)
+                text = self.prompt.prompt(PROMPT)
             except KeyboardInterrupt:
                 continue
             except EOFError:
                 return
-            first = self.session.record(line)
-            text = line
-            command = None
+            typed = [text]
+            splitter = EntrySplitter(self.session)
             try:
-                while line.strip() and is_incomplete(text):
+                yield from splitter.feed(text)
+                while splitter.pending:
                     line = self.prompt.prompt(CONTINUATION)
-                    if line.lstrip().startswith(":"):
-                        command = line  # ends the unfinished entry, then runs
-                        break
-                    self.session.record(line)
-                    text += "\n" + line
+                    typed.append(line)
+                    yield from splitter.feed(line)
             except KeyboardInterrupt:
                 continue
             except EOFError:
                 return
-            yield text, first
-            if command is not None:
-                yield command, self.session.record(command)
+            finally:
+                self.history.append_entry("\n".join(typed))
+
+
+class EntrySplitter:
+    """Joins lines into entries: a line, or lines joined while the entry is unfinished (an
+    open bracket, a trailing operator); a blank line ends an unfinished entry anyway (its
+    error is reported instead of swallowing what follows), and a ``:command`` line ends it
+    and runs.  Every line is recorded in the session's ``<repl>`` source."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.pending: list[str] = []
+        self.first = 0
+
+    def feed(self, text: str) -> Iterator[tuple[str, int]]:
+        """The entries that the lines of ``text`` complete, with the number of the first
+        line of each in ``<repl>``."""
+        for line in text.split("\n"):
+            line = line.rstrip("\r")
+            if self.pending and line.lstrip().startswith(":"):
+                yield "\n".join(self.pending), self.first
+                self.pending = []
+            number = self.session.record(line)
+            if not self.pending:
+                self.first = number
+            self.pending.append(line)
+            joined = "\n".join(self.pending)
+            if line.strip() and is_incomplete(joined):
+                continue
+            self.pending = []
+            yield joined, self.first
+
+    def rest(self) -> Iterator[tuple[str, int]]:
+        """The unfinished entry left at the end of the input, if any."""
+        if self.pending:
+            yield "\n".join(self.pending), self.first
+            self.pending = []
 
 
 def _lines(stream: TextIO) -> Iterator[str | int]:
@@ -623,6 +641,33 @@ def _lines(stream: TextIO) -> Iterator[str | int]:
             yield skipped
             continue
         yield line
+
+
+class EntryHistory(History):
+    """The history of whole entries: what was read for one prompt, continuation lines and
+    pasted lines included, is one item (recalled whole by Up), not one item per line."""
+
+    def __init__(self, backing: History):
+        super().__init__()
+        self.backing = backing
+
+    def load_history_strings(self) -> Iterable[str]:
+        return self.backing.load_history_strings()
+
+    def append_string(self, string: str) -> None:
+        """Lines accepted at a prompt are not entries: :meth:`append_entry` stores them."""
+
+    def store_string(self, string: str) -> None:
+        self.backing.store_string(string)
+
+    def append_entry(self, text: str) -> None:
+        """Add the entry ``text`` (of one or more lines), unless blank or a repeat of the
+        last one."""
+        if not text.strip():
+            return
+        strings = self.get_strings()
+        if not strings or strings[-1] != text:
+            super().append_string(text)
 
 
 def open_history() -> History:

@@ -497,3 +497,48 @@ def test_a_definition_using_its_own_name_is_no_recursion_at_the_use():
     rendered = render(caught.value, session.sources)
     assert rendered.startswith("<repl>:2:19:") and "no recursion" in rendered
     assert entry(session, "def f y = let f = y in f + 1") == "f : R -> R"
+
+
+# ---------------------------------------------------------------- pasting, history, locations
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+def test_terminal_bracketed_paste_of_several_definitions(history):
+    child = spawn(history)
+    child.send(PASTE_START + "def a x = x + 1\ndef b x =\n  a x * 2\n" + PASTE_END + "\r")
+    child.expect_exact("a : R -> R")
+    child.expect_exact("b : R -> R")
+    child.expect_exact("λ> ")
+    answer(child, "b 1", "4 : R")
+    child.close(force=True)
+
+
+def test_terminal_history_recalls_a_multi_line_entry_whole(history):
+    child = spawn(history)
+    child.send("def g x =\r")
+    child.expect_exact(".. ")
+    answer(child, "  x * 3", "g : R -> R")
+    answer(child, "g 2", "6 : R")
+    up = "\x1b[A"
+    # Up twice: the two-line definition, whole; Enter defines g again
+    answer(child, up + up, "g : R -> R")
+    child.close(force=True)
+    stored = history.read_text()
+    assert "+def g x =\n+  x * 3\n" in stored and "\n+  x * 3\n+g 2" not in stored
+
+
+def test_terminal_errors_point_at_the_right_line_after_multi_line_entries(history):
+    child = spawn(history)
+    child.send("def g x =\r")
+    child.expect_exact(".. ")
+    answer(child, "  x * 3", "g : R -> R")                                    # lines 1-2
+    child.send(PASTE_START + "def h x = g x\ndef k x = h x\n" + PASTE_END + "\r")  # 3-5
+    child.expect_exact("k : R -> R")
+    child.expect_exact("λ> ")
+    child.send("k [1]\r")                                                     # line 6
+    child.expect_exact("<repl>:6:3: type error")
+    child.expect_exact("6 | k [1]")
+    child.expect(r"\|   \^\^\^")
+    child.expect_exact("λ> ")
+    child.close(force=True)
