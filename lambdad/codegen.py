@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from .errors import EvalError, ResourceError, Span
+from .errors import DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import run
 from .primitives import PRIMITIVES, TWO_ARGUMENTS, Primitive
@@ -86,6 +86,22 @@ GENERIC_KINDS = frozenset(("real", "test", "constant"))
 _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
                   "list", "max", "min", "pow", "range", "round", "sum", "tuple", "zip")
 
+
+
+def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
+    """For a site computing part of a source primitive's derivative, the atoms of ``fn``
+    holding that primitive's arguments (see :class:`PrimSite`), else ``("=", atom)`` for
+    its value, else () when they are not bound or captured in ``fn`` already (nothing is
+    captured for an error message)."""
+    if not isinstance(span, DerivativeSpan) or not span.arguments:
+        return ()
+    atoms = [fn.scope.get(name) or fn.captures.get(name) for name in span.arguments]
+    if all(atoms):
+        return tuple(atoms)
+    # Only the primitive's value may be at hand (a partial such as 0.5 / r, in the
+    # backpropagator): the error then says where the value is what it is.
+    value = span.value and (fn.scope.get(span.value) or fn.captures.get(span.value))
+    return ("=", value) if value else ()
 
 
 class _Function:
@@ -404,7 +420,7 @@ class _CodeGenerator:
         """Emits the statement evaluating ``primitive`` on ``atoms``: inline when the table
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
-        site = PrimSite(primitive, span, term, tuple(atoms))
+        site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = self.fresh("t")
         if primitive.kind == "ad":

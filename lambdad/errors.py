@@ -43,10 +43,17 @@ class DerivativeSpan(Span):
     reported as an error of the derivative of ``primitive`` (its spelling), at the source."""
 
     primitive: str = ""
+    # The variables holding the source primitive's arguments where its derivative is
+    # computed, so that an error can say at which values (not part of the location).
+    arguments: tuple[str, ...] = attrs.field(default=(), eq=False)
+    # The variable holding the primitive's value, when its derivative uses it.
+    value: str | None = attrs.field(default=None, eq=False)
 
     @classmethod
-    def of(cls, span: Span, primitive: str) -> "DerivativeSpan":
-        return cls(span.file, span.line, span.col, span.end_line, span.end_col, primitive)
+    def of(cls, span: Span, primitive: str, arguments: tuple[str, ...] = (),
+           value: str | None = None) -> "DerivativeSpan":
+        return cls(span.file, span.line, span.col, span.end_line, span.end_col, primitive,
+                   tuple(arguments), value)
 
 
 class LambdadError(Exception):

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from .errors import DerivativeSpan, EvalError, LambdadError, Span
-from .primitives import DomainError, Primitive
+from .primitives import PRIMITIVES, DomainError, Primitive
 from .syntax import Prim
 from .values import format_value
 
@@ -55,6 +55,11 @@ class PrimSite:
     span: Span | None
     term: Prim | None
     atoms: tuple[str, ...] = ()
+    # Where the site computes part of a source primitive's derivative (a DerivativeSpan):
+    # the atoms holding that primitive's arguments when they are at hand in the generated
+    # function (else "=" and the atom of its value), so an error can say at which point
+    # the derivative fails.
+    source_atoms: tuple[str, ...] = ()
 
 
 def _short(value: Any) -> str:
@@ -162,20 +167,56 @@ def locate(exc: BaseException) -> EvalError:
         message = str(exc) if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
         return EvalError(message)
     site, frame = found
-    if isinstance(site.span, DerivativeSpan) and isinstance(exc, DomainError):
-        return EvalError(_of_derivative(site.span, str(exc), "undefined"), site.span)
-    local_values = frame.f_locals
-    args = []
-    for atom in site.atoms:
-        if atom in local_values:
-            args.append(local_values[atom])
-        elif atom in frame.f_globals:
-            args.append(frame.f_globals[atom])
-        else:
-            args.append(_literal(atom))
+    if isinstance(site.span, DerivativeSpan) and isinstance(exc, (DomainError, _NotFinite)):
+        what = "undefined" if isinstance(exc, DomainError) else "not finite"
+        at = _source_operation(site, frame)
+        if at is not None:
+            inner = str(exc) if isinstance(exc, DomainError) else _not_finite_message(
+                attrs.evolve(site, span=None), _values(site.atoms, frame), exc.result)
+            return EvalError(f"the derivative of `{site.span.primitive}` is {what} at {at}",
+                             site.span, (f"computing it: {inner}",))
+        if isinstance(exc, DomainError):
+            return EvalError(_of_derivative(site.span, str(exc), what), site.span)
+    args = _values(site.atoms, frame)
     if isinstance(exc, _NotFinite):
         return EvalError(_not_finite_message(site, args, exc.result), site.span)
     return EvalError(describe(site.primitive, args, exc), site.span)
+
+
+def _values(atoms: Sequence[str], frame: Any) -> list[Any]:
+    """The values of the atoms of generated code in ``frame``."""
+    values = []
+    for atom in atoms:
+        if atom in frame.f_locals:
+            values.append(frame.f_locals[atom])
+        elif atom in frame.f_globals:
+            values.append(frame.f_globals[atom])
+        else:
+            values.append(_literal(atom))
+    return values
+
+
+def _source_operation(site: PrimSite, frame: Any) -> str | None:
+    """The source primitive application whose derivative ``site`` computes, with its
+    arguments' values, in lambdad syntax (``0``, or ```-1 ^ 0.5```), or None when they
+    are not at hand or not plain reals."""
+    span = site.span
+    if not isinstance(span, DerivativeSpan) or not site.source_atoms:
+        return None
+    if site.source_atoms[0] == "=":  # only the primitive's value is at hand
+        (value,) = _values(site.source_atoms[1:], frame)
+        return f"a point where `{span.primitive}` is {format_value(value)}" \
+            if type(value) is float else None
+    values = _values(site.source_atoms, frame)
+    if not all(type(v) is float for v in values):
+        return None
+    primitive = next((p for p in PRIMITIVES.values() if p.spelling.symbol == span.primitive
+                      and p.arity == len(values)), None)
+    if primitive is None:
+        return None
+    if len(values) == 1:
+        return format_value(values[0])
+    return _operation(primitive, values)
 
 
 def _literal(atom: str) -> Any:

@@ -329,7 +329,7 @@ def partials(prim: Primitive, primals: Sequence[str], result: str | None,
         assert result is not None, f"{prim.name} needs its result bound to a name"
         renaming[prim.result] = result
     if span is not None:  # errors in the partials speak of the derivative of `prim`
-        span = DerivativeSpan.of(span, prim.spelling.symbol)
+        span = DerivativeSpan.of(span, prim.spelling.symbol, tuple(primals), result)
     # a primitive the program declares holds its partials as terms already
     terms = PARTIALS[prim.name] if prim.declaration is None else prim.declaration.partials
     return [rename(term, renaming, span) for term in terms]
