@@ -368,6 +368,9 @@ class Program:
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
         new._adapters = {}
+        # The module and what was added to it, read before anything below (value_of) may
+        # make this program's module, which would fold ``added`` into it.
+        base, added = self._module, self._added if self._added is not None else ()
         decls_map = _persistent(self.decls)
         values = _persistent(self._values or {})
         typing = self.typing
@@ -375,7 +378,6 @@ class Program:
         env = typing.env
         used = self._used if self._used is not None else PersistentMap(
             dict.fromkeys(_names_used(self.module.decls)))
-        added = self._added if self._added is not None else ()
         order = self._order if self._order is not None else PersistentMap(
             {name: serial for serial, name in enumerate(self.user_names)})
         serial = self._serial
@@ -427,7 +429,7 @@ class Program:
         new.typing = ModuleTyping(schemes, types, env)
         new._values = values
         new._used = used
-        new._module, new._added = self._module, added
+        new._module, new._added = base, added
         new._order, new._serial, new._user_names = order, serial, None
         new._declared = declared
         return new

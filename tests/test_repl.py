@@ -542,3 +542,18 @@ def test_terminal_errors_point_at_the_right_line_after_multi_line_entries(histor
     child.expect(r"\|   \^\^\^")
     child.expect_exact("λ> ")
     child.close(force=True)
+
+
+def test_a_definition_needing_a_loaded_definition_not_run_yet_keeps_the_module_whole(tmp_path):
+    """Running a file's definition for the first time (to define a new one with it) makes
+    the module of the program extended; the definitions added before are in it once."""
+    file = tmp_path / "m.lam"
+    file.write_text("def base x = x + 1\ndef other x = x * 2\n")
+    session = Session()
+    session.load(str(file))
+    entry(session, "def a x = base x")  # runs base only
+    entry(session, "def a x = x - 1")
+    entry(session, "def b x = other (a x)")  # runs other now
+    names = [decl.name for decl in session.program.module.decls]
+    assert names[-5:] == ["base", "other", "a'1", "a", "b"]
+    assert entry(session, "b 5") == "8 : R"
