@@ -504,15 +504,21 @@ def test_an_error_deep_inside_is_located():
     assert info.value.message == "`+` expects R, but this has type Bool"
 
 
-def test_shared_types_are_not_unfolded():
+def _doubling(depth):
     # x_{i+1} = (x_i, x_i): a type of size 2^n as a tree, n as a graph.
-    depth = 2_000
     term = Var(f"x{depth}")
     for i in reversed(range(depth + 1)):
         value = Const(1.0) if i == 0 else Pair(Var(f"x{i-1}"), Var(f"x{i-1}"))
         term = Let(f"x{i}", value, term)
-    typing = infer_term(term)
-    assert isinstance(typing.type, PairT)
+    return term
+
+
+def test_shared_types_are_not_unfolded():
+    # 2^18 leaves: within the bound on the size of types, inferred as a graph
+    assert isinstance(infer_term(_doubling(18)).type, PairT)
+    # 2^2000 leaves: beyond the bound, which is found without unfolding the type either
+    with pytest.raises(TypeCheckError, match="type is too large"):
+        infer_term(_doubling(2_000))
 
 
 # --------------------------------------------------------------------------- a property
