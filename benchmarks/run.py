@@ -4,6 +4,7 @@ scale, and peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python).
     python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
                              [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
     python benchmarks/run.py --profile chain:2000     (cProfile of one workload)
+    python benchmarks/run.py --baseline /tmp/base     (before/after against another tree)
 
 Every figure of a table row is measured in the same run, side by side and interleaved
 (so load on the machine hits all of them alike), as the median of repeated runs: each
@@ -269,12 +270,17 @@ class Bench:
         return record
 
     # ---- children: one measurement in a fresh process, with its peak memory
-    def child(self, spec: dict[str, Any]) -> dict[str, Any]:
+    def child(self, spec: dict[str, Any], checkout: str | None = None) -> dict[str, Any]:
+        """:func:`child_main` of ``spec`` in a fresh process, on the lambdad of this
+        harness or, with ``checkout``, on the package of that source tree."""
         command = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec),
                    "--budget", str(self.budget), "--clock", self.clock, "--no-peers"]
         if self.no_gc:
             command.append("--no-gc")
-        done = subprocess.run(command, capture_output=True, text=True)
+        env = None
+        if checkout is not None:
+            env = {**os.environ, "PYTHONPATH": str(Path(checkout).resolve())}
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             return {"error": (done.stderr.strip().splitlines() or ["failed"])[-1], **spec}
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -319,6 +325,9 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
         _, _, stats = program.value_and_grad(name, point, stats=True)
         timings = {"primal": {"median": primal, "runs": 1},
                    "value+grad": {"median": timer() - start, "runs": 1}}
+        # Timed right after loading: these runs are the first call and the first gradient.
+        setup["first_call"] = primal
+        setup["first_grad"] = timings["value+grad"]["median"]
     else:
         program, setup = bench.load(workload)
         rss_setup = _peak_rss_mb()
@@ -565,6 +574,56 @@ def scale(bench: Bench, sharing_records: dict[str, Any] | None) -> list[dict[str
     return records
 
 
+# Workloads compared with a baseline checkout (--baseline): (workload, size, once).
+BEFORE_AFTER = [("wide", 10, False), ("wide", 100, False), ("wide", 1000, False),
+                ("chain", 10, False), ("chain", 100, False), ("chain", 1000, False),
+                ("doubling", 1000, False), ("mlp", 64, False), ("mlp", 256, False),
+                ("chain", 10**4, True)]
+
+
+def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
+    """Each workload of :data:`BEFORE_AFTER` measured on the baseline ``checkout`` and on
+    this lambdad, one fresh process each, alternating (so load on the machine hits both
+    alike): grad/primal, value+gradient time, setup times and peak memory side by side."""
+    rows, records = [], []
+    for kind, size, once in BEFORE_AFTER:
+        spec = {"workload": kind, "size": size, **({"once": True} if once else {})}
+        before = bench.child(spec, checkout)
+        after = bench.child(spec)
+        records.append({"spec": spec, "before": before, "after": after})
+        if "error" in before or "error" in after:
+            rows.append([f"{kind} {size}", "error: " + (before.get("error")
+                                                         or after.get("error"))] + [""] * 12)
+            continue
+        cells = [after["label"] + (" (once)" if once else "")]
+        for key in ("grad/primal", "value+grad", "load", "first_grad", "peak_rss_mb"):
+            pair = []
+            for r in (before, after):
+                t, s = r["times"], r["setup"]
+                pair.append({"grad/primal": ratio(t["value+grad"], t["primal"]),
+                             "value+grad": t["value+grad"], "load": s.get("load"),
+                             "first_grad": s.get("first_grad"),
+                             "peak_rss_mb": r["peak_rss_mb"]}[key])
+            if key == "grad/primal":
+                cells += [fmt_ratio(pair[0]), fmt_ratio(pair[1])]
+            elif key == "peak_rss_mb":
+                cells += [f"{pair[0]:.0f} MB", f"{pair[1]:.0f} MB"]
+            else:
+                cells += [fmt_time(pair[0]), fmt_time(pair[1])]
+                if key == "value+grad":
+                    cells.append(fmt_ratio(ratio(pair[0], pair[1])))
+        rows.append(cells)
+    print_table(f"8. Before and after: baseline {checkout} vs this lambdad (fresh processes, "
+                "alternating)",
+                ["workload", "grad/primal before", "after", "v+g before", "after", "speed-up",
+                 "load before", "after", "1st grad before", "after", "peak RSS before",
+                 "after"], rows,
+                ["speed-up: value+gradient time before / after; (once): timed once right "
+                 "after loading, so its value+gradient includes compiling (1st grad is "
+                 "not measured apart)"])
+    return records
+
+
 def peers_table(bench: Bench) -> None:
     names = [p.name for p in bench.peers if p.name != "python"]
     per_op, ratios = [], []
@@ -686,6 +745,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="KIND:SIZE",
                         help="instead of the tables, profile value+gradient of one workload "
                              "(wide:1000, chain:2000, doubling:1000, mlp:256) with cProfile")
+    parser.add_argument("--baseline", metavar="CHECKOUT",
+                        help="also compare with the lambdad of another source tree (e.g. "
+                             "`git worktree add /tmp/base 54fd1ad`), in fresh processes")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -724,6 +786,8 @@ def main(argv: list[str] | None = None) -> int:
         results["scale"] = scale(bench, results.get("sharing"))
     if bench.peer_rows:
         peers_table(bench)
+    if args.baseline:
+        results["before-after"] = before_after(bench, args.baseline)
     elapsed = time.perf_counter() - start
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     print(f"\ntotal {elapsed:.0f} s; load average at end: {', '.join(f'{x:.2f}' for x in load)}")

@@ -256,7 +256,7 @@ def cmd_show(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
     point = _point(session, program, args.at, "--at") if args.at is not None else None
     text = program.show(args.name, forward=args.forward, reverse=args.reverse, at=point,
-                        raw=args.raw)
+                        raw=args.raw, fused=args.fused)
     sys.stdout.write(highlight.for_terminal(text, sys.stdout))
     return 0
 
@@ -487,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     point(p, help="also print a main computing the value and the gradient at POINT")
     p.add_argument("--raw", action="store_true",
                    help="the rules' literal output, without simplification")
+    p.add_argument("--fused", action="store_true",
+                   help="reverse mode as the fused strategy runs it: the backpropagators of "
+                        "each straight-line region fused (not simplified)")
     timeout(p)
 
     p = add("repl", cmd_repl, "the interactive loop, with FILE's definitions loaded")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import gc
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -41,7 +40,7 @@ import attrs
 
 from .errors import DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
-from .iterate import run
+from .iterate import collector_paused, run
 from .primitives import PRIMITIVES, TWO_ARGUMENTS, Primitive
 from .syntax import (
     Annot,
@@ -723,19 +722,14 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
     evaluated, ResourceError when the program is too large for Python to compile.
     """
     generator = _CodeGenerator(calls, instrumented, generic)
-    # The cyclic collector would rescan the large, acyclic syntax and code structures
-    # many times over while they are built; nothing cyclic is made here.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        entry, names, source = generator.compile_unit(term, names)
-        code = compile(source, filename, "exec")
-    except (RecursionError, MemoryError):
-        raise ResourceError("the program is too large to compile",
-                            getattr(term, "span", None)) from None
-    finally:
-        if collecting:
-            gc.enable()
+    # Nothing cyclic is made while the syntax and code structures are built.
+    with collector_paused():
+        try:
+            entry, names, source = generator.compile_unit(term, names)
+            code = compile(source, filename, "exec")
+        except (RecursionError, MemoryError):
+            raise ResourceError("the program is too large to compile",
+                                getattr(term, "span", None)) from None
     namespace = generator.namespace
     namespace["__lambdad_source__"] = source
     exec(code, namespace)

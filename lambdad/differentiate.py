@@ -35,7 +35,8 @@ from .interpreter import Interpreter
 from . import rules
 from .rules import NestedDifferentiationError
 from .syntax import Builtin, Lam, Term
-from .tape import Backprop, Call, LevelStats, Stats, Tape, add_cotangents
+from .fuse import fuse
+from .tape import Backprop, Call, LevelStats, Stats, Tape, add_cotangents, strategy_named
 from .values import (
     FORWARD_LEVEL,
     REVERSE_LEVEL,
@@ -49,6 +50,8 @@ from .values import (
 
 FORWARD = "forward"
 REVERSE = "reverse"
+# ←D with the backpropagators of each straight-line region fused (strategies that fuse).
+_FUSED = "reverse, fused"
 
 
 class _NeedsLevel(Exception):
@@ -119,7 +122,8 @@ class Differentiator:
     """Runs →D / ←D versions of function values on an interpreter, and nests (see the
     module docstring).
 
-    ``strategy`` (``"factored"`` or ``"naive"``) is how backpropagators are evaluated;
+    ``strategy`` (a name in :data:`lambdad.tape.STRATEGIES`) is how backpropagators are
+    evaluated (and, for ``fused``, which form of ←D is run);
     ``last_stats`` is the cost of the most recent reverse-mode run, per nesting level.
     """
 
@@ -186,7 +190,16 @@ class Differentiator:
 
     # ---- transforming function values
     def _transformer(self, mode: str) -> Callable[[Term], Term]:
-        return forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
+        if mode == FORWARD:
+            return forward_mode.forward_term
+        if mode == _FUSED:
+            return lambda term: fuse(backward_mode.backward_term(term))
+        return backward_mode.backward_term
+
+    def _reverse(self, strategy: str | None) -> str:
+        """The mode reverse-mode differentiation transforms functions in for ``strategy``:
+        fused ←D for a strategy that fuses, ←D as the paper writes it otherwise."""
+        return _FUSED if strategy_named(strategy or self.strategy).fuses else REVERSE
 
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], mode: str) -> Callable[..., Any]:
         key = (mode, id(lam), names, self.interpreter.generic)
@@ -264,7 +277,7 @@ class Differentiator:
         tape = Tape()
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
-            g = self.transform_function(f, REVERSE, tape)
+            g = self.transform_function(f, self._reverse(strategy), tape)
             out = self.interpreter.apply(g, seeded)
         if not is_reverse_real(out):
             raise DifferentiationError("grad needs a function whose result is a real")
@@ -287,7 +300,7 @@ class Differentiator:
         tape = Tape()
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
-            g = self.transform_function(f, REVERSE, tape)
+            g = self.transform_function(f, self._reverse(None), tape)
             out = self.interpreter.apply(g, seeded)
         value = self._primal(out, is_reverse_real)
         strategy = self.strategy

@@ -16,7 +16,9 @@ as a generator function that recurses with ``result = yield child_generator``;
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import contextlib
+import gc
+from collections.abc import Generator, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -55,3 +57,19 @@ def run(root: Step[T]) -> T:
             continue
         stack.append(child)
         send_value = None
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Inside the ``with`` block Python's cyclic garbage collector does not run (it is
+    restored as it was after).  Passes that build large acyclic structures (syntax trees,
+    types, generated code, tapes) use it: the collector would rescan everything they made
+    so far each time it runs, which makes a linear pass quadratic in practice; reference
+    counting frees what they drop."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -40,7 +40,8 @@ from .errors import (
     TypeCheckError,
     UsageError,
 )
-from .iterate import run
+from .fuse import fuse
+from .iterate import collector_paused, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
 from .primitives import FST, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
@@ -153,7 +154,8 @@ def loads(text: str, file: str = "<string>") -> "Program":
     """The program whose source is ``text`` (``file`` names it in error messages); raises
     UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
     well-typed program."""
-    return Program(text, file)
+    with collector_paused():  # parsing and type checking build large acyclic structures
+        return Program(text, file)
 
 
 class Program:
@@ -742,8 +744,17 @@ class Program:
             pending.extend(p.name for p in declared_primitives(value))
         return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
 
-    def transformed_decls(self, name: str, mode: str, raw: bool = False) -> list[Decl]:
+    def transformed_decls(self, name: str, mode: str, raw: bool = False,
+                          fused: bool = False) -> list[Decl]:
+        """The declarations ``name`` depends on, transformed by ``mode``: simplified for
+        reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
+        strategy runs (:func:`lambdad.fuse.fuse` of ←D, not simplified)."""
         transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
+        if fused:
+            if mode == FORWARD:
+                raise UsageError("--fused is a form of reverse mode; use it with --reverse")
+            transform = lambda term: fuse(backward_mode.backward_term(term))  # noqa: E731
+            raw = True
         out = []
         for decl in self.expanded_dependencies(name):
             if declared_by(decl.name, decl.value) is not None:
@@ -756,18 +767,20 @@ class Program:
         return out
 
     def show(self, name: str, forward: bool = False, reverse: bool = False,
-             at: Any = None, raw: bool = False, backward: bool = False) -> str:
+             at: Any = None, raw: bool = False, backward: bool = False,
+             fused: bool = False) -> str:
         """The transformed program of ``name`` as source text (with its transformed type as
         a comment); with ``at``, a complete program whose ``main`` computes the value and the
         gradient at that point.  The generated ``main`` is hygienic: its local names are
         fresh, and a definition of the program named ``main`` is printed renamed
-        (``main'1``).  Raises UsageError for a point that does not fit."""
+        (``main'1``).  With ``fused``, reverse mode is printed in the form the ``fused``
+        strategy runs.  Raises UsageError for a point that does not fit."""
         reverse = reverse or backward  # ``backward``: the earlier name of ``reverse``
         if forward == reverse:
             raise UsageError("choose one of --forward and --reverse")
         mode = FORWARD if forward else REVERSE
         transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
-        decls = self.transformed_decls(name, mode, raw)
+        decls = self.transformed_decls(name, mode, raw, fused)
         source_names = [decl.name for decl in decls]
         entry = name
         if at is not None and "main" in source_names:
@@ -777,7 +790,7 @@ class Program:
                      *(attrs.evolve(d, value=_rename_free(d.value, "main", hidden))
                        for d in decls[index + 1:])]
             entry = hidden if name == "main" else name
-        header = "→D" if forward else "←D"
+        header = "→D" if forward else "fused ←D" if fused else "←D"
         lines = []
         for source_name, decl in zip(source_names, decls):
             source_type = self.typing.schemes[source_name].type

@@ -406,6 +406,9 @@ class Strategy:
     # (tape, cotangent data, event hook, the ring's addition or None for the reals)
     run: Callable[..., dict[int, float]]
     summary: str
+    # Whether reverse mode runs ←D with the backpropagators of each straight-line region
+    # fused (lambdad.fuse): a fused region is one backpropagator, created once, run once.
+    fuses: bool = False
 
 
 STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType({
@@ -414,6 +417,9 @@ STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType({
                          "(linear factoring)"),
     "naive": Strategy("naive", False, _backward_naive,
                       "each backpropagator runs once per call (exponential on shared values)"),
+    "fused": Strategy("fused", True, _backward_factored,
+                      "factored, on ←D with the backpropagators of each straight-line region "
+                      "fused at compile time (one per region)", fuses=True),
 })
 
 
@@ -421,8 +427,8 @@ def strategy_named(name: str) -> Strategy:
     """The strategy called ``name``; UsageError naming the known ones if there is none."""
     found = STRATEGIES.get(name)
     if found is None:
-        known = " or ".join(STRATEGIES)
-        raise UsageError(f"unknown strategy `{name}`; use {known}")
+        *others, last = STRATEGIES
+        raise UsageError(f"unknown strategy `{name}`; use {', '.join(others)} or {last}")
     return found
 
 

@@ -16,7 +16,7 @@ LAYERS = [
     {"rich"},
     {"typecheck", "rules"},
     {"tape"},
-    {"forward", "backward", "simplify", "values"},
+    {"forward", "backward", "simplify", "fuse", "values"},
     {"guard"},
     {"codegen"},
     {"interpreter", "nesting"},
@@ -94,7 +94,7 @@ def test_no_two_modules_import_each_other():
 
 
 def test_transformations_and_interpreter_do_not_know_each_other():
-    for transformation in ("forward", "backward", "simplify"):
+    for transformation in ("forward", "backward", "simplify", "fuse"):
         path = PACKAGE / f"{transformation}.py"
         if path.exists():
             assert not imports_of(path) & {"interpreter", "codegen", "guard", "values", "tape"}

@@ -165,7 +165,7 @@ def test_strategy_command(baydin):
     assert entry(baydin, ":grad f 2,5").endswith("(5.5, 1.7163378145367738)")
     entry(baydin, "def g x = x")  # a new definition keeps the strategy
     assert baydin.program.strategy == "naive"
-    with pytest.raises(LambdadError, match="factored or naive"):
+    with pytest.raises(LambdadError, match="unknown strategy `lazy`; use factored, naive or fused"):
         entry(baydin, ":strategy lazy")
 
 

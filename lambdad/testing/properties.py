@@ -15,6 +15,7 @@ from ..backward import backward_term, backward_type
 from ..calling import from_python, uncurried_term
 from ..errors import LambdadError
 from ..forward import forward_term, forward_type
+from ..fuse import fuse
 from ..parser import parse_expr, parse_module
 from ..primitives import Primitive, declared_primitives
 from ..printer import print_module, print_term, print_type
@@ -57,6 +58,7 @@ def _transforms() -> list[tuple[str, Callable[[Term], Term], Callable[[Type], Ty
         ("←D", backward_term, backward_type),
         ("→D simplified", lambda t: simplify(forward_term(t)), forward_type),
         ("←D simplified", lambda t: simplify(backward_term(t)), backward_type),
+        ("←D fused", lambda t: fuse(backward_term(t)), backward_type),
     ]
 
 
@@ -140,7 +142,8 @@ def _node_text(t: Term) -> str:
     return f"{type(t).__name__}({fields})"
 
 
-_ROUTES = (("forward", "factored"), ("reverse", "factored"), ("reverse", "naive"))
+_ROUTES = (("forward", "factored"), ("reverse", "factored"), ("reverse", "naive"),
+           ("reverse", "fused"))
 
 
 def _source_value(program: Any, name: str, point: Any) -> float:

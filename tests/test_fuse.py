@@ -1,0 +1,84 @@
+"""The fused form of ←D (lambdad.fuse) and the `fused` strategy that runs it: one
+backpropagator per straight-line region, the same numbers, a printable target program."""
+
+import pytest
+
+import lambdad
+from lambdad import cli
+from lambdad.backward import backward_term
+from lambdad.errors import UsageError
+from lambdad.fuse import fuse
+from lambdad.parser import parse_expr
+from lambdad.printer import print_term
+from lambdad.syntax import LinLam, Zero, walk
+
+CHAIN = "".join(["def chain (x0 : R) : R =\n"]
+                + [f"  let x{k + 1} = x{k} * x{k} * 0.5 + sin x{k} in\n" for k in range(5)]
+                + ["  x5\n"])
+
+PROGRAM = CHAIN + """
+def steps (xs : [R]) : R = fold (\\acc x -> acc * x + sin x) 1 xs
+def inner (x : R) : R = grad (\\y -> y * y * sin y) x
+def outer (x : R) : R = grad inner x
+def pair (x : R) : R * R = let y = x * x in (sin y, y * cos y)
+"""
+
+
+@pytest.fixture(scope="module")
+def program():
+    return lambdad.loads(PROGRAM)
+
+
+def test_a_let_chain_fuses_into_one_backpropagator(program):
+    value, gradient, stats = program.value_and_grad("chain", 0.3, strategy="fused", stats=True)
+    factored = program.value_and_grad("chain", 0.3, strategy="factored", stats=True)
+    assert (value, gradient) == pytest.approx(factored[:2], rel=1e-12)
+    assert value == factored[0]  # the primal is untouched, bit for bit
+    assert factored[2].created == 20 and (stats.created, stats.bodies_run) == (1, 1)
+
+
+def test_a_fold_keeps_one_backpropagator_per_step(program):
+    xs = [0.5, 0.7, 1.1, -0.4]
+    _, gradient, stats = program.value_and_grad("steps", xs, strategy="fused", stats=True)
+    _, expected, factored = program.value_and_grad("steps", xs, stats=True)
+    assert gradient == pytest.approx(expected, rel=1e-12)
+    assert stats.created == len(xs) < factored.created
+
+
+def test_nested_differentiation_runs_on_the_fused_form(program):
+    for name in ("inner", "outer"):
+        fused = program.value_and_grad(name, 0.4, strategy="fused")
+        assert fused == pytest.approx(program.value_and_grad(name, 0.4), rel=1e-12)
+
+
+def test_a_backpropagator_that_escapes_keeps_its_record():
+    term = parse_expr("\\x -> let y = x * x in (sin y, y * cos y)", "<test>")
+    fused = fuse(backward_term(term))
+    # y's backpropagator is used by the two that are returned: each keeps its record, and
+    # y's body is not copied into both (that would run it twice).
+    assert sum(isinstance(t, LinLam) for t in walk(fused)) == 3
+
+
+def test_the_fused_form_prints_parses_back_and_runs_to_the_same_numbers(program):
+    text = program.show("chain", reverse=True, fused=True, at=0.3)
+    assert "(fused ←D of R -> R)" in text
+    shown = lambdad.loads(text)
+    assert shown.run("main") == pytest.approx(program.value_and_grad("chain", 0.3), rel=1e-12)
+    term = fuse(backward_term(program.decls["chain"].value))
+    assert parse_expr(print_term(term), "<fused>") == term
+    bodies = [t for t in walk(term) if isinstance(t, LinLam) and not isinstance(t.body, Zero)]
+    assert len(bodies) == 1  # constants keep their zero backpropagator, never created
+
+
+def test_fused_is_only_a_form_of_reverse_mode(program):
+    with pytest.raises(UsageError, match="--reverse"):
+        program.show("chain", forward=True, fused=True)
+
+
+def test_the_command_line_runs_and_counts_the_fused_strategy(tmp_path, capsys):
+    file = tmp_path / "chain.lam"
+    file.write_text(CHAIN)
+    assert cli.main(["grad", str(file), "chain", "--at", "0.3", "--strategy", "fused",
+                     "--stats"]) == 0
+    out = capsys.readouterr().out
+    assert "backpropagators created: 1" in out and "bodies run: 1" in out
