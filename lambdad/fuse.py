@@ -31,7 +31,7 @@ from __future__ import annotations
 import attrs
 
 from .iterate import run
-from .primitives import OPERATORS
+from .primitives import ADD
 from .rules import NameSupply
 from .syntax import (
     Annot,
@@ -43,7 +43,6 @@ from .syntax import (
     LinLam,
     Pair,
     Plus,
-    Prim,
     Term,
     Var,
     Zero,
@@ -55,10 +54,6 @@ from .syntax import (
 )
 
 __all__ = ["fuse"]
-
-# The addition of reals, as the primitive table spells it (cotangents sent to one
-# backpropagator are summed before its body runs).
-_ADD = OPERATORS[("+", "infix")].name
 
 
 def fuse(term: Term, names: NameSupply | None = None) -> Term:
@@ -338,7 +333,7 @@ def _sum(args: list[Term]) -> Term:
     """``u1 + ... + uk`` (left to right, as the backward phase adds them)."""
     total = args[0]
     for arg in args[1:]:
-        total = Prim(_ADD, (total, arg), span=None)
+        total = ADD.applied(total, arg)
     return total
 
 
