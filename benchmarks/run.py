@@ -64,6 +64,9 @@ PEER_OP_LIMITS = {"jax": 5_000, "jax-jit": 2_000}
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
+# The label of value+gradient by the `fused` strategy (fused ←D, lambdad.fuse).
+FUSED = "v+g fused"
+
 
 def measure(functions: dict[str, Callable[[], Any]], budget: float = 0.2, min_runs: int = 3,
             max_runs: int = 10_000, clock: str = "wall",
@@ -239,6 +242,7 @@ class Bench:
         functions: dict[str, Callable[[], Any]] = {
             "primal": lambda: program.call(name, point),
             "value+grad": lambda: program.value_and_grad(name, point),
+            FUSED: lambda: program.value_and_grad(name, point, strategy="fused"),
         }
         functions.update(extra or {})
         record: dict[str, Any] = {"workload": workload.label, "setup": setup}
@@ -265,6 +269,8 @@ class Bench:
         record["compile"] = compile_times
         _, _, stats = program.value_and_grad(name, point, stats=True)
         record["created"], record["bodies_run"] = stats.created, stats.bodies_run
+        _, _, stats = program.value_and_grad(name, point, strategy="fused", stats=True)
+        record["created_fused"] = stats.created
         if with_peers:
             self.peer_rows.append(record)
         return record
@@ -328,13 +334,30 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
         # Timed right after loading: these runs are the first call and the first gradient.
         setup["first_call"] = primal
         setup["first_grad"] = timings["value+grad"]["median"]
+        rss_first_grad = _peak_rss_mb()  # before the fused form is compiled too
+        fused = spec.get("fused", True)
+        if fused:
+            start = timer()
+            _, _, fused_stats = program.value_and_grad(name, point, strategy="fused", stats=True)
+            timings[FUSED] = {"median": timer() - start, "runs": 1}
+            setup["first_grad_fused"] = timings[FUSED]["median"]
     else:
         program, setup = bench.load(workload)
+        rss_first_grad = _peak_rss_mb()
+        fused = spec.get("fused", True)
+        if fused:
+            start = CLOCKS[args.clock]()
+            program.value_and_grad(name, point, strategy="fused")
+            setup["first_grad_fused"] = CLOCKS[args.clock]() - start
         rss_setup = _peak_rss_mb()
         functions = {"primal": lambda: program.call(name, point),
                      "value+grad": lambda: program.value_and_grad(name, point)}
+        if fused:
+            functions[FUSED] = lambda: program.value_and_grad(name, point, strategy="fused")
         timings = bench.measure(functions)
         _, _, stats = program.value_and_grad(name, point, stats=True)
+        if fused:
+            _, _, fused_stats = program.value_and_grad(name, point, strategy="fused", stats=True)
     print(json.dumps({
         **spec,
         "label": workload.label,
@@ -343,7 +366,9 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
         "runs": {label: t["runs"] for label, t in timings.items()},
         "created": stats.created,
         "bodies_run": stats.bodies_run,
+        **({"created_fused": fused_stats.created} if fused else {}),
         "rss_after_setup_mb": rss_setup,
+        "rss_first_grad_mb": rss_first_grad,
         "peak_rss_mb": _peak_rss_mb(),
     }))
 
@@ -372,12 +397,14 @@ def cheap_gradient(bench: Bench) -> list[dict[str, Any]]:
         t = r["times"]
         rows.append([r["workload"], str(r["ops"]), fmt_time(t["primal"]),
                      fmt_time(t["value+grad"]), fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_time(t[FUSED]), fmt_ratio(ratio(t[FUSED], t["primal"])),
                      fmt_per_op(t["primal"], r["ops"]), fmt_per_op(t["value+grad"], r["ops"]),
                      fmt_ratio(ratio(t["value+grad"], t.get("python")))])
-    print_table("1. Cheap gradient: wide function of n inputs (reverse mode, factored)",
-                ["workload", "ops", "primal", "value+grad", "grad/primal", "primal/op",
-                 "v+g/op", "v+g / python primal"], rows,
-                ["target: grad/primal <= 3, independent of n"])
+    print_table("1. Cheap gradient: wide function of n inputs (reverse mode)",
+                ["workload", "ops", "primal", "value+grad", "grad/primal", "v+g fused",
+                 "fused/primal", "primal/op", "v+g/op", "v+g / python primal"], rows,
+                ["target: grad/primal <= 3, independent of n",
+                 "value+grad: the default strategy (factored); fused: --strategy fused"])
     return records
 
 
@@ -465,22 +492,28 @@ def sharing(bench: Bench) -> dict[str, Any]:
         rows = []
         for d, r in zip(depths, records):
             if "error" in r:
-                rows.append([str(d)] + ["error: " + r["error"]] + [""] * 9)
+                rows.append([str(d)] + ["error: " + r["error"]] + [""] * 13)
                 continue
             t = r["times"]
             previous = by_depth.get(d // 2) if d % 2 == 0 else None
             growth = (ratio(t["value+grad"], previous["times"]["value+grad"])
                       if previous and "times" in previous else None)
             setup = r.get("setup", {})
+            fused_growth = (ratio(t.get(FUSED), previous["times"].get(FUSED))
+                            if previous and "times" in previous else None)
             rows.append([str(d), fmt_time(t["primal"]), fmt_time(t["value+grad"]),
                          fmt_ratio(ratio(t["value+grad"], t["primal"])),
                          fmt_ratio(growth) if growth else "",
-                         str(r["created"]), str(r["bodies_run"]),
+                         fmt_ratio(ratio(t.get(FUSED), t["primal"])),
+                         fmt_ratio(fused_growth) if fused_growth else "",
+                         str(r["created"]), str(r["bodies_run"]), str(r.get("created_fused", "")),
                          fmt_time(setup.get("load")), fmt_time(setup.get("first_call")),
-                         fmt_time(setup.get("first_grad")), f"{r['peak_rss_mb']:.0f} MB"])
+                         fmt_time(setup.get("first_grad")),
+                         fmt_time(setup.get("first_grad_fused")), f"{r['peak_rss_mb']:.0f} MB"])
         print_table(title, ["depth", "primal", "value+grad", "grad/primal", "t(d)/t(d/2)",
-                            "created", "bodies run", "load", "1st call", "1st grad",
-                            "peak RSS"], rows,
+                            "fused/primal", "fused t(d)/t(d/2)", "created", "bodies run",
+                            "created (fused)", "load", "1st call", "1st grad",
+                            "1st grad (fused)", "peak RSS"], rows,
                     ["target: t(2d)/t(d) <= 2.3; bodies run <= created",
                      "each depth in fresh processes (the middle of 3 up to depth 2000); "
                      "load = parse + type check; 1st call / "
@@ -514,27 +547,30 @@ def reference(bench: Bench) -> list[dict[str, Any]]:
         t = r["times"]
         rows.append([r["workload"], str(r["ops"]), fmt_time(t["primal"]),
                      fmt_time(t["value+grad"]), fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_ratio(ratio(t[FUSED], t["primal"])),
                      fmt_per_op(t["value+grad"], r["ops"])])
     print_table("4. Reference programs (programs/*.lam, LANGUAGE.md section 8)",
-                ["program", "ops", "primal", "value+grad", "grad/primal", "v+g/op"], rows,
+                ["program", "ops", "primal", "value+grad", "grad/primal", "fused/primal",
+                 "v+g/op"], rows,
                 ["times include the Python API's conversions of the point and result"])
     return records
 
 
 def mlp(bench: Bench) -> list[dict[str, Any]]:
-    sizes = (64,) if bench.quick else (64, 256)
+    sizes = (64, 256)
     records = [bench.run(workloads.mlp(n)) for n in sizes]
     rows = []
     for r in records:
         t = r["times"]
         rows.append([r["workload"], str(r["ops"]), fmt_time(t["primal"]),
                      fmt_time(t["value+grad"]), fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_ratio(ratio(t[FUSED], t["primal"])),
                      fmt_per_op(t["value+grad"], r["ops"]), str(r["created"]),
-                     str(r["bodies_run"])])
+                     str(r["bodies_run"]), str(r["created_fused"])])
     print_table(f"5. MLP loss ({workloads.MLP_INPUTS} inputs, {workloads.MLP_HIDDEN} tanh "
                 "units, 1 output) over a data set, map/fold/zip",
-                ["workload", "ops", "primal", "value+grad", "grad/primal", "v+g/op",
-                 "created", "bodies run"], rows)
+                ["workload", "ops", "primal", "value+grad", "grad/primal", "fused/primal",
+                 "v+g/op", "created", "bodies run", "created (fused)"], rows)
     return records
 
 
@@ -555,20 +591,23 @@ def scale(bench: Bench, sharing_records: dict[str, Any] | None) -> list[dict[str
     rows = []
     for r in records:
         if "error" in r:
-            rows.append([f"{r['workload']} {r['size']}", "error: " + r["error"]] + [""] * 8)
+            rows.append([f"{r['workload']} {r['size']}", "error: " + r["error"]] + [""] * 10)
             continue
         t, s = r["times"], r["setup"]
         rows.append([r["label"], fmt_time(s.get("load")), fmt_time(s.get("first_call")),
-                     fmt_time(s.get("first_grad")), fmt_time(t["primal"]),
-                     fmt_time(t["value+grad"]),
+                     fmt_time(s.get("first_grad")), fmt_time(s.get("first_grad_fused")),
+                     fmt_time(t["primal"]), fmt_time(t["value+grad"]),
                      fmt_ratio(ratio(t["value+grad"], t["primal"])),
+                     fmt_ratio(ratio(t.get(FUSED), t["primal"])) if not r.get("once") else "",
                      f"{r['rss_after_setup_mb']:.0f} MB", f"{r['peak_rss_mb']:.0f} MB",
                      "1" if r.get("once") else str(min(r["runs"].values()))])
     print_table("6. Scale (each in a fresh process)",
-                ["workload", "load", "1st call", "1st grad", "primal", "value+grad",
-                 "grad/primal", "peak RSS after setup", "peak RSS", "runs"], rows,
+                ["workload", "load", "1st call", "1st grad", "1st grad (fused)", "primal",
+                 "value+grad", "grad/primal", "fused/primal", "peak RSS after setup",
+                 "peak RSS", "runs"], rows,
                 ["peak RSS is the process's maximum resident set (VmHWM), Python and "
-                 "lambdad included; 'after setup' is the peak before the timed runs",
+                 "lambdad included; 'after setup' is the peak after loading and the first "
+                 "gradients (factored, then fused) and before the timed runs",
                  "a row with 1 run (wide n=10^6) is timed once, right after loading: its "
                  "primal and value+grad times include compiling"])
     return records
@@ -588,14 +627,16 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
     rows, records = [], []
     for kind, size, once in BEFORE_AFTER:
         spec = {"workload": kind, "size": size, **({"once": True} if once else {})}
-        before = bench.child(spec, checkout)
+        before = bench.child({**spec, "fused": False}, checkout)  # no such strategy before
         after = bench.child(spec)
         records.append({"spec": spec, "before": before, "after": after})
         if "error" in before or "error" in after:
             rows.append([f"{kind} {size}", "error: " + (before.get("error")
-                                                         or after.get("error"))] + [""] * 12)
+                                                         or after.get("error"))] + [""] * 14)
             continue
         cells = [after["label"] + (" (once)" if once else "")]
+        fused = after["times"].get(FUSED)
+        cells.append(fmt_ratio(ratio(fused, after["times"]["primal"])) if not once else "")
         for key in ("grad/primal", "value+grad", "load", "first_grad", "peak_rss_mb"):
             pair = []
             for r in (before, after):
@@ -603,7 +644,7 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
                 pair.append({"grad/primal": ratio(t["value+grad"], t["primal"]),
                              "value+grad": t["value+grad"], "load": s.get("load"),
                              "first_grad": s.get("first_grad"),
-                             "peak_rss_mb": r["peak_rss_mb"]}[key])
+                             "peak_rss_mb": r.get("rss_first_grad_mb", r["peak_rss_mb"])}[key])
             if key == "grad/primal":
                 cells += [fmt_ratio(pair[0]), fmt_ratio(pair[1])]
             elif key == "peak_rss_mb":
@@ -612,15 +653,22 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
                 cells += [fmt_time(pair[0]), fmt_time(pair[1])]
                 if key == "value+grad":
                     cells.append(fmt_ratio(ratio(pair[0], pair[1])))
+        cells.append(fmt_ratio(ratio(before["times"]["value+grad"], fused)) if not once else "")
+        cells.append(fmt_time(after["setup"].get("first_grad_fused")))
         rows.append(cells)
     print_table(f"8. Before and after: baseline {checkout} vs this lambdad (fresh processes, "
                 "alternating)",
-                ["workload", "grad/primal before", "after", "v+g before", "after", "speed-up",
-                 "load before", "after", "1st grad before", "after", "peak RSS before",
-                 "after"], rows,
-                ["speed-up: value+gradient time before / after; (once): timed once right "
-                 "after loading, so its value+gradient includes compiling (1st grad is "
-                 "not measured apart)"])
+                ["workload", "fused/primal after", "grad/primal before", "after",
+                 "v+g before", "after", "speed-up", "load before", "after",
+                 "1st grad before", "after", "peak RSS before", "after", "speed-up fused",
+                 "1st grad fused"], rows,
+                ["peak RSS: the process's peak after loading and its first (factored) "
+                 "gradient",
+                 "before: the baseline's default strategy (factored); after: the same "
+                 "strategy here, and the fused strategy (fused/primal, speed-up fused = "
+                 "baseline v+g / fused v+g)",
+                 "(once): timed once right after loading, so value+gradient includes "
+                 "compiling; its 1st grad is that run"])
     return records
 
 

@@ -31,11 +31,12 @@ from __future__ import annotations
 import attrs
 
 from .iterate import run
-from .primitives import ADD
+from .primitives import ADD, PRIMITIVES
 from .rules import NameSupply
 from .syntax import (
     Annot,
     App,
+    Const,
     If,
     Lam,
     Let,
@@ -43,6 +44,7 @@ from .syntax import (
     LinLam,
     Pair,
     Plus,
+    Prim,
     Term,
     Var,
     Zero,
@@ -323,10 +325,29 @@ def _normal_form(lam: LinLam) -> _Linear | None:
             lets.append(_Binding(t.first, t.second, t.value, t))
             work.append(t.body)
         elif isinstance(t, App) and isinstance(t.fn, Var):
-            sends.setdefault(t.fn.name, []).append(t.arg)
+            sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
         else:
             return None
     return _Linear(lam.param, lets, sends, lam.span)
+
+
+def _without_unit(t: Term) -> Term:
+    """``t`` without the unit operand of its operation, by the laws of the primitive table
+    (``1 * e`` is ``e``, exactly): ←D scales every send by a partial, often the constant 1,
+    and a fused body then binds the adjoint itself, which costs nothing."""
+    while isinstance(t, Prim) and len(t.args) == 2:
+        entry = PRIMITIVES.get(t.op)
+        laws = entry.laws if entry is not None else None
+        if laws is None:
+            break
+        x, y = t.args
+        if laws.left_unit is not None and isinstance(x, Const) and x.value == laws.left_unit:
+            t = y
+        elif laws.right_unit is not None and isinstance(y, Const) and y.value == laws.right_unit:
+            t = x
+        else:
+            break
+    return t
 
 
 def _sum(args: list[Term]) -> Term:
