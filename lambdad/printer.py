@@ -131,8 +131,7 @@ def _type_size(t: Type) -> int:
     stack: list[tuple[Type, bool]] = [(t, False)]
     while stack:
         current, expanded = stack.pop()
-        kids = [getattr(current, f) for f in ("first", "second", "arg", "result", "item", "ring")
-                if isinstance(getattr(current, f, None), Type)]
+        kids = children(current)
         if expanded:
             sizes[id(current)] = 1 + sum(sizes[id(kid)] for kid in kids)
         elif id(current) not in sizes:
