@@ -83,5 +83,9 @@ class PersistentMap(Mapping[str, Value]):
     def __len__(self) -> int:
         return len(self._all())
 
+    def __bool__(self) -> bool:
+        # Without it, truth-testing (``values or {}``) would merge every layer (__len__).
+        return any(self._layers)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._all()!r})"

@@ -374,7 +374,7 @@ class Program:
         # make this program's module, which would fold ``added`` into it.
         base, added = self._module, self._added if self._added is not None else ()
         decls_map = _persistent(self.decls)
-        values = _persistent(self._values or {})
+        values = _persistent(self._values if self._values is not None else {})
         typing = self.typing
         schemes, types = _persistent(typing.schemes), _persistent(typing.types)
         env = typing.env
