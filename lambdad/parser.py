@@ -514,17 +514,31 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Posi
     return "syntax error", (error.line, error.column, error.line, error.column + 1)
 
 
-def _concrete(text: str, file: str, start: str) -> Any:
-    """The concrete tree of ``text`` from the grammar rule ``start``; raises ParseError."""
+def _placed(pos: Position, origin: tuple[int, int]) -> Position:
+    """``pos`` (in a text of its own) moved to where that text starts in its file, at line
+    and column ``origin``: the REPL parses each entry alone, not padded to its place, so that
+    an entry costs its own length however long the session."""
+    first_line, first_col = origin
+    if origin == (1, 1):
+        return pos
+    line, col, end_line, end_col = pos
+    return (line + first_line - 1, col + first_col - 1 if line == 1 else col,
+            end_line + first_line - 1, end_col + first_col - 1 if end_line == 1 else end_col)
+
+
+def _concrete(text: str, file: str, start: str, origin: tuple[int, int] = (1, 1)) -> Any:
+    """The concrete tree of ``text`` from the grammar rule ``start``; raises ParseError
+    located in ``file`` where ``text`` starts at ``origin``."""
     try:
         return _parser().parse(text, start=start)
     except _Located as error:
-        raise ParseError(error.message, Span(file, *error.pos)) from None
+        raise ParseError(error.message, Span(file, *_placed(error.pos, origin))) from None
     except UnexpectedInput as error:
         message, pos = _from_lark(error, text, start)
-        raise ParseError(message, Span(file, *pos)) from None
+        raise ParseError(message, Span(file, *_placed(pos, origin))) from None
     except LarkError as error:  # pragma: no cover - lark's other failures are grammar bugs
-        raise ParseError(f"syntax error ({error})", Span(file, *_end_position(text))) from None
+        raise ParseError(f"syntax error ({error})",
+                         Span(file, *_placed(_end_position(text), origin))) from None
 
 
 # --------------------------------------------------------------------------- stage 2
@@ -633,8 +647,11 @@ class _Desugarer:
     One arm per grammar alias; every arm is a generator driven by :func:`run`.
     """
 
-    def __init__(self, file: str, names: _FreshNames, scope: _Scope):
+    def __init__(self, file: str, names: _FreshNames, scope: _Scope,
+                 origin: tuple[int, int] = (1, 1)):
         self.file = file
+        # Where the text starts in its file (line, column): see _placed.
+        self.origin = origin
         self.names = names
         self.scope = scope
         # The names being defined around the current term (`def f`, `let g x = ...`): a
@@ -649,7 +666,7 @@ class _Desugarer:
         self.declared: dict[str, Primitive] = {}
 
     def span(self, pos: Position) -> Span:
-        return Span(self.file, *pos)
+        return Span(self.file, *_placed(pos, self.origin))
 
     def error(self, message: str, pos: Position) -> ParseError:
         return ParseError(message, self.span(pos))
@@ -1042,12 +1059,13 @@ def _identifiers(text: str) -> set[str]:
 
 
 def _desugarer(text: str, file: str, bound: Iterable[str],
-               declared: Iterable[Primitive] = ()) -> _Desugarer:
+               declared: Iterable[Primitive] = (),
+               origin: tuple[int, int] = (1, 1)) -> _Desugarer:
     if not isinstance(bound, (Set, Mapping)):
         bound = set(bound)
     # ``bound`` is read, never copied: a REPL session's thousands of names cost nothing
     # per entry.
-    desugarer = _Desugarer(file, _FreshNames(_identifiers(text), bound), _Scope(bound))
+    desugarer = _Desugarer(file, _FreshNames(_identifiers(text), bound), _Scope(bound), origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
     return desugarer
 
@@ -1105,14 +1123,16 @@ def parse_type(text: str, file: str = "<type>") -> Type:
 
 
 def parse_entry(text: str, file: str = "<repl>", bound: Iterable[str] = (),
-                declared: Iterable[Primitive] = ()) -> Decl | Term:
-    """One REPL input: ``def f ... = e`` or ``x = e`` (a Decl), or an expression (a Term).
+                declared: Iterable[Primitive] = (),
+                origin: tuple[int, int] = (1, 1)) -> Decl | Term:
+    """One REPL input: ``def f ... = e`` or ``x = e`` (a Decl), or an expression (a Term),
+    whose spans are in ``file`` where ``text`` starts at line and column ``origin``.
 
     The ``bound`` names are variables; redefining one is allowed; the names of the
     ``declared`` primitives mean them.  Raises ParseError.
     """
-    tree = _concrete(text, file, "repl_entry")
-    desugarer = _desugarer(text, file, bound, declared)
+    tree = _concrete(text, file, "repl_entry", origin)
+    desugarer = _desugarer(text, file, bound, declared, origin)
     desugarer.closed = True
     if tree.kind == "decl":
         desugarer.check_definable(tree.parts[0])

@@ -113,11 +113,6 @@ class Session:
             self._joined = len(self.lines)
         return self._sources
 
-    def positioned(self, text: str, line: int, column: int = 1) -> str:
-        """``text`` padded so that it starts at ``line``:``column`` of ``<repl>``: parsing it
-        gives spans into the lines the user typed."""
-        return "\n" * (line - 1) + " " * (column - 1) + text
-
     # ------------------------------------------------------------ the program
 
     def completions(self) -> list[str]:
@@ -157,8 +152,8 @@ class Session:
         if stripped.startswith(":"):
             return self.command(text, line)
         try:
-            entry = parse_entry(self.positioned(text, line), REPL_FILE, bound=self.bound(),
-                                declared=self.program.declared_primitives())
+            entry = parse_entry(text, REPL_FILE, bound=self.bound(),
+                                declared=self.program.declared_primitives(), origin=(line, 1))
         except ParseError as error:
             binding = _LET_WITHOUT_IN.match(text)
             if binding and not re.search(r"\bin\b", text):
@@ -190,9 +185,9 @@ class Session:
     def parse_expression(self, argument: Argument) -> Term:
         """The term written as ``argument``; raises ParseError, or UsageError if it is a
         declaration."""
-        text = self.positioned(argument.text, argument.line, argument.column)
-        entry = parse_entry(text, REPL_FILE, bound=self.bound(),
-                            declared=self.program.declared_primitives())
+        entry = parse_entry(argument.text, REPL_FILE, bound=self.bound(),
+                            declared=self.program.declared_primitives(),
+                            origin=(argument.line, argument.column))
         if isinstance(entry, Decl):
             raise UsageError("expected an expression, not a definition")
         return entry
