@@ -336,7 +336,7 @@ class Session:
         return self.load(self.file)
 
     def cmd_strategy(self, argument: Argument) -> str:
-        """``:strategy factored|naive`` (without argument: the current one)."""
+        """``:strategy factored|naive|fused`` (without argument: the current one)."""
         if argument.text:
             strategy_named(argument.text)
             self.strategy = argument.text
@@ -395,7 +395,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(("load", "l"), ":load FILE, :l FILE",
             "load FILE's definitions (replacing the session's)", Session.cmd_load),
     Command(("reload", "r"), ":reload, :r", "load the last file again", Session.cmd_reload),
-    Command(("strategy",), ":strategy factored|naive",
+    Command(("strategy",), ":strategy factored|naive|fused",
             "how backpropagators are evaluated", Session.cmd_strategy),
     Command(("env",), ":env", "the names defined so far with their types", Session.cmd_env),
     Command(("help", "h", "?"), ":help", "this list", Session.cmd_help),
