@@ -589,30 +589,27 @@ def _tangent_of(t: Type, term: Term, span: Span | None) -> Term:
                                         span=span), span=span)
 
 
-def _has_function(t: Type | None) -> bool:
+def _holds(t: Type | None, kind: type) -> bool:
+    """Whether a value of type ``t`` holds a ``kind`` (RealT, FunT) in its pairs and lists;
+    a function's own argument and result types are not looked into."""
     stack = [t]
     while stack:
         current = stack.pop()
-        if isinstance(current, FunT):
+        if isinstance(current, kind):
             return True
         if isinstance(current, PairT):
             stack.extend((current.first, current.second))
         elif isinstance(current, ListT):
             stack.append(current.item)
     return False
+
+
+def _has_function(t: Type | None) -> bool:
+    return _holds(t, FunT)
 
 
 def _has_real(t: Type) -> bool:
-    stack = [t]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, RealT):
-            return True
-        if isinstance(current, PairT):
-            stack.extend((current.first, current.second))
-        elif isinstance(current, ListT):
-            stack.append(current.item)
-    return False
+    return _holds(t, RealT)
 
 
 def _require_point(t: Type, term: Term, verb: str) -> None:
