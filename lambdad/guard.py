@@ -11,7 +11,6 @@ real result that is not finite stops the run at the operation (:func:`not_finite
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import threading
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ import attrs
 from .errors import DerivativeSpan, EvalError, LambdadError, Span
 from .primitives import PRIMITIVES, DomainError, Primitive
 from .syntax import Prim
-from .values import format_value
+from .values import format_value, function_parts
 
 try:  # POSIX only; without it the default stack budget is assumed
     import resource
@@ -117,9 +116,9 @@ def checked_ad_result(site: PrimSite, result: Any) -> Any:
                                 site.span)
         elif isinstance(value, (tuple, list)):
             stack.extend(value)
+    # A pull-back made by the runtime (not a closure of a λ-term or a built-in) has no span.
     if (type(result) is tuple and len(result) == 2 and callable(result[1])
-            and type(result[1]) is not functools.partial
-            and not hasattr(result[1], "__lambdad_lam__")):
+            and function_parts(result[1]) is None):
         pullback = result[1]
 
         def located(cotangent: Any) -> Any:
