@@ -392,6 +392,7 @@ def _peak_rss_mb() -> float:
 
 def cheap_gradient(bench: Bench) -> list[dict[str, Any]]:
     records = [bench.run(workloads.wide(n)) for n in (10, 100, 1000)]
+    records += [bench.run(workloads.fold_chain(d)) for d in (10, 100, 1000)]
     rows = []
     for r in records:
         t = r["times"]
@@ -400,10 +401,11 @@ def cheap_gradient(bench: Bench) -> list[dict[str, Any]]:
                      fmt_time(t[FUSED]), fmt_ratio(ratio(t[FUSED], t["primal"])),
                      fmt_per_op(t["primal"], r["ops"]), fmt_per_op(t["value+grad"], r["ops"]),
                      fmt_ratio(ratio(t["value+grad"], t.get("python")))])
-    print_table("1. Cheap gradient: wide function of n inputs (reverse mode)",
+    print_table("1. Cheap gradient: the wide function of n inputs and the fold chain of d "
+                "steps (reverse mode)",
                 ["workload", "ops", "primal", "value+grad", "grad/primal", "v+g fused",
                  "fused/primal", "primal/op", "v+g/op", "v+g / python primal"], rows,
-                ["target: grad/primal <= 3, independent of n",
+                ["target: grad/primal <= 3, independent of n and d",
                  "value+grad: the default strategy (factored); fused: --strategy fused"])
     return records
 

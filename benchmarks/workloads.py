@@ -113,6 +113,20 @@ def chain(depth: int) -> Workload:
                     lambda x, M: chain_python(x, M, depth))
 
 
+def fold_chain_source(depth: int) -> str:
+    """The sharing chain's step ``x * x * 0.5 + sin x`` iterated by a ``fold`` of ``depth``
+    steps: the same computation as :func:`chain_source`, as a loop instead of straight-line
+    code."""
+    return (f"-- The fold chain, depth {depth}: the sharing chain's step, iterated by fold.\n"
+            "def fchain (x0 : R) : R =\n"
+            f"  fold (\\x k -> x * x * 0.5 + sin x) x0 (range {depth})\n")
+
+
+def fold_chain(depth: int) -> Workload:
+    return Workload(f"fold chain d={depth}", fold_chain_source(depth), "fchain", CHAIN_START,
+                    lambda x, M: chain_python(x, M, depth))
+
+
 def doubling_source(depth: int) -> str:
     """``x_{k+1} = x_k + x_k``, ``depth`` let-bound steps: the naive strategy runs
     ``2^(depth+1) - 1`` bodies."""
