@@ -41,7 +41,7 @@ import attrs
 from .errors import DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
-from .primitives import PRIMITIVES, TWO_ARGUMENTS, Primitive
+from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
 from .syntax import (
     Annot,
     App,
@@ -80,6 +80,11 @@ _MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
 # Interpreter.generic_apply, which accepts the tagged reals of every level.
 GENERIC_KINDS = frozenset(("real", "test", "constant"))
 
+# Operations whose result is not finite when an operand is not (IEEE: inf * 0 and inf - inf
+# are nan): inside a linear body their checks are deferred to where the value is used
+# otherwise (a staging, mostly), since a non-finite operand would reach it anyway.
+_PROPAGATING = frozenset(p.name for p in (ADD, SUB, MUL, NEG))
+
 # The only Python built-ins generated code can reach (for `inline` templates of the
 # primitive table): pure functions, nothing that touches the host.
 _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
@@ -111,7 +116,8 @@ class _Function:
     ``captures`` maps captured source names to the parameters receiving them, in order.
     """
 
-    __slots__ = ("parent", "scope", "captures", "lines", "indent", "if_depth", "blocks")
+    __slots__ = ("parent", "scope", "captures", "lines", "indent", "if_depth", "blocks",
+                 "deferred")
 
     def __init__(self, parent: "_Function | None"):
         self.parent = parent
@@ -124,6 +130,9 @@ class _Function:
         self.if_depth = 0
         # Ids of the blocks (if/else branches) enclosing the statement being generated.
         self.blocks: tuple[int, ...] = ()
+        # In a linear body: the atoms of real results whose finiteness check is deferred to
+        # their uses (see _CodeGenerator.deferred_checks), with their sites; else None.
+        self.deferred: dict[str, PrimSite] | None = None
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
              pure: tuple[str, ...] = ()) -> None:
@@ -204,6 +213,8 @@ class _CodeGenerator:
             "_ev": calls.prim_event,
             "_gp": calls.generic_apply,
             "_nonfinite": not_finite,
+            # Linear bodies whose finiteness checks are deferred (see deferred_checks).
+            "__lambdad_deferred__": set(),
         }
         self.evaluators: dict[str, str] = {}
         self.free_spans: dict[str, Span | None] = {}
@@ -436,7 +447,10 @@ class _CodeGenerator:
             fn.emit(f"{t} = {evaluator}({args})", atoms, site)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
-        if primitive.kind == "real" and not (self.generic and primitive.kind in GENERIC_KINDS):
+        if (primitive.kind == "real" and fn.deferred is not None and not self.generic
+                and primitive.name in _PROPAGATING):
+            fn.deferred[t] = site  # checked where it is used (deferred_checks)
+        elif primitive.kind == "real" and not (self.generic and primitive.kind in GENERIC_KINDS):
             # A real result is finite or the run stops here, naming the operation: for a
             # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).  (Tagged
             # reals of nested differentiation are left to the generic path.)
@@ -603,13 +617,18 @@ class _CodeGenerator:
             return t
         child = _Function(fn)
         param = self.fresh("v")
+        name = self.fresh("_f")
         self.bind(child, term.param, param)
         if _stageable(term.body):
+            if not self.instrumented:
+                child.deferred = {}
             yield self.staged(term.body, child)
+            if child.deferred:
+                self.deferred_checks(child)
+                self.namespace["__lambdad_deferred__"].add(name)
         else:
             body = yield self.gen(term.body, child)
             child.emit(f"return {body}", (body,))
-        name = self.fresh("_f")
         captured = list(child.captures.items())
         names = [inner for _, inner in captured]
         if names:
@@ -625,6 +644,26 @@ class _CodeGenerator:
         # and no slower to run than the same statements inline.
         fn.emit(f"{t} = _newbp({name}, {closed}, {span})", values)
         return t
+
+    @staticmethod
+    def deferred_checks(fn: _Function) -> None:
+        """Puts the finiteness checks deferred in the linear body ``fn`` where their atoms
+        are used other than by a propagating operation (before a staging, mostly): a chain
+        of adjoint arithmetic is checked once, where it leaves the body.  Which operation
+        failed is found when the error is reported, by running the body again with every
+        check in place (:func:`lambdad.guard.locate`)."""
+        deferred = fn.deferred
+        lines = []
+        for line in fn.lines:
+            site = line[2]
+            if site is None or site.primitive.name not in _PROPAGATING:
+                for atom in line[4]:
+                    found = deferred.get(atom)
+                    if found is not None:
+                        lines.append((line[0], f"if {atom} - {atom}: _nonfinite({atom})",
+                                      found, (), (atom,)))
+            lines.append(line)
+        fn.lines = lines
 
     def staged(self, term: Term, fn: _Function):
         """The cotangent ``term`` (of type ``d``, :func:`_stageable`) of a linear body as

@@ -31,7 +31,7 @@ from __future__ import annotations
 import attrs
 
 from .iterate import run
-from .primitives import ADD, PRIMITIVES
+from .primitives import ADD, NEG, PRIMITIVES, SUB
 from .rules import NameSupply
 from .syntax import (
     Annot,
@@ -351,11 +351,52 @@ def _without_unit(t: Term) -> Term:
 
 
 def _sum(args: list[Term]) -> Term:
-    """``u1 + ... + uk`` (left to right, as the backward phase adds them)."""
-    total = args[0]
-    for arg in args[1:]:
+    """``u1 + ... + uk``, left to right as the backward phase adds them, except that the
+    negated terms (``-1 * e``, which ←D sends for the right operand of ``-``) come last, as
+    subtractions: ``u + -1 * e`` is ``u - e`` exactly, one operation fewer."""
+    positive: list[Term] = []
+    negated: list[Term] = []
+    for arg in args:
+        inner = _negated(arg)
+        if inner is None:
+            positive.append(arg)
+        else:
+            negated.append(inner)
+    if not positive:
+        positive, negated = [args[0]], negated[1:]
+    total = positive[0]
+    for arg in positive[1:]:
         total = ADD.applied(total, arg)
+    for arg in negated:
+        total = SUB.applied(total, arg)
     return total
+
+
+def _negated(t: Term) -> Term | None:
+    """``e`` when ``t`` is ``n * e`` or ``e * n`` for the negating constant ``n`` of the
+    primitive table's laws (``-1 * e``; ``-1`` may be the literal or ``-`` applied to
+    ``1``, as the table's partials parse), else None."""
+    if not (isinstance(t, Prim) and len(t.args) == 2):
+        return None
+    entry = PRIMITIVES.get(t.op)
+    laws = entry.laws if entry is not None else None
+    if laws is None or laws.negating is None:
+        return None
+    x, y = t.args
+    if _constant(x) == laws.negating:
+        return y
+    if _constant(y) == laws.negating:
+        return x
+    return None
+
+
+def _constant(t: Term) -> float | None:
+    """The value of a literal, or of ``-`` applied to one."""
+    if isinstance(t, Const):
+        return t.value
+    if isinstance(t, Prim) and t.op == NEG.name and isinstance(t.args[0], Const):
+        return -t.args[0].value
+    return None
 
 
 def _linear_term(normal: _Linear) -> LinLam:

@@ -11,6 +11,7 @@ real result that is not finite stops the run at the operation (:func:`not_finite
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 from collections.abc import Sequence
@@ -166,6 +167,10 @@ def locate(exc: BaseException) -> EvalError:
         message = str(exc) if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
         return EvalError(message)
     site, frame = found
+    if frame.f_code.co_name in frame.f_globals.get("__lambdad_deferred__", ()):
+        again = _run_checked(frame)
+        if again is not None:
+            return again
     if isinstance(site.span, DerivativeSpan) and isinstance(exc, (DomainError, _NotFinite)):
         what = "undefined" if isinstance(exc, DomainError) else "not finite"
         at = _source_operation(site, frame)
@@ -180,6 +185,45 @@ def locate(exc: BaseException) -> EvalError:
     if isinstance(exc, _NotFinite):
         return EvalError(_not_finite_message(site, args, exc.result), site.span)
     return EvalError(describe(site.primitive, args, exc), site.span)
+
+
+# A statement of generated code assigning a primitive's result to a temporary.
+_ASSIGNMENT = re.compile(r"( *)(t[0-9]+) = ")
+
+
+def _run_checked(frame: Any) -> EvalError | None:
+    """The error of the linear body running in ``frame`` (one whose finiteness checks were
+    deferred to its stagings, see ``lambdad.codegen``) found by running it again, with the
+    same arguments, compiled with a check after every real operation: the first operation
+    whose result is not finite, or that fails, is the one reported.  None if it passes."""
+    code = frame.f_code
+    namespace = frame.f_globals
+    table = namespace["__lambdad_lines__"]
+    lines = namespace["__lambdad_source__"].split("\n")
+    checked = [lines[code.co_firstlineno - 1]]
+    checked_table: dict[int, PrimSite] = {}
+    number = code.co_firstlineno + 1  # the body: the indented lines after the `def`
+    while number <= len(lines) and lines[number - 1].startswith(" "):
+        text = lines[number - 1]
+        checked.append(text)
+        site = table.get(number)
+        if site is not None:
+            checked_table[len(checked)] = site
+            assignment = _ASSIGNMENT.match(text)
+            if assignment is not None and site.primitive.kind == "real":
+                indent, atom = assignment.groups()
+                checked.append(f"{indent}if {atom} - {atom}: _nonfinite({atom})")
+                checked_table[len(checked)] = site
+        number += 1
+    scope = {**namespace, "__lambdad_lines__": checked_table, "__lambdad_deferred__": ()}
+    exec(compile("\n".join(checked) + "\n", code.co_filename, "exec"), scope)
+    arguments = [frame.f_locals[name] for name in code.co_varnames[:code.co_argcount]]
+    try:
+        # (captured, cotangent, stage): what it stages is dropped, only its failure counts
+        scope[code.co_name](*arguments[:-1], lambda g, b: None)
+    except RUNTIME_ERRORS as exc:
+        return locate(exc)
+    return None
 
 
 def _values(atoms: Sequence[str], frame: Any) -> list[Any]:

@@ -82,3 +82,32 @@ def test_the_command_line_runs_and_counts_the_fused_strategy(tmp_path, capsys):
                      "--stats"]) == 0
     out = capsys.readouterr().out
     assert "backpropagators created: 1" in out and "bodies run: 1" in out
+
+
+def test_a_difference_is_sent_as_a_subtraction_not_a_product_by_minus_one():
+    term = fuse(backward_term(parse_expr("\\x y -> let z = x * y in z * z - y", "<test>")))
+    text = print_term(term)
+    assert "-1 *" not in text and " - " in text
+    program = lambdad.loads("def f (x : R) (y : R) : R = let z = x * y in z * z - y")
+    assert program.value_and_grad("f", (1.5, 2.0), strategy="fused") == \
+        program.value_and_grad("f", (1.5, 2.0), strategy="factored")
+
+
+OVERFLOWING_ADJOINT = """
+def f (x : R) : R =
+  let y = x * 1e300 in
+  let z = y * 1e300 in
+  z - sin z * 0 + x * x
+"""
+
+
+@pytest.mark.parametrize("strategy", ["factored", "fused", "naive"])
+def test_an_adjoint_that_overflows_is_located_at_its_operation(strategy):
+    # Backpropagator bodies check finiteness where a value leaves them; the operation that
+    # overflowed is found by running the body again with every check in place.
+    program = lambdad.loads(OVERFLOWING_ADJOINT, "ovf.lam")
+    with pytest.raises(lambdad.EvalError) as caught:
+        program.value_and_grad("f", 1e-300, strategy=strategy)
+    error = caught.value
+    assert "`1e+300 * 1e+300` is inf: an overflow" in str(error)
+    assert (error.span.line, error.span.col) == (3, 11)  # `y * 1e300`, whose derivative it is
