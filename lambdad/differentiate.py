@@ -30,11 +30,14 @@ from typing import Any
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .errors import DifferentiationError
+from .errors import DifferentiationError, TypeCheckError
 from .interpreter import Interpreter
-from . import rules
+from . import nesting, rules
+from .parser import parse_expr
+from .primitives import PRIMITIVES
 from .rules import NestedDifferentiationError
-from .syntax import Builtin, Lam, Term
+from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term, Type, Var,
+                     VarT, free_vars, walk)
 from .fuse import fuse
 from .tape import Backprop, Call, LevelStats, Stats, Tape, add_cotangents, strategy_named
 from .values import (
@@ -42,6 +45,7 @@ from .values import (
     REVERSE_LEVEL,
     SCALAR_TYPES,
     Dual,
+    FunctionParts,
     Level,
     Reverse,
     all_reals,
@@ -110,6 +114,53 @@ def count_reals(value: Any) -> int:
     return count
 
 
+def is_plain_real(v: Any) -> bool:
+    """A real that is a Python float (not a tagged real of a nesting level)."""
+    return type(v) is float
+
+
+def _zero_tangent(r: float) -> tuple[float, float]:
+    return (r, 0.0)
+
+
+def value_type(value: Any) -> Type | None:
+    """The type of the runtime value ``value`` when its values tell it: reals, booleans,
+    pairs and non-empty lists (typed by their first item) of those; None otherwise (a
+    function, an empty list, a tagged real).  Iterative: deep pairs do not recurse."""
+    # post-order over (value, done): each finished value pushes its type on ``built``
+    work: list[tuple[Any, bool]] = [(value, False)]
+    built: list[Type | None] = []
+    while work:
+        v, done = work.pop()
+        kind = type(v)
+        if kind is float:
+            built.append(RealT())
+        elif kind is bool:
+            built.append(BoolT())
+        elif kind is tuple and len(v) == 2:
+            if done:
+                second, first = built.pop(), built.pop()
+                built.append(None if first is None or second is None else PairT(first, second))
+            else:
+                work.extend(((v, True), (v[1], False), (v[0], False)))
+        elif kind is list and v:
+            if done:
+                item = built.pop()
+                built.append(None if item is None else ListT(item))
+            else:
+                work.extend(((v, True), (v[0], False)))
+        else:
+            built.append(None)
+    return built[0]
+
+
+def _argument_type(t: Type) -> Type | None:
+    """The argument type of the function type ``t`` when it has no type variable."""
+    if isinstance(t, FunT) and not any(isinstance(inner, VarT) for inner in walk(t.arg)):
+        return t.arg
+    return None
+
+
 def _is_flat_reals(value: Any) -> bool:
     """Whether ``value`` is a list of reals (the common point, seeded and read by a loop)."""
     return type(value) is list and all_reals(value)
@@ -126,6 +177,10 @@ class Differentiator:
     evaluated (and, for ``fused``, which form of ←D is run);
     ``last_stats`` is the cost of the most recent reverse-mode run, per nesting level.
     """
+
+    # Whether forward mode over a function that differentiates transforms its written-out
+    # program (AD.md section 9) rather than running it on a level of tagged reals.
+    writes_out_programs = True
 
     def __init__(self, interpreter: Interpreter, strategy: str = "factored"):
         self.interpreter = interpreter
@@ -201,61 +256,146 @@ class Differentiator:
         fused ←D for a strategy that fuses, ←D as the paper writes it otherwise."""
         return _FUSED if strategy_named(strategy or self.strategy).fuses else REVERSE
 
-    def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], mode: str) -> Callable[..., Any]:
-        key = (mode, id(lam), names, self.interpreter.generic)
+    def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...],
+                         captured: dict[str, Any], point: Any,
+                         param_type: Type | None = None) -> tuple[Callable[..., Any], tuple]:
+        """The image of ``lam`` under ``modes`` (innermost first) compiled as a function of
+        the values of its free names, and those names: each ``(name, None)`` for a
+        captured value, ``(name, (captured name, inner modes, type))`` for the image of a
+        captured function under further modes.  A λ that differentiates is written out as
+        a target program first (:func:`lambdad.nesting.expand_closure`), for the types of
+        the captured values and of ``point`` (the argument it is differentiated at, or
+        ``None``).  Raises _NeedsLevel when it has no target program."""
+        key = (modes, id(lam), names, self.interpreter.generic)
         entry = self._compiled.get(key)
         if entry is None:
             try:
-                transformed = self._transformer(mode)(lam)
+                transformed = lam
+                for mode in modes:
+                    transformed = self._transformer(mode)(transformed)
             except NestedDifferentiationError:
                 entry = (lam, None)
             else:
-                entry = (lam, self.interpreter.compile_open(transformed, names))
+                entry = (lam, (self.interpreter.compile_open(transformed, names),
+                               tuple((name, None) for name in names)))
             self._compiled[key] = entry
-        if entry[1] is None:
+        if entry[1] is not None:
+            return entry[1]
+        if modes[-1] != FORWARD or not self.writes_out_programs:
+            # reverse mode over a function that differentiates runs on a level: its --stats
+            # count each level's backward phase apart, which one tape cannot
             raise _NeedsLevel
-        return entry[1]
+        types = tuple((name, value_type(captured[name])) for name in names)
+        point_type = param_type if point is None else value_type(point)
+        nested_key = (modes, id(lam), types, point_type, self.interpreter.generic)
+        found = self._compiled.get(nested_key)
+        if found is None:
+            found = (lam, self._compiled_program(lam, types, point_type, modes))
+            self._compiled[nested_key] = found
+        if found[1] is None:
+            raise _NeedsLevel
+        return found[1]
 
-    def transform_value(self, value: Any, mode: str, tape: Tape | None) -> Any:
-        """``value`` embedded into the →D / ←D world as a constant: reals get a zero
-        tangent / a zero backpropagator, functions are transformed."""
+    def _compiled_program(self, lam: Lam, types: tuple, point_type: Type | None,
+                          modes: tuple[str, ...]) -> tuple[Callable[..., Any], tuple] | None:
+        """:meth:`_compiled_lambda` of a λ that differentiates; None without a program."""
+        try:
+            program = nesting.expand_closure(lam, types, point_type)
+            # a term already written out is transformed as ←D is written (fusion takes
+            # first-order terms)
+            transformed = program.term
+            for mode in modes:
+                transformed = self._transformer(REVERSE if mode == _FUSED else mode)(
+                    transformed)
+        except (DifferentiationError, TypeCheckError):
+            return None
+        # a captured function used only under transformations is not needed itself
+        used = free_vars(program.term)
+        names = [(name, None) for name, _ in types if name in used]
+        names += [(name, image) for name, image in sorted(program.images.items())]
+        return (self.interpreter.compile_open(transformed, [name for name, _ in names]),
+                tuple(names))
 
-        def constant(r: Any):
-            if mode == FORWARD:
-                return (r, 0.0)
-            return (r, tape.constant())
+    def _embedded(self, value: Any, modes: tuple[str, ...], tape: Tape | None) -> Any:
+        """``value`` embedded into the world of ``modes`` (innermost first) as a constant:
+        at each level its reals get a zero tangent / a zero backpropagator (a constant
+        backpropagator sends zero in any ring); functions are transformed."""
 
         def leaf(v: Any) -> bool:
             return type(v) in SCALAR_TYPES or callable(v)
+
+        def constant(r: Any) -> Any:
+            for mode in modes:
+                if mode == FORWARD:
+                    r = map_value(r, is_real, _zero_tangent)
+                else:
+                    zero = (tape or self.interpreter.tape).constant()
+                    r = map_value(r, is_real, lambda x: (x, zero))
+            return r
 
         def embed(v: Any) -> Any:
             if type(v) in SCALAR_TYPES:
                 return constant(v)
             if isinstance(v, Backprop):
                 raise _NeedsLevel
-            return self.transform_function(v, mode, tape)
+            return self.transform_function(v, modes, tape)
 
         return map_value(value, leaf, embed)
 
-    def transform_function(self, f: Any, mode: str, tape: Tape | None) -> Any:
-        """The →D / ←D image of the function value ``f`` (AD.md section 6).  Raises
-        _NeedsLevel when ``f`` differentiates or was made by the runtime."""
+    def transform_value(self, value: Any, mode: str, tape: Tape | None) -> Any:
+        """``value`` embedded into the →D / ←D world as a constant: reals get a zero
+        tangent / a zero backpropagator, functions are transformed."""
+        return self._embedded(value, (mode,), tape)
+
+    def transform_function(self, f: Any, modes: str | tuple[str, ...], tape: Tape | None,
+                           point: Any = None, param_type: Type | None = None) -> Any:
+        """The image of the function value ``f`` under ``modes`` (one mode, or several,
+        innermost first) (AD.md section 6; section 9 for a function that differentiates,
+        ``point`` being where it is differentiated when known, else ``param_type`` the
+        type of its argument when known).  Raises _NeedsLevel when
+        ``f`` has no target program (a function made by the runtime)."""
+        if isinstance(modes, str):
+            modes = (modes,)
         parts = self.interpreter.function_parts(f)
         if parts is None:
             raise _NeedsLevel
+        if parts.lam is None and PRIMITIVES[parts.builtin].kind == "ad":
+            # `grad g`, `jvp g x`: the closure of the primitive's λ over its arguments
+            lam = self._primitive_lambda(parts.builtin, len(parts.args))
+            captured = dict(zip(PRIMITIVES[parts.builtin].params, parts.args))
+            parts = FunctionParts(lam=lam, captured=captured)
         if parts.lam is not None:
             names = tuple(parts.captured)
-            make = self._compiled_lambda(parts.lam, names, mode)
-            env = [self.transform_value(parts.captured[name], mode, tape) for name in names]
+            make, free = self._compiled_lambda(parts.lam, names, modes, parts.captured,
+                                               point, param_type)
+            env = [self._embedded(parts.captured[name], modes, tape) if image is None
+                   else self.transform_function(parts.captured[image[0]], image[1] + modes,
+                                                tape, param_type=_argument_type(image[2]))
+                   for name, image in free]
             return make(*env)
         try:
-            transformed = self._transformer(mode)(Builtin(parts.builtin))
+            transformed = Builtin(parts.builtin)
+            for mode in modes:
+                transformed = self._transformer(mode)(transformed)
         except NestedDifferentiationError:
             raise _NeedsLevel from None
         g = self.interpreter.evaluate(transformed, {})
         for arg in parts.args:
-            g = self.interpreter.apply(g, self.transform_value(arg, mode, tape))
+            g = self.interpreter.apply(g, self._embedded(arg, modes, tape))
         return g
+
+    def _primitive_lambda(self, name: str, given: int) -> Lam:
+        """``\\p_{k+1} -> ... -> name p_1 ... p_n`` over the primitive's parameters (its
+        first ``given`` ones free), made once per primitive and count."""
+        key = ("primitive", name, given)
+        found = self._compiled.get(key)
+        if found is None:
+            params = PRIMITIVES[name].params
+            body: Term = Prim(name, tuple(Var(p) for p in params))
+            for param in reversed(params[given:]):
+                body = Lam(param, body)
+            found = self._compiled[key] = (body, None)
+        return found[0]
 
     # ---- reverse mode
     def grad(self, f: Any, x: Any, strategy: str | None = None) -> tuple[Any, Any]:
@@ -277,7 +417,7 @@ class Differentiator:
         tape = Tape()
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
-            g = self.transform_function(f, self._reverse(strategy), tape)
+            g = self.transform_function(f, self._reverse(strategy), tape, x)
             out = self.interpreter.apply(g, seeded)
         if not is_reverse_real(out):
             raise DifferentiationError("grad needs a function whose result is a real")
@@ -300,7 +440,7 @@ class Differentiator:
         tape = Tape()
         with self.interpreter.using_tape(tape):
             seeded = self._seed(x, tape)
-            g = self.transform_function(f, self._reverse(None), tape)
+            g = self.transform_function(f, self._reverse(None), tape, x)
             out = self.interpreter.apply(g, seeded)
         value = self._primal(out, is_reverse_real)
         strategy = self.strategy
@@ -385,8 +525,12 @@ class Differentiator:
         seeded = map_value(x, lambda leaf: type(leaf) in SCALAR_TYPES or callable(leaf),
                            lambda leaf: (leaf, next(tangents)) if type(leaf) in SCALAR_TYPES
                            else self.transform_function(leaf, FORWARD, None))
-        g = self.transform_function(f, FORWARD, None)
-        out = self.interpreter.apply(g, seeded)
+        # a function that differentiates runs reverse mode inside: on a tape of this run
+        tape = Tape()
+        with self.interpreter.using_tape(tape):
+            g = self.transform_function(f, FORWARD, None, x)
+            out = self.interpreter.apply(g, seeded)
+        tape.release()
         self._record(FORWARD, 0, 0)
         return self._primal(out, is_dual), map_value(out, is_dual, lambda pair: pair[1])
 
@@ -590,8 +734,26 @@ class Differentiator:
     def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
         """``(f x, ∇f(x), H(x)·v)`` by forward-over-reverse (Pearlmutter 1994): one gradient
         computed in dual numbers."""
-        (value, gradient), (_, product) = self.jvp(lambda y: self.grad(f, y), x, v)
+        (value, gradient), (_, product) = self.jvp(self._value_and_gradient(f), x, v)
         return value, gradient, product
+
+    def _value_and_gradient(self, f: Any) -> Any:
+        """The function value ``\\y -> (f y, grad f y)``: a closure of the interpreter, so
+        differentiating it transforms its written-out program (AD.md section 9)."""
+        return self._closure("value_and_gradient", r"\y -> (f y, grad f y)", f)
+
+    def _gradient(self, f: Any) -> Any:
+        """The function value ``\\y -> grad f y``."""
+        return self._closure("gradient", r"\y -> grad f y", f)
+
+    def _closure(self, name: str, source: str, f: Any) -> Any:
+        """The closure of the λ ``source`` (parsed once) over ``f``."""
+        key = ("closure", name)
+        found = self._compiled.get(key)
+        if found is None:
+            term = parse_expr(source, "<differentiation>")
+            found = self._compiled[key] = (term, self.interpreter.compile_open(term, ("f",)))
+        return found[1](f)
 
     def hessian_rows(self, f: Any, x: Any, mode: str = "forward-over-reverse") -> list[Any]:
         """The Hessian of ``f`` at ``x``: for each input real ``i`` (left to right) the
@@ -603,7 +765,7 @@ class Differentiator:
         for i in range(n):
             e_i = basis(x, i)
             if mode == "forward-over-reverse":
-                rows.append(self.jvp(lambda y: self.grad(f, y)[1], x, e_i)[1])
+                rows.append(self.jvp(self._gradient(f), x, e_i)[1])
             elif mode == "reverse-over-reverse":
                 rows.append(self.grad(lambda y: _component(self.grad(f, y)[1], i), x)[1])
             elif mode == "reverse-over-forward":

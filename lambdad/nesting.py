@@ -31,7 +31,7 @@ function-typed input or direction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -63,6 +63,7 @@ from .syntax import (
     Term,
     Type,
     Var,
+    VarT,
     Zero,
     binders,
     children,
@@ -72,9 +73,13 @@ from .syntax import (
 )
 from .typecheck import TypeEnv, infer_term
 
+FORWARD, REVERSE = "forward", "reverse"
+"""The transformations, by name (as the run-time route names them)."""
+
 FIRST, SECOND = primitives.FST.name, primitives.SND.name
 MAP, FOLD, ZIP = primitives.MAP.name, primitives.FOLD.name, primitives.ZIP.name
 LENGTH, RANGE = primitives.LENGTH.name, primitives.RANGE.name
+INDEX, SCAN = primitives.PRIMITIVES["index"].name, primitives.PRIMITIVES["scan"].name
 
 
 def differentiates(term: Term) -> bool:
@@ -104,6 +109,59 @@ def expand(term: Term, definitions: Mapping[str, Term], env: TypeEnv,
     inlined = _inline(term, definitions, inlines, names)
     typing = infer_term(inlined, env)
     return run(_Expansion(typing.types, definitions, env, names).go(inlined, {}))
+
+
+@attrs.frozen
+class ClosureProgram:
+    """A function value that differentiates, written out as a target program (see
+    :func:`expand_closure`): ``term`` is a λ whose free variables are the names the closure
+    captured and the names of ``images``, each standing for the image of a captured
+    function value under some transformations: ``images[name] = (captured name, modes,
+    type)``, the modes innermost first, the type the function is used at."""
+
+    term: Term
+    images: Mapping[str, tuple[str, tuple[str, ...], Type]]
+
+
+def expand_closure(lam: Lam, captured: Sequence[tuple[str, Type | None]],
+                   point_type: Type | None) -> ClosureProgram:
+    """The closure ``lam`` (its captured values of the given types; ``None`` for one whose
+    type the uses in ``lam`` tell, such as a function) with every
+    ``grad``/``jvp``/``vjp`` written out as a target program, as :func:`expand` does for a
+    definition.  A captured function is known only by its value: an inner transformation
+    of it is a free variable of the result, whose value the caller makes by transforming the
+    function value (:attr:`ClosureProgram.images`).  ``point_type`` is the type of the
+    argument ``lam`` will be differentiated at, when known.  Raises DifferentiationError
+    (or TypeCheckError) when a use has no target program or its type is left open."""
+    wrapped: Term = lam if point_type is None else attrs.evolve(lam, param_type=point_type)
+    for name, type_ in reversed(captured):
+        wrapped = Lam(name, wrapped, param_type=type_, span=lam.span)
+    names = NameSupply.for_terms(wrapped)
+    inlined = _inline(wrapped, {}, set(), names)
+    typing = infer_term(inlined, TypeEnv.builtins())
+    # the captured names' types, as the uses in ``lam`` tell them
+    types: dict[str, Type] = {}
+    wrapper = inlined
+    for name, _ in captured:
+        assert isinstance(wrapper, Lam)
+        fn_type = typing.types[id(wrapper)]
+        assert isinstance(fn_type, FunT)
+        types[name] = fn_type.arg
+        wrapper = wrapper.body
+    expansion = _Expansion(typing.types, {}, TypeEnv.builtins(), names,
+                           runtime={name: (name, (), types[name]) for name, _ in captured})
+    term = run(expansion.go(inlined, {}))
+    for _ in captured:
+        assert isinstance(term, Lam)
+        term = term.body
+    free = free_vars(term)
+    return ClosureProgram(term, {name: image for name, image in expansion.runtime.items()
+                                 if name in free and image[1]})
+
+
+def _ground(t: Type) -> bool:
+    """Whether ``t`` has no type variable."""
+    return not any(isinstance(inner, VarT) for inner in walk(t))
 
 
 # ---------------------------------------------------------------- inlining
@@ -252,8 +310,14 @@ class _Expansion:
     a λ parameter or a name bound by a pattern, whose definition is not a term here)."""
 
     def __init__(self, types: dict[int, Type], definitions: Mapping[str, Term], env: TypeEnv,
-                 names: NameSupply):
+                 names: NameSupply,
+                 runtime: Mapping[str, tuple[str, tuple[str, ...], Type]] | None = None):
         self.types = types
+        # names of functions known only when the program runs (see expand_closure), each
+        # with the captured name whose value it stands for and the transformations (inner
+        # first) applied to that value
+        self.at_run_time = runtime is not None
+        self.runtime = dict(runtime or {})
         self.definitions = definitions
         self.env = env
         self.names = names
@@ -301,6 +365,10 @@ class _Expansion:
                 "vjp)", s)
         point_type = self.types[id(t.args[1])]
         _require_point(point_type, t.args[1], "differentiate with respect to")
+        if self.at_run_time and not (_ground(self.types[id(t)]) and _ground(point_type)):
+            # a type left open by the values at hand: the numbering of the point's reals
+            # (and the read-off) depend on it
+            raise DifferentiationError("the type of this differentiation is not known", s)
         return rule(self, t, args, point_type, scope)
 
     def grad(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
@@ -308,7 +376,7 @@ class _Expansion:
         s = t.span
         f, point = args
         image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
-                           s)
+                           s, REVERSE)
         seeded, value = self.names.fresh("x"), self.names.fresh("v", ("_",))
         back = value + "_"
         body = LetPair(value, back, App(image, Var(seeded, span=s), span=s),
@@ -330,7 +398,7 @@ class _Expansion:
             raise DifferentiationError(
                 "this `jvp` returns a function: its tangent is computed when the program runs "
                 "(no printed program)", s)
-        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s)
+        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
         out = self.names.fresh("v")
         dual = App(image, self.zipped(point_type, point, direction, s), span=s)
         return Let(out, dual, Pair(primal_of(out_type, Var(out, span=s), s),
@@ -348,7 +416,7 @@ class _Expansion:
             raise DifferentiationError("this `vjp` returns a function: its pull-back is "
                                        "computed when the program runs", s)
         image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
-                           s)
+                           s, REVERSE)
         seeded, out, c = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("c")
         pullback = Lam(c, ReadOff(Var(seeded, span=s),
                                   self.sent(out_type, Var(out, span=s), Var(c, span=s), s),
@@ -363,7 +431,7 @@ class _Expansion:
         s = t.span
         f, point = args
         image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
-                           s)
+                           s, REVERSE)
         seeded, out, o = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("o")
         row = ReadOff(Var(seeded, span=s), App(Prim(SECOND, (Var(o, span=s),), span=s),
                                               Const(1.0, span=s), span=s), span=s)
@@ -383,7 +451,7 @@ class _Expansion:
                 "this `jacfwd` is with respect to a list: its number of runs is known when the "
                 "program runs, so it has no printed program (`jacrev` has one)", s)
         n = sum(1 for inner in walk(point_type) if isinstance(inner, RealT))
-        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s)
+        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
         g, x = self.names.fresh("g"), self.names.fresh("x")
         columns = [self.names.fresh("c") for _ in range(n)]
         q = self.names.fresh("q")
@@ -428,7 +496,7 @@ class _Expansion:
     # ---- the image of the differentiated function
     def image(self, f: Term, scope: dict[str, Term | None],
               transform: Callable[[Term, NameSupply], Term], zero: Callable[[], Term],
-              span: Span | None) -> Term:
+              span: Span | None, mode: str) -> Term:
         """D(f) with the variables ``f`` captures embedded into the inner level: reals as
         constants, functions bound to the image of their definition (``let`` or top
         level).  Raises DifferentiationError at ``f`` for a captured function whose
@@ -448,6 +516,15 @@ class _Expansion:
             if not _has_function(type_):
                 done.add(name)
                 constants.append((name, lift(type_, Var(name, span=span), zero, span)))
+                continue
+            if definition is None and name in self.runtime:
+                # a function captured when the program runs: the image of its value is
+                # made then, under this transformation after those it is already under
+                captured, modes, type_ = self.runtime[name]
+                image_name = self.names.fresh(_base(name))
+                self.runtime[image_name] = (captured, modes + (mode,), type_)
+                done.add(name)
+                functions.append((name, Var(image_name, span=span)))
                 continue
             if definition is None:
                 raise DifferentiationError(
@@ -476,6 +553,8 @@ class _Expansion:
             return scope[name], type_
         if name in self.definitions:
             return self.definitions[name], self.env[name].type
+        if name in self.runtime:
+            return None, self.runtime[name][2]  # the image of a captured function
         raise DifferentiationError(f"`{name}` is not defined")  # pragma: no cover
 
     # ---- inputs and outputs
@@ -498,12 +577,6 @@ class _Expansion:
             second, offset = self.seeded(t.second, Var(b, span=span), span, offset)
             return LetPair(a, b, point, Pair(first, second, span=span), span=span), offset
         if isinstance(t, ListT) and _has_real(t):
-            if any(isinstance(inner, ListT) for inner in walk(t.item)):
-                raise DifferentiationError(
-                    "this differentiates with respect to a list of lists: the numbering of "
-                    "its reals has no printed program (show prints inputs built from reals, "
-                    "pairs and lists of those)", span)
-            per_item = sum(1 for inner in walk(t.item) if isinstance(inner, RealT))
             q, i, r = self.names.fresh("q"), self.names.fresh("i"), self.names.fresh("r")
             # the list is named where the reals after it are numbered (a pair's component
             # is a variable there; the point itself has nothing after it)
@@ -511,19 +584,64 @@ class _Expansion:
             base: Term = Const(float(static), span=span)
             if dynamic is not None:
                 base = dynamic if static == 0 else plus(dynamic, base, span)
-            first = times(Var(i, span=span), Const(float(per_item), span=span), span)
-            start = first if static == 0 and dynamic is None else plus(base, first, span)
-            item, _ = self.seeded(t.item, Var(r, span=span), span, (0, start))
             count = Prim(LENGTH, (Var(xs, span=span),), span=span)
             numbered = Prim(ZIP, (Prim(RANGE, (count,), span=span), Var(xs, span=span)),
                             span=span)
-            body = Prim(MAP, (Lam(q, LetPair(i, r, Var(q, span=span), item, span=span),
-                                  span=span), numbered), span=span)
-            after = times(Const(float(per_item), span=span), count, span)
+            per_item = self.reals_in(t.item, None, span)
+            if per_item is not None:
+                # items of one size: the i-th starts at base + i * size
+                first = times(Var(i, span=span), per_item, span)
+                start = first if static == 0 and dynamic is None else plus(base, first, span)
+                item, _ = self.seeded(t.item, Var(r, span=span), span, (0, start))
+                after = times(per_item, count, span)
+                body: Term = Prim(MAP, (Lam(q, LetPair(i, r, Var(q, span=span), item,
+                                                       span=span), span=span), numbered),
+                                  span=span)
+            else:
+                # items holding lists: the i-th starts where the reals of those before end
+                # (a scan of their sizes)
+                starts, start = self.names.fresh("starts"), self.names.fresh("s")
+                acc, y = self.names.fresh("acc"), self.names.fresh("y")
+                size = self.reals_in(t.item, Var(y, span=span), span)
+                add = Lam(acc, Lam(y, plus(Var(acc, span=span), size, span), span=span),
+                          span=span)
+                item, _ = self.seeded(t.item, Var(r, span=span), span,
+                                      (0, Var(start, span=span)))
+                item = Let(start, Prim(INDEX, (Var(starts, span=span), Var(i, span=span)),
+                                       span=span), item, span=span)
+                body = Let(starts, Prim(SCAN, (add, base, Var(xs, span=span)), span=span),
+                           Prim(MAP, (Lam(q, LetPair(i, r, Var(q, span=span), item, span=span),
+                                          span=span), numbered), span=span), span=span)
+                after = Prim(FOLD, (add, Const(0.0, span=span), Var(xs, span=span)),
+                             span=span)
             if not isinstance(point, Var):
                 body = Let(xs, point, body, span=span)
             return body, (0, plus(base, after, span))
         return point, offset
+
+    def reals_in(self, t: Type, value: Term | None, span: Span | None) -> Term | None:
+        """The number of reals in ``value : t``: a literal when every value of ``t`` has
+        the same number (then ``value`` may be None), else a term over ``value`` (None
+        when ``value`` is None)."""
+        static = _static_reals(t)
+        if static is not None:
+            return Const(float(static), span=span)
+        if value is None:
+            return None
+        if isinstance(t, PairT):
+            a, b = self.names.fresh("p"), self.names.fresh("q")
+            return LetPair(a, b, value, plus(self.reals_in(t.first, Var(a, span=span), span),
+                                             self.reals_in(t.second, Var(b, span=span), span),
+                                             span), span=span)
+        assert isinstance(t, ListT)
+        per_item = self.reals_in(t.item, None, span)
+        if per_item is not None:
+            return times(per_item, Prim(LENGTH, (value,), span=span), span)
+        acc, y = self.names.fresh("acc"), self.names.fresh("y")
+        add = Lam(acc, Lam(y, plus(Var(acc, span=span),
+                                   self.reals_in(t.item, Var(y, span=span), span), span),
+                           span=span), span=span)
+        return Prim(FOLD, (add, Const(0.0, span=span), value), span=span)
 
     def zipped(self, t: Type, point: Term, direction: Term, span: Span | None) -> Term:
         """The point of →D(A) with primal ``point`` and tangent ``direction``."""
@@ -587,6 +705,17 @@ def _tangent_of(t: Type, term: Term, span: Span | None) -> Term:
     return LetPair("p", "q", term, Pair(_tangent_of(t.first, Var("p", span=span), span),
                                         _tangent_of(t.second, Var("q", span=span), span),
                                         span=span), span=span)
+
+
+def _static_reals(t: Type) -> int | None:
+    """How many reals every value of ``t`` holds, or None when that depends on the value
+    (a list holding reals)."""
+    if isinstance(t, ListT):
+        return 0 if not _has_real(t) else None
+    if isinstance(t, PairT):
+        first, second = _static_reals(t.first), _static_reals(t.second)
+        return None if first is None or second is None else first + second
+    return 1 if isinstance(t, RealT) else 0
 
 
 def _holds(t: Type | None, kind: type) -> bool:

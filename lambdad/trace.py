@@ -219,7 +219,10 @@ class _Recorder:
 
 
 class _TracingDifferentiator(Differentiator):
-    """A differentiator whose transformed terms are registered with a recorder."""
+    """A differentiator whose transformed terms are registered with a recorder.  A function
+    that differentiates runs on a level, whose operations are the trace's rows."""
+
+    writes_out_programs = False
 
     def __init__(self, interpreter: Interpreter, recorder: _Recorder, strategy: str):
         super().__init__(interpreter, strategy)

@@ -350,3 +350,48 @@ def t = snd (jvp (\x -> \y -> x * y * y) 2 1)
 def main = (t 3, snd (jvp t 3 1), grad t 3, grad (\z -> t (z * z)) 3)
 """
     assert run(source) == (9.0, (6.0, (6.0, 108.0)))
+
+
+# ---------------------------------------------------------------- forward mode over programs
+
+
+@pytest.fixture
+def no_levels(monkeypatch):
+    """Forward mode over a function that differentiates must transform its written-out
+    program: running it on a level of tagged reals fails the test."""
+    from lambdad.differentiate import Differentiator
+
+    def refuse(self, *args):
+        raise AssertionError("ran on a level of tagged reals")
+
+    monkeypatch.setattr(Differentiator, "_level_jvp", refuse)
+
+
+@pytest.mark.parametrize("source, expected", [
+    (r"def main = snd (jvp (\x -> x * snd (jvp (\y -> x + y) 1 1)) 1 1)", 1.0),
+    (r"def main = snd (jvp (\x -> x * grad (\y -> x + y) 1) 1 1)", 1.0),
+    (r"def main = snd (jvp (grad (grad (\x -> x ^ 4))) 2 1)", 48.0),
+    (r"def main = snd (jvp (\x -> grad (\y -> x * y * y) x) 3 1)", 12.0),
+    (r"def main = snd (jvp (\x -> snd (vjp (\y -> x * y * y) 3) 1) 2 1)", 6.0),
+    (r"def main = snd (jvp (\x -> grad (\y -> snd (jvp (\z -> x * z * z) y 1)) x) 3 1)", 2.0),
+    ("def f (p : R * R) : R = let (x, y) = p in x * x * y + y * y * y\n"
+     "def main = jvp (grad f) (1, 2) (1, 0)", ((4.0, 13.0), (4.0, 2.0))),
+])
+def test_forward_mode_over_a_function_that_differentiates_runs_its_program(
+        no_levels, source, expected):
+    result = run(source)
+    if isinstance(expected, float):
+        assert result == pytest.approx(expected, rel=1e-15)
+    else:
+        assert result == expected
+
+
+def test_hessian_vector_products_over_lists_of_lists_run_their_program(no_levels):
+    prog = lambdad.loads(
+        "def f (w : [[R]] * R) : R =\n"
+        "  let (m, c) = w in sum (map (\\row -> sum (map (\\x -> c * x * x * x) row)) m)\n")
+    point = ([[1.0, 2.0], [], [3.0]], 0.5)
+    _, gradient, product = prog.hvp("f", point, ([[1.0, 0.0], [], [1.0]], 2.0))
+    assert gradient == ([[1.5, 6.0], [], [13.5]], 36.0)
+    # H v: ∂²/∂x² = 6cx, ∂²/∂x∂c = 3x², ∂²/∂c² = 0
+    assert product == ([[3.0 + 3.0 * 2.0, 12.0 * 2.0], [], [9.0 + 27.0 * 2.0]], 3.0 + 27.0)

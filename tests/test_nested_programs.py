@@ -226,7 +226,6 @@ def test_perturbation_confusion_printed_is_one(nested_program):
 
 @pytest.mark.parametrize("source, message", [
     ("def f (g : R -> R) x = grad g x", "a function given as an argument"),
-    ("def f (xs : [[R]]) = grad (\\ys -> sum (map sum ys)) xs", "a list of lists"),
     ("def f (x : [R]) = jacfwd (\\y -> y) x", "its number of runs"),
 ])
 def test_what_show_refuses_is_a_located_error(source, message):
@@ -252,8 +251,15 @@ def test_lists_are_seeded_when_the_program_runs(mode):
                             "  let (a, ys) = grad (\\q -> let (b, zs) = q in\n"
                             "    b * sum (map (\\z -> fst z * snd z) zs)) p in\n"
                             "  a * sum (map (\\z -> fst z + snd z) ys)\n"
-                            "def h xs = sum (map sum (hessian f xs))", "lists.lam")
-    for name, point in [("g", (2.0, [(1.0, 2.0), (3.0, 4.0)])), ("h", [1.0, 2.0, 3.0])]:
+                            "def h xs = sum (map sum (hessian f xs))\n"
+                            "def k (p : [[R]] * [R * [R]]) : R =\n"
+                            "  let (m, n) = grad (\\q -> let (a, b) = q in\n"
+                            "    sum (map (\\r -> sum (map (\\x -> x * x * x) r)) a)\n"
+                            "    * sum (map (\\z -> fst z * sum (snd z)) b)) p in\n"
+                            "  sum (map sum m) + sum (map (\\z -> fst z * sum (snd z)) n)",
+                            "lists.lam")
+    for name, point in [("g", (2.0, [(1.0, 2.0), (3.0, 4.0)])), ("h", [1.0, 2.0, 3.0]),
+                        ("k", ([[1.0, 2.0], [], [3.0]], [(0.5, [1.0]), (2.0, [2.0, 0.5])]))]:
         text = program.show(name, forward=mode == "forward", reverse=mode == "reverse",
                             at=point)
         assert "seed (" in text
