@@ -506,7 +506,7 @@ class Differentiator:
 
     @staticmethod
     def _primal(out: Any, is_leaf: Callable[[Any], bool]) -> Any:
-        if callable(out) and not isinstance(out, Backprop):
+        if _has_function(out):  # its tangent is a function of its own (see _level_jvp)
             raise _NeedsLevel
         return map_value(out, is_leaf, lambda pair: pair[0])
 

@@ -24,9 +24,16 @@ ring of its own (``d``, ``d<R * R>``, ``d<R * (R -o d)>``, ...).
 Before expanding, definitions that differentiate a function they are given (the prelude's
 ``hvp``) are inlined at their uses and applications of λs become ``let``s, so the function
 reaching ``grad`` is known.  What remains refused, with a located error: differentiating a
-function that is a parameter of an enclosing function (its definition is only known when
-the program runs), with respect to a list of lists, ``jacfwd`` with respect to a list, a ``jvp`` whose result holds functions, and — as everywhere — a
-function-typed input or direction.
+function that is a parameter of an enclosing function (the image of →D/←D(f) takes the
+parameter's image at the outer level only, while the inner differentiation needs the image
+of the parameter's own transformation, which no term can build from it), a ``vjp`` whose
+result holds functions (a cotangent of a function type means nothing; the run-time route
+refuses it too), a ``jvp`` returning a function whose argument holds functions, and — as
+everywhere — a function-typed input or direction.
+
+When the program runs, :func:`expand_closure` does the same for a closure that forward mode
+differentiates: the functions it captures are known by their values, so an inner
+transformation of one is a free variable that the caller binds to the transformed value.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from .syntax import (
     App,
     Builtin,
     Const,
+    If,
     FunT,
     Lam,
     Let,
@@ -80,6 +88,7 @@ FIRST, SECOND = primitives.FST.name, primitives.SND.name
 MAP, FOLD, ZIP = primitives.MAP.name, primitives.FOLD.name, primitives.ZIP.name
 LENGTH, RANGE = primitives.LENGTH.name, primitives.RANGE.name
 INDEX, SCAN = primitives.PRIMITIVES["index"].name, primitives.PRIMITIVES["scan"].name
+EQ = primitives.PRIMITIVES["eq"].name
 
 
 def differentiates(term: Term) -> bool:
@@ -394,15 +403,40 @@ class _Expansion:
         result_type = self.types[id(t)]
         assert isinstance(result_type, PairT)
         out_type = result_type.first
-        if _has_function(out_type):
-            raise DifferentiationError(
-                "this `jvp` returns a function: its tangent is computed when the program runs "
-                "(no printed program)", s)
         image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
         out = self.names.fresh("v")
         dual = App(image, self.zipped(point_type, point, direction, s), span=s)
-        return Let(out, dual, Pair(primal_of(out_type, Var(out, span=s), s),
-                                   _tangent_of(out_type, Var(out, span=s), s), span=s), span=s)
+        return Let(out, dual, Pair(self.part(out_type, Var(out, span=s), 0, s),
+                                   self.part(out_type, Var(out, span=s), 1, s), span=s), span=s)
+
+    def part(self, t: Type, term: Term, which: int, span: Span | None) -> Term:
+        """The primal (``which == 0``) or the tangent (1) of ``term : →D(t)``.  A function
+        ``h : →D(A -> B)`` gives ``\\a -> part (h (a, 0))``: applied to a constant, its
+        tangent is the derivative along the direction of the differentiation that made it
+        (Manzyuk et al., JFP 2019: a derivative that returns a function).  Raises
+        DifferentiationError for a function whose argument holds functions (a constant of
+        →D(A) is then no term)."""
+        if not _has_function(t):
+            return primal_of(t, term, span) if which == 0 else _tangent_of(t, term, span)
+        if isinstance(t, PairT):
+            a, b = self.names.fresh("p"), self.names.fresh("q")
+            return LetPair(a, b, term, Pair(self.part(t.first, Var(a, span=span), which, span),
+                                            self.part(t.second, Var(b, span=span), which,
+                                                      span), span=span), span=span)
+        if isinstance(t, ListT):
+            item = self.names.fresh("h")
+            return Prim(MAP, (Lam(item, self.part(t.item, Var(item, span=span), which, span),
+                                  span=span), term), span=span)
+        assert isinstance(t, FunT)
+        if _has_function(t.arg) or any(isinstance(inner, FunT) for inner in walk(t.arg)):
+            raise DifferentiationError(
+                "this `jvp` returns a function whose argument holds functions: a constant "
+                "argument of its derivative would be the derivative of a function value, which "
+                "no target program can build", span)
+        a = self.names.fresh("a")
+        constant = lift(t.arg, Var(a, span=span), lambda: Const(0.0, span=span), span)
+        return Lam(a, self.part(t.result, App(term, constant, span=span), which, span),
+                   span=span)
 
     def vjp(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
         """``vjp f x``: seed, run ←D(f); the pull-back reads off what the backpropagators of
@@ -413,8 +447,9 @@ class _Expansion:
         assert isinstance(result_type, PairT)
         out_type = result_type.first
         if _has_function(out_type):
-            raise DifferentiationError("this `vjp` returns a function: its pull-back is "
-                                       "computed when the program runs", s)
+            raise DifferentiationError("this `vjp` returns a function: a pull-back would take "
+                                       "a cotangent of a function type, which means nothing "
+                                       "(differentiate what the function computes instead)", s)
         image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
                            s, REVERSE)
         seeded, out, c = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("c")
@@ -441,15 +476,12 @@ class _Expansion:
 
     def jacfwd(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
         """``jacfwd f x`` for ``f : A -> [R]``: a run of →D(f) per real of ``x`` along that
-        real's direction (the columns), then each output's row in the shape of ``x``.
-        Raises DifferentiationError when ``x`` holds a list (its number of reals, so of
-        runs, is known when the program runs)."""
+        real's direction (the columns), then each output's row in the shape of ``x``
+        (:meth:`jacfwd_of_lists` when ``x`` holds a list)."""
         s = t.span
         f, point = args
         if any(isinstance(inner, ListT) for inner in walk(point_type)):
-            raise DifferentiationError(
-                "this `jacfwd` is with respect to a list: its number of runs is known when the "
-                "program runs, so it has no printed program (`jacrev` has one)", s)
+            return self.jacfwd_of_lists(t, f, point, point_type, scope)
         n = sum(1 for inner in walk(point_type) if isinstance(inner, RealT))
         image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
         g, x = self.names.fresh("g"), self.names.fresh("x")
@@ -480,6 +512,45 @@ class _Expansion:
                       span=s)
             body = Let(columns[j], _tangent_of(ListT(RealT()), out, s), body, span=s)
         return Let(x, point, Let(g, image, body, span=s), span=s)
+
+    def jacfwd_of_lists(self, t: Prim, f: Term, point: Term, point_type: Type,
+                        scope) -> Term:
+        """``jacfwd f x`` for an ``x`` holding lists: the number of runs is the number of
+        reals of ``x``, known when the program runs, so the columns are a ``map`` over
+        ``range n``: the j-th runs →D(f) along the direction with 1 at the real numbered j
+        (the numbering ``grad`` seeds by); the k-th row has, at the real numbered j, the
+        k-th entry of the j-th column::
+
+            let cs = map (\\j -> tangent (→D(f) (zipped x e_j))) (range n) in
+            map (\\k -> x with the real numbered j replaced by cs !! j !! k)
+                (range (length (f x)))
+        """
+        s = t.span
+        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
+        g, x, columns = self.names.fresh("g"), self.names.fresh("x"), self.names.fresh("cs")
+        j, k = self.names.fresh("j"), self.names.fresh("k")
+
+        def var(name: str) -> Term:
+            return Var(name, span=s)
+
+        def unit(_: Term, index: Term) -> Term:
+            return If(Prim(EQ, (index, var(j)), span=s), Const(1.0, span=s),
+                      Const(0.0, span=s), span=s)
+
+        def entry(_: Term, index: Term) -> Term:
+            column = Prim(INDEX, (var(columns), index), span=s)
+            return Prim(INDEX, (column, var(k)), span=s)
+
+        direction, _ = self.seeded(point_type, var(x), s, leaf=unit)
+        run_j = App(var(g), self.zipped(point_type, var(x), direction, s), span=s)
+        column = Lam(j, _tangent_of(ListT(RealT()), run_j, s), span=s)
+        count = self.reals_in(point_type, var(x), s)
+        all_columns = Prim(MAP, (column, Prim(RANGE, (count,), span=s)), span=s)
+        row, _ = self.seeded(point_type, var(x), s, leaf=entry)
+        outputs = Prim(LENGTH, (App(f, var(x), span=s),), span=s)
+        rows = Prim(MAP, (Lam(k, row, span=s), Prim(RANGE, (outputs,), span=s)), span=s)
+        return Let(x, point, Let(g, image, Let(columns, all_columns, rows, span=s), span=s),
+                   span=s)
 
     def rebuilt(self, t: Type, value: Term, real: Callable[[], Term], span: Span | None) -> Term:
         """A value of ``t`` with each real given by ``real()`` (left to right) and every
@@ -529,8 +600,10 @@ class _Expansion:
             if definition is None:
                 raise DifferentiationError(
                     f"this differentiates a function built from `{name}`, a function given as "
-                    "an argument: its derivative is computed when the program runs, and has "
-                    "no printed program (show the function it is applied to)",
+                    "an argument: its inner derivative would have to be passed in as well, "
+                    "which the transformed definition's type does not provide, so it has no "
+                    "printed program; it is computed when the program runs (show a "
+                    "definition that applies this one to a known function)",
                     getattr(f, "span", None) or span)
             if ready:
                 functions.append((name, transform(definition, self.names)))
@@ -559,22 +632,27 @@ class _Expansion:
 
     # ---- inputs and outputs
     def seeded(self, t: Type, point: Term, span: Span | None,
-               offset: tuple[int, Term | None] = (0, None)) -> tuple[Term, tuple[int, Term | None]]:
+               offset: tuple[int, Term | None] = (0, None),
+               leaf: Callable[[Term, Term], Term] | None = None,
+               ) -> tuple[Term, tuple[int, Term | None]]:
         """``point : A`` as a seeded input of ←D(A): its i-th real ``r`` becomes
-        ``(r, seed i)`` (left to right), and the offset of the reals after it.  An offset is
-        a number plus, after a list, a term (``seed (k + i)`` numbers the reals of a list,
-        whose length is known when the program runs).  Raises DifferentiationError for a
-        list of lists."""
+        ``(r, seed i)`` (left to right; ``leaf(r, i)`` instead when given), and the offset of
+        the reals after it.  An offset is a number plus, after a list, a term
+        (``seed (k + i)`` numbers the reals of a list, whose length is known when the
+        program runs; the items of a list of lists start where a scan of their sizes
+        says)."""
         static, dynamic = offset
         if isinstance(t, RealT):
             index: Term = Const(float(static), span=span)
             if dynamic is not None:
                 index = dynamic if static == 0 else plus(dynamic, index, span)
-            return Pair(point, Seed(index, span=span), span=span), (static + 1, dynamic)
+            made = (Pair(point, Seed(index, span=span), span=span) if leaf is None
+                    else leaf(point, index))
+            return made, (static + 1, dynamic)
         if isinstance(t, PairT):
             a, b = self.names.fresh("p"), self.names.fresh("q")
-            first, offset = self.seeded(t.first, Var(a, span=span), span, offset)
-            second, offset = self.seeded(t.second, Var(b, span=span), span, offset)
+            first, offset = self.seeded(t.first, Var(a, span=span), span, offset, leaf)
+            second, offset = self.seeded(t.second, Var(b, span=span), span, offset, leaf)
             return LetPair(a, b, point, Pair(first, second, span=span), span=span), offset
         if isinstance(t, ListT) and _has_real(t):
             q, i, r = self.names.fresh("q"), self.names.fresh("i"), self.names.fresh("r")
@@ -592,7 +670,7 @@ class _Expansion:
                 # items of one size: the i-th starts at base + i * size
                 first = times(Var(i, span=span), per_item, span)
                 start = first if static == 0 and dynamic is None else plus(base, first, span)
-                item, _ = self.seeded(t.item, Var(r, span=span), span, (0, start))
+                item, _ = self.seeded(t.item, Var(r, span=span), span, (0, start), leaf)
                 after = times(per_item, count, span)
                 body: Term = Prim(MAP, (Lam(q, LetPair(i, r, Var(q, span=span), item,
                                                        span=span), span=span), numbered),
@@ -606,7 +684,7 @@ class _Expansion:
                 add = Lam(acc, Lam(y, plus(Var(acc, span=span), size, span), span=span),
                           span=span)
                 item, _ = self.seeded(t.item, Var(r, span=span), span,
-                                      (0, Var(start, span=span)))
+                                      (0, Var(start, span=span)), leaf)
                 item = Let(start, Prim(INDEX, (Var(starts, span=span), Var(i, span=span)),
                                        span=span), item, span=span)
                 body = Let(starts, Prim(SCAN, (add, base, Var(xs, span=span)), span=span),

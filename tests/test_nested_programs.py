@@ -171,12 +171,19 @@ def hv (p : R * R) : R = let (x, y) = p in fst (hvp (\q -> let (a, b) = q in a *
 def outs (p : R * R) : [R] = let (x, y) = p in [x * y, sin x, y * y * x]
 def jr (p : R * R) : R = sum (map (\r -> fst r * snd r) (jacrev outs p))
 def jf (p : R * R) : R = sum (map (\r -> fst r + 2 * snd r) (jacfwd outs p))
+def listed (p : [R] * R) : [R] = let (xs, c) = p in [c * sum (map (\x -> x * x) xs), head xs * c]
+def jfl (p : [R] * R) : R = sum (map (\r -> let (xs, c) = r in sum xs * c) (jacfwd listed p))
+def tangentf x = snd (jvp (\a -> \y -> a * y * sin y) x 1) 3
+def tangentg x = let t = snd (jvp (\a -> \y -> a * a * sin y) 2 1) in grad t x + t x
+def tangentp (x : R) : R =
+  let (h, k) = snd (jvp (\a -> (\y -> a * a * y, [\z -> z * a])) x 1) in h 2 + head k 3
 """
 
 # name, point, the composition it prints under --forward / --reverse
 CASES = [("second", 3.0), ("confusion", 1.0), ("rof", (1.0, 2.0)), ("fof", 2.0),
          ("pulled", 0.5), ("captured", 2.0), ("hv", (1.0, 2.0)), ("jr", (1.5, 2.0)),
-         ("jf", (1.5, 2.0))]
+         ("jf", (1.5, 2.0)), ("jfl", ([1.0, 2.0, 3.0], 0.5)), ("tangentf", 2.0),
+         ("tangentg", 0.5), ("tangentp", 1.5)]
 
 
 def _flat(value):
@@ -226,7 +233,9 @@ def test_perturbation_confusion_printed_is_one(nested_program):
 
 @pytest.mark.parametrize("source, message", [
     ("def f (g : R -> R) x = grad g x", "a function given as an argument"),
-    ("def f (x : [R]) = jacfwd (\\y -> y) x", "its number of runs"),
+    ("def f (x : R) = fst (vjp (\\y -> \\z -> y * z) x) 2", "cotangent of a function type"),
+    ("def f (x : R) = snd (jvp (\\y -> \\(g : R -> R) -> g y) x 1) sin",
+     "argument holds functions"),
 ])
 def test_what_show_refuses_is_a_located_error(source, message):
     program = lambdad.loads(source, "refused.lam")
