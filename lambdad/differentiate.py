@@ -650,7 +650,7 @@ class Differentiator:
         level = self._open_level(REVERSE_LEVEL)
         seeded = map_value(x, is_real, level.input)
         out = self._on_level(f, seeded)
-        if callable(out):
+        if _has_function(out):
             raise DifferentiationError("vjp needs a function whose result has no functions")
         value = map_value(out, is_real, lambda r: _value_at(r, level))
         strategy = self.strategy
@@ -700,7 +700,7 @@ class Differentiator:
 
         def at(path: tuple[int, ...]) -> Callable[[Any], Any]:
             def select(y: Any) -> Callable[[Any], Any]:
-                return lambda x_: _select(self._run_generic(f, x_), path)(y)
+                return lambda x_: self._run_generic(_select(self._run_generic(f, x_), path), y)
 
             if primal:
                 return lambda y: _select(self._run_generic(f, x), path)(y)
@@ -728,7 +728,7 @@ class Differentiator:
     def _run_generic(self, f: Any, x: Any) -> Any:
         """``f x`` with ``f`` made to accept tagged reals, on no new level."""
         with self.interpreter.in_level():
-            return self.interpreter.apply(self._generic(f, {}), x)
+            return self.interpreter.apply(self._generic(f, {}), self._generic(x, {}))
 
     # ---- second derivatives
     def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -746,14 +746,21 @@ class Differentiator:
         """The function value ``\\y -> grad f y``."""
         return self._closure("gradient", r"\y -> grad f y", f)
 
-    def _closure(self, name: str, source: str, f: Any) -> Any:
-        """The closure of the λ ``source`` (parsed once) over ``f``."""
+    def _closure(self, name: str, source: str, *captured: Any) -> Any:
+        """The closure of the λ ``source`` (parsed once) over ``f`` (and ``es``)."""
         key = ("closure", name)
         found = self._compiled.get(key)
         if found is None:
             term = parse_expr(source, "<differentiation>")
-            found = self._compiled[key] = (term, self.interpreter.compile_open(term, ("f",)))
-        return found[1](f)
+            names = ("f", "es")[:len(captured)]
+            found = self._compiled[key] = (term, self.interpreter.compile_open(term, names))
+        return found[1](*captured)
+
+    def _directional_derivatives(self, f: Any, directions: list[Any]) -> Any:
+        """The function value ``\\y -> map (\\e -> snd (jvp f y e)) directions`` for a
+        scalar ``f``."""
+        return self._closure("directional", r"\y -> map (\e -> (snd (jvp f y e) : R)) es", f,
+                             directions)
 
     def hessian_rows(self, f: Any, x: Any, mode: str = "forward-over-reverse") -> list[Any]:
         """The Hessian of ``f`` at ``x``: for each input real ``i`` (left to right) the
@@ -771,7 +778,10 @@ class Differentiator:
             elif mode == "reverse-over-forward":
                 rows.append(self.grad(lambda y: self.jvp(f, y, e_i)[1], x)[1])
             elif mode == "forward-over-forward":
-                rows.append(self.jvp(lambda y: self.forward_grad(f, y)[1], x, e_i)[1])
+                # the derivative along e_i of the n directional derivatives ∂f/∂x_j
+                derivatives = self._directional_derivatives(f, [basis(x, j) for j in range(n)])
+                column = iter(self.jvp(derivatives, x, e_i)[1])
+                rows.append(map_value(x, is_real, lambda _: next(column)))
             else:
                 raise DifferentiationError(f"unknown composition `{mode}`; use one of "
                                            + ", ".join(COMPOSITIONS))

@@ -395,3 +395,13 @@ def test_hessian_vector_products_over_lists_of_lists_run_their_program(no_levels
     assert gradient == ([[1.5, 6.0], [], [13.5]], 36.0)
     # H v: ∂²/∂x² = 6cx, ∂²/∂x∂c = 3x², ∂²/∂c² = 0
     assert product == ([[3.0 + 3.0 * 2.0, 12.0 * 2.0], [], [9.0 + 27.0 * 2.0]], 3.0 + 27.0)
+
+
+def test_a_tangent_function_taking_a_function_applies_it_at_the_level():
+    # ∂/∂y (g y) along 1 at 2, for the g given to the tangent afterwards: cos 2 for sin
+    assert run(r"def main = (snd (jvp (\y -> \(g : R -> R) -> g y) 2 1)) sin") == math.cos(2.0)
+
+
+def test_a_vjp_whose_result_holds_a_function_is_refused():
+    with pytest.raises(LambdadError, match="no functions"):
+        run(r"def main = fst (fst (vjp (\y -> (\z -> y * z, y)) 2)) 3")
