@@ -22,7 +22,7 @@ constructs of the inner ones, whose rules (``rules.Differentiation``) give every
 ring of its own (``d``, ``d<R * R>``, ``d<R * (R -o d)>``, ...).
 
 Before expanding, definitions that differentiate a function they are given (the prelude's
-``hvp``) are inlined at their uses and applications of λs become ``let``s, so the function
+``hvp``, or a λ bound by a local ``let``) are inlined at their uses and applications of λs become ``let``s, so the function
 reaching ``grad`` is known.  What remains refused, with a located error: differentiating a
 function that is a parameter of an enclosing function (the image of →D/←D(f) takes the
 parameter's image at the outer level only, while the inner differentiation needs the image
@@ -246,12 +246,26 @@ def _inline(term: Term, definitions: Mapping[str, Term], inlines: set[str],
     seen: set[str] = set()
     term = _fresh_copy(term, avoid, seen, names)
 
+    # λs bound by a local ``let`` that differentiate, inlined at their uses in the let's body
+    # like top-level definitions (binders are distinct, so a copy captures nothing)
+    local: dict[str, Term] = {}
+
     def go(t: Term, bound: frozenset[str]):
         if isinstance(t, Var) and t.name in inlines and t.name not in bound:
             copy = _fresh_copy(_unannotated(definitions[t.name]), avoid, seen, names)
             return (yield go(copy, frozenset()))
+        if isinstance(t, Var) and t.name in local:
+            return _fresh_copy(local[t.name], avoid, seen, names)
         if isinstance(t, Builtin) and PRIMITIVES[t.name].kind == "ad":
             return _eta_expand(t, names)
+        if isinstance(t, Let) and isinstance(t.value, Lam) and differentiates(t.value):
+            value = yield go(t.value, bound)
+            local[t.name] = value
+            body = yield go(t.body, bound | {t.name})
+            del local[t.name]
+            if t.name not in free_vars(body):
+                return body  # a λ has no effect: unused, it goes
+            return attrs.evolve(t, value=value, body=body)
         kids = []
         for child, names_bound in zip(children(t), binders(t)):
             kids.append((yield go(child, bound | frozenset(names_bound))))

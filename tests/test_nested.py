@@ -376,6 +376,8 @@ def no_levels(monkeypatch):
     (r"def main = snd (jvp (\x -> grad (\y -> snd (jvp (\z -> x * z * z) y 1)) x) 3 1)", 2.0),
     ("def f (p : R * R) : R = let (x, y) = p in x * x * y + y * y * y\n"
      "def main = jvp (grad f) (1, 2) (1, 0)", ((4.0, 13.0), (4.0, 2.0))),
+    ("def main = snd (jvp (\\x -> let k = \\g -> grad g x in k (\\y -> x * sin y)) 1 1)",
+     math.cos(1.0) - math.sin(1.0)),
 ])
 def test_forward_mode_over_a_function_that_differentiates_runs_its_program(
         no_levels, source, expected):

@@ -175,6 +175,7 @@ def listed (p : [R] * R) : [R] = let (xs, c) = p in [c * sum (map (\x -> x * x) 
 def jfl (p : [R] * R) : R = sum (map (\r -> let (xs, c) = r in sum xs * c) (jacfwd listed p))
 def tangentf x = snd (jvp (\a -> \y -> a * y * sin y) x 1) 3
 def tangentg x = let t = snd (jvp (\a -> \y -> a * a * sin y) 2 1) in grad t x + t x
+def localk x = let k = \g -> grad g x in k (\y -> x * sin y) + k (\y -> y * y)
 def tangentp (x : R) : R =
   let (h, k) = snd (jvp (\a -> (\y -> a * a * y, [\z -> z * a])) x 1) in h 2 + head k 3
 """
@@ -183,7 +184,7 @@ def tangentp (x : R) : R =
 CASES = [("second", 3.0), ("confusion", 1.0), ("rof", (1.0, 2.0)), ("fof", 2.0),
          ("pulled", 0.5), ("captured", 2.0), ("hv", (1.0, 2.0)), ("jr", (1.5, 2.0)),
          ("jf", (1.5, 2.0)), ("jfl", ([1.0, 2.0, 3.0], 0.5)), ("tangentf", 2.0),
-         ("tangentg", 0.5), ("tangentp", 1.5)]
+         ("tangentg", 0.5), ("tangentp", 1.5), ("localk", 1.0)]
 
 
 def _flat(value):
