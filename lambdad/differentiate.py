@@ -38,7 +38,7 @@ from .primitives import PRIMITIVES
 from .rules import NestedDifferentiationError
 from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term, Type, Var,
                      VarT, free_vars, walk)
-from .fuse import fuse
+from .fuse import fused_backward_term
 from .tape import Backprop, Call, LevelStats, Stats, Tape, add_cotangents, strategy_named
 from .values import (
     FORWARD_LEVEL,
@@ -248,7 +248,7 @@ class Differentiator:
         if mode == FORWARD:
             return forward_mode.forward_term
         if mode == _FUSED:
-            return lambda term: fuse(backward_mode.backward_term(term))
+            return fused_backward_term
         return backward_mode.backward_term
 
     def _reverse(self, strategy: str | None) -> str:

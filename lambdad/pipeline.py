@@ -40,7 +40,7 @@ from .errors import (
     TypeCheckError,
     UsageError,
 )
-from .fuse import fuse
+from .fuse import fused_backward_term
 from .iterate import collector_paused, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
@@ -748,12 +748,12 @@ class Program:
                           fused: bool = False) -> list[Decl]:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
         reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
-        strategy runs (:func:`lambdad.fuse.fuse` of ←D, not simplified)."""
+        strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified)."""
         transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
         if fused:
             if mode == FORWARD:
                 raise UsageError("--fused is a form of reverse mode; use it with --reverse")
-            transform = lambda term: fuse(backward_mode.backward_term(term))  # noqa: E731
+            transform = fused_backward_term
             raw = True
         out = []
         for decl in self.expanded_dependencies(name):

@@ -29,7 +29,7 @@ LAYERS = [
 ]
 # Imports inside a layer, each allowed one way only (checked below).
 SAME_LAYER_ALLOWED = {("parser", "printer"), ("cli", "repl"), ("__main__", "cli"),
-                      ("__init__", "notebook"), ("testing", "gradcheck")}
+                      ("__init__", "notebook"), ("testing", "gradcheck"), ("fuse", "backward")}
 
 
 def layer_of(name):
