@@ -25,6 +25,7 @@ from .pipeline import (
     COMPOSITIONS,
     MODES,
     PRELUDE_FILE,
+    DEFAULT_STRATEGY,
     STRATEGIES,
     Program,
     format_result,
@@ -387,9 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
         program_file(p)
         p.add_argument("name", metavar="NAME", help="a top-level function of FILE")
 
-    def strategy(p: argparse.ArgumentParser, when: str = "") -> None:
-        p.add_argument("--strategy", choices=STRATEGIES, default="factored",
-                       help=f"how backpropagators are evaluated{when} (default: factored)")
+    def strategy(p: argparse.ArgumentParser, when: str = "",
+                 default: str = DEFAULT_STRATEGY) -> None:
+        p.add_argument("--strategy", choices=STRATEGIES, default=default,
+                       help=f"how backpropagators are evaluated{when} (default: {default})")
 
     def point(p: argparse.ArgumentParser, **extra: Any) -> None:
         p.add_argument("--at", metavar="POINT", **{
@@ -502,7 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("forward", "reverse"), default="forward",
                    help="forward: a tangent column per input real (default); reverse: the "
                         "adjoint of every operation")
-    strategy(p, " in reverse mode")
+    # The trace shows one backpropagator per operation, as the paper evaluates ←D.
+    strategy(p, " in reverse mode", default="factored")
     timeout(p)
 
     p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT text, or an SVG "

@@ -39,7 +39,16 @@ from .rules import NestedDifferentiationError
 from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term, Type, Var,
                      VarT, free_vars, walk)
 from .fuse import fused_backward_term
-from .tape import Backprop, Call, LevelStats, Stats, Tape, add_cotangents, strategy_named
+from .tape import (
+    DEFAULT_STRATEGY,
+    Backprop,
+    Call,
+    LevelStats,
+    Stats,
+    Tape,
+    add_cotangents,
+    strategy_named,
+)
 from .values import (
     FORWARD_LEVEL,
     REVERSE_LEVEL,
@@ -182,7 +191,7 @@ class Differentiator:
     # program (AD.md section 9) rather than running it on a level of tagged reals.
     writes_out_programs = True
 
-    def __init__(self, interpreter: Interpreter, strategy: str = "factored"):
+    def __init__(self, interpreter: Interpreter, strategy: str = DEFAULT_STRATEGY):
         self.interpreter = interpreter
         self.strategy = strategy
         self.last_stats: Stats | None = None

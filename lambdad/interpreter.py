@@ -38,6 +38,7 @@ from .guard import (
 from .primitives import ADD, DIV, MUL, NEG, SUB, Primitive
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
+    DEFAULT_STRATEGY,
     Backprop,
     BackpropCreated,
     Stats,
@@ -94,7 +95,7 @@ class _OpenTerm:
 class Interpreter:
     """Evaluates source and target terms (call-by-value, left to right).
 
-    ``strategy`` (``"factored"`` or ``"naive"``) is how ``cotangent x e`` runs
+    ``strategy`` (a name of :data:`~lambdad.tape.STRATEGIES`) is how ``cotangent x e`` runs
     backpropagators; ``ad_hooks`` maps ``"grad"``, ``"jvp"``, ``"vjp"`` to the functions
     that evaluate them (supplied by the AD glue).  With ``on_event`` (a callable receiving
     :class:`~lambdad.values.PrimEvent`, ``BackpropCreated`` and ``BackpropRun``), a
@@ -102,7 +103,7 @@ class Interpreter:
     compiled in an instrumented variant (cached separately; the plain one stays fast).
     """
 
-    def __init__(self, *, strategy: str = "factored",
+    def __init__(self, *, strategy: str = DEFAULT_STRATEGY,
                  ad_hooks: Mapping[str, Callable[..., Any]] | None = None,
                  on_event: Callable[[Any], None] | None = None,
                  max_steps: int | None = None, timeout: float | None = None):

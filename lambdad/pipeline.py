@@ -91,7 +91,7 @@ from .syntax import (
     numbered,
     with_children,
 )
-from .tape import STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
+from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
 from .values import format_real, format_value, to_json, to_python
 
@@ -305,7 +305,7 @@ class Program:
 
     def set_strategy(self, strategy: str | None) -> None:
         """Evaluate backpropagators by ``strategy`` from now on (None: the default,
-        factored); UsageError for an unknown one."""
+        :data:`DEFAULT_STRATEGY`, ``fused``); UsageError for an unknown one."""
         self.runtime.set_strategy(strategy)
 
     def value_of(self, name: str) -> Any:
@@ -526,7 +526,8 @@ class Program:
         """``(value, gradient)`` of ``name`` at ``point``; the gradient has the point's shape.
 
         ``mode`` is ``"reverse"`` (backpropagation, default) or ``"forward"`` (one dual-number
-        run per input real); ``strategy`` is ``"factored"`` (default) or ``"naive"``.  With
+        run per input real); ``strategy`` is ``"fused"`` (default), ``"factored"`` or
+        ``"naive"`` (:data:`STRATEGIES`).  With
         ``stats=True`` a third element reports backpropagators created and bodies run.
         With ``wrt`` (parameter names), the gradient is with respect to those parameters
         only, the others held at their values in ``point`` (see :meth:`restricted`): the

@@ -33,6 +33,7 @@ from .errors import LambdadError, ParseError, UsageError, render
 from .parser import is_incomplete, parse_entry
 from .pipeline import (
     PRELUDE_FILE,
+    DEFAULT_STRATEGY,
     STRATEGIES,
     Program,
     format_result,
@@ -93,7 +94,7 @@ class Session:
         self._sources: dict[str, str] = {PRELUDE_FILE: prelude_text(), REPL_FILE: ""}
         self._joined = 0  # how many lines the text of <repl> in _sources holds
         self.file: str | None = None
-        self.strategy = "factored"
+        self.strategy = DEFAULT_STRATEGY
         self.program = Program("", REPL_FILE)
         self.colour = False  # printed programs highlighted (a terminal only)
 
@@ -307,8 +308,11 @@ class Session:
         def run() -> str:
             name, point = self._name_and_point(attrs.evolve(argument, text=text),
                                                ":trace NAME POINT [--mode reverse]")
+            # The session's strategy, unless it fuses: a fused region has one adjoint, not
+            # one per operation, so the trace runs ←D as the paper writes it (factored).
+            session = self.strategy if not strategy_named(self.strategy).fuses else "factored"
             table = trace.trace(self.program, name, point, mode=mode,
-                                strategy=options.get("strategy", self.strategy))
+                                strategy=options.get("strategy", session))
             return trace.format_trace(table, self.sources)
 
         return self._for_expression(run)

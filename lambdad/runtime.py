@@ -16,7 +16,7 @@ from typing import Any
 from .differentiate import Differentiator
 from .interpreter import Interpreter
 from .syntax import Module, Term
-from .tape import strategy_named
+from .tape import DEFAULT_STRATEGY, strategy_named
 from .values import FunctionParts
 
 
@@ -27,7 +27,7 @@ class Runtime:
     (a subclass that watches the transformed terms, for a trace).  Raises UsageError for an
     unknown strategy."""
 
-    def __init__(self, *, strategy: str = "factored",
+    def __init__(self, *, strategy: str = DEFAULT_STRATEGY,
                  on_event: Callable[[Any], None] | None = None,
                  max_steps: int | None = None, timeout: float | None = None,
                  differentiator: Callable[[Interpreter, str], Differentiator] = Differentiator):
@@ -43,9 +43,9 @@ class Runtime:
         return self.interpreter.strategy
 
     def set_strategy(self, strategy: str | None) -> None:
-        """Run backpropagators by ``strategy`` from now on (None: factored); UsageError for
-        an unknown one."""
-        name = strategy_named(strategy or "factored").name
+        """Run backpropagators by ``strategy`` from now on (None: the default,
+        :data:`~lambdad.tape.DEFAULT_STRATEGY`); UsageError for an unknown one."""
+        name = strategy_named(strategy or DEFAULT_STRATEGY).name
         self.interpreter.strategy = name
         self.differentiator.strategy = name
 

@@ -423,6 +423,11 @@ STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType({
 })
 
 
+# What reverse mode runs unless told otherwise: the fused form, where a straight-line region
+# costs one backpropagator; `factored` is ←D as the paper writes it, factored at run time.
+DEFAULT_STRATEGY = "fused"
+
+
 def strategy_named(name: str) -> Strategy:
     """The strategy called ``name``; UsageError naming the known ones if there is none."""
     found = STRATEGIES.get(name)
@@ -432,7 +437,7 @@ def strategy_named(name: str) -> Strategy:
     return found
 
 
-def backward(tape: Tape, cotangent: Any, strategy: str = "factored",
+def backward(tape: Tape, cotangent: Any, strategy: str = DEFAULT_STRATEGY,
              on_event: Callable[[Any], None] | None = None,
              add: Callable[[Any, Any], Any] | None = None) -> dict[int, float]:
     """The adjoint of every seed reached by the cotangent data ``cotangent``, by seed index.

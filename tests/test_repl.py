@@ -147,7 +147,7 @@ def test_grad_commands(baydin):
     ]
     both = entry(baydin, ":grad! f (2, 5)").splitlines()
     assert both[0].split() == ["value:", "11.652071455223084"]
-    assert both[1].split(":", 1)[0] == "gradient (reverse, factored)"
+    assert both[1].split(":", 1)[0] == "gradient (reverse, fused)"
     assert both[1].endswith("(5.5, 1.7163378145367738)")
     assert both[2].split(":", 1)[0] == "gradient (forward)"
     assert both[2].endswith("(5.5, 1.7163378145367738)")
@@ -159,7 +159,7 @@ def test_grad_of_a_definition_made_at_the_prompt(baydin):
 
 
 def test_strategy_command(baydin):
-    assert entry(baydin, ":strategy") == "strategy: factored"
+    assert entry(baydin, ":strategy") == "strategy: fused"
     assert entry(baydin, ":strategy naive") == "strategy: naive"
     assert "(reverse, naive)" in entry(baydin, ":grad! f 2,5")
     assert entry(baydin, ":grad f 2,5").endswith("(5.5, 1.7163378145367738)")
