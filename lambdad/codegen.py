@@ -99,7 +99,9 @@ def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
     captured for an error message)."""
     if not isinstance(span, DerivativeSpan) or not span.arguments:
         return ()
-    atoms = [fn.scope.get(name) or fn.captures.get(name) for name in span.arguments]
+    # (an argument may be named by its value, `0.5`, where the fused form put the literal)
+    atoms = [fn.scope.get(name) or fn.captures.get(name) or _literal_atom(name)
+             for name in span.arguments]
     if all(atoms):
         return tuple(atoms)
     # Only the primitive's value may be at hand (a partial such as 0.5 / r, in the
@@ -142,6 +144,16 @@ class _Function:
         self.lines.append((self.indent, text, site, pure, tuple(uses)))
 
 
+
+
+def _literal_atom(text: str) -> str | None:
+    """The atom of the real ``text`` names when it is a number (no variable is), else None."""
+    if not text[:1] or text[0] not in "-.0123456789":
+        return None
+    try:
+        return _real_atom(float(text))
+    except ValueError:
+        return None
 
 
 def _real_atom(value: float) -> str:
@@ -337,12 +349,15 @@ class _CodeGenerator:
         out: list[str] = []
         for name, fn, params in self.functions:
             out.append(f"def {name}({', '.join(params)}):")
+            header = len(out)
             for index, (indent, text, site, _, _) in enumerate(fn.lines):
                 if (name, index) in dead:
                     continue
                 out.append("    " * indent + text)
                 if site is not None:
                     self.lines[len(out)] = site
+            if len(out) == header:  # a linear body that stages nothing, all of it dead
+                out.append("    return None")
         return "\n".join(out) + "\n"
 
     def dead_statements(self) -> set[tuple[str, int]]:

@@ -29,15 +29,19 @@ recursion: everything runs on :func:`lambdad.iterate.run`.
 
 from __future__ import annotations
 
+import math
+
 import attrs
 
 from .backward import backward_term
+from .errors import DerivativeSpan
 from .iterate import run
-from .primitives import ADD, NEG, PRIMITIVES, SUB
+from .primitives import ADD, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB, DomainError
 from .rules import NameSupply
 from .syntax import (
     Annot,
     App,
+    BoolLit,
     Const,
     If,
     Lam,
@@ -116,6 +120,8 @@ class _Fuser:
         # part of a pair it was bound to (an alias); with an undo log for leaving scopes.
         self.current: dict[str, str] = {}
         self.log: list[tuple[str, object]] = []
+        # The fresh names bound to literals (`r` or `-r`), which their uses are replaced by.
+        self.constants: dict[str, Term] = {}
 
     # ---- scopes
     def fresh(self, name: str) -> str:
@@ -144,7 +150,12 @@ class _Fuser:
         one wherever it occurs; so are function bodies and branches)."""
         if isinstance(t, Var):
             new = self.current.get(t.name)
-            return t if new is None else Var(new, span=t.span)
+            if new is None:
+                return t
+            constant = self.constants.get(new)
+            if constant is not None:
+                return constant
+            return Var(new, span=t.span)
         if isinstance(t, (Let, LetPair)):
             return (yield self.region(t))
         if isinstance(t, Lam):
@@ -156,6 +167,8 @@ class _Fuser:
             return attrs.evolve(t, param=param, body=body)
         if isinstance(t, If):
             cond = yield self.term(t.cond)
+            if isinstance(cond, BoolLit):  # known when compiled: `if 2 == 0` of a partial
+                return (yield self.region(t.then if cond.value else t.orelse))
             then = yield self.region(t.then)
             orelse = yield self.region(t.orelse)
             return attrs.evolve(t, cond=cond, then=then, orelse=orelse)
@@ -166,7 +179,10 @@ class _Fuser:
             args = []
             for arg in t.args:
                 args.append((yield self.term(arg)))
-            return Prim(t.op, tuple(args), span=t.span)
+            span = t.span
+            if isinstance(span, DerivativeSpan):
+                span = self.derivative_span(span)
+            return _folded(Prim(t.op, tuple(args), span=span))
         if kind is App:
             fn = yield self.term(t.fn)
             arg = yield self.term(t.arg)
@@ -198,6 +214,19 @@ class _Fuser:
             self.leave(mark)
         return rename_binders(with_children(t, new_kids), fresh) if fresh \
             else with_children(t, new_kids)
+
+    def derivative_span(self, span: DerivativeSpan) -> DerivativeSpan:
+        """``span`` naming the variables of the source primitive's arguments and value by
+        their fresh names (an error in the derivative says at which values it failed); an
+        argument replaced by its literal is named by the literal's value (``0.5``)."""
+
+        def renamed(name: str) -> str:
+            new = self.current.get(name, name)
+            constant = self.constants.get(new)
+            return new if constant is None else repr(_constant(constant))
+
+        return attrs.evolve(span, arguments=tuple(renamed(name) for name in span.arguments),
+                            value=span.value and renamed(span.value))
 
     def region(self, t: Term):
         """The straight-line region ``t``: its spine flattened, the regions inside it
@@ -253,11 +282,15 @@ class _Fuser:
                     part_name = self.fresh(t.name)
                     out.append(_Binding(part_name, None, part, t))
                     parts.append(part_name)
+                    if _constant(part) is not None:
+                        self.constants[part_name] = part
             pairs[name] = (parts[0], parts[1])
             value = attrs.evolve(value, first=Var(parts[0], span=value.first.span),
                                  second=Var(parts[1], span=value.second.span))
         out.append(_Binding(name, None, value, t))
         self.bind(t.name, name)
+        if _constant(value) is not None:
+            self.constants[name] = value
 
     def let_pair(self, t: LetPair, value: Term, out: list[_Binding],
                  pairs: dict[str, tuple[str, str]],
@@ -272,6 +305,8 @@ class _Fuser:
                     new = self.fresh(name if name != "_" else "v")
                     out.append(_Binding(new, None, part, t))
                     self.bind(name, new)
+                    if _constant(part) is not None:
+                        self.constants[new] = part
             return
         known = None
         if isinstance(value, Var):
@@ -389,6 +424,36 @@ def _normal_form(lam: LinLam) -> _Linear | None:
     return _Linear(lam.param, lets, sends, lam.span)
 
 
+# What evaluating a primitive on literals may raise: such an application is left to run.
+_EVALUATION_ERRORS = (DomainError, ArithmeticError, ValueError, TypeError)
+
+
+def _folded(t: Prim) -> Term:
+    """``t`` evaluated when its arguments are literals and its value is a finite real or
+    a truth value (the same operation on the same reals gives the same value when the
+    program is compiled as when it runs), else without a unit operand (``x ^ 1`` is
+    ``x``, by the table's laws); else ``t``.  ←D instantiates partials such as
+    ``if y == 0 then 0 else y * x ^ (y - 1)`` at a literal exponent ``y``: this makes
+    them ``2 * x``."""
+    entry = PRIMITIVES.get(t.op)
+    if entry is None or entry.kind not in REAL_EXPRESSION_KINDS or entry.evaluate is None:
+        return t
+    values = [arg.value if isinstance(arg, BoolLit) else _constant(arg) for arg in t.args]
+    if None not in values:
+        try:
+            value = entry.evaluate(*values)
+        except _EVALUATION_ERRORS:
+            return t
+        if type(value) is bool:
+            return BoolLit(value, span=t.span)
+        if type(value) is float and value - value == 0:
+            if math.copysign(1.0, value) < 0:  # written `-r`, as the parser reads it back
+                return NEG.applied(Const(-value, span=t.span), span=t.span)
+            return Const(value, span=t.span)
+        return t
+    return _without_unit(t)
+
+
 def _without_unit(t: Term) -> Term:
     """``t`` without the unit operand of its operation, by the laws of the primitive table
     (``1 * e`` is ``e``, exactly): ←D scales every send by a partial, often the constant 1,
@@ -481,8 +546,9 @@ def _rebuild(spine: list[_Binding], final: Term) -> Term:
 def _without_dead_pairs(spine: list[_Binding], final: Term
                         ) -> tuple[list[_Binding], dict[str, int]]:
     """``spine`` without the bindings of pairs of variables that nothing uses (left by
-    taking pairs apart), which would otherwise count as uses of backpropagators; and how
-    many times each name occurs in what is kept and ``final``."""
+    taking pairs apart), which would otherwise count as uses of backpropagators, nor those
+    of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
+    fused away); and how many times each name occurs in what is kept and ``final``."""
     used: dict[str, int] = {}
     for t in [*(b.value for b in spine), final]:
         for node in walk(t):
@@ -495,6 +561,10 @@ def _without_dead_pairs(spine: list[_Binding], final: Term
                 and isinstance(value.second, Var) and not used.get(binding.name)):
             for part in (value.first, value.second):
                 used[part.name] -= 1
+            continue
+        if (binding.second is None and not used.get(binding.name)
+                and (_constant(value) is not None
+                     or (isinstance(value, LinLam) and isinstance(value.body, Zero)))):
             continue
         kept.append(binding)
     kept.reverse()

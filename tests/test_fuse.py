@@ -134,3 +134,20 @@ def test_fusion_renames_apart_with_the_supply_of_backward(file):
         assert free_vars(fused) == free_vars(transformed)
         bound = [name for t in walk(fused) for name in bound_names(t) if name != "_"]
         assert len(bound) == len(set(bound))  # renamed apart
+
+
+def test_partials_at_literal_exponents_are_computed_when_compiled():
+    # ←D's partial of `x ^ y` is `if y == 0 then 0 else y * x ^ (y - 1)`: at y = 2 the fused
+    # form computes it as `2 * x` (the same operations on the same literals).
+    term = fuse(backward_term(parse_expr("\\x -> x ^ 2 + x ^ -3", "<test>")))
+    text = print_term(term)
+    assert "==" not in text and "2 * x" in text and "-3 * x" in text
+    program = lambdad.loads("def f (x : R) : R = x ^ 2 + x ^ -3")
+    assert program.value_and_grad("f", 1.5, strategy="fused") == pytest.approx(
+        program.value_and_grad("f", 1.5, strategy="factored"), rel=1e-15)
+
+
+def test_a_body_that_stages_nothing_compiles():
+    program = lambdad.loads("def f (xs : [R]) : R =\n"
+                            "  (max (1 + (let y1 = 1 in y1))) 1 + fold (\\acc v -> acc + v) 0 xs")
+    assert program.value_and_grad("f", [1.0, 2.0]) == (5.0, [1.0, 1.0])

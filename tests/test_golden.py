@@ -81,7 +81,7 @@ def test_grad_cli_text_and_stats(lambdad_cli):
 def test_grad_both_modes_side_by_side(lambdad_cli):
     result = lambdad_cli("grad", "programs/jones.lam", "f", "--at", "1,2", "--mode", "both")
     assert result.returncode == 0, result.stderr
-    assert "gradient (reverse, factored): (18.7781121978613, 3.090702573174318)" in result.stdout
+    assert "gradient (reverse, fused): (18.7781121978613, 3.090702573174318)" in result.stdout
     assert "gradient (forward):" in result.stdout
 
 

@@ -262,6 +262,7 @@ def test_errors_inside_a_fold_step_are_located_in_the_step():
 
 def test_counts_survive_the_release_of_a_finished_tape():
     prog = lambdad.loads("def g = grad (\\x -> x * sin x + 2) 2\n")
+    prog.set_strategy("factored")  # one backpropagator per operation
     prog.run_raw("g")
     stats = prog.runtime.interpreter.stats  # the in-language grad's tape, released after use
     assert (stats.created, stats.bodies_run) == (3, 3)  # `2`'s zero is not created
