@@ -36,7 +36,7 @@ import attrs
 from .backward import backward_term
 from .errors import DerivativeSpan
 from .iterate import run
-from .primitives import ADD, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB, DomainError
+from .primitives import ADD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB, DomainError
 from .rules import NameSupply
 from .syntax import (
     Annot,
@@ -474,9 +474,13 @@ def _without_unit(t: Term) -> Term:
 
 
 def _sum(args: list[Term]) -> Term:
-    """``u1 + ... + uk``, left to right as the backward phase adds them, except that the
-    negated terms (``-1 * e``, which ←D sends for the right operand of ``-``) come last, as
-    subtractions: ``u + -1 * e`` is ``u - e`` exactly, one operation fewer."""
+    """``u1 + ... + uk``, left to right as the backward phase adds them, except that a term
+    sent twice is doubled (``x_ (x * a) <+> x_ (x * a)`` of ``x * x`` sends ``2 * (x * a)``:
+    ``u + u`` is ``2 * u`` exactly, and ``u`` is computed once), and the negated terms
+    (``-1 * e``, which ←D sends for the right operand of ``-``) come last, as subtractions:
+    ``u + -1 * e`` is ``u - e`` exactly, one operation fewer."""
+    if len(args) > 1:
+        args = _doubled(args)
     positive: list[Term] = []
     negated: list[Term] = []
     for arg in args:
@@ -493,6 +497,25 @@ def _sum(args: list[Term]) -> Term:
     for arg in negated:
         total = SUB.applied(total, arg)
     return total
+
+
+def _doubled(args: list[Term]) -> list[Term]:
+    """``args`` with each pair of equal terms ``u``, ``u`` made one ``2 * u`` (in the place
+    of the first); terms that are variables are left as they are (``a + a`` costs what
+    ``2 * a`` does)."""
+    out: list[Term | None] = []
+    unpaired: dict[Term, int] = {}  # a term seen an odd number of times -> its place in out
+    for arg in args:
+        if isinstance(arg, Var):
+            out.append(arg)
+            continue
+        place = unpaired.pop(arg, None)
+        if place is None:
+            unpaired[arg] = len(out)
+            out.append(arg)
+        else:
+            out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
+    return out
 
 
 def _negated(t: Term) -> Term | None:
