@@ -287,28 +287,42 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
     late: dict[int, float] = {}  # adjoints of seeds made after the phase began
 
-    def stage(g: Backprop, a: float) -> None:
-        # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
-        try:
-            if g.tape is not tape:
-                raise _foreign(g)
-            s = g.stamp
-            if add is None:
+    def staged_late(g: Backprop, a: Any) -> None:
+        # Stamped after the phase began: fine for seeds (read directly) and the zero.
+        if g.function is not None:
+            raise _created_late() from None
+        index = g.seed_index
+        if index is not None:
+            late[index] = (late.get(index, 0.0) + a if add is None
+                           else a if index not in late else add(late[index], a))
+
+    if add is None:
+        def stage(g: Backprop, a: float) -> None:
+            # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
+            try:
+                if g.tape is not tape:
+                    raise _foreign(g)
+                s = g.stamp
                 acc[s] += a
-            else:  # another ring: the first cotangent sent is the sum so far
+                pending[s] = g
+            except AttributeError:
+                # Not a backpropagator: a function into d, applied; walk what it returns.
+                _calls(g(a), stage)
+            except IndexError:
+                staged_late(g, a)
+    else:
+        def stage(g: Backprop, a: Any) -> None:
+            # The same in another ring: the first cotangent sent is the sum so far.
+            try:
+                if g.tape is not tape:
+                    raise _foreign(g)
+                s = g.stamp
                 acc[s] = a if pending[s] is None else add(acc[s], a)
-            pending[s] = g
-        except AttributeError:
-            # Not a backpropagator: a function into d, applied; walk what it returns.
-            _calls(g(a), stage)
-        except IndexError:
-            # Stamped after the phase began: fine for seeds (read directly) and the zero.
-            if g.function is not None:
-                raise _created_late() from None
-            index = g.seed_index
-            if index is not None:
-                late[index] = (late.get(index, 0.0) + a if add is None
-                               else a if index not in late else add(late[index], a))
+                pending[s] = g
+            except AttributeError:
+                _calls(g(a), stage)
+            except IndexError:
+                staged_late(g, a)
 
     ran = 0
     try:
