@@ -34,6 +34,7 @@ from .errors import DifferentiationError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting, rules
 from .parser import parse_expr
+from .typecheck import infer_term
 from .primitives import PRIMITIVES
 from .rules import NestedDifferentiationError
 from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term, Type, Var,
@@ -161,6 +162,27 @@ def value_type(value: Any) -> Type | None:
         else:
             built.append(None)
     return built[0]
+
+
+_CLOSURE_TYPE_DEPTH = 20
+"""How deep the closures captured by a closure are typed (deeper ones are left untyped)."""
+
+
+def _closure_type(lam: Lam, captured: tuple[tuple[str, Type | None], ...]) -> Type | None:
+    """The type of ``lam`` with its captured names of the given types, when it has no
+    type variable (a polymorphic closure is typed by its uses instead)."""
+    wrapped: Term = lam
+    for name, type_ in reversed(captured):
+        wrapped = Lam(name, wrapped, param_type=type_)
+    try:
+        t = infer_term(wrapped).type
+    except TypeCheckError:
+        return None
+    for _ in captured:
+        if not isinstance(t, FunT):
+            return None
+        t = t.result
+    return t if not any(isinstance(inner, VarT) for inner in walk(t)) else None
 
 
 def _argument_type(t: Type) -> Type | None:
@@ -294,7 +316,7 @@ class Differentiator:
             # reverse mode over a function that differentiates runs on a level: its --stats
             # count each level's backward phase apart, which one tape cannot
             raise _NeedsLevel
-        types = tuple((name, value_type(captured[name])) for name in names)
+        types = tuple((name, self._value_type(captured[name])) for name in names)
         point_type = param_type if point is None else value_type(point)
         nested_key = (modes, id(lam), types, point_type, self.interpreter.generic)
         found = self._compiled.get(nested_key)
@@ -303,6 +325,23 @@ class Differentiator:
             self._compiled[nested_key] = found
         if found[1] is None:
             raise _NeedsLevel
+        return found[1]
+
+    def _value_type(self, value: Any, depth: int = 0) -> Type | None:
+        """The type of a runtime value when its values tell it (:func:`value_type`); for a
+        closure, the type of its λ given the types of what it captured, when that type has
+        no variable (inferred once per λ and captured types).  None otherwise."""
+        if not callable(value) or isinstance(value, Backprop):
+            return value_type(value)
+        parts = self.interpreter.function_parts(value)
+        if parts is None or parts.lam is None or depth > _CLOSURE_TYPE_DEPTH:
+            return None
+        captured = tuple((name, self._value_type(v, depth + 1))
+                         for name, v in parts.captured.items())
+        key = ("type", id(parts.lam), captured)
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (parts.lam, _closure_type(parts.lam, captured))
         return found[1]
 
     def _compiled_program(self, lam: Lam, types: tuple, point_type: Type | None,

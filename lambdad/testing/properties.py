@@ -322,6 +322,17 @@ def check_nested_programs(generated: GeneratedProgram, point: Any,
             expected = program.value_and_grad(name, uncurried)
         except LambdadError as exc:
             raise PointRejected(exc.message) from None
+        # forward mode over the function runs its written-out program when the program runs;
+        # reverse mode runs it on a level: the two routes agree
+        try:
+            by_program = program.value_and_grad(name, uncurried, mode="forward")
+        except LambdadError as exc:
+            raise PropertyViolation("nested programs", f"forward mode over `{name}` fails "
+                                    f"where reverse mode does not: {exc}\n{text}") from None
+        if not _close([by_program[0], *gradcheck.leaves(by_program[1])],
+                      [expected[0], *gradcheck.leaves(expected[1])]):
+            raise PropertyViolation("nested programs", f"forward mode over `{name}` gives "
+                                    f"{by_program}, reverse mode {expected}\n{text}")
         for mode in ("forward", "reverse"):
             where = f"`show {name} --{mode}`"
             try:
@@ -346,12 +357,17 @@ def check_nested_programs(generated: GeneratedProgram, point: Any,
                                         f"fails to check or run: {exc}\n{shown}") from None
             found = [value, *gradcheck.leaves(gradient)]
             wanted = [expected[0], *gradcheck.leaves(expected[1])]
-            scale = max([1.0, *(abs(r) for r in wanted)])
-            if len(found) != len(wanted) or any(
-                    abs(a - b) > gradcheck.AGREEMENT * max(abs(a), abs(b))
-                    + gradcheck.AGREEMENT_FLOOR * scale for a, b in zip(found, wanted)):
+            if not _close(found, wanted):
                 raise PropertyViolation("nested programs", f"{where} runs to {found}, the "
                                         f"run-time route gives {wanted}\n{shown}")
+
+
+def _close(found: Sequence[float], wanted: Sequence[float]) -> bool:
+    """Whether two lists of reals agree to the tolerance the modes are compared with."""
+    scale = max([1.0, *(abs(r) for r in wanted)])
+    return len(found) == len(wanted) and all(
+        abs(a - b) <= gradcheck.AGREEMENT * max(abs(a), abs(b))
+        + gradcheck.AGREEMENT_FLOOR * scale for a, b in zip(found, wanted))
 
 
 def check_properties(generated: GeneratedProgram, point: Any, load: Callable[[str], Any],
