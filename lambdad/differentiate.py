@@ -303,6 +303,8 @@ class Differentiator:
             try:
                 transformed = lam
                 for mode in modes:
+                    if mode == REVERSE and len(modes) > 1:
+                        mode = self._reverse(None)  # ←D as the strategy runs it
                     transformed = self._transformer(mode)(transformed)
             except NestedDifferentiationError:
                 entry = (lam, None)
@@ -562,6 +564,10 @@ class Differentiator:
     def jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
         """``(f x, ∂f(x)·v)`` by dual numbers; ``v`` has the shape of ``x``."""
         _require_differentiable_input(x)
+        # one guarded run for the transformation and the run (see grad)
+        return self.interpreter.guarded(self._jvp_any, f, x, v)
+
+    def _jvp_any(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
         with self._differentiation():
             try:
                 return self._jvp(f, x, v)
@@ -786,9 +792,11 @@ class Differentiator:
         return value, gradient, product
 
     def _value_and_gradient(self, f: Any) -> Any:
-        """The function value ``\\y -> (f y, grad f y)``: a closure of the interpreter, so
-        differentiating it transforms its written-out program (AD.md section 9)."""
-        return self._closure("value_and_gradient", r"\y -> (f y, grad f y)", f)
+        """The function value ``\\y -> (f y, grad f y)``, written with ``vjp`` so that one
+        run gives both: a closure of the interpreter, so differentiating it transforms its
+        written-out program (AD.md section 9)."""
+        return self._closure("value_and_gradient",
+                             r"\y -> let (v, back) = vjp f y in (v, back 1)", f)
 
     def _gradient(self, f: Any) -> Any:
         """The function value ``\\y -> grad f y``."""
