@@ -124,11 +124,6 @@ def count_reals(value: Any) -> int:
     return count
 
 
-def is_plain_real(v: Any) -> bool:
-    """A real that is a Python float (not a tagged real of a nesting level)."""
-    return type(v) is float
-
-
 def _zero_tangent(r: float) -> tuple[float, float]:
     return (r, 0.0)
 
