@@ -684,3 +684,52 @@ def test_mutated_programs_only_raise_parse_errors(text):
 
 def test_the_sample_program_parses():
     assert len(parse_module(_PROGRAM).decls) == 5
+
+
+def _concrete_shape(value):
+    """A concrete tree (or what a callback made) as plain data, tokens with their positions."""
+    if isinstance(value, parser_module._Surface):
+        return (value.kind, value.pos, _concrete_shape(value.parts))
+    if isinstance(value, lark.Token):
+        return (value.type, str(value), value.start_pos, value.line, value.column,
+                value.end_line, value.end_column, value.end_pos)
+    if isinstance(value, (list, tuple)):
+        return tuple(_concrete_shape(part) for part in value)
+    return value
+
+
+def _outcome(parse):
+    try:
+        return _concrete_shape(parse())
+    except parser_module._Located as error:
+        return ("located", error.message, error.pos)
+    except (parser_module._Refused, lark.exceptions.UnexpectedInput):
+        return "refused"
+
+
+_TYPED = "def t (p : d<R> * (R -> R) -o [R] × ℝ) : R = p -- a comment\n"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mutated_program(), st.sampled_from(["module", "repl_entry", "expr_entry", "type_entry"]),
+       st.booleans())
+def test_the_fast_driver_builds_what_lark_builds(text, start, typed):
+    """The driver reads lark's tables with a scanner of its own: on every text it builds the
+    same concrete tree as lark's parser (tokens, positions, callbacks' errors) or refuses
+    where lark raises a syntax error (which lark then reports)."""
+    if typed:
+        text = _TYPED + text
+    driver, reference = parser_module._driver(), parser_module._parser()
+    assert _outcome(lambda: driver.parse(text, start)) == \
+        _outcome(lambda: reference.parse(text, start=start))
+
+
+def test_the_fast_driver_lexes_by_context():
+    """`*` is a product in a type and a product of reals in an expression; `d<` opens a
+    cotangent type only where a type is expected; `-o` after an operand is a subtraction."""
+    driver, reference = parser_module._driver(), parser_module._parser()
+    for text, start in [("R * d<R> -o R", "type_entry"), ("d<x * y -o", "expr_entry"),
+                        ("x * y", "expr_entry"), ("\\a -o a", "expr_entry"),
+                        ("(x : R * R)", "expr_entry"), ("", "module"), ("  -- only\n", "module")]:
+        assert _outcome(lambda: driver.parse(text, start)) == \
+            _outcome(lambda: reference.parse(text, start=start)), text
