@@ -33,6 +33,8 @@ import builtins
 import functools
 import itertools
 import math
+import re
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,6 +92,66 @@ _PROPAGATING = frozenset(p.name for p in (ADD, SUB, MUL, NEG))
 _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
                   "list", "max", "min", "pow", "range", "round", "sum", "tuple", "zip")
 
+
+
+# Longest function generated in one piece (in statements): a longer one, the body of a
+# long straight-line program, is cut into pieces called one after the other (see _pieces).
+_MAX_PIECE_LINES = 500
+# The names a statement of generated code may read or bind locally.
+_LOCAL_OR_PARAMETER = re.compile(r"\b(?:[tvc][0-9]+|_c|_st)\b")
+# The names a statement assigns: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`.
+_TARGETS = re.compile(r"((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?) = ")
+
+Line = tuple[int, str, "PrimSite | None", tuple[str, ...], tuple[str, ...]]
+
+
+def _pieces(name: str, params: list[str], lines: list[Line], fresh: Callable[[str], str]
+            ) -> list[tuple[str, list[str], list[Line]]]:
+    """The function ``name(params)`` with body ``lines`` as functions of at most about
+    _MAX_PIECE_LINES statements each (name, parameters, body): a long body is cut between
+    top-level statements into pieces, each a function of the locals it reads from earlier
+    ones, returning those that later pieces read; the function itself calls them in turn.
+    CPython's compiler holds the syntax tree of a whole function at once and slows down on
+    very long ones; pieces keep both bounded.  Lines keep their sites (errors)."""
+    if len(lines) <= _MAX_PIECE_LINES:
+        return [(name, params, lines)]
+    segments: list[list[Line]] = [[]]
+    for line in lines:
+        if (len(segments[-1]) >= _MAX_PIECE_LINES and line[0] == 1
+                and not line[1].startswith("else:")):
+            segments.append([])
+        segments[-1].append(line)
+    read: list[list[str]] = []
+    bound: list[set[str]] = []
+    for segment in segments:
+        names: dict[str, None] = {}
+        targets: set[str] = set()
+        for _, text, _, _, _ in segment:
+            names.update(dict.fromkeys(_LOCAL_OR_PARAMETER.findall(text)))
+            match = _TARGETS.match(text)
+            if match is not None:
+                targets.update(_LOCAL_OR_PARAMETER.findall(match.group(1)))
+        read.append([local for local in names if local not in targets])
+        bound.append(targets)
+    later: set[str] = set()
+    returned: list[list[str]] = [[] for _ in segments]
+    for index in range(len(segments) - 1, -1, -1):
+        returned[index] = sorted(bound[index] & later)
+        later.update(read[index])
+    pieces: list[tuple[str, list[str], list[Line]]] = []
+    calls: list[Line] = []
+    for index, segment in enumerate(segments):
+        piece = fresh("_f")
+        call = f"{piece}({', '.join(read[index])})"
+        if index == len(segments) - 1:
+            calls.append((1, f"return {call}", None, (), ()))
+            body = segment
+        else:
+            names = "".join(f"{local}, " for local in returned[index])
+            calls.append((1, f"{names}= {call}" if names else call, None, (), ()))
+            body = segment + [(1, f"return ({names})", None, (), ())]
+        pieces.append((piece, read[index], body))
+    return [(name, params, calls), *pieces]
 
 
 def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
@@ -208,6 +270,8 @@ class _CodeGenerator:
         # (function of x returning a closure of y, the same taking x and y at once)
         self.two_arguments: list[tuple[str, str]] = []
         self.lines: dict[int, PrimSite] = {}
+        # (function name, line of its `def` in the module, number of lines), in order
+        self.placed: list[tuple[str, int, int]] = []
         self.namespace: dict[str, Any] = {
             "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
             "__lambdad_lines__": self.lines,
@@ -344,20 +408,20 @@ class _CodeGenerator:
         return name, names, self.assemble()
 
     def assemble(self) -> str:
-        """The module source: every function, without its dead pure statements."""
+        """The module source: every function, without its dead pure statements.  Each
+        function's place in it (name, first line, number of lines) goes to ``placed``."""
         dead = self.dead_statements()
         out: list[str] = []
         for name, fn, params in self.functions:
-            out.append(f"def {name}({', '.join(params)}):")
-            header = len(out)
-            for index, (indent, text, site, _, _) in enumerate(fn.lines):
-                if (name, index) in dead:
-                    continue
-                out.append("    " * indent + text)
-                if site is not None:
-                    self.lines[len(out)] = site
-            if len(out) == header:  # a linear body that stages nothing, all of it dead
-                out.append("    return None")
+            kept = [line for index, line in enumerate(fn.lines) if (name, index) not in dead]
+            for piece, piece_params, piece_lines in _pieces(name, params, kept, self.fresh):
+                first = len(out)
+                out.append(f"def {piece}({', '.join(piece_params)}):")
+                for indent, text, site, _, _ in piece_lines:
+                    out.append("    " * indent + text)
+                    if site is not None:
+                        self.lines[len(out)] = site
+                self.placed.append((piece, first + 1, len(out) - first))
         return "\n".join(out) + "\n"
 
     def dead_statements(self) -> set[tuple[str, int]]:
@@ -776,17 +840,17 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
     evaluated, ResourceError when the program is too large for Python to compile.
     """
     generator = _CodeGenerator(calls, instrumented, generic)
+    namespace = generator.namespace
     # Nothing cyclic is made while the syntax and code structures are built.
     with collector_paused():
         try:
             entry, names, source = generator.compile_unit(term, names)
-            code = compile(source, filename, "exec")
+            namespace.update(_compiled_functions(source, generator.placed, namespace,
+                                                 filename))
         except (RecursionError, MemoryError):
             raise ResourceError("the program is too large to compile",
                                 getattr(term, "span", None)) from None
-    namespace = generator.namespace
     namespace["__lambdad_source__"] = source
-    exec(code, namespace)
     for name, lam, captured in generator.lifted:
         function = namespace[name]
         function.__lambdad_lam__ = lam
@@ -794,3 +858,76 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
     for name, both in generator.two_arguments:
         setattr(namespace[name], TWO_ARGUMENTS, namespace[both])
     return namespace[entry], names
+
+
+
+# Names local to a generated function (parameters and temporaries; `_c` and `_st` are the
+# same in every function): what differs between two functions that compute alike.
+_LOCAL_NAME = re.compile(r"\b[tvc][0-9]+\b")
+# Lines of generated code compiled at once: CPython's compiler holds the syntax tree of
+# what it compiles (kilobytes a line), so a bounded batch keeps memory bounded.
+_LINES_PER_COMPILE = 4000
+
+
+def _compiled_functions(source: str, placed: Sequence[tuple[str, int, int]],
+                        namespace: dict[str, Any], filename: str) -> dict[str, Any]:
+    """The functions of the generated module ``source`` (each at its place in ``placed``),
+    as ``exec`` of the module would define them, compiled in batches of bounded size.
+
+    Functions equal up to the names of their locals (the backpropagators of a long
+    straight-line program come in a handful of shapes) are compiled once: each one is that
+    code with its own name, its own local names (an error reads operands from the frame by
+    name) and its own first line (an error finds its site in the module's line table by
+    line number; the line table of a code object counts from its first line).
+    """
+    lines = source.split("\n")
+    shapes: dict[str, types.CodeType] = {}  # canonical text -> its code
+    waiting: dict[str, None] = {}  # canonical texts not compiled yet, in order
+    made: list[tuple[str, int, str, dict[str, str]]] = []
+    functions: dict[str, Any] = {}
+
+    def compile_waiting() -> None:
+        texts = list(waiting)
+        module = compile("".join(text.replace("def _shape(", f"def _shape{index}(", 1)
+                                 for index, text in enumerate(texts)), filename, "exec")
+        codes = {code.co_name: code for code in module.co_consts
+                 if isinstance(code, types.CodeType)}
+        for index, text in enumerate(texts):
+            shapes[text] = codes[f"_shape{index}"]
+        waiting.clear()
+
+    def define_made() -> None:
+        compile_waiting()
+        for name, first, text, renaming in made:
+            code = shapes[text]
+            code = code.replace(co_name=name, co_qualname=name, co_firstlineno=first,
+                                co_varnames=tuple(renaming.get(local, local)
+                                                  for local in code.co_varnames))
+            functions[name] = types.FunctionType(code, namespace, name)
+        made.clear()
+
+    waiting_lines = 0
+    for name, first, count in placed:
+        canonical: dict[str, str] = {}  # a local of this function -> its canonical name
+        renaming: dict[str, str] = {}  # the reverse
+
+        def rename(match: re.Match) -> str:
+            local = match.group()
+            found = canonical.get(local)
+            if found is None:
+                found = canonical[local] = f"a{len(canonical)}"
+                renaming[found] = local
+            return found
+
+        header = lines[first - 1]
+        body = "\n".join(lines[first - 1:first - 1 + count])[header.index("(") + 1:]
+        text = "def _shape(" + _LOCAL_NAME.sub(rename, body) + "\n"
+        made.append((name, first, text, renaming))
+        if text not in shapes and text not in waiting:
+            waiting[text] = None
+            waiting_lines += count
+            if waiting_lines > _LINES_PER_COMPILE:
+                define_made()
+                waiting_lines = 0
+    define_made()
+    return functions
