@@ -414,7 +414,11 @@ class _CodeGenerator:
         out: list[str] = []
         for name, fn, params in self.functions:
             kept = [line for index, line in enumerate(fn.lines) if (name, index) not in dead]
-            for piece, piece_params, piece_lines in _pieces(name, params, kept, self.fresh):
+            # A linear body with deferred checks stays whole: an error in it is found by
+            # running its text again (lambdad.guard).
+            whole = name in self.namespace["__lambdad_deferred__"]
+            for piece, piece_params, piece_lines in (
+                    [(name, params, kept)] if whole else _pieces(name, params, kept, self.fresh)):
                 first = len(out)
                 out.append(f"def {piece}({', '.join(piece_params)}):")
                 for indent, text, site, _, _ in piece_lines:
