@@ -414,6 +414,8 @@ class _CodeGenerator:
         out: list[str] = []
         for name, fn, params in self.functions:
             kept = [line for index, line in enumerate(fn.lines) if (name, index) not in dead]
+            if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
+                kept = [(1, "pass", None, (), ())]
             # A linear body with deferred checks stays whole: an error in it is found by
             # running its text again (lambdad.guard).
             whole = name in self.namespace["__lambdad_deferred__"]
