@@ -75,6 +75,50 @@ def from_python(value: Any, finite: bool = True) -> Any:
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
 
 
+def real_point(point: Any) -> tuple[int, Any] | None:
+    """For a point of Python reals (a float or int, or a tuple of them): its shape (0 for a
+    real, n for an n-tuple) and its runtime value, made in one pass (what
+    :func:`from_python` makes of it).  None for any other point, and for one holding a NaN,
+    an infinity or an integer too large for a real: :func:`from_python` says what is wrong.
+    Repeated calls with such points skip the general conversion and fitting (the shape
+    decides how the point fits a function)."""
+    kind = type(point)
+    if kind is tuple and len(point) >= 2:
+        value = None
+        for item in reversed(point):
+            kind = type(item)
+            if kind is int:
+                try:
+                    item = float(item)
+                except OverflowError:
+                    return None
+            elif kind is not float:
+                return None
+            if item - item != 0.0:  # NaN for a NaN or an infinity
+                return None
+            value = item if value is None else (item, value)
+        return len(point), value
+    if kind is int:
+        try:
+            point = float(point)
+        except OverflowError:
+            return None
+    elif kind is not float:
+        return None
+    return (0, point) if point - point == 0.0 else None
+
+
+def finite_reals(value: Any) -> bool:
+    """Whether the runtime value ``value`` is a finite real or right-nested pairs of finite
+    reals (a gradient of a :func:`real_point`): then it is its own Python data."""
+    while type(value) is tuple and len(value) == 2:
+        first = value[0]
+        if type(first) is not float or first - first != 0.0:
+            return False
+        value = value[1]
+    return type(value) is float and value - value == 0.0
+
+
 def abridged(text: str, limit: int = 60) -> str:
     """``text`` cut to about ``limit`` characters for a message."""
     return text if len(text) <= limit else text[:limit] + "..."

@@ -52,6 +52,7 @@ from .calling import (
     check_functions,
     curried_call,
     curried_parts,
+    finite_reals,
     first_non_finite,
     from_python,
     input_names,
@@ -60,6 +61,7 @@ from .calling import (
     packed,
     point_source,
     point_term,
+    real_point,
     real_term,
     uncurried_term,
 )
@@ -158,6 +160,36 @@ def loads(text: str, file: str = "<string>") -> "Program":
         return Program(text, file)
 
 
+# How many programs restricted() keeps for later calls, per program.
+_RESTRICTIONS_KEPT = 8
+
+
+def _fixed_key(values: Sequence[Any]) -> str | None:
+    """A key telling apart the runtime values ``values`` (reals, booleans, pairs, lists):
+    their text, exact for reals; None when one holds a function (no key)."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) in (tuple, list):
+            stack.extend(value)
+        elif type(value) not in (float, bool):
+            return None
+    return repr(values)
+
+
+def _python_reals(point: Any) -> Any:
+    """A runtime point of right-nested pairs of reals as the Python tuple it packs (which
+    repeated calls convert fastest, see calling.real_point); any other point unchanged."""
+    if type(point) is not tuple or not finite_reals(point):
+        return point
+    reals = []
+    while type(point) is tuple:
+        reals.append(point[0])
+        point = point[1]
+    reals.append(point)
+    return tuple(reals)
+
+
 class Program:
     """A parsed, type-checked program with its prelude, ready to run and differentiate.
 
@@ -201,6 +233,11 @@ class Program:
         self.runtime = Runtime()
         self._values: dict[str, Any] | None = None
         self._adapters: dict[tuple[str, int], Any] = {}
+        # Calls with points of Python reals, by (name, shape of the point; see real_point):
+        # the function to apply (adapter included) and its result type, found by the first.
+        self._plans: dict[tuple[str, int], tuple[Any, Type]] = {}
+        # Programs made by restricted(), by name, chosen parameters and the fixed values.
+        self._restrictions: dict[tuple[Any, ...], Program] = {}
 
     # ------------------------------------------------------------ inspection
     def names(self) -> tuple[str, ...]:
@@ -370,6 +407,8 @@ class Program:
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
         new._adapters = {}
+        new._plans = {}
+        new._restrictions = {}
         # The module and what was added to it, read before anything below (value_of) may
         # make this program's module, which would fold ``added`` into it.
         base, added = self._module, self._added if self._added is not None else ()
@@ -492,9 +531,17 @@ class Program:
     def function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
         """The function to differentiate (uncurried if needed), its argument value, and the
         result type.  Raises UsageError if the point does not fit the function's input."""
+        reals = real_point(point)
+        if reals is not None:
+            plan = self._plans.get((name, reals[0]))
+            if plan is not None:
+                return plan[0], reals[1], plan[1]
         value, k = self.fitted_point(name, point)
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
-        return f, value, result_after(self.typing.schemes[name].type, k)
+        result = result_after(self.typing.schemes[name].type, k)
+        if reals is not None:
+            self._plans[(name, reals[0])] = (f, result)
+        return f, value, result
 
     def input_names(self, name: str, point: Any) -> list[str]:
         """A name for each real of the point, left to right, as the user wrote it: the
@@ -535,7 +582,7 @@ class Program:
         """
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
-            return program.value_and_grad(name, point, mode, strategy, stats)
+            return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
         f, x, result = self.function_and_point(name, point)
@@ -549,8 +596,11 @@ class Program:
         else:
             value, gradient = self.runtime.differentiator.grad(f, x)
             run_stats = self.runtime.differentiator.last_stats
-        self._require_finite(name, x, value, gradient)
-        out = (to_python(value), to_python(gradient))
+        if type(value) is float and finite_reals(value) and finite_reals(gradient):
+            out = (value, gradient)  # immutable reals and tuples: the Python data already
+        else:
+            self._require_finite(name, x, value, gradient)
+            out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
 
     def _require_finite(self, name: str, x: Any, value: Any, gradient: Any) -> None:
@@ -658,14 +708,24 @@ class Program:
                 raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
                                  "parameter written as a pattern has no name to choose)")
             chosen.append(names.index(wanted))
-        hidden = self.hidden_name(name)
-        body: Term = Var(hidden)
-        for i, part in enumerate(parts):
-            body = App(body, Var(names[i]) if i in chosen else point_term(part, real_term))
-        for i in reversed(chosen):
-            body = Lam(names[i], body)
-        program = self.extended([Decl(name, body)])
-        assert hidden in program.decls, "extended() renames the old definition to `hidden`"
+        fixed = [part for i, part in enumerate(parts) if i not in chosen]
+        key = (name, tuple(chosen), k, _fixed_key(fixed))
+        program = self._restrictions.get(key) if key[-1] is not None else None
+        if program is None:
+            hidden = self.hidden_name(name)
+            body: Term = Var(hidden)
+            for i, part in enumerate(parts):
+                body = App(body, Var(names[i]) if i in chosen else point_term(part, real_term))
+            for i in reversed(chosen):
+                body = Lam(names[i], body)
+            program = self.extended([Decl(name, body)])
+            assert hidden in program.decls, "extended() renames the old definition to `hidden`"
+            if key[-1] is not None:
+                # Kept for the calls to come (a loop holding the data fixed while the chosen
+                # parameters move reuses one program and its compiled code); a few only.
+                if len(self._restrictions) >= _RESTRICTIONS_KEPT:
+                    del self._restrictions[next(iter(self._restrictions))]
+                self._restrictions[key] = program
         return program, packed([parts[i] for i in chosen])
 
     def jacobian(self, name: str, point: Any, mode: str | None = None,

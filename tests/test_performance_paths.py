@@ -8,6 +8,7 @@ same counts, the same events, no recursion on deep terms.
 """
 
 import gc
+import math
 
 import pytest
 
@@ -272,3 +273,104 @@ def test_counts_survive_the_release_of_a_finished_tape():
     tape.backprop(lambda a: None)
     tape.release()
     assert tape.created == 1 and tape.stamps == 5
+
+
+# --------------------------------------------------------------------------- compiling
+
+
+def _chain(depth, result="x{k}"):
+    lines = ["def chain (x0 : R) : R ="]
+    for k in range(depth):
+        lines.append(f"  let x{k + 1} = x{k} * x{k} * 0.5 + sin x{k} in")
+    lines.append("  " + result.format(k=depth))
+    return "\n".join(lines) + "\n"
+
+
+def test_long_functions_are_cut_into_pieces_that_compute_the_same():
+    """A body longer than a piece is cut into functions called in turn; values, gradients
+    (both strategies) and located errors are those of the body in one piece."""
+    from lambdad import codegen
+    program = lambdad.loads(_chain(300))
+    value = program.call("chain", -0.5)
+    pieces = program.value_of("chain").__globals__["__lambdad_source__"]
+    assert pieces.count("\ndef ") > 300 // codegen._MAX_PIECE_LINES + 1
+    x = -0.5
+    for _ in range(300):
+        x = x * x * 0.5 + math.sin(x)
+    assert value == x
+    factored = program.value_and_grad("chain", -0.5)
+    fused = program.value_and_grad("chain", -0.5, strategy="fused")
+    assert factored[0] == fused[0] == x and factored[1] == pytest.approx(fused[1], rel=1e-12)
+    failing = lambdad.loads(_chain(300, "log (x{k} - 1)"))
+    for run in (lambda: failing.call("chain", -0.5),
+                lambda: failing.value_and_grad("chain", -0.5)):
+        with pytest.raises(lambdad.EvalError) as error:
+            run()
+        assert "log" in str(error.value) and error.value.span.line == 302
+
+
+def test_functions_alike_up_to_their_locals_share_one_compilation(monkeypatch):
+    """Generated functions equal up to the names of their locals are compiled once; each
+    copy has its own name, local names (errors read operands by name) and first line
+    (errors find their site by line number)."""
+    from lambdad import codegen
+    source = ("def _f1(c1, v2):\n    t3 = (c1 / v2)\n    return t3\n"
+              "def _f4(c5, v6):\n    t7 = (c5 / v6)\n    return t7\n"
+              "def _f8(c9, v10):\n    t11 = (v10 / c9)\n    return t11\n")
+    compiled = []
+    monkeypatch.setattr(codegen, "compile", lambda text, *rest: compiled.append(text) or
+                        compile(text, *rest), raising=False)
+    functions = codegen._compiled_functions(
+        source, [("_f1", 1, 3), ("_f4", 4, 3), ("_f8", 7, 3)], {}, "<test unit>")
+    assert len(compiled) == 1 and compiled[0].count("def ") == 2
+    first, second, third = (functions[name] for name in ("_f1", "_f4", "_f8"))
+    assert first.__code__.co_code == second.__code__.co_code
+    assert (second.__name__, second.__code__.co_varnames) == ("_f4", ("c5", "v6", "t7"))
+    assert [first(6.0, 3.0), second(6.0, 2.0), third(2.0, 6.0)] == [2.0, 3.0, 3.0]
+    for function, line in ((first, 2), (second, 5), (third, 8)):
+        with pytest.raises(ZeroDivisionError) as error:
+            function(1.0, 0.0) if function is not third else function(0.0, 1.0)
+        assert error.tb.tb_next.tb_lineno == line
+
+
+# --------------------------------------------------------------------------- API calls
+
+
+@pytest.mark.parametrize("point", [(2.0, 5.0), (2, 5), (2.0, 5)])
+def test_repeated_calls_with_points_of_reals_give_the_general_results(point):
+    program = lambdad.load("programs/baydin.lam")
+    first = [program.call("f", point), program.value_and_grad("f", point),
+             program.grad("f", point)]
+    for _ in range(3):
+        assert [program.call("f", point), program.value_and_grad("f", point),
+                program.grad("f", point)] == first
+    assert first[1][0] == pytest.approx(11.652, abs=1e-3)
+    assert first[1][1] == pytest.approx((5.5, 1.716), abs=1e-3)
+
+
+def test_repeated_calls_still_refuse_bad_points():
+    program = lambdad.load("programs/baydin.lam")
+    program.value_and_grad("f", (2.0, 5.0))
+    for bad in [(2.0, math.inf), (2.0, math.nan), (10 ** 400, 1.0), (2.0, 5.0, 1.0), 2.0]:
+        with pytest.raises(UsageError):
+            program.value_and_grad("f", bad)
+    with pytest.raises(lambdad.EvalError):
+        program.value_and_grad("f", (-2.0, 5.0))  # log of a negative real
+
+
+def test_repeated_restricted_gradients_reuse_the_program_of_the_fixed_values():
+    program = lambdad.load("programs/quadratic.lam")
+    first = program.value_and_grad("f", (1.0, 2.0, 3.0, 4.0), wrt=["x"])
+    assert first == (27.0, 10.0)
+    again = [program.value_and_grad("f", (1.0, 2.0, 3.0, x), wrt=["x"]) for x in (4.0, 5.0)]
+    assert again == [(27.0, 10.0), (38.0, 12.0)]
+    assert len(program._restrictions) == 1
+    assert program.value_and_grad("f", (1.0, 2.0, 3.0, 4.0), wrt=["x", "a"]) == \
+        (27.0, (10.0, 16.0))
+    assert program.value_and_grad("f", (2.0, 2.0, 3.0, 4.0), wrt=["x"]) == (43.0, 18.0)
+
+
+@pytest.mark.parametrize("body", ["zero <+> zero", "let b = (a, a) in zero"])
+def test_a_linear_body_staging_nothing_compiles(body):
+    program = lambdad.loads(f"def f (x : R) : R = cotangent (x, seed 0) ((\\a -o {body}) 1)")
+    assert program.call("f", 2.0) == 0.0
