@@ -889,6 +889,8 @@ class _Desugarer:
         self.declared: dict[str, Primitive] = {}
 
     def span(self, pos: Position) -> Span:
+        if self.origin == (1, 1):  # a whole file: positions are already where they are
+            return Span(self.file, *pos)
         return Span(self.file, *_placed(pos, self.origin))
 
     def error(self, message: str, pos: Position) -> ParseError:

@@ -474,6 +474,9 @@ class _Inference:
         quantified = tuple(name for name in seen if name not in self.env_free)
         sizes: dict[int, int] = {}
         for node, node_type in self.visited:
+            if node_type is REAL or node_type is BOOL:  # most nodes: nothing to substitute
+                types[id(node)] = node_type
+                continue
             zonked = types[id(node)] = _map_type(node_type, name_var, self._binding, memo)
             # Visited children first: the first type too large is the innermost one.
             if _tree_size(zonked, sizes) > MAX_TYPE_PARTS:
@@ -788,8 +791,9 @@ class _Inference:
         for arg in term.args:
             arg_type = yield self._visit(arg)
             assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
-            self._expect(remaining.arg, arg_type, arg,
-                         lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
+            if arg_type is not remaining.arg:  # (the same type object unifies as it is)
+                self._expect(remaining.arg, arg_type, arg,
+                             lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
             remaining = remaining.result
         return remaining
 
