@@ -101,8 +101,10 @@ PRELUDE_FILE = "<prelude>"
 MODES = ("reverse", "forward", "both")
 
 
+@functools.cache
 def prelude_text() -> str:
-    """The source of the prelude, the definitions every program starts with."""
+    """The source of the prelude, the definitions every program starts with (read once: a
+    package resource costs milliseconds to find)."""
     return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
 
 
