@@ -851,8 +851,11 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
     with collector_paused():
         try:
             entry, names, source = generator.compile_unit(term, names)
-            namespace.update(_compiled_functions(source, generator.placed, namespace,
-                                                 filename))
+            if source.count("\n") <= _LINES_PER_COMPILE:  # small: compiled at once
+                exec(compile(source, filename, "exec"), namespace)
+            else:
+                namespace.update(_compiled_functions(source, generator.placed, namespace,
+                                                     filename))
         except (RecursionError, MemoryError):
             raise ResourceError("the program is too large to compile",
                                 getattr(term, "span", None)) from None
