@@ -1,4 +1,4 @@
-"""Gradient checking: forward mode, both reverse-mode strategies and central finite
+"""Gradient checking: forward mode, every reverse-mode strategy and central finite
 differences must agree (``lambdad check``; docs/checking.md explains the numbers).
 
 For a function ``f`` of a differentiable input (reals, pairs, lists) returning ``R``, at a
@@ -7,8 +7,8 @@ point ``x`` with real leaves ``x_1 ... x_n``:
 * finite differences: ``D(h) = (f(x + h e_i) - f(x - h e_i)) / 2h`` with the step
   ``h = eps * max(1, |x_i|)``, ``eps = cbrt(machine epsilon)`` by default, and with the
   step ``h / 2``, extrapolated: ``(4 D(h/2) - D(h)) / 3``;
-* forward mode (one dual-number run per input), reverse mode with the ``factored`` and the
-  ``naive`` strategy.
+* forward mode (one dual-number run per input), reverse mode with the ``fused`` (the
+  default), the ``factored`` and the ``naive`` strategy.
 
 Each input ``x_i`` gets an error measure of its own.  Its absolute floor ``atol_i`` is the
 rounding error of its difference quotients, ``ROUNDING_SAFETY * machine epsilon * M_i / h``,
@@ -90,9 +90,13 @@ SAMPLE_LIST_LENGTH = 3
 ATTEMPTS = 200              # candidates tried per sampled point
 NAIVE_SECONDS = 2.0         # naive backpropagation is given up after this
 
-MODES = ("forward", "reverse", "naive")
-MODE_TITLES = {"forward": "forward", "reverse": "reverse (factored)",
+# The derivatives compared: "reverse" is the factored strategy (←D as the paper evaluates it).
+MODES = ("forward", "fused", "reverse", "naive")
+MODE_TITLES = {"forward": "forward", "fused": "reverse (fused)", "reverse": "reverse (factored)",
                "naive": "reverse (naive)"}
+# Pairs of modes that must agree with each other (beyond each agreeing with finite differences).
+AGREEING = (("forward", "fused"), ("forward", "reverse"), ("fused", "reverse"),
+            ("reverse", "naive"), ("forward", "naive"))
 
 
 # --------------------------------------------------------------------------- results
@@ -547,7 +551,7 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                 differences: _Differences | None = None,
                 naive_seconds: float = NAIVE_SECONDS) -> PointCheck:
     """The check of ``name`` at the runtime value ``point``: finite differences against
-    forward mode and both reverse-mode strategies (naive left out if it takes more than
+    forward mode and every reverse-mode strategy (naive left out if it takes more than
     ``naive_seconds``).  Raises LambdadError if the program fails at ``point`` (or its value
     or a derivative is not finite), ResourceError when a limit is hit, and UsageError if the
     point does not fit or a tolerance is not in (0, 1)."""
@@ -559,9 +563,11 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
         differences = finite_differences(prober, point, eps, rtol)
     derivatives: dict[str, list[float | None]] = {}
     notes = []
-    for mode in ("forward", "reverse"):
-        _, gradient = program.value_and_grad(name, point, mode=mode, strategy="factored")
-        derivatives[mode] = leaves(gradient)
+    for column, mode, strategy in (("forward", "forward", "factored"),
+                                   ("fused", "reverse", "fused"),
+                                   ("reverse", "reverse", "factored")):
+        _, gradient = program.value_and_grad(name, point, mode=mode, strategy=strategy)
+        derivatives[column] = leaves(gradient)
     naive = prober.naive_gradient(point, naive_seconds)
     if naive is None:
         # Naive backpropagation is exponential in the sharing (AD.md section 5): on a long
@@ -599,7 +605,7 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
         biggest = max([abs(d) for d in ds.values() if d is not None and _finite(d)],
                       default=0.0)
         floor = AGREEMENT_FLOOR * max(1.0, differences.magnitudes[i], biggest)
-        for first, second in (("forward", "reverse"), ("reverse", "naive"), ("forward", "naive")):
+        for first, second in AGREEING:
             a, b = ds[first], ds[second]
             if a is None or b is None:
                 continue
@@ -857,7 +863,7 @@ def render_report(report: Report) -> str:
     if report.ok:
         caveat = f" (reverse (naive) not run at {no_naive} point(s))" if no_naive else ""
         lines.append(f"ok: {len(report.functions)} function(s), {total} point(s): forward, "
-                     "reverse (factored, naive) and finite differences agree (error <= rtol "
+                     "reverse (fused, factored, naive) and finite differences agree (error <= rtol "
                      f"{report.functions[0].checks[0].rtol:g}){caveat}")
         return "\n".join(lines)
     failed = [f.name for f in report.functions if f.failed]

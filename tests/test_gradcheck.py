@@ -51,13 +51,35 @@ def test_check_at_a_point_gives_every_mode_and_the_finite_difference():
     [point] = function.checks
     assert [row.path for row in point.rows] == ["x1", "x2"]
     for row, expected in zip(point.rows, (5.5, 1.7163378145367738)):
-        assert set(row.derivatives) == {"forward", "reverse", "naive"}
+        assert set(row.derivatives) == {"forward", "fused", "reverse", "naive"}
         for d in row.derivatives.values():
             assert d == pytest.approx(expected, rel=1e-12)
         assert row.finite_difference == pytest.approx(expected, rel=1e-8)
         assert not row.disagreeing
     assert point.value == pytest.approx(11.652071455223084)
     assert report.ok
+
+
+def test_a_wrong_gradient_of_the_default_strategy_alone_fails_the_check(monkeypatch):
+    """The default strategy (fused) runs a program of its own: a fault there must not hide
+    behind the other routes agreeing."""
+    program = lambdad.load(PROGRAMS / "baydin.lam")
+    honest = type(program).value_and_grad
+
+    def faulty(self, name, point, *args, strategy=None, **kwargs):
+        value, gradient = honest(self, name, point, *args, strategy=strategy, **kwargs)
+        if strategy == "fused":
+            gradient = (gradient[0] * 1.01, gradient[1])
+        return value, gradient
+
+    monkeypatch.setattr(type(program), "value_and_grad", faulty)
+    report = gradcheck.check(program, "f", point=(2.0, 5.0))
+    assert not report.ok
+    problems = report.functions[0].checks[0].mismatches()
+    assert any(p.startswith("reverse (fused) disagrees with finite differences on `x1`")
+               for p in problems), problems
+    assert any(p.startswith("reverse (fused) disagrees with forward on `x1`") for p in problems)
+    assert not any("x2" in p for p in problems)
 
 
 def test_a_point_in_lambdad_syntax_is_accepted():
@@ -89,7 +111,7 @@ def test_a_wrong_partial_is_caught_in_every_mode(monkeypatch):
     assert not report.ok
     row = report.functions[0].checks[0].rows[1]
     assert row.path == "x2"
-    assert row.disagreeing == ("forward", "reverse", "naive")
+    assert row.disagreeing == ("forward", "fused", "reverse", "naive")
     text = report.render()
     assert "forward disagrees with finite differences on `x2`" in text
     assert "reverse (naive) disagrees with finite differences on `x2`" in text

@@ -1,6 +1,6 @@
 """The properties of QUALITY.md over random well-typed programs (lambdad.testing).
 
-1. forward = reverse (factored) = reverse (naive), to 1e-9 relative;
+1. forward = reverse (factored) = reverse (naive) = reverse (fused), to 1e-9 relative;
 2. all agree with central finite differences (points near kinks are skipped);
 3. parse(print(t)) == t for source modules and transformed terms, raw and simplified;
 4. the primal of every transformed run is the source value, bit for bit;
