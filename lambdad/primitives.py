@@ -157,19 +157,17 @@ RR2R = _fun(REAL, REAL, REAL)
 RR2B = _fun(REAL, REAL, BOOL)
 
 
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise DomainError(message)
-
-
 def _num(x: float) -> str:
     """``x`` as lambdad writes it: ``-1``, ``0.5``, ``1e+300``."""
     x = float(x)
     return str(int(x)) if x.is_integer() and abs(x) < 1e16 else repr(x)
 
 
+# The evaluation functions run in inner loops: each builds its message only when it raises,
+# and a test is written `not (...)` so that a NaN argument fails it too.
 def _div(x: float, y: float) -> float:
-    _check(y != 0.0, f"division by zero ({_num(x)} / {_num(y)})")
+    if y == 0.0:
+        raise DomainError(f"division by zero ({_num(x)} / {_num(y)})")
     return x / y
 
 
@@ -185,12 +183,14 @@ def _pow(x: float, y: float) -> float:
 
 
 def _log(x: float) -> float:
-    _check(x > 0.0, f"log of a non-positive number ({_num(x)})")
+    if not (x > 0.0):
+        raise DomainError(f"log of a non-positive number ({_num(x)})")
     return math.log(x)
 
 
 def _sqrt(x: float) -> float:
-    _check(x >= 0.0, f"sqrt of a negative number ({_num(x)})")
+    if not (x >= 0.0):
+        raise DomainError(f"sqrt of a negative number ({_num(x)})")
     return math.sqrt(x)
 
 
@@ -225,27 +225,32 @@ def _overflowing(name: str, function: Callable[[float], float]) -> Callable[[flo
 
 
 def _asin(x: float) -> float:
-    _check(-1.0 <= x <= 1.0, f"asin needs -1 <= x <= 1, got {_num(x)}")
+    if not (-1.0 <= x <= 1.0):
+        raise DomainError(f"asin needs -1 <= x <= 1, got {_num(x)}")
     return math.asin(x)
 
 
 def _acos(x: float) -> float:
-    _check(-1.0 <= x <= 1.0, f"acos needs -1 <= x <= 1, got {_num(x)}")
+    if not (-1.0 <= x <= 1.0):
+        raise DomainError(f"acos needs -1 <= x <= 1, got {_num(x)}")
     return math.acos(x)
 
 
 def _acosh(x: float) -> float:
-    _check(x >= 1.0, f"acosh needs x >= 1, got {_num(x)}")
+    if not (x >= 1.0):
+        raise DomainError(f"acosh needs x >= 1, got {_num(x)}")
     return math.acosh(x)
 
 
 def _atanh(x: float) -> float:
-    _check(-1.0 < x < 1.0, f"atanh needs -1 < x < 1, got {_num(x)}")
+    if not (-1.0 < x < 1.0):
+        raise DomainError(f"atanh needs -1 < x < 1, got {_num(x)}")
     return math.atanh(x)
 
 
 def _log1p(x: float) -> float:
-    _check(x > -1.0, f"log1p needs x > -1, got {_num(x)}")
+    if not (x > -1.0):
+        raise DomainError(f"log1p needs x > -1, got {_num(x)}")
     return math.log1p(x)
 
 
@@ -274,10 +279,8 @@ def _zip(xs: list, ys: list) -> list:
 
 
 def _range(n: float) -> list:
-    _check(
-        n >= 0.0 and float(n).is_integer(),
-        f"range needs a non-negative integer, got {_num(n)}",
-    )
+    if not (n >= 0.0 and float(n).is_integer()):
+        raise DomainError(f"range needs a non-negative integer, got {_num(n)}")
     return [float(i) for i in range(int(n))]
 
 
@@ -342,12 +345,14 @@ def _index(xs: list, i: float) -> Any:
 
 
 def _head(xs: list) -> Any:
-    _check(bool(xs), "head of an empty list")
+    if not xs:
+        raise DomainError("head of an empty list")
     return xs[0]
 
 
 def _last(xs: list) -> Any:
-    _check(bool(xs), "last of an empty list")
+    if not xs:
+        raise DomainError("last of an empty list")
     return xs[-1]
 
 
