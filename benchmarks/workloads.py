@@ -170,6 +170,12 @@ def _quadratic(p: Any, M: Any) -> Any:
     return a * x ** 2 + b * x + c
 
 
+def identity() -> Workload:
+    """A function of one real that computes nothing: what a call costs beyond arithmetic."""
+    return Workload("identity", "def f (x : R) : R = x\n", "f", 2.0, lambda x, M: x,
+                    args=(2.0,))
+
+
 def reference_programs() -> list[Workload]:
     """The four reference functions of LANGUAGE.md section 8, from ``programs/``."""
     out = []
