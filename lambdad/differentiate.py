@@ -44,6 +44,7 @@ from .tape import (
     DEFAULT_STRATEGY,
     Backprop,
     Call,
+    ConstantZero,
     LevelStats,
     Stats,
     Tape,
@@ -66,6 +67,10 @@ FORWARD = "forward"
 REVERSE = "reverse"
 # ←D with the backpropagators of each straight-line region fused (strategies that fuse).
 _FUSED = "reverse, fused"
+
+
+_IMAGES_KEPT = 256
+"""How many images of closures a differentiator keeps for later differentiations."""
 
 
 class _NeedsLevel(Exception):
@@ -219,6 +224,12 @@ class Differentiator:
         self._levels_opened = 0  # orders the levels: a later one is an inner one
         self._depth = 0  # differentiations in progress, one inside the other
         self._costs: list[list] = []  # per depth: [modes, created, bodies run]
+        # The zero backpropagator of embedded constants, on no tape, so that an embedding
+        # made for one run serves the next (see transform_function).
+        self._constant_zero = ConstantZero()
+        # (id(function value), modes, strategy, instrumented) -> (the function value kept
+        # alive, its image), oldest first; see transform_function
+        self._images: dict[tuple, tuple[Any, Any]] = {}
 
     # ---- hooks for the interpreter's `grad`, `jvp`, `vjp` primitives
     def hooks(self) -> dict[str, Callable[..., Any]]:
@@ -374,7 +385,7 @@ class Differentiator:
                 if mode == FORWARD:
                     r = map_value(r, is_real, _zero_tangent)
                 else:
-                    zero = (tape or self.interpreter.tape).constant()
+                    zero = self._constant_zero
                     r = map_value(r, is_real, lambda x: (x, zero))
             return r
 
@@ -410,14 +421,28 @@ class Differentiator:
             captured = dict(zip(PRIMITIVES[parts.builtin].params, parts.args))
             parts = FunctionParts(lam=lam, captured=captured)
         if parts.lam is not None:
+            interpreter = self.interpreter
+            # inside a nesting level the captured values hold tagged reals of that level:
+            # their images are not kept (they would keep the level's tape alive)
+            keeps = not interpreter.generic
+            image_key = (id(f), modes, self.strategy, interpreter.instrumented)
+            found = self._images.get(image_key) if keeps else None
+            if found is not None and found[0] is f:
+                return found[1]
             names = tuple(parts.captured)
             make, free = self._compiled_lambda(parts.lam, names, modes, parts.captured,
                                                point, param_type)
+            stamps = (tape or interpreter.tape).stamps
             env = [self._embedded(parts.captured[name], modes, tape) if image is None
                    else self.transform_function(parts.captured[image[0]], image[1] + modes,
                                                 tape, param_type=_argument_type(image[2]))
                    for name, image in free]
-            return make(*env)
+            image = make(*env)
+            if (keeps and (tape or interpreter.tape).stamps == stamps
+                    and self._compiled[(modes, id(parts.lam), names, interpreter.generic)][1]
+                    is not None):
+                self._remember_image(image_key, f, image)
+            return image
         try:
             transformed = Builtin(parts.builtin)
             for mode in modes:
@@ -428,6 +453,20 @@ class Differentiator:
         for arg in parts.args:
             g = self.interpreter.apply(g, self._embedded(arg, modes, tape))
         return g
+
+    def _remember_image(self, key: tuple, f: Any, image: Any) -> None:
+        """Keeps the image of the closure ``f`` for the next differentiation of it.
+
+        The image depends only on ``f`` (its λ and the values it captured, which never
+        change) and on what ``key`` says: its constants pair their reals with the zero of
+        no tape, and it is kept only when making it stamped nothing on the run's tape and
+        its λ does not differentiate (whose image depends on the point too).  So the
+        embedding of a captured data set or closure is done once, not on every gradient.
+        At most _IMAGES_KEPT are kept, the oldest forgotten first."""
+        images = self._images
+        if len(images) >= _IMAGES_KEPT:
+            del images[next(iter(images))]
+        images[key] = (f, image)
 
     def _primitive_lambda(self, name: str, given: int) -> Lam:
         """``\\p_{k+1} -> ... -> name p_1 ... p_n`` over the primitive's parameters (its

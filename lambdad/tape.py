@@ -102,6 +102,26 @@ class ConstantBackprop(Backprop):
     __slots__ = ()
 
 
+class ConstantZero(Backprop):
+    """``\\a -o zero`` belonging to no tape: what reverse mode pairs with the reals of a
+    captured value it embeds as a constant (AD.md section 6), so that one embedding serves
+    every run.  Every backward phase drops what is sent to it (it has no body, and no stamp
+    of any tape: ``stamp`` is -1), and it is never counted as created."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(-1, None, (), None, None)
+
+    def __repr__(self) -> str:
+        return "<backpropagator zero>"
+
+
+def _is_constant_zero(backprop: Backprop) -> bool:
+    """Whether ``backprop``, found on no tape of the phase, is a :class:`ConstantZero`."""
+    return backprop.tape is None and backprop.function is None
+
+
 class Call:
     """The cotangent ``g a``: backpropagator ``g`` applied to the real ``a`` (as data)."""
 
@@ -301,6 +321,8 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
             try:
                 if g.tape is not tape:
+                    if _is_constant_zero(g):
+                        return
                     raise _foreign(g)
                 s = g.stamp
                 acc[s] += a
@@ -315,6 +337,8 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             # The same in another ring: the first cotangent sent is the sum so far.
             try:
                 if g.tape is not tape:
+                    if _is_constant_zero(g):
+                        return
                     raise _foreign(g)
                 s = g.stamp
                 acc[s] = a if pending[s] is None else add(acc[s], a)
@@ -381,6 +405,8 @@ def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int,
         while work:
             g, a = work.pop()
             if g.tape is not tape:
+                if _is_constant_zero(g):
+                    continue
                 raise _foreign(g)
             function = g.function
             if function is None:

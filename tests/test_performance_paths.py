@@ -20,7 +20,8 @@ from lambdad.parser import parse_expr
 from lambdad.calling import from_python as _from_python
 from lambdad.values import fits as _fits
 from lambdad.syntax import REAL, BoolT, ListT, PairT
-from lambdad.tape import STRATEGIES, BackpropCreated, BackpropRun, Tape, backward
+from lambdad.tape import (STRATEGIES, Backprop, BackpropCreated, BackpropRun, ConstantZero, Tape,
+                          add_cotangents, backward)
 from lambdad.values import to_python
 
 FILE = "<test>"
@@ -172,6 +173,54 @@ def test_a_gradient_leaves_no_reference_cycles_and_no_tapes_behind():
     for _ in range(20):
         prog.value_and_grad("f", point)
     assert len(prog.runtime.interpreter._run_tapes) <= 1
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_backward_phase_drops_the_zero_of_no_tape(strategy):
+    tape = Tape()
+    zero = ConstantZero()
+    u = tape.backprop(lambda a: add_cotangents(zero(a), tape.seed(0)(2.0 * a)))
+    assert backward(tape, add_cotangents(zero(1.0), u(1.5)), strategy) == {0: 3.0}
+    assert tape.created == 1 and tape.bodies_run == 1
+    stray = Backprop(-1, lambda captured, a, stage: None, (), None)  # a body, but no tape
+    with pytest.raises(DifferentiationError, match="another differentiation"):
+        backward(tape, stray(1.0), strategy)
+
+
+CAPTURING = """
+def data : [R * R] = [(1, 2), (3, 4), (0.5, -1)]
+def scale (x : R) : R = 2 * x
+def loss (w : R) : R = fold (\\acc (x, y) -> acc + (scale w * x - y) ^ 2) 0 data
+"""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_closure_differentiated_again_reuses_the_embedding_of_what_it_captured(
+        strategy, monkeypatch):
+    from lambdad.differentiate import Differentiator
+
+    prog = lambdad.loads(CAPTURING)
+    first = prog.value_and_grad("loss", 0.7, strategy=strategy, stats=True)
+    embedded = []
+    original = Differentiator._embedded
+    monkeypatch.setattr(Differentiator, "_embedded",
+                        lambda self, *args: embedded.append(args) or original(self, *args))
+    again = prog.value_and_grad("loss", 0.7, strategy=strategy, stats=True)
+    assert embedded == []  # the data set and `scale` were not embedded a second time
+    fresh = lambdad.loads(CAPTURING).value_and_grad("loss", 0.7, strategy=strategy, stats=True)
+    assert first == again == fresh  # same value, gradient and counts
+    value = sum((1.4 * x - y) ** 2 for x, y in [(1, 2), (3, 4), (0.5, -1)])
+    gradient = sum(2 * (1.4 * x - y) * 2 * x for x, y in [(1, 2), (3, 4), (0.5, -1)])
+    assert first[0] == pytest.approx(value) and first[1] == pytest.approx(gradient)
+
+
+def test_kept_images_serve_each_strategy_and_nesting_its_own_form():
+    prog = lambdad.loads(CAPTURING + "def outer (w : R) : R = w * grad loss w\n")
+    runs = [(strategy, name, prog.value_and_grad(name, 0.7, strategy=strategy, stats=True))
+            for _ in range(2) for strategy in STRATEGIES for name in ("loss", "outer")]
+    for strategy, name, result in runs:
+        fresh = lambdad.loads(CAPTURING + "def outer (w : R) : R = w * grad loss w\n")
+        assert result == fresh.value_and_grad(name, 0.7, strategy=strategy, stats=True)
 
 
 # --------------------------------------------------------------------------- value walking
