@@ -412,7 +412,16 @@ class Differentiator:
         ``f`` has no target program (a function made by the runtime)."""
         if isinstance(modes, str):
             modes = (modes,)
-        parts = self.interpreter.function_parts(f)
+        interpreter = self.interpreter
+        # inside a nesting level the captured values hold tagged reals of that level: their
+        # images are not kept (they would keep the level's tape alive)
+        keeps = not interpreter.generic
+        image_key = (id(f), modes, self.strategy, interpreter.instrumented)
+        if keeps:
+            found = self._images.get(image_key)
+            if found is not None and found[0] is f:
+                return found[1]
+        parts = interpreter.function_parts(f)
         if parts is None:
             raise _NeedsLevel
         if parts.lam is None and PRIMITIVES[parts.builtin].kind == "ad":
@@ -421,14 +430,6 @@ class Differentiator:
             captured = dict(zip(PRIMITIVES[parts.builtin].params, parts.args))
             parts = FunctionParts(lam=lam, captured=captured)
         if parts.lam is not None:
-            interpreter = self.interpreter
-            # inside a nesting level the captured values hold tagged reals of that level:
-            # their images are not kept (they would keep the level's tape alive)
-            keeps = not interpreter.generic
-            image_key = (id(f), modes, self.strategy, interpreter.instrumented)
-            found = self._images.get(image_key) if keeps else None
-            if found is not None and found[0] is f:
-                return found[1]
             names = tuple(parts.captured)
             make, free = self._compiled_lambda(parts.lam, names, modes, parts.captured,
                                                point, param_type)
