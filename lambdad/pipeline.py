@@ -11,6 +11,7 @@ import functools
 import gc
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -94,10 +95,12 @@ from .syntax import (
     with_children,
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
-from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
+from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
 from .values import format_real, format_value, to_json, to_python
 
 PRELUDE_FILE = "<prelude>"
+# A name as the lexer reads it (an identifier, possibly primed: ``f'1``).
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 MODES = ("reverse", "forward", "both")
 
 
@@ -109,11 +112,38 @@ def prelude_text() -> str:
 
 
 @functools.cache
-def _prelude() -> tuple[Module, ModuleTyping]:
-    """The prelude's declarations and their typing, made once (they are immutable, and the
-    typing's node-keyed types stay valid because these very nodes are reused)."""
-    prelude = parse_module(prelude_text(), PRELUDE_FILE)
-    return prelude, infer_module(prelude)
+def _prelude() -> Module:
+    """The prelude's declarations, parsed once (they are immutable: every program shares
+    these very nodes)."""
+    return parse_module(prelude_text(), PRELUDE_FILE)
+
+
+@functools.cache
+def _prelude_uses(name: str) -> frozenset[str]:
+    """The prelude definitions that the prelude's definition ``name`` uses directly."""
+    decls = {decl.name: decl for decl in _prelude().decls}
+    return free_vars(decls[name].value) & decls.keys()
+
+
+def _prelude_closure(names: frozenset[str]) -> frozenset[str]:
+    """``names`` (prelude definitions) with every prelude definition they use, transitively."""
+    reached = set(names)
+    pending = list(names)
+    while pending:
+        for used in _prelude_uses(pending.pop()):
+            if used not in reached:
+                reached.add(used)
+                pending.append(used)
+    return frozenset(reached)
+
+
+@functools.lru_cache(maxsize=64)
+def _prelude_typing(names: frozenset[str]) -> ModuleTyping:
+    """The typing of the prelude's definitions ``names`` (closed under use), made once per
+    set (of the few sets programs reach).  A program types only the part of the prelude it reaches: the prelude is tested,
+    so putting the rest off changes no message, and a small program loads without typing
+    all of it (the typing's node-keyed types stay valid: these very nodes are reused)."""
+    return infer_module(Module(tuple(d for d in _prelude().decls if d.name in names)))
 
 
 # Larger sources are refused before parsing: far beyond any program written by hand or
@@ -207,7 +237,7 @@ class Program:
         prelude_source = prelude_text()
         self.file = file
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
-        prelude, prelude_typing = _prelude()
+        prelude = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
         with _collector_paused():
             user = parse_module(text, file, predefined=self.prelude_names,
@@ -216,12 +246,16 @@ class Program:
             kept = _hide_redefined(prelude.decls, user.decls)
             self.module = Module(kept + user.decls)
             if all(a is b for a, b in zip(kept, prelude.decls)):
-                # The prelude is typed once per process: only the program's own declarations
-                # are inferred here, in the prelude's environment.
-                own = infer_module(user, prelude_typing.env)
-                self.typing: ModuleTyping = ModuleTyping(
-                    {**prelude_typing.schemes, **own.schemes},
-                    {**prelude_typing.types, **own.types}, own.env)
+                # Only the program's own declarations are inferred here, in the environment
+                # of the prelude definitions they reach; the rest of the prelude is typed
+                # when a name of it is asked for (see _typed_with).
+                # Every name the program uses is a word of its text: the words name the
+                # prelude definitions it may use (a few mentioned in comments are typed in
+                # vain) at a fraction of the cost of walking its terms.
+                words = frozenset(_WORD.findall(text)) & frozenset(self.prelude_names)
+                self._own: ModuleTyping | None = None
+                self._prelude_typed = frozenset()
+                self._typed_with(words, user)
             else:
                 self.typing = infer_module(self.module)
         self.decls: Mapping[str, Decl] = {d.name: d for d in self.module.decls}
@@ -234,12 +268,55 @@ class Program:
         self._serial = len(self.user_names)
         self.runtime = Runtime()
         self._values: dict[str, Any] | None = None
+        # The module _unevaluated() last read, with each declaration's position in it.
+        self._positions: tuple[Module, dict[str, int]] | None = None
         self._adapters: dict[tuple[str, int], Any] = {}
         # Calls with points of Python reals, by (name, shape of the point; see real_point):
         # the function to apply (adapter included) and its result type, found by the first.
         self._plans: dict[tuple[str, int], tuple[Any, Type]] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Program] = {}
+
+    @property
+    def typing(self) -> ModuleTyping:
+        """The typing of the whole module, the prelude included."""
+        if self._prelude_typed is not None:
+            self._typed_with(frozenset(self.prelude_names))
+        return self._typing
+
+    @typing.setter
+    def typing(self, typing: ModuleTyping) -> None:
+        self._typing = typing
+        self._prelude_typed: frozenset[str] | None = None  # None: all of it
+
+    def _typed_with(self, names: frozenset[str], user: Module | None = None) -> None:
+        """Type the prelude definitions ``names`` too (with those they use): the program's
+        own typing is kept, and put in the environment of the prelude typed so far.
+        ``user``: the program's own declarations, inferred on the first call."""
+        typed = self._prelude_typed
+        if user is None and (typed is None or names <= typed):
+            return
+        reached = _prelude_closure(names | (typed or frozenset()))
+        prelude = _prelude_typing(reached)
+        if user is not None:
+            self._own = infer_module(user, prelude.env)
+        own = self._own
+        assert own is not None, "the program's own declarations are inferred first"
+        self._typing = ModuleTyping({**prelude.schemes, **own.schemes},
+                                    {**prelude.types, **own.types},
+                                    prelude.env.extend_all(own.schemes))
+        self._prelude_typed = reached if len(reached) < len(self.prelude_names) else None
+
+    def _scheme(self, name: str) -> Scheme:
+        """The scheme of the top-level ``name`` (a prelude definition typed if need be)."""
+        scheme = self._typing.schemes.get(name)
+        return scheme if scheme is not None else self.typing.schemes[name]
+
+    def _env_for(self, term: Term) -> TypeEnv:
+        """A typing environment with every top-level name ``term`` uses."""
+        if self._prelude_typed is not None:
+            self._typed_with(free_vars(term) & frozenset(self.prelude_names))
+        return self._typing.env
 
     # ------------------------------------------------------------ inspection
     def names(self) -> tuple[str, ...]:
@@ -279,7 +356,7 @@ class Program:
 
     def scheme(self, name: str) -> Scheme:
         self.require(name)
-        return self.typing.schemes[name]
+        return self._scheme(name)
 
     def prelude_types(self) -> list[tuple[str, str]]:
         """Each definition of the prelude with its type, in order (those the program
@@ -297,7 +374,7 @@ class Program:
 
     def types(self) -> list[tuple[str, str]]:
         """Each of the program's top-level names with its inferred type, in order."""
-        return [(name, str(self.typing.schemes[name])) for name in self.user_names]
+        return [(name, str(self._scheme(name))) for name in self.user_names]
 
     def source(self) -> str:
         """The program's own definitions as written (a definition whose source text is not
@@ -351,13 +428,40 @@ class Program:
         """The runtime value of the top-level ``name`` (evaluating what it needs)."""
         self.require(name)
         if self._values is None or name not in self._values:
-            computed = self.runtime.evaluate_module(self.module, upto=name)
+            values = self._values if self._values is not None else {}
+            missing, ready = self._unevaluated(name, values)
+            computed = self.runtime.evaluate_module(Module(tuple(missing)),
+                                                    env={n: values[n] for n in ready})
+            computed = {d.name: computed[d.name] for d in missing}
             if isinstance(self._values, PersistentMap):  # extended(): keep what it ran
-                computed = {k: v for k, v in computed.items() if k not in self._values}
                 self._values = self._values.update(computed)
-            else:
+            elif self._values is None:
                 self._values = computed
+            else:
+                self._values.update(computed)
         return self._values[name]
+
+    def _unevaluated(self, name: str,
+                     values: Mapping[str, Any]) -> tuple[list[Decl], set[str]]:
+        """The declarations ``name`` needs (transitively, itself included) that have no
+        value in ``values`` yet, in program order, and the names with a value they use: a
+        call runs only what it uses (of the prelude, usually little)."""
+        module = self.module
+        if self._positions is None or self._positions[0] is not module:
+            self._positions = (module, {d.name: i for i, d in enumerate(module.decls)})
+        positions = self._positions[1]
+        needed = {name}
+        ready: set[str] = set()
+        pending = [name]
+        while pending:
+            decl = module.decls[positions[pending.pop()]]
+            for used in free_vars(decl.value):
+                if used in values:
+                    ready.add(used)
+                elif used in positions and used not in needed:
+                    needed.add(used)
+                    pending.append(used)
+        return [module.decls[i] for i in sorted(positions[n] for n in needed)], ready
 
     def run(self, entry: str = "main") -> Any:
         """The value of ``entry`` (default ``main``) as Python data."""
@@ -376,7 +480,7 @@ class Program:
             raise UsageError(f"an expression must be a str, not {type(text).__name__}")
         term = parse_expr(text, "<expr>", bound=self.decls,
                           declared=self.declared_primitives())
-        typing = infer_term(term, self.typing.env)
+        typing = infer_term(term, self._env_for(term))
         needed = {name for name in free_vars(term) if name in self.decls}
         env = {name: self.value_of(name) for name in needed}
         return self.runtime.evaluate(term, env), typing.type
@@ -385,7 +489,7 @@ class Program:
     def type_of_term(self, term: Term) -> Type:
         """The type of the expression ``term`` over the program's names (its type variables
         named ``a, b, ...``); raises TypeCheckError."""
-        return infer_term(term, self.typing.env).type
+        return infer_term(term, self._env_for(term)).type
 
     def evaluate_term(self, term: Term) -> tuple[Any, Type]:
         """Value and type of the expression ``term`` over the program's names; raises
@@ -494,7 +598,7 @@ class Program:
         try:
             term = parse_expr(source, what, bound=self.decls,
                               declared=self.declared_primitives())
-            infer_term(term, self.typing.env)
+            infer_term(term, self._env_for(term))
             value = literal_value(term)
             if value is None:
                 needed = {name for name in free_vars(term) if name in self.decls}
@@ -518,7 +622,7 @@ class Program:
         first parameter, k if it is a k-tuple fitting the first k.  Raises UsageError if
         the point does not fit the function's input."""
         self.require(name)
-        return arguments_covered(name, self.typing.schemes[name].type, self._as_value(point))
+        return arguments_covered(name, self._scheme(name).type, self._as_value(point))
 
     def fitted_point(self, name: str, point: Any) -> tuple[Any, int]:
         """The point (Python data, text or a runtime value) as a runtime value fitting
@@ -526,7 +630,7 @@ class Program:
         wrapped so their results are checked.  Raises UsageError if it does not fit."""
         self.require(name)
         value = self._as_value(point)  # converted once, then checked against the type
-        f_type = self.typing.schemes[name].type
+        f_type = self._scheme(name).type
         k = arguments_covered(name, f_type, value)
         return check_functions(value, argument_type(f_type, k), f"the point of `{name}`"), k
 
@@ -540,7 +644,7 @@ class Program:
                 return plan[0], reals[1], plan[1]
         value, k = self.fitted_point(name, point)
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
-        result = result_after(self.typing.schemes[name].type, k)
+        result = result_after(self._scheme(name).type, k)
         if reals is not None:
             self._plans[(name, reals[0])] = (f, result)
         return f, value, result
@@ -698,7 +802,7 @@ class Program:
         if not wrt:
             raise UsageError("--wrt needs the name of at least one parameter")
         value = self._as_value(point)
-        k = arguments_covered(name, self.typing.schemes[name].type, value)
+        k = arguments_covered(name, self._scheme(name).type, value)
         names = argument_names(self.decls[name].value, k)
         parts = curried_parts(value, k)
         chosen: list[int] = []
@@ -856,7 +960,7 @@ class Program:
         header = "→D" if forward else "fused ←D" if fused else "←D"
         lines = []
         for source_name, decl in zip(source_names, decls):
-            source_type = self.typing.schemes[source_name].type
+            source_type = self._scheme(source_name).type
             if declared_by(source_name, decl.value) is not None:
                 lines.append(f"-- {decl.name} : {print_type(source_type)}    (a primitive: "
                              "both transformations use its partials)")
