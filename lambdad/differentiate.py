@@ -293,6 +293,12 @@ class Differentiator:
         fused ←D for a strategy that fuses, ←D as the paper writes it otherwise."""
         return _FUSED if strategy_named(strategy or self.strategy).fuses else REVERSE
 
+    def _lambda_key(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...]) -> tuple:
+        """Where the image of ``lam`` under ``modes`` is kept.  Under a further mode, ←D is
+        the one the strategy runs (its last item), so the strategy is part of the key."""
+        inner_reverse = self._reverse(None) if len(modes) > 1 else None
+        return (modes, id(lam), names, self.interpreter.generic, inner_reverse)
+
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...],
                          captured: dict[str, Any], point: Any,
                          param_type: Type | None = None) -> tuple[Callable[..., Any], tuple]:
@@ -303,14 +309,15 @@ class Differentiator:
         a target program first (:func:`lambdad.nesting.expand_closure`), for the types of
         the captured values and of ``point`` (the argument it is differentiated at, or
         ``None``).  Raises _NeedsLevel when it has no target program."""
-        key = (modes, id(lam), names, self.interpreter.generic)
+        key = self._lambda_key(lam, names, modes)
+        inner_reverse = key[-1]
         entry = self._compiled.get(key)
         if entry is None:
             try:
                 transformed = lam
                 for mode in modes:
                     if mode == REVERSE and len(modes) > 1:
-                        mode = self._reverse(None)  # ←D as the strategy runs it
+                        mode = inner_reverse
                     transformed = self._transformer(mode)(transformed)
             except NestedDifferentiationError:
                 entry = (lam, None)
@@ -326,7 +333,8 @@ class Differentiator:
             raise _NeedsLevel
         types = tuple((name, self._value_type(captured[name])) for name in names)
         point_type = param_type if point is None else value_type(point)
-        nested_key = (modes, id(lam), types, point_type, self.interpreter.generic)
+        nested_key = (modes, id(lam), types, point_type, self.interpreter.generic,
+                      self._reverse(None))
         found = self._compiled.get(nested_key)
         if found is None:
             found = (lam, self._compiled_program(lam, types, point_type, modes))
@@ -440,7 +448,7 @@ class Differentiator:
                    for name, image in free]
             image = make(*env)
             if (keeps and (tape or interpreter.tape).stamps == stamps
-                    and self._compiled[(modes, id(parts.lam), names, interpreter.generic)][1]
+                    and self._compiled[self._lambda_key(parts.lam, names, modes)][1]
                     is not None):
                 self._remember_image(image_key, f, image)
             return image

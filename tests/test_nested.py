@@ -407,3 +407,29 @@ def test_a_tangent_function_taking_a_function_applies_it_at_the_level():
 def test_a_vjp_whose_result_holds_a_function_is_refused():
     with pytest.raises(LambdadError, match="no functions"):
         run(r"def main = fst (fst (vjp (\y -> (\z -> y * z, y)) 2)) 3")
+
+
+def test_a_hessian_by_another_strategy_runs_that_strategys_backward_program(monkeypatch):
+    """Forward mode over ←D runs ←D as the strategy evaluates it: after a factored
+    Hessian, a fused one on the same program fuses what it does on a fresh program."""
+    from lambdad import differentiate
+
+    fusions = []
+    fused = differentiate.fused_backward_term
+
+    def counting(*args, **kwargs):
+        fusions.append(1)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(differentiate, "fused_backward_term", counting)
+    source = "def f (x : R) (y : R) : R = x * x * y + sin y\n"
+    lambdad.loads(source).hessian("f", (1.0, 2.0), strategy="fused")
+    on_a_fresh_program = len(fusions)
+    program = lambdad.loads(source)
+    _, _, factored = program.hessian("f", (1.0, 2.0), strategy="factored")
+    fusions.clear()
+    _, _, by_default = program.hessian("f", (1.0, 2.0), strategy="fused")
+    assert len(fusions) == on_a_fresh_program, "the factored strategy's program was reused"
+    expected = [4.0, 2.0, 2.0, -math.sin(2.0)]
+    assert [h for row in factored for h in row] == pytest.approx(expected, rel=1e-12)
+    assert [h for row in by_default for h in row] == pytest.approx(expected, rel=1e-12)
