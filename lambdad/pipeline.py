@@ -106,8 +106,13 @@ MODES = ("reverse", "forward", "both")
 
 @functools.cache
 def prelude_text() -> str:
-    """The source of the prelude, the definitions every program starts with (read once: a
-    package resource costs milliseconds to find)."""
+    """The source of the prelude, the definitions every program starts with (read once).
+    Installed as files, it is read beside this module: finding it as a package resource
+    costs a fresh process some milliseconds, the resource lookup is for other installs
+    (a zip archive)."""
+    beside = Path(__file__).with_name("prelude.lam")
+    if beside.is_file():
+        return beside.read_text(encoding="utf-8")
     return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
 
 
