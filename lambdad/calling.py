@@ -76,13 +76,19 @@ def from_python(value: Any, finite: bool = True) -> Any:
 
 
 def real_point(point: Any) -> tuple[int, Any] | None:
-    """For a point of Python reals (a float or int, or a tuple of them): its shape (0 for a
-    real, n for an n-tuple) and its runtime value, made in one pass (what
+    """For a point of Python reals (a float or int, a tuple of them, or a non-empty list of
+    floats): its shape (0 for a real, n for an n-tuple, -1 for a list) and its runtime
+    value, made in one pass (what
     :func:`from_python` makes of it).  None for any other point, and for one holding a NaN,
     an infinity or an integer too large for a real: :func:`from_python` says what is wrong.
     Repeated calls with such points skip the general conversion and fitting (the shape
     decides how the point fits a function)."""
     kind = type(point)
+    if kind is list:
+        # Not an empty list: it fits lists of any item type, a list of reals only [R].
+        if point and all_reals(point) and all(map(math.isfinite, point)):
+            return -1, point[:]
+        return None
     if kind is tuple and len(point) >= 2:
         value = None
         for item in reversed(point):

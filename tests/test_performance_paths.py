@@ -397,6 +397,24 @@ def test_repeated_calls_with_points_of_reals_give_the_general_results(point):
     assert first[1][1] == pytest.approx((5.5, 1.716), abs=1e-3)
 
 
+def test_repeated_calls_with_lists_of_reals_give_the_general_results():
+    program = lambdad.loads("def total (xs : [R]) : R = fold (\\acc x -> acc + x * x) 0 xs\n"
+                            "def nested (xss : [[R]]) : R = fold (\\a xs -> a + length xs) 0 xss\n")
+    point = [0.5, -1.0, 2.0]
+    first = program.value_and_grad("total", point)
+    assert first == (5.25, [1.0, -2.0, 4.0])
+    for _ in range(3):
+        assert program.value_and_grad("total", point) == first
+        assert program.call("total", [1.0, 2.0]) == 5.0
+    assert point == [0.5, -1.0, 2.0]  # the caller's list is not the runtime's
+    with pytest.raises(UsageError):
+        program.call("total", [1.0, math.nan])
+    # An empty list fits lists of lists; a list of reals, afterwards, still does not.
+    assert program.call("nested", []) == 0.0
+    with pytest.raises(UsageError):
+        program.call("nested", [1.0, 2.0])
+
+
 def test_repeated_calls_still_refuse_bad_points():
     program = lambdad.load("programs/baydin.lam")
     program.value_and_grad("f", (2.0, 5.0))
