@@ -5,14 +5,12 @@ The CLI, the REPL and the Python API are thin layers over this module.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import gc
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -244,7 +242,7 @@ class Program:
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
         prelude = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
-        with _collector_paused():
+        with collector_paused():
             user = parse_module(text, file, predefined=self.prelude_names,
                                 allow_redefinition=True)
             self.user_names = tuple(d.name for d in user.decls)
@@ -1030,21 +1028,6 @@ class Program:
 
 
 # ---------------------------------------------------------------- helpers
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the block (restored after, even on an
-    error).  Parsing and type checking allocate many objects that all stay alive; the
-    collector would rescan the growing heap again and again, making the load of a program
-    of n definitions superlinear.  Nothing made there is a reference cycle to collect."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _hidden_name(name: str, used: Mapping[str, Any]) -> str:
