@@ -92,26 +92,27 @@ def real_point(point: Any) -> tuple[int, Any] | None:
     if kind is tuple and len(point) >= 2:
         value = None
         for item in reversed(point):
-            kind = type(item)
-            if kind is int:
-                try:
-                    item = float(item)
-                except OverflowError:
-                    return None
-            elif kind is not float:
-                return None
-            if item - item != 0.0:  # NaN for a NaN or an infinity
+            item = _finite_real(item)
+            if item is None:
                 return None
             value = item if value is None else (item, value)
         return len(point), value
+    point = _finite_real(point)
+    return None if point is None else (0, point)
+
+
+def _finite_real(x: Any) -> float | None:
+    """``x`` (a Python float or int) as a finite real; None for anything else, a NaN, an
+    infinity or an integer too large for a real."""
+    kind = type(x)
     if kind is int:
         try:
-            point = float(point)
+            x = float(x)
         except OverflowError:
             return None
     elif kind is not float:
         return None
-    return (0, point) if point - point == 0.0 else None
+    return x if x - x == 0.0 else None  # x - x is NaN for a NaN or an infinity
 
 
 def finite_reals(value: Any) -> bool:
