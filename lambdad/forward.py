@@ -11,12 +11,21 @@ program points at the source.
 from __future__ import annotations
 
 
-from .errors import Span
+from collections.abc import Callable
+
+from .errors import DifferentiationError, Span
 from .iterate import run
+from .primitives import MAP, PRIMITIVES, SND, ZIP
+from .printer import print_type
 from .rules import (
     Differentiation,
     TANGENT,
     NameSupply,
+    lift,
+    marked_function,
+    marked_function_type,
+    not_differentiable,
+    primal_of,
     rename_target_binders,
     transform_module,
     map_reals,
@@ -25,12 +34,23 @@ from .rules import (
 )
 from .syntax import (
     REAL,
+    App,
     Const,
+    FunT,
+    Lam,
+    Let,
+    LetPair,
+    ListT,
     Module,
+    Pair,
     PairT,
+    Prim,
+    RealT,
     Term,
     Type,
     Var,
+    VarT,
+    walk,
 )
 
 DUAL = PairT(REAL, REAL)
@@ -47,8 +67,10 @@ def forward_term(term: Term, names: NameSupply | None = None) -> Term:
 
     ``names`` supplies fresh names (by default one avoiding every name of ``term``).  Raises
     DifferentiationError, located at the culprit, if ``term`` uses ``grad``/``jvp``/``vjp``
-    (see :mod:`lambdad.nesting`, which expands them).  Target-language terms are transformed like
-    any other (AD.md section 9): the ring of their cotangents becomes its image.
+    (see :mod:`lambdad.nesting`, which expands them), unless the function of that use carries
+    its type (a use whose function has no image, which the expansion leaves in place:
+    :meth:`_Forward.differentiation`).  Target-language terms are transformed like any
+    other (AD.md section 9): the ring of their cotangents becomes its image.
     """
     if names is None:
         names = NameSupply.for_terms(term)
@@ -82,3 +104,254 @@ class _Forward(Differentiation):
             term = times(derivative, Var(dx, span=span), span)
             tangent = term if tangent is None else plus(tangent, term, span)
         return Const(0.0, span=span) if tangent is None else tangent
+
+    def differentiation(self, t: Prim):
+        """→D of a use of ``grad``/``jvp``/``vjp``/``jacrev``/``jacfwd`` whose function ``f``
+        has no image the expansion could build (a function given as an argument; the use
+        carries ``f``'s type ``A -> B``, see :func:`lambdad.rules.marked_function_type`).
+
+        →D(f) needs no code of ``f``: it is itself a function on reals, which the target
+        language's own ``grad``/``jvp``/``vjp`` differentiate.  With ``f^ = →D(f)``,
+        ``x^ = →D(x) = Z(x, dx)`` and ``chi = \\y -> f^ (Z(y, dx))`` (the point moved, its
+        outer direction kept): ``chi y = (f(y, c), J_y f·dx + J_c f·dc)`` where ``c`` are
+        the values ``f`` captured, ``dc`` their outer tangents.  The primal of ``chi`` is
+        ``f`` itself, and its tangent ``phi`` has ``J_y phi = ∂_y(J_y f)[dx] + ∂_c(J_y f)[dc]``
+        (second derivatives are symmetric): the outer derivative of ``J_y f`` along
+        ``(dx, dc)``.  Each rule reads that off (docs/transformations.md, section 11); ``dc``
+        never meets the inner differentiation's own perturbation, so the levels cannot be
+        confused.  Raises DifferentiationError at the use when a type is not known or the
+        result holds functions."""
+        fn_type = marked_function_type(t)
+        if fn_type is None:
+            raise not_differentiable(t)
+        prim = PRIMITIVES[t.op]
+        s = t.span
+        point_type, out_type = fn_type.arg, fn_type.result
+        if any(isinstance(inner, VarT) for inner in walk(fn_type)):
+            raise DifferentiationError(
+                f"this `{prim.spelling.symbol}` differentiates a function given as an "
+                f"argument, of type `{print_type(fn_type)}`: forward mode writes it out only "
+                "at a type without variables (annotate the definition's parameters, or show a "
+                "definition that applies this one to a known function)", s)
+        if _holds_function(out_type):
+            raise DifferentiationError(
+                f"this `{prim.spelling.symbol}` differentiates a function given as an argument "
+                "whose result holds functions: forward mode writes it out only for results of "
+                "reals, pairs and lists", s)
+        images = []
+        for arg in (marked_function(t), *t.args[1:]):
+            images.append((yield self.term(arg)))
+        rule = _FORWARD_OF_DIFFERENTIATION[prim.name]
+        return _Uses(self.names, s).build(rule, point_type, out_type, images)
+
+
+# ---------------------------------------------------------------- values of →D(A)
+
+
+def tangent_of(t: Type, term: Term, span: Span | None) -> Term:
+    """The tangent of ``term : →D(t)`` (a value of ``t`` again): ``snd`` at each real,
+    componentwise elsewhere, ``term`` itself when ``t`` has no reals.  Never fails on a
+    type without functions."""
+    if not _holds(t, RealT):
+        return term
+    if isinstance(t, RealT):
+        return SND.applied(term, span=span)
+    if isinstance(t, ListT):
+        return MAP.applied(Lam("i", tangent_of(t.item, Var("i", span=span), span), span=span),
+                           term, span=span)
+    assert isinstance(t, PairT)
+    return LetPair("p", "q", term, Pair(tangent_of(t.first, Var("p", span=span), span),
+                                        tangent_of(t.second, Var("q", span=span), span),
+                                        span=span), span=span)
+
+
+def zipped(t: Type, point: Term, direction: Term, names: NameSupply,
+           span: Span | None) -> Term:
+    """The value of →D(t) with primal ``point`` and tangent ``direction`` (both of type
+    ``t``): each real paired with its direction, lists zipped item by item."""
+    if isinstance(t, RealT):
+        return Pair(point, direction, span=span)
+    if isinstance(t, PairT):
+        a, b = names.fresh("p"), names.fresh("q")
+        c, e = names.fresh("p"), names.fresh("q")
+        return LetPair(a, b, point, LetPair(c, e, direction, Pair(
+            zipped(t.first, Var(a, span=span), Var(c, span=span), names, span),
+            zipped(t.second, Var(b, span=span), Var(e, span=span), names, span), span=span),
+            span=span), span=span)
+    if isinstance(t, ListT) and _holds(t, RealT):
+        q, a, b = names.fresh("q"), names.fresh("p"), names.fresh("t")
+        item = LetPair(a, b, Var(q, span=span),
+                       zipped(t.item, Var(a, span=span), Var(b, span=span), names, span),
+                       span=span)
+        return MAP.applied(Lam(q, item, span=span), ZIP.applied(point, direction, span=span),
+                           span=span)
+    return point
+
+
+def added(t: Type, left: Term, right: Term, names: NameSupply, span: Span | None) -> Term:
+    """``left + right`` for two tangents of type ``t`` (reals added, pairs componentwise,
+    lists item by item); ``left`` when ``t`` has no reals."""
+    if isinstance(t, RealT):
+        return plus(left, right, span)
+    if isinstance(t, PairT):
+        a, b = names.fresh("p"), names.fresh("q")
+        c, e = names.fresh("p"), names.fresh("q")
+        return LetPair(a, b, left, LetPair(c, e, right, Pair(
+            added(t.first, Var(a, span=span), Var(c, span=span), names, span),
+            added(t.second, Var(b, span=span), Var(e, span=span), names, span), span=span),
+            span=span), span=span)
+    if isinstance(t, ListT) and _holds(t, RealT):
+        q, a, b = names.fresh("q"), names.fresh("p"), names.fresh("t")
+        item = LetPair(a, b, Var(q, span=span),
+                       added(t.item, Var(a, span=span), Var(b, span=span), names, span),
+                       span=span)
+        return MAP.applied(Lam(q, item, span=span), ZIP.applied(left, right, span=span),
+                           span=span)
+    return left
+
+
+def _holds(t: Type, kind: type) -> bool:
+    """Whether a value of ``t`` holds a ``kind`` (RealT, FunT) in its pairs and lists; a
+    function's own argument and result types are not looked into."""
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, kind):
+            return True
+        if isinstance(current, PairT):
+            stack.extend((current.first, current.second))
+        elif isinstance(current, ListT):
+            stack.append(current.item)
+    return False
+
+
+def _holds_function(t: Type) -> bool:
+    return _holds(t, FunT)
+
+
+# ---------------------------------------------------------------- →D of a differentiation
+
+
+class _Uses:
+    """The target programs of :meth:`_Forward.differentiation`, one method per primitive,
+    over the images of its arguments; every node located at the use."""
+
+    def __init__(self, names: NameSupply, span: Span | None):
+        self.names = names
+        self.span = span
+
+    def var(self, name: str) -> Term:
+        return Var(name, span=self.span)
+
+    def build(self, rule: "Callable[[_Uses, Type, Type, list[Term]], Term]", point_type: Type,
+              out_type: Type, images: list[Term]) -> Term:
+        """``rule``'s program with ``f^``, ``x^`` (and the direction's image) bound to
+        names, the point split into ``x`` and ``dx``, and ``chi = \\y -> f^ (Z(y, dx))``."""
+        s = self.span
+        bound: list[tuple[str, Term]] = []
+        names = []
+        for base, image in zip(("g", "x", "v"), images):
+            if isinstance(image, Var):
+                names.append(image.name)
+            else:
+                name = self.names.fresh(base)
+                bound.append((name, image))
+                names.append(name)
+        f_image, x_image = names[0], names[1]
+        point, direction = self.names.fresh("x"), self.names.fresh("dx")
+        y, chi = self.names.fresh("y"), self.names.fresh("chi")
+        bound.append((point, primal_of(point_type, self.var(x_image), s)))
+        bound.append((direction, tangent_of(point_type, self.var(x_image), s)))
+        moved = Lam(y, App(self.var(f_image), zipped(point_type, self.var(y),
+                                                     self.var(direction), self.names, s),
+                           span=s), span=s)
+        bound.append((chi, moved))
+        body = rule(self, point_type, out_type,
+                    [self.var(chi), self.var(point), *map(self.var, names[2:])])
+        for name, value in reversed(bound):
+            body = Let(name, value, body, span=s)
+        return body
+
+    def grad(self, point_type: Type, out_type: Type, args: list[Term]) -> Term:
+        """→D(grad f x) = Z(∇_y f, ∂(∇_y f)[dx, dc]): one ``vjp`` of ``chi : A -> R * R``,
+        its pull-back applied to ``(1, 0)`` (the gradient of the primal, ∇f) and to
+        ``(0, 1)`` (the gradient of the tangent ``phi``)."""
+        s = self.span
+        chi, point = args
+        pullback = self.names.fresh("back")
+        units = [Pair(Const(1.0, span=s), Const(0.0, span=s), span=s),
+                 Pair(Const(0.0, span=s), Const(1.0, span=s), span=s)]
+        gradient, tangent = (App(self.var(pullback), unit, span=s) for unit in units)
+        return LetPair(self.names.fresh("w"), pullback, _ad("vjp", chi, point, span=s),
+                       zipped(point_type, gradient, tangent, self.names, s), span=s)
+
+    def jvp(self, point_type: Type, out_type: Type, args: list[Term]) -> Term:
+        """→D(jvp f x v) = (f^ x^, Z(J_y f v, ∂(J_y f v)[dx, dc] + J_y f dv)): ``jvp chi x v``
+        gives ``f^ x^`` and ``(J_y f v, J_y phi v)``, the second-order part;
+        ``jvp chi x dv`` gives ``J_y f dv`` as its primal's derivative."""
+        s = self.span
+        chi, point, direction = args
+        v, dv = self.names.fresh("v"), self.names.fresh("dv")
+        value, along = self.names.fresh("w"), self.names.fresh("s")
+        moved = self.names.fresh("u")
+        first = _ad("jvp", chi, point, self.var(v), span=s)
+        second = SND.applied(_ad("jvp", chi, point, self.var(dv), span=s),
+                                           span=s)
+        tangent = zipped(out_type, primal_of(out_type, self.var(along), s),
+                         added(out_type, tangent_of(out_type, self.var(along), s),
+                               primal_of(out_type, self.var(moved), s), self.names, s),
+                         self.names, s)
+        body: Term = LetPair(value, along, first,
+                             Let(moved, second, Pair(self.var(value), tangent, span=s),
+                                 span=s), span=s)
+        body = Let(dv, tangent_of(point_type, direction, s), body, span=s)
+        return Let(v, primal_of(point_type, direction, s), body, span=s)
+
+    def vjp(self, point_type: Type, out_type: Type, args: list[Term]) -> Term:
+        """→D(vjp f x) = (f^ x^, \\c^ -> Z(J_y f^T w, ∂(J_y f^T w)[dx, dc] + J_y f^T dw))
+        with ``c^ = Z(w, dw)``: the pull-back of ``chi`` sends ``Z(c1, c2)`` to
+        ``J_y f^T c1 + J_y phi^T c2``, so ``Z(w, 0)`` gives the first and ``Z(dw, w)`` the
+        second."""
+        s = self.span
+        chi, point = args
+        value, pullback = self.names.fresh("w"), self.names.fresh("back")
+        c, w = self.names.fresh("c"), self.names.fresh("w")
+        first = App(self.var(pullback), lift(out_type, self.var(w),
+                                             lambda: Const(0.0, span=s), s), span=s)
+        second = App(self.var(pullback), zipped(out_type, tangent_of(out_type, self.var(c), s),
+                                                self.var(w), self.names, s), span=s)
+        image = Lam(c, Let(w, primal_of(out_type, self.var(c), s),
+                           zipped(point_type, first, second, self.names, s), span=s), span=s)
+        return LetPair(value, pullback, _ad("vjp", chi, point, span=s),
+                       Pair(self.var(value), image, span=s), span=s)
+
+    def jacobian(self, which: str, point_type: Type, args: list[Term]) -> Term:
+        """→D(jac f x) for ``f : A -> [R]``: the rows of the primals' Jacobian (∇ f_k) zipped
+        with those of the tangents' (the outer derivative of ∇ f_k, as for ``grad``)."""
+        s = self.span
+        chi, point = args
+        rows = []
+        for part in (primal_of, tangent_of):
+            y = self.names.fresh("y")
+            outputs = part(ListT(RealT()), App(chi, self.var(y), span=s), s)
+            rows.append(_ad(which, Lam(y, outputs, span=s), point, span=s))
+        r, a, b = self.names.fresh("r"), self.names.fresh("p"), self.names.fresh("t")
+        row = Lam(r, LetPair(a, b, self.var(r), zipped(point_type, self.var(a), self.var(b),
+                                                        self.names, s), span=s), span=s)
+        return MAP.applied(row, ZIP.applied(*rows, span=s), span=s)
+
+    def jacrev(self, point_type: Type, out_type: Type, args: list[Term]) -> Term:
+        return self.jacobian("jacrev", point_type, args)
+
+    def jacfwd(self, point_type: Type, out_type: Type, args: list[Term]) -> Term:
+        return self.jacobian("jacfwd", point_type, args)
+
+
+def _ad(name: str, *args: Term, span: Span | None) -> Term:
+    """``name args`` for the differentiating primitive ``name``."""
+    return PRIMITIVES[name].applied(*args, span=span)
+
+
+_FORWARD_OF_DIFFERENTIATION = {"grad": _Uses.grad, "jvp": _Uses.jvp, "vjp": _Uses.vjp,
+                               "jacrev": _Uses.jacrev, "jacfwd": _Uses.jacfwd}
+"""→D of each differentiating primitive whose function has no image, by name."""

@@ -17,23 +17,32 @@ constant ``(z, \\a -o zero)`` / ``(z, 0)`` — which is why a real captured from
 level cannot be confused with the inner one's input (Siskind and Pearlmutter's test gives
 1) — and a function defined by ``let`` or at top level is bound to the image of its
 definition.  The expansion is applied innermost first, so the term handed to a
-transformation never differentiates; the outer transformations then meet the linear
+transformation differentiates only through a use left in place (below); the outer transformations then meet the linear
 constructs of the inner ones, whose rules (``rules.Differentiation``) give every level a
 ring of its own (``d``, ``d<R * R>``, ``d<R * (R -o d)>``, ...).
 
 Before expanding, definitions that differentiate a function they are given (the prelude's
-``hvp``, or a λ bound by a local ``let``) are inlined at their uses and applications of λs become ``let``s, so the function
-reaching ``grad`` is known.  What remains refused, with a located error: differentiating a
-function that is a parameter of an enclosing function (the image of →D/←D(f) takes the
-parameter's image at the outer level only, while the inner differentiation needs the image
-of the parameter's own transformation, which no term can build from it), a ``vjp`` whose
-result holds functions (a cotangent of a function type means nothing; the run-time route
-refuses it too), a ``jvp`` returning a function whose argument holds functions, and — as
-everywhere — a function-typed input or direction.
+``hvp``, or a λ bound by a local ``let``) are inlined at their uses and applications of λs
+become ``let``s, so the function reaching ``grad`` is known.  A use whose function has no
+image all the same — a parameter of an enclosing function, or a function built from one —
+is left in place, its function annotated with its type (``grad (f : A -> R) x``;
+:func:`lambdad.rules.marked_function_type`): the image of ``f`` under the outer
+transformation is a variable, but the inner differentiation needs the image of ``f``'s own
+transformation, which no term builds from it.  The outer transformation then decides:
+→D writes the use out over the target language's own ``vjp``/``jvp`` applied to the image
+→D(f), which is a function on reals like any other
+(:meth:`lambdad.forward._Forward.differentiation`); ←D has no program for it and says why
+(:func:`lambdad.rules.no_reverse_image`: it would need ←D(f) at a second cotangent type).
+The expansion stays innermost first: a use whose function holds such a use under ←D has no
+image either, and is left in place too.  Refused with a located error besides: a ``vjp``
+whose result holds functions (a cotangent of a function type means nothing; the run-time
+route refuses it too), a ``jvp`` returning a function whose argument holds functions, and —
+as everywhere — a function-typed input or direction.
 
 When the program runs, :func:`expand_closure` does the same for a closure that forward mode
 differentiates: the functions it captures are known by their values, so an inner
-transformation of one is a free variable that the caller binds to the transformed value.
+transformation of one is a free variable that the caller binds to the transformed value;
+a use whose function has no image is refused there (the run-time route's levels run it).
 """
 
 from __future__ import annotations
@@ -44,11 +53,11 @@ import attrs
 
 from .backward import backward_term
 from .errors import DifferentiationError, Span
-from .forward import forward_term
+from .forward import forward_term, tangent_of, zipped
 from .iterate import run
 from . import primitives
 from .primitives import PRIMITIVES
-from .rules import NameSupply, lift, plus, primal_of, times
+from .rules import NameSupply, NoReverseImageError, lift, plus, primal_of, times
 from .syntax import (
     Annot,
     App,
@@ -107,8 +116,9 @@ def expand(term: Term, definitions: Mapping[str, Term], env: TypeEnv,
     """``term`` (a top-level definition's value) with every ``grad``/``jvp``/``vjp`` replaced
     by its target program (see the module docstring); ``term`` itself when it does not
     differentiate.  ``definitions`` are the program's top-level values, ``env`` their
-    types.  Raises DifferentiationError located at a use that has no target program, and
-    TypeCheckError if ``term`` is ill-typed."""
+    types.  A use whose function has no image is left in place, marked (see the module
+    docstring).  Raises DifferentiationError located at a use that has no target program,
+    and TypeCheckError if ``term`` is ill-typed."""
     inlines = _differentiating(definitions)
     if not differentiates(term) and not free_vars(term) & inlines:
         return term
@@ -392,7 +402,15 @@ class _Expansion:
             # a type left open by the values at hand: the numbering of the point's reals
             # (and the read-off) depend on it
             raise DifferentiationError("the type of this differentiation is not known", s)
-        return rule(self, t, args, point_type, scope)
+        try:
+            return rule(self, t, args, point_type, scope)
+        except _NoImage as missing:
+            if self.at_run_time:
+                raise missing.error from None
+        # left in place, its function marked with its type: →D has a rule for it
+        # (forward._Forward.differentiation), ←D says why it has none
+        marked = Annot(args[0], self.types[id(t.args[0])], span=getattr(args[0], "span", s))
+        return Prim(t.op, (marked, *args[1:]), span=s)
 
     def grad(self, t: Prim, args: list[Term], point_type: Type, scope) -> Term:
         """``grad f x``: seed, run ←D(f), read off with the cotangent 1 (AD.md section 3)."""
@@ -431,7 +449,7 @@ class _Expansion:
         DifferentiationError for a function whose argument holds functions (a constant of
         →D(A) is then no term)."""
         if not _has_function(t):
-            return primal_of(t, term, span) if which == 0 else _tangent_of(t, term, span)
+            return primal_of(t, term, span) if which == 0 else tangent_of(t, term, span)
         if isinstance(t, PairT):
             a, b = self.names.fresh("p"), self.names.fresh("q")
             return LetPair(a, b, term, Pair(self.part(t.first, Var(a, span=span), which, span),
@@ -524,7 +542,7 @@ class _Expansion:
                 1.0 if next(counter) == j else 0.0, span=s), s)
             out = App(Var(g, span=s), self.zipped(point_type, Var(x, span=s), direction, s),
                       span=s)
-            body = Let(columns[j], _tangent_of(ListT(RealT()), out, s), body, span=s)
+            body = Let(columns[j], tangent_of(ListT(RealT()), out, s), body, span=s)
         return Let(x, point, Let(g, image, body, span=s), span=s)
 
     def jacfwd_of_lists(self, t: Prim, f: Term, point: Term, point_type: Type,
@@ -557,7 +575,7 @@ class _Expansion:
 
         direction, _ = self.seeded(point_type, var(x), s, leaf=unit)
         run_j = App(var(g), self.zipped(point_type, var(x), direction, s), span=s)
-        column = Lam(j, _tangent_of(ListT(RealT()), run_j, s), span=s)
+        column = Lam(j, tangent_of(ListT(RealT()), run_j, s), span=s)
         count = self.reals_in(point_type, var(x), s)
         all_columns = Prim(MAP, (column, Prim(RANGE, (count,), span=s)), span=s)
         row, _ = self.seeded(point_type, var(x), s, leaf=entry)
@@ -584,8 +602,8 @@ class _Expansion:
               span: Span | None, mode: str) -> Term:
         """D(f) with the variables ``f`` captures embedded into the inner level: reals as
         constants, functions bound to the image of their definition (``let`` or top
-        level).  Raises DifferentiationError at ``f`` for a captured function whose
-        definition is not known (a parameter)."""
+        level).  Raises _NoImage for a captured function whose definition is not known (a
+        parameter), or when ←D meets a use left in place inside ``f``."""
         constants: list[tuple[str, Term]] = []
         functions: list[tuple[str, Term]] = []
         done: set[str] = set()
@@ -612,21 +630,18 @@ class _Expansion:
                 functions.append((name, Var(image_name, span=span)))
                 continue
             if definition is None:
-                raise DifferentiationError(
+                raise _NoImage(DifferentiationError(
                     f"this differentiates a function built from `{name}`, a function given as "
-                    "an argument: its inner derivative would have to be passed in as well, "
-                    "which the transformed definition's type does not provide, so it has no "
-                    "printed program; it is computed when the program runs (show a "
-                    "definition that applies this one to a known function)",
-                    getattr(f, "span", None) or span)
+                    "an argument, whose inner image no term can build from it",
+                    getattr(f, "span", None) or span))
             if ready:
-                functions.append((name, transform(definition, self.names)))
+                functions.append((name, _transformed(transform, definition, self.names)))
                 continue
             done.add(name)
             pending.append((name, True))
             pending.extend((inner, False) for inner in sorted(free_vars(definition), reverse=True)
                            if inner not in done)
-        body = transform(f, self.names)
+        body = _transformed(transform, f, self.names)
         for name, value in reversed(constants + functions):
             body = Let(name, value, body, span=span)
         return body
@@ -737,23 +752,7 @@ class _Expansion:
 
     def zipped(self, t: Type, point: Term, direction: Term, span: Span | None) -> Term:
         """The point of →D(A) with primal ``point`` and tangent ``direction``."""
-        if isinstance(t, RealT):
-            return Pair(point, direction, span=span)
-        if isinstance(t, PairT):
-            a, b = self.names.fresh("p"), self.names.fresh("q")
-            c, e = self.names.fresh("p"), self.names.fresh("q")
-            return LetPair(a, b, point, LetPair(c, e, direction, Pair(
-                self.zipped(t.first, Var(a, span=span), Var(c, span=span), span),
-                self.zipped(t.second, Var(b, span=span), Var(e, span=span), span), span=span),
-                span=span), span=span)
-        if isinstance(t, ListT) and _has_real(t):
-            q, a, b = self.names.fresh("q"), self.names.fresh("p"), self.names.fresh("t")
-            item = LetPair(a, b, Var(q, span=span),
-                           self.zipped(t.item, Var(a, span=span), Var(b, span=span), span),
-                           span=span)
-            return Prim(MAP, (Lam(q, item, span=span), Prim(ZIP, (point, direction), span=span)),
-                        span=span)
-        return point
+        return zipped(t, point, direction, self.names, span)
 
     def sent(self, t: Type, out: Term, cotangent: Term, span: Span | None) -> Term:
         """What the backpropagators of ``out : ←D(B)`` send for the cotangent ``cotangent : B``
@@ -779,24 +778,27 @@ class _Expansion:
         return Zero(span=span)
 
 
+class _NoImage(Exception):
+    """The function of a use has no image the expansion can build; ``error`` says so."""
+
+    def __init__(self, error: DifferentiationError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _transformed(transform: Callable[[Term, NameSupply], Term], term: Term,
+                 names: NameSupply) -> Term:
+    """``transform(term)``; raises _NoImage when ``term`` holds a use left in place whose
+    image ←D cannot write (rules.NoReverseImageError): then neither can it write this one's."""
+    try:
+        return transform(term, names)
+    except NoReverseImageError as error:
+        raise _NoImage(error) from None
+
+
 _RULES = {"grad": _Expansion.grad, "jvp": _Expansion.jvp, "vjp": _Expansion.vjp,
           "jacrev": _Expansion.jacrev, "jacfwd": _Expansion.jacfwd}
 """The uses with a target program, by the name of the primitive."""
-
-
-def _tangent_of(t: Type, term: Term, span: Span | None) -> Term:
-    """The tangent of ``term : →D(t)``: ``snd`` at each real, componentwise elsewhere."""
-    if not _has_real(t):
-        return term
-    if isinstance(t, RealT):
-        return Prim(SECOND, (term,), span=span)
-    if isinstance(t, ListT):
-        return Prim(MAP, (Lam("i", _tangent_of(t.item, Var("i", span=span), span), span=span),
-                          term), span=span)
-    assert isinstance(t, PairT)
-    return LetPair("p", "q", term, Pair(_tangent_of(t.first, Var("p", span=span), span),
-                                        _tangent_of(t.second, Var("q", span=span), span),
-                                        span=span), span=span)
 
 
 def _static_reals(t: Type) -> int | None:

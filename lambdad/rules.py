@@ -266,6 +266,45 @@ def not_differentiable(term: Term) -> DifferentiationError:
                                 getattr(term, "span", None))
 
 
+class NoReverseImageError(NestedDifferentiationError):
+    """←D of a use of ``grad``/``jvp``/``vjp``/... whose function is given as an argument:
+    no target program (the message says why)."""
+
+
+def marked_function(t: Prim) -> Term:
+    """The function a use of ``grad``/``jvp``/... differentiates, without its annotation."""
+    fn = t.args[0]
+    return fn.expr if isinstance(fn, Annot) else fn
+
+
+def marked_function_type(t: Prim) -> FunT | None:
+    """The type ``A -> B`` of the function of the use ``t`` of ``grad``/``jvp``/... when the
+    use carries it (an annotation on the function, as :mod:`lambdad.nesting` leaves a use
+    whose function has no image); None otherwise."""
+    fn = t.args[0] if t.args else None
+    if isinstance(fn, Annot) and isinstance(fn.type, FunT):
+        return fn.type
+    return None
+
+
+def no_reverse_image(t: Prim) -> NoReverseImageError:
+    """Why ←D has no program for the marked use ``t`` (see :func:`marked_function_type`),
+    located at the use."""
+    symbol = PRIMITIVES[t.op].spelling.symbol
+    fn = marked_function(t)
+    name = f"`{fn.name}`" if isinstance(fn, Var) else "the function"
+    what = (f"{name}, a function given as an argument" if isinstance(fn, Var)
+            else "a function built from one given as an argument")
+    return NoReverseImageError(
+        f"reverse mode has no program for this `{symbol}` of {what}: the transformed "
+        f"definition receives ←D of {name}, whose backpropagators send into the program's "
+        "one cotangent type `d`; differentiating it here needs it at this level's cotangent "
+        "type too (a function polymorphic in its cotangent type, which simple types cannot "
+        f"express), and the second-order part would send into what {name} captured, inside "
+        "its image. Use --forward, or show a definition that applies this one to a known "
+        "function; the program computes it either way", t.span)
+
+
 # ---------------------------------------------------------------- partial derivatives
 
 
@@ -488,8 +527,9 @@ class Differentiation:
             if prim.kind == "real":
                 return (yield from self.chain_rule(t, prim))
             if prim.kind == "ad":
-                # nested differentiation is rejected (LANGUAGE.md section 6)
-                raise not_differentiable(t)
+                # a use the expansion (lambdad.nesting) left in place: its function has no
+                # image it could build
+                return (yield from self.differentiation(t))
             return (yield from self.locally_constant(t, prim))
         if isinstance(t, Lam):
             # D(\x -> e) = \x -> D(e), annotation transformed
@@ -561,6 +601,20 @@ class Differentiation:
             return ReadOff(point, cotangent, span=s)
         # anything this arm list does not know
         raise not_differentiable(t)
+
+    def differentiation(self, t: Prim):
+        """D of a use of ``grad``/``jvp``/``vjp``/... that :mod:`lambdad.nesting` did not
+        write out, because the function it differentiates has no image it could build (a
+        function given as an argument); the expansion marks such a use with the function's
+        type (:func:`marked_function_type`).  →D has a rule for it
+        (:meth:`lambdad.forward._Forward.differentiation`); ←D has none: raises
+        :class:`NoReverseImageError` at the use (and NestedDifferentiationError for a use
+        not marked: the expansion comes first)."""
+        if marked_function_type(t) is None:
+            raise not_differentiable(t)
+        # a use inside the function, of the argument itself, is refused first, where it is
+        yield self.term(marked_function(t))
+        raise no_reverse_image(t)
 
     def chain_rule(self, t: Prim, prim: Primitive):
         """BMP, primitive application: D(f(t1..tk)) = let (x1, dx1) = D(t1) in ...
