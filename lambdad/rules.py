@@ -291,18 +291,15 @@ def no_reverse_image(t: Prim) -> NoReverseImageError:
     """Why ←D has no program for the marked use ``t`` (see :func:`marked_function_type`),
     located at the use."""
     symbol = PRIMITIVES[t.op].spelling.symbol
-    fn = marked_function(t)
-    name = f"`{fn.name}`" if isinstance(fn, Var) else "the function"
-    what = (f"{name}, a function given as an argument" if isinstance(fn, Var)
-            else "a function built from one given as an argument")
     return NoReverseImageError(
-        f"reverse mode has no program for this `{symbol}` of {what}: the transformed "
-        f"definition receives ←D of {name}, whose backpropagators send into the program's "
-        "one cotangent type `d`; differentiating it here needs it at this level's cotangent "
-        "type too (a function polymorphic in its cotangent type, which simple types cannot "
-        f"express), and the second-order part would send into what {name} captured, inside "
-        "its image. Use --forward, or show a definition that applies this one to a known "
-        "function; the program computes it either way", t.span)
+        f"reverse mode has no program for this `{symbol}`, which differentiates a function "
+        "given as an argument (or built from one): the transformed definition receives that "
+        "function's image under ←D, whose backpropagators send into the program's one "
+        "cotangent type `d`; differentiating it here needs it at this level's cotangent type "
+        "too (a function polymorphic in its cotangent type, which simple types cannot "
+        "express), and the second-order part would send into what the function captured, "
+        "inside its image. Use --forward, or show a definition that applies this one to a "
+        "known function; the program computes it either way", t.span)
 
 
 # ---------------------------------------------------------------- partial derivatives

@@ -31,23 +31,32 @@ def dv (f : R -> R * R) (x : R) : (R * R) * (R * R -> R) = vjp f x
 def djr (f : R * R -> [R]) (p : R * R) : [R * R] = jacrev f p
 def djf (f : R * R -> [R]) (p : R * R) : [R * R] = jacfwd f p
 def dl (f : [R] -> R) (xs : [R]) : [R] = grad f xs
+def djl (f : R * R -> [R]) (p : R * R) (v : R * R) : [R] * [R] = jvp f p v
+def dvl (f : [R] -> R * [R]) (xs : [R]) : (R * [R]) * (R * [R] -> [R]) = vjp f xs
 def dd (f : R -> R) (x : R) : R = grad (\z -> grad f z * z) x
+def de (f : R -> R) (x : R) : R = d f x + d (\y -> f y * y) x
 def total (xs : [R]) : R = fold (\a b -> a + b) 0 xs
 def ud x = d (\y -> x * y * y) x
 def confused x = d (\y -> x * y) 1
 def udj x = let (a, b) = dj (\y -> x * y * sin y) x (x * x) in a + 3 * b
 def udg x = let (a, b) = dg (\q -> x * fst q * snd q * snd q) (x, 2 * x) in a * b
-def udv x = let (w, back) = dv (\y -> (x * y * y, sin (x * y))) (2 * x) in fst w + back (1, 2) * x
+def udv x = let (w, back) = dv (\y -> (x * y * y, sin (x * y))) (2 * x) in fst w + back (x, 2 * x)
 def udjr x = total (map (\r -> fst r * snd r) (djr (\q -> [x * fst q * snd q, sin (fst q) * x]) (x, 3)))
 def udjf x = total (map (\r -> fst r + snd r) (djf (\q -> [x * fst q * snd q, sin (fst q) * x]) (x, 3)))
 def udl x = total (dl (\ys -> x * total (map (\y -> y * y * y) ys)) [x, 2 * x, 1])
+def ude x = de (\y -> x * y * y) (2 * x)
 def udd x = dd (\y -> x * sin y) (x * x)
+def udjl x = let (a, b) = djl (\q -> [x * fst q * snd q, sin (snd q) * x]) (x, 2) (x * x, 1) in
+  total a + 3 * total b
+def udvl x = let (w, back) = dvl (\ys -> (x * total ys, map (\y -> x * y * y) ys)) [x, 1] in
+  fst w + total (back (x, [1, x]))
 """
 
 # the definition shown, the function applying it, the point
 CASES = [("d", "ud", 0.7), ("d", "confused", 0.7), ("dj", "udj", 0.7), ("dg", "udg", 0.7),
          ("dv", "udv", 0.7), ("djr", "udjr", 0.7), ("djf", "udjf", 0.7), ("dl", "udl", 0.7),
-         ("dd", "udd", 0.7)]
+         ("dd", "udd", 0.7), ("djl", "udjl", 0.7), ("dvl", "udvl", 0.7),
+         ("de", "ude", 0.7)]
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +90,8 @@ def test_forward_of_a_function_given_as_an_argument(program, shown, user, x):
     text = program.show(shown, forward=True)
     printed = lambdad.loads(text, "shown.lam")                  # it parses and type-checks
     assert printed.scheme(shown).type == forward_type(program.scheme(shown).type)
+    header = text.splitlines()[0]                                 # at the type show prints
+    assert header.startswith(f"-- {shown} : {print_scheme(printed.scheme(shown))}    (→D of ")
     module = parse_module(text, "shown.lam")
     assert parse_module(print_module(module)) == module          # parse . print = id
     assert "grad f" not in text                                   # written out
@@ -100,7 +111,8 @@ def test_perturbation_confusion_through_an_argument(program):
     assert _composed(text, program, "ud", 1, "(3, 1)").run("main") == (18.0, 12.0)
 
 
-@pytest.mark.parametrize("shown, user, x", [c for c in CASES if c[0] in ("d", "dj", "dv")])
+@pytest.mark.parametrize("shown, user, x",
+                         [c for c in CASES if c[0] in ("d", "dj", "dv", "dd", "dvl")])
 def test_forward_again_over_the_printed_program(program, shown, user, x):
     # →D(→D(shown)): the printed program's vjp/jvp of `chi` differentiate the argument's
     # image, so forward mode writes them out in turn; (x, 1), (1, 0) gives u, u', u', u''
@@ -133,7 +145,7 @@ def test_reverse_mode_refuses_at_the_use():
     with pytest.raises(NoReverseImageError, match="polymorphic in its cotangent type") as caught:
         program.show("d", reverse=True)
     message = str(caught.value)
-    assert "`f`, a function given as an argument" in message and "--forward" in message
+    assert "a function given as an argument" in message and "--forward" in message
     span = caught.value.span                                      # the inner use, of f
     assert (span.line, span.col) == (2, 19)
     # the marked use under ←D directly: the same error
@@ -146,3 +158,17 @@ def test_an_unknown_type_is_a_located_error():
     with pytest.raises(DifferentiationError, match="without variables") as caught:
         program.show("k", forward=True)
     assert caught.value.span is not None
+
+
+def test_an_annotated_use_run_by_forward_mode():
+    # a use whose function carries its type is one →D writes out even when the program
+    # runs: the numbers are those of the written-out program and of the levels
+    program = lambdad.loads(
+        "def total (xs : [R]) : R = fold (\\a b -> a + b) 0 xs\n"
+        "def a x = grad ((\\y -> x * y * y) : R -> R) x\n"
+        "def c (x : R) : R =\n"
+        "  total (map (\\(g : R -> R) -> grad (g : R -> R) x) [\\y -> x * y * y, sin])\n",
+        "annotated.lam")
+    assert program.jvp("a", 3.0, 1.0) == pytest.approx((18.0, 12.0))
+    value, derivative = program.jvp("c", 3.0, 1.0)
+    assert derivative == pytest.approx(_central(lambda r: program.call("c", r), 3.0), rel=1e-6)
