@@ -43,7 +43,7 @@ import attrs
 from .errors import DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
-from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
+from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
 from .syntax import (
     Annot,
     App,
@@ -65,7 +65,8 @@ from .syntax import (
     Var,
     Zero,
 )
-from .tape import Sum
+from .fuse import BATCHED_FOLD, BatchedFold, batched_fold_step
+from .tape import Sum, batched_fold
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -90,7 +91,7 @@ _PROPAGATING = frozenset(p.name for p in (ADD, SUB, MUL, NEG))
 # The only Python built-ins generated code can reach (for `inline` templates of the
 # primitive table): pure functions, nothing that touches the host.
 _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
-                  "list", "max", "min", "pow", "range", "round", "sum", "tuple", "zip")
+                  "list", "max", "min", "pow", "range", "reversed", "round", "sum", "tuple", "zip")
 
 
 
@@ -281,6 +282,7 @@ class _CodeGenerator:
             "_inf": math.inf,
             "_nan": math.nan,
             "_newbp": calls.new_backprop,
+            "_bfold": batched_fold,
             "_zero": calls.shared_zero,
             "_newzero": calls.own_zero,
             "_seed": calls.seed,
@@ -293,6 +295,13 @@ class _CodeGenerator:
             "__lambdad_deferred__": set(),
         }
         self.evaluators: dict[str, str] = {}
+        # Functions bound by `let`, by their atoms (a fold's step may be one); the
+        # `\\a -o e` nodes made as plain records while a batched fold's step is compiled.
+        self.lambda_terms: dict[str, Lam] = {}
+        # While a batched fold's step is compiled: its plan, the loop's locals receiving
+        # what is sent to the previous step's slots (by name), the bodies by slot.
+        self.batching: tuple[BatchedFold, dict[str, str], list] | None = None
+        self.sent_to: dict[str, str] = {}
         self.free_spans: dict[str, Span | None] = {}
         # Atoms of pairs built by `(e1, e2)`: temporaries are assigned once and only seen
         # where they are in scope, so a later `let (x, y) =` of one can use the parts.
@@ -501,6 +510,8 @@ class _CodeGenerator:
 
     def prim(self, term: Prim, fn: _Function):
         """``op e1 .. ek``: arguments left to right, then one statement for the primitive."""
+        if type(term.op) is type(BATCHED_FOLD) and not (self.instrumented or self.generic):
+            return (yield from self.batched_fold(term, fn))
         primitive = self.primitive(term.op, term.span)
         if len(term.args) != primitive.arity:
             raise EvalError(f"`{primitive.spelling.symbol}` takes {primitive.arity} arguments, "
@@ -509,6 +520,74 @@ class _CodeGenerator:
         for arg in term.args:
             atoms.append((yield self.gen(arg, fn)))
         return self.apply_primitive(primitive, atoms, term, term.span, fn)
+
+    def batched_fold(self, term: Prim, fn: _Function):
+        """``fold f z xs`` marked by fusion (:func:`lambdad.fuse.batched_fold_step`).  ``f``
+        is compiled as itself and batched: each step's backpropagators are made as the
+        tuples of what they capture, returned beside the accumulator, and one loop function
+        runs every step's bodies, latest step first, carrying in locals what a step sends
+        to the previous step's backpropagators.  :func:`lambdad.tape.batched_fold` runs the
+        fold so (or with ``f`` itself when the values are not those of a first-order
+        reverse-mode run)."""
+        step, start, items = term.args
+        normal = yield self.gen(step, fn)
+        step_term = step if isinstance(step, Lam) else self.lambda_terms.get(normal)
+        plan = batched_fold_step(step_term) if step_term is not None else None
+        batched = loop = None
+        if plan is not None:
+            saved = self.batching
+            # the loop's locals receiving what a step sends to the previous step's slots
+            sent = [self.fresh("t") for _ in plan.paths]
+            self.batching = (plan, {name: sent[slot] for name, slot in plan.previous.items()},
+                             [None] * len(plan.paths))
+            batched = yield self.gen(plan.step, fn)
+            bodies = self.batching[2]
+            self.batching = saved
+            loop = self.batched_loop(bodies, sent)
+        z = yield self.gen(start, fn)
+        xs = yield self.gen(items, fn)
+        primitive = PRIMITIVES[FOLD.name]
+        if batched is None:
+            return self.apply_primitive(primitive, [normal, z, xs], term, term.span, fn)
+        atoms = [normal, batched, loop, z, xs]
+        site = PrimSite(primitive, term.span, term, (normal, z, xs),
+                        _source_atoms(term.span, fn))
+        t = self.fresh("t")
+        fn.emit(f"{t} = _bfold({', '.join(atoms)}, {self.constant(plan.paths)}, _newbp, "
+                f"{self.constant(term.span)})", atoms, site)
+        return t
+
+    def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str]
+                     ) -> str:
+        """The loop function of a batched fold: ``(steps, a_1 .. a_n, stage)``, where each
+        step is the tuple of what its slots' bodies capture and ``a_j`` is the adjoint of
+        slot ``j`` of the last step (None if nothing reached it); it runs the bodies of
+        each step, latest first, a body only when its slot received something, and
+        returns what the first step sent to the start's slots."""
+        loop = _Function(None)
+        adjoints = [self.fresh("v") for _ in bodies]
+        current = [self.fresh("t") for _ in bodies]
+        for a, c in zip(adjoints, current):
+            loop.emit(f"{c} = {a}", (a,))  # parameters stay as given (lambdad.guard)
+        loop.emit("for _r in reversed(_r0):")
+        for target in sent:
+            loop.lines.append((2, f"{target} = None", None, (), ()))
+        for slot, (body, param, captured) in enumerate(bodies):
+            loop.lines.append((2, f"if {current[slot]} is not None:", None, (),
+                               (current[slot],)))
+            if captured:
+                loop.lines.append((3, f"{', '.join(captured)}, = _r[{slot}]", None, (), ()))
+            loop.lines.append((3, f"{param} = {current[slot]}", None, (), (current[slot],)))
+            loop.lines.extend((indent + 2, text, site, pure, uses)
+                              for indent, text, site, pure, uses in body.lines)
+        loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (), tuple(sent)))
+        loop.emit(f"return ({', '.join(current)},)", current)
+        name = self.fresh("_f")
+        self.functions.append((name, loop, ["_r0", *adjoints, "_st"]))
+        # Kept whole (one `for`), and run again with every check to locate an error when
+        # its checks were deferred (lambdad.guard).
+        self.namespace["__lambdad_deferred__"].add(name)
+        return name
 
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
                         span: Span | None, fn: _Function) -> str:
@@ -601,6 +680,8 @@ class _CodeGenerator:
         """``let x = e1 in e2``: ``x`` names the atom of ``e1`` (no copy).  ``e2`` is
         compiled by ``then`` (default :meth:`gen`; :meth:`staged` in a linear body)."""
         value = yield self.gen(term.value, fn)
+        if isinstance(term.value, Lam):
+            self.lambda_terms[value] = term.value  # a fold's step, maybe (batched_fold)
         previous = self.bind(fn, term.name, value)
         body = yield (then or self.gen)(term.body, fn)
         self.unbind(fn, term.name, previous)
@@ -700,6 +781,8 @@ class _CodeGenerator:
             else:
                 fn.emit(f"{t} = _zero()", pure=(t,))
             return t
+        if self.batching is not None and id(term) in self.batching[0].slots:
+            return (yield from self.batched_slot(term, fn))
         child = _Function(fn)
         param = self.fresh("v")
         name = self.fresh("_f")
@@ -723,11 +806,35 @@ class _CodeGenerator:
         self.functions.append((name, child, ["_c", param, "_st"]))
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
         closed = f"({', '.join(values)},)" if values else "()"
-        span = self.constant(term.span)
         t = self.fresh("t")
+        span = self.constant(term.span)
         # One call (stamping and the record, see Tape.backprop_maker): shorter to compile
         # and no slower to run than the same statements inline.
         fn.emit(f"{t} = _newbp({name}, {closed}, {span})", values)
+        return t
+
+    def batched_slot(self, term: LinLam, fn: _Function):
+        """A backpropagator of a batched fold's step (:meth:`batched_fold`): its body goes
+        to the fold's loop function, what it sends to the previous step's slots into the
+        loop's locals; its value here is the tuple of what the body captures."""
+        plan, previous, bodies = self.batching
+        child = _Function(fn)
+        param = self.fresh("v")
+        self.bind(child, term.param, param)
+        if not self.instrumented:
+            child.deferred = {}
+        saved, self.batching = self.batching, None  # (a body holds no fold of its own)
+        self.sent_to = previous
+        yield self.staged(term.body, child)
+        self.sent_to = {}
+        self.batching = saved
+        if child.deferred:
+            self.deferred_checks(child)
+        captured = list(child.captures.items())
+        values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
+        bodies[plan.slots[id(term)]] = (child, param, [inner for _, inner in captured])
+        t = self.fresh("t")
+        fn.emit(f"{t} = ({', '.join(values)},)" if values else f"{t} = ()", values, pure=(t,))
         return t
 
     @staticmethod
@@ -765,6 +872,11 @@ class _CodeGenerator:
         if isinstance(term, LetPair):
             return (yield from self.let_pair(term, fn, self.staged))
         if isinstance(term, App):
+            target = self.sent_to.get(term.fn.name) if isinstance(term.fn, Var) else None
+            if target is not None:  # to the previous step's slot (batched_slot)
+                x = yield self.gen(term.arg, fn)
+                fn.emit(f"{target} = {x} if {target} is None else {target} + {x}", (x,))
+                return None
             f = yield self.gen(term.fn, fn)
             x = yield self.gen(term.arg, fn)
             fn.emit(f"_st({f}, {x})", (f, x))

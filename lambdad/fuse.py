@@ -36,7 +36,8 @@ import attrs
 from .backward import backward_term
 from .errors import DerivativeSpan
 from .iterate import run
-from .primitives import ADD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB, DomainError
+from .primitives import (ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
+                         DomainError)
 from .rules import NameSupply
 from .syntax import (
     Annot,
@@ -48,6 +49,7 @@ from .syntax import (
     Let,
     LetPair,
     LinLam,
+    ListLit,
     Pair,
     Plus,
     Prim,
@@ -61,7 +63,7 @@ from .syntax import (
     with_children,
 )
 
-__all__ = ["fuse", "fused_backward_term"]
+__all__ = ["BATCHED_FOLD", "BatchedFold", "batched_fold_step", "fuse", "fused_backward_term"]
 
 
 def fused_backward_term(term: Term) -> Term:
@@ -82,6 +84,157 @@ def fuse(term: Term, names: NameSupply | None = None) -> Term:
     if names is None:
         names = NameSupply.for_terms(term)
     return run(_Fuser(names).term(term))
+
+
+class _BatchedFoldName(str):
+    """``fold``, spelled and compared as the plain name, for a fold whose step is one fused
+    region (:func:`batched_fold_step`): the code generator may run its steps'
+    backpropagators as one record (see ``lambdad.tape.batched_fold``).  A printed program
+    reads back as the plain ``fold``, which runs to the same numbers."""
+
+
+BATCHED_FOLD = _BatchedFoldName(FOLD.name)
+"""The name of ``fold`` in a fold that fusion marked as batchable."""
+
+
+@attrs.frozen
+class BatchedFold:
+    """How a fused ``fold``'s step runs batched (:func:`batched_fold_step`).
+
+    ``step`` is the step whose region also returns, as a list, its backpropagators (the
+    ``\\a -o e`` nodes whose ``id`` is in ``slots``, each mapped to its slot number);
+    ``paths`` gives each slot's place in the accumulator (``(0, 1)``: the backpropagator of
+    the first component); ``previous`` maps each name of the accumulator the step is given
+    that its backpropagators send to, and that is the previous step's slot, to that slot."""
+
+    step: Lam
+    slots: dict[int, int]
+    paths: tuple[tuple[int, ...], ...]
+    previous: dict[str, int]
+
+
+def batched_fold_step(step: Term) -> BatchedFold | None:
+    """How the step ``\\p -> ... \\x -> region`` of a fused ``fold`` runs batched; None
+    unless it qualifies.
+
+    It qualifies when the backpropagators of the region are exactly those of the
+    accumulator it returns — each bound by ``let``, a sum of applications, occurring once,
+    in the returned structure — and the accumulator ``p`` it is given is only taken apart,
+    used by real operations, and sent to by those backpropagators.  Then what a step's
+    backpropagators send to ``p`` reaches only the previous step's (or, for the first step,
+    the start's), so the steps' bodies can run in one reverse loop, adjoints carried from
+    step to step (the backward phase of factored evaluation, step by step)."""
+    if not isinstance(step, Lam):
+        return None
+    outer, inner = _flat_spine(step.body)
+    if not isinstance(inner, Lam):
+        return None
+    spine, end = _flat_spine(inner.body)
+    seen: set[str] = set()
+    for node in walk(step):
+        for bound in binders(node):
+            for name in bound:
+                if name in seen and name != "_":
+                    return None  # names must be apart for the spine to be flattened
+                seen.add(name)
+    # the place in the accumulator of each name bound from it
+    from_p: dict[str, tuple[int, ...]] = {step.param: ()}
+    marked: dict[str, LinLam] = {}
+    pairs: dict[str, Term] = {}
+    for in_region, binding in [(False, b) for b in outer] + [(True, b) for b in spine]:
+        value = binding.value
+        if isinstance(value, Var) and value.name in from_p:
+            path = from_p[value.name]
+            if binding.second is None:
+                from_p[binding.name] = path
+            else:
+                from_p[binding.name] = path + (0,)
+                from_p[binding.second] = path + (1,)
+        elif binding.second is None and isinstance(value, LinLam) \
+                and not isinstance(value.body, Zero):
+            if not in_region or _normal_form(value) is None:
+                return None
+            marked[binding.name] = value
+        elif binding.second is None and isinstance(value, (Pair, Var)):
+            pairs[binding.name] = value
+    if not marked:
+        return None
+    ids = {id(lam) for lam in marked.values()}
+    occurrences: dict[str, int] = {}
+    heads: set[str] = set()
+    work: list[tuple[Term, Term | None, bool]] = [(step, None, False)]
+    while work:
+        node, parent, in_marked = work.pop()
+        if isinstance(node, LinLam) and not isinstance(node.body, Zero) and id(node) not in ids:
+            return None
+        if isinstance(node, Var):
+            name = node.name
+            occurrences[name] = occurrences.get(name, 0) + 1
+            if name in from_p:
+                if in_marked and isinstance(parent, App) and parent.fn is node:
+                    heads.add(name)
+                elif not ((isinstance(parent, (Let, LetPair)) and parent.value is node)
+                          or (isinstance(parent, Prim)
+                              and PRIMITIVES[parent.op].kind in REAL_EXPRESSION_KINDS)):
+                    return None
+            if name in marked and not isinstance(parent, Pair):
+                return None
+        inside = in_marked or id(node) in ids
+        work.extend((child, node, inside) for child in children(node))
+    # What the region returns: every marked backpropagator, reached through pairs used
+    # nowhere else; its place there is its slot's.
+    places: dict[str, tuple[int, ...]] = {}
+    pending: list[tuple[Term, tuple[int, ...]]] = [(end, ())]
+    while pending:
+        node, path = pending.pop()
+        if isinstance(node, Pair):
+            pending.extend(((node.first, path + (0,)), (node.second, path + (1,))))
+        elif isinstance(node, Var):
+            if node.name in marked:
+                places[node.name] = path
+            elif node.name in pairs:
+                if occurrences.get(node.name) != 1:
+                    return None
+                pending.append((pairs[node.name], path))
+    if set(places) != set(marked) or any(occurrences.get(name) != 1 for name in marked):
+        return None
+    order = sorted(marked, key=places.__getitem__)
+    paths = tuple(places[name] for name in order)
+    slot_at = {path: slot for slot, path in enumerate(paths)}
+    previous = {name: slot_at[from_p[name]] for name in heads if from_p[name] in slot_at}
+    returned = Pair(end, ListLit(tuple(Var(name) for name in order)))
+    batched = attrs.evolve(step, body=_rebuild(outer, attrs.evolve(
+        inner, body=_rebuild(spine, returned))))
+    return BatchedFold(batched, {id(marked[name]): slot for slot, name in enumerate(order)},
+                       paths, previous)
+
+
+def _flat_spine(t: Term) -> tuple[list[_Binding], Term]:
+    """The ``let``s of ``t``'s spine in evaluation order, a ``let`` whose value is itself a
+    spine coming after that spine's own (names must be apart), and the spine's end."""
+    out: list[_Binding] = []
+    stack: list[tuple[Term, _Binding | None]] = []
+    while True:
+        if isinstance(t, (Let, LetPair)) and isinstance(t.value, (Let, LetPair)):
+            stack.append((t, None))
+            t = t.value
+            continue
+        if isinstance(t, Let):
+            out.append(_Binding(t.name, None, t.value, t))
+            t = t.body
+            continue
+        if isinstance(t, LetPair):
+            out.append(_Binding(t.first, t.second, t.value, t))
+            t = t.body
+            continue
+        if not stack:
+            return out, t
+        # t ends the spine of a let's value: that let binds it, then goes on
+        node, _ = stack.pop()
+        second = node.second if isinstance(node, LetPair) else None
+        first = node.first if isinstance(node, LetPair) else node.name
+        out.append(_Binding(first, second, t, node))
+        t = node.body
 
 
 @attrs.define
@@ -122,6 +275,8 @@ class _Fuser:
         self.log: list[tuple[str, object]] = []
         # The fresh names bound to literals (`r` or `-r`), which their uses are replaced by.
         self.constants: dict[str, Term] = {}
+        # The fresh names bound to functions (a fold's step is often one).
+        self.lambdas: dict[str, Lam] = {}
 
     # ---- scopes
     def fresh(self, name: str) -> str:
@@ -182,6 +337,12 @@ class _Fuser:
             span = t.span
             if isinstance(span, DerivativeSpan):
                 span = self.derivative_span(span)
+            if t.op == FOLD.name:
+                step = args[0]
+                if isinstance(step, Var):
+                    step = self.lambdas.get(step.name, step)
+                if batched_fold_step(step) is not None:
+                    return Prim(BATCHED_FOLD, tuple(args), span=span)
             return _folded(Prim(t.op, tuple(args), span=span))
         if kind is App:
             fn = yield self.term(t.fn)
@@ -291,6 +452,8 @@ class _Fuser:
         self.bind(t.name, name)
         if _constant(value) is not None:
             self.constants[name] = value
+        elif isinstance(value, Lam):
+            self.lambdas[name] = value
 
     def let_pair(self, t: LetPair, value: Term, out: list[_Binding],
                  pairs: dict[str, tuple[str, str]],

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from .errors import DifferentiationError, Span, UsageError
+from .primitives import _curried_pair, _fold
 
 
 # --------------------------------------------------------------------------- records
@@ -247,6 +248,96 @@ class Tape:
             zero = self._zero = Backprop(self.next_stamp(), None, (), None, self)
             self.bodiless += 1
         return zero
+
+
+# --------------------------------------------------------------------------- batched folds
+
+
+def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any, xs: list,
+                 paths: tuple[tuple[int, ...], ...], new_backprop: Callable[..., Backprop],
+                 span: Span | None) -> Any:
+    """``fold step z xs`` for a step that is one fused region (``lambdad.fuse``), its steps'
+    backpropagators run as one record.
+
+    ``batched_step`` computes what ``step`` does, except that the backpropagators at the
+    accumulator's ``paths`` (its slots: ``(0, 1)`` is the backpropagator of the first
+    component) are the tuples of what their bodies capture, also returned beside the
+    accumulator; ``loop(steps, a_1 .. a_n, stage)`` runs those bodies for every step,
+    latest first (see ``lambdad.codegen``), and returns what reached the slots of ``z``.
+    In the result each slot is a backpropagator that adds what it receives into a cell and
+    sends to the fold's own, created before them, whose body runs the loop with the cells
+    once every slot's body has run (:func:`_run_batched_slot`,
+    :func:`_run_batched_steps`).  The values are those of ``fold step z xs``; each body
+    runs once, with the sum of what reached it, as factored evaluation runs them.
+
+    ``step`` runs the fold instead when ``z`` is not a structure of reals paired with
+    backpropagators (the code is then evaluated with other values: the dual numbers of
+    forward mode over reverse mode, ...)."""
+    if not xs or not _reals_with_backprops(z):
+        return _fold(step, z, xs)
+    both = _curried_pair(batched_step)
+    steps = []
+    acc = z
+    for x in xs:
+        acc, made = both(acc, x)
+        steps.append(made)
+    cells: list[Any] = [None] * len(paths)
+    starts = tuple(_at(z, path) for path in paths)
+    fold = new_backprop(_run_batched_steps, (loop, steps, cells, starts), span)
+    for slot, path in enumerate(paths):
+        acc = _replaced(acc, path, new_backprop(_run_batched_slot, (cells, slot, fold), span))
+    return acc
+
+
+def _reals_with_backprops(value: Any) -> bool:
+    """Whether ``value`` is a real paired with a backpropagator, or pairs of such."""
+    work = [value]
+    while work:
+        v = work.pop()
+        if type(v) is not tuple or len(v) != 2:
+            return False
+        if type(v[0]) is float:
+            if not isinstance(v[1], Backprop):
+                return False
+        else:
+            work.extend(v)
+    return True
+
+
+def _at(value: Any, path: tuple[int, ...]) -> Any:
+    for index in path:
+        value = value[index]
+    return value
+
+
+def _replaced(value: Any, path: tuple[int, ...], new: Any) -> Any:
+    """``value`` (nested pairs) with the part at ``path`` replaced by ``new``."""
+    if not path:
+        return new
+    first, second = value
+    if path[0] == 0:
+        return (_replaced(first, path[1:], new), second)
+    return (first, _replaced(second, path[1:], new))
+
+
+def _run_batched_slot(captured: tuple, a: float, stage: Callable) -> None:
+    """The body of a slot of a batched fold's result: adds ``a`` into the slot's cell and
+    sends to the fold's backpropagator, so that it runs after every slot's body."""
+    cells, slot, fold = captured
+    cells[slot] = a if cells[slot] is None else cells[slot] + a
+    stage(fold, 0.0)
+
+
+def _run_batched_steps(captured: tuple, a: float, stage: Callable) -> None:
+    """The body of a batched fold's backpropagator: the loop over the steps with what the
+    slots' cells hold (taken: a second run adds only what came since), then what reached
+    the slots of the start, sent to them."""
+    loop, steps, cells, starts = captured
+    adjoints = list(cells)
+    cells[:] = [None] * len(cells)
+    for start, b in zip(starts, loop(steps, *adjoints, stage)):
+        if b is not None:
+            stage(start, b)
 
 
 # --------------------------------------------------------------------------- events

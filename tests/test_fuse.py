@@ -42,12 +42,81 @@ def test_a_let_chain_fuses_into_one_backpropagator(program):
     assert factored[2].created == 20 and (stats.created, stats.bodies_run) == (1, 1)
 
 
-def test_a_fold_keeps_one_backpropagator_per_step(program):
-    xs = [0.5, 0.7, 1.1, -0.4]
-    _, gradient, stats = program.value_and_grad("steps", xs, strategy="fused", stats=True)
-    _, expected, factored = program.value_and_grad("steps", xs, strategy="factored", stats=True)
-    assert gradient == pytest.approx(expected, rel=1e-12)
-    assert stats.created == len(xs) < factored.created
+def test_a_fold_whose_step_is_one_region_runs_batched(program):
+    # one backpropagator for the accumulator's real and one for the fold, however many steps
+    for xs in ([0.5, 0.7, 1.1, -0.4], [0.01 * k - 0.3 for k in range(40)]):
+        value, gradient, stats = program.value_and_grad("steps", xs, strategy="fused",
+                                                        stats=True)
+        expected = program.value_and_grad("steps", xs, strategy="factored", stats=True)
+        assert value == expected[0]  # the primal is untouched, bit for bit
+        assert gradient == pytest.approx(expected[1], rel=1e-12)
+        assert (stats.created, stats.bodies_run) == (2, 2) and expected[2].created >= 3 * len(xs)
+
+
+BATCHED = """
+def wide (xs : [R]) : R =
+  fst (fold (\\(acc, prev) x -> (acc + sin (prev * x) + x ^ 2, x)) (0, 0) xs)
+def both (xs : [R]) : R =
+  let (a, b) = fold (\\(a, b) x -> (a * x + b, b * cos x)) (1, 2) xs in a * b
+def swap (xs : [R]) : R =
+  let (a, b) = fold (\\(a, b) x -> (b * x, a + x)) (1, 2) xs in a + b
+def passed (xs : [R]) : R =
+  let (a, b) = fold (\\(a, b) x -> (b, a * x)) (1, 2) xs in a + b
+def captured (c : R) (xs : [R]) : R = fold (\\acc x -> acc * c + x * x) c xs
+def root (xs : [R]) : R = fold (\\acc x -> acc + sqrt (x * x + acc)) 0 xs
+"""
+
+
+@pytest.fixture(scope="module")
+def folds():
+    return lambdad.loads(BATCHED)
+
+
+@pytest.mark.parametrize("name, point", [
+    ("wide", [0.5, -0.3, 0.8, 1.2]),   # a slot passed on from the element
+    ("both", [0.3, -0.7, 0.2]),        # two slots, each sending to both of the previous
+    ("swap", [0.3, -0.7, 0.2]),        # each slot sends to the other's previous one
+    ("passed", [0.3, -0.7, 0.2, 1.5]),  # a slot passed on from the accumulator: not batched
+    ("captured", (0.9, [0.3, -0.7, 0.2])),  # sends to a value from outside the fold
+])
+def test_batched_folds_give_the_factored_gradient(folds, name, point):
+    def flat(g):
+        return [r for part in g for r in flat(part)] if isinstance(g, (list, tuple)) else [g]
+
+    value, gradient = folds.value_and_grad(name, point)
+    expected = folds.value_and_grad(name, point, strategy="factored")
+    assert value == expected[0]
+    assert flat(gradient) == pytest.approx(flat(expected[1]), rel=1e-12, abs=1e-15)
+    naive = folds.value_and_grad(name, point, strategy="naive")
+    assert flat(gradient) == pytest.approx(flat(naive[1]), rel=1e-12, abs=1e-15)
+
+
+def test_only_a_fold_whose_accumulator_stays_in_its_slots_is_batched(folds):
+    xs = [0.3, -0.7, 0.2, 0.9]
+    _, _, batched = folds.value_and_grad("both", xs, stats=True)
+    _, _, passed = folds.value_and_grad("passed", xs, stats=True)
+    assert batched.created == 4  # two slots, the fold and `a * b`
+    assert passed.created >= len(xs)
+
+
+def test_an_error_in_a_batched_fold_is_located_as_in_the_factored_form(folds):
+    # sqrt's derivative at 0 (the second step) is infinite
+    errors = []
+    for strategy in ("fused", "factored"):
+        with pytest.raises(lambdad.EvalError) as caught:
+            folds.value_and_grad("root", [0.0, 0.0, 1.0], strategy=strategy)
+        errors.append(caught.value)
+    assert errors[0].span == errors[1].span
+    assert "sqrt" in str(errors[0])
+
+
+def test_second_derivatives_of_a_batched_fold(folds):
+    xs = [0.5, -0.3, 0.8]
+    for mode in ("forward-over-reverse", "reverse-over-reverse"):
+        _, gradient, hessian = folds.hessian("wide", xs, mode=mode)
+        _, _, expected = folds.hessian("wide", xs, mode="forward-over-forward")
+        for row, expected_row in zip(hessian, expected, strict=True):
+            assert row == pytest.approx(expected_row, rel=1e-9, abs=1e-12)
 
 
 def test_nested_differentiation_runs_on_the_fused_form(program):
