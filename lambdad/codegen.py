@@ -40,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from .errors import DerivativeSpan, EvalError, ResourceError, Span
+from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
@@ -65,7 +65,7 @@ from .syntax import (
     Var,
     Zero,
 )
-from .fuse import BATCHED_FOLD, BatchedFold, batched_fold_step
+from .fuse import BatchedFold, batched_fold_step
 from .tape import Sum, batched_fold
 from .values import BuiltinFunction
 
@@ -510,7 +510,8 @@ class _CodeGenerator:
 
     def prim(self, term: Prim, fn: _Function):
         """``op e1 .. ek``: arguments left to right, then one statement for the primitive."""
-        if type(term.op) is type(BATCHED_FOLD) and not (self.instrumented or self.generic):
+        if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
+                and not (self.instrumented or self.generic)):
             return (yield from self.batched_fold(term, fn))
         primitive = self.primitive(term.op, term.span)
         if len(term.args) != primitive.arity:

@@ -34,7 +34,7 @@ import math
 import attrs
 
 from .backward import backward_term
-from .errors import DerivativeSpan
+from .errors import BatchedFoldSpan, DerivativeSpan
 from .iterate import run
 from .primitives import (ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
                          DomainError)
@@ -63,7 +63,7 @@ from .syntax import (
     with_children,
 )
 
-__all__ = ["BATCHED_FOLD", "BatchedFold", "batched_fold_step", "fuse", "fused_backward_term"]
+__all__ = ["BatchedFold", "batched_fold_step", "fuse", "fused_backward_term"]
 
 
 def fused_backward_term(term: Term) -> Term:
@@ -84,17 +84,6 @@ def fuse(term: Term, names: NameSupply | None = None) -> Term:
     if names is None:
         names = NameSupply.for_terms(term)
     return run(_Fuser(names).term(term))
-
-
-class _BatchedFoldName(str):
-    """``fold``, spelled and compared as the plain name, for a fold whose step is one fused
-    region (:func:`batched_fold_step`): the code generator may run its steps'
-    backpropagators as one record (see ``lambdad.tape.batched_fold``).  A printed program
-    reads back as the plain ``fold``, which runs to the same numbers."""
-
-
-BATCHED_FOLD = _BatchedFoldName(FOLD.name)
-"""The name of ``fold`` in a fold that fusion marked as batchable."""
 
 
 @attrs.frozen
@@ -337,12 +326,12 @@ class _Fuser:
             span = t.span
             if isinstance(span, DerivativeSpan):
                 span = self.derivative_span(span)
-            if t.op == FOLD.name:
+            if t.op == FOLD.name and span is not None:
                 step = args[0]
                 if isinstance(step, Var):
                     step = self.lambdas.get(step.name, step)
                 if batched_fold_step(step) is not None:
-                    return Prim(BATCHED_FOLD, tuple(args), span=span)
+                    return Prim(t.op, tuple(args), span=BatchedFoldSpan.of(span))
             return _folded(Prim(t.op, tuple(args), span=span))
         if kind is App:
             fn = yield self.term(t.fn)
