@@ -23,7 +23,6 @@ This module is where the transformations meet the interpreter; neither imports t
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -216,7 +215,9 @@ class Differentiator:
     def __init__(self, interpreter: Interpreter, strategy: str = DEFAULT_STRATEGY):
         self.interpreter = interpreter
         self.strategy = strategy
-        self.last_stats: Stats | None = None
+        # The costs of the most recent reverse-mode run, per depth (see _costs), made into
+        # Stats when asked for: most runs are not asked.
+        self._last_costs: list[list] | None = None
         interpreter.partial_terms = rules.PARTIALS
         # (mode, id(λ-term), names, generic) -> (λ-term kept alive, function of the captured
         # values), or (λ-term, None) when the term differentiates (it runs on a level)
@@ -242,20 +243,33 @@ class Differentiator:
         }
 
     # ---- per-level costs
-    @contextlib.contextmanager
-    def _differentiation(self) -> Iterator[None]:
-        """One differentiation, perhaps inside another: the outermost one publishes the
-        costs of every depth as ``last_stats`` when it ends."""
+    @property
+    def last_stats(self) -> Stats | None:
+        """What the most recent reverse-mode run cost, per nesting level (None before
+        the first)."""
+        costs = self._last_costs
+        if costs is None:
+            return None
+        levels = tuple(LevelStats(depth, tuple(sorted(modes)), created, run)
+                       for depth, (modes, created, run) in enumerate(costs, 1))
+        return Stats(sum(level.created for level in levels),
+                     sum(level.bodies_run for level in levels), levels)
+
+    def _begin_differentiation(self) -> bool:
+        """Starts one differentiation, perhaps inside another; True for the outermost.
+        :meth:`_end_differentiation` must follow (in a ``finally``)."""
         outermost = self._depth == 0
         if outermost:
             self._costs = []
         self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if outermost and any(cost[0] & {REVERSE} for cost in self._costs):
-                self.last_stats = self._published()
+        return outermost
+
+    def _end_differentiation(self, outermost: bool) -> None:
+        """Ends a differentiation: the outermost one publishes the costs of every depth as
+        ``last_stats``."""
+        self._depth -= 1
+        if outermost and any(REVERSE in cost[0] for cost in self._costs):
+            self._last_costs = self._costs
 
     def _record(self, mode: str, created: int, bodies_run: int) -> None:
         if self._depth == 0:  # a pull-back called after its vjp: a run of its own
@@ -265,7 +279,7 @@ class Differentiator:
                 self._record(mode, created, bodies_run)
             finally:
                 self._depth = 0
-            self.last_stats = self._published()
+            self._last_costs = self._costs
             return
         while len(self._costs) < self._depth:
             self._costs.append([set(), 0, 0])
@@ -273,12 +287,6 @@ class Differentiator:
         cost[0].add(mode)
         cost[1] += created
         cost[2] += bodies_run
-
-    def _published(self) -> Stats:
-        levels = tuple(LevelStats(depth, tuple(sorted(modes)), created, run)
-                       for depth, (modes, created, run) in enumerate(self._costs, 1))
-        return Stats(sum(level.created for level in levels),
-                     sum(level.bodies_run for level in levels), levels)
 
     # ---- transforming function values
     def _transformer(self, mode: str) -> Callable[[Term], Term]:
@@ -295,9 +303,13 @@ class Differentiator:
 
     def _lambda_key(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...]) -> tuple:
         """Where the image of ``lam`` under ``modes`` is kept.  Under a further mode, ←D is
-        the one the strategy runs (its last item), so the strategy is part of the key."""
+        the one the strategy runs (its last item), so the strategy is part of the key; so
+        is the variant it is compiled in (instrumented code counts steps and reports
+        events)."""
         inner_reverse = self._reverse(None) if len(modes) > 1 else None
-        return (modes, id(lam), names, self.interpreter.generic, inner_reverse)
+        interpreter = self.interpreter
+        return (modes, id(lam), names, interpreter.generic, interpreter.instrumented,
+                inner_reverse)
 
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...],
                          captured: dict[str, Any], point: Any,
@@ -334,7 +346,7 @@ class Differentiator:
         types = tuple((name, self._value_type(captured[name])) for name in names)
         point_type = param_type if point is None else value_type(point)
         nested_key = (modes, id(lam), types, point_type, self.interpreter.generic,
-                      self._reverse(None))
+                      self.interpreter.instrumented, self._reverse(None))
         found = self._compiled.get(nested_key)
         if found is None:
             found = (lam, self._compiled_program(lam, types, point_type, modes))
@@ -500,18 +512,24 @@ class Differentiator:
         return self.interpreter.guarded(self._grad_any, f, x, strategy)
 
     def _grad_any(self, f: Any, x: Any, strategy: str | None) -> tuple[Any, Any]:
-        with self._differentiation():
-            try:
-                return self._grad(f, x, strategy)
-            except _NeedsLevel:
-                return self._level_grad(f, x, strategy or self.strategy)
+        outermost = self._begin_differentiation()
+        try:
+            return self._grad(f, x, strategy)
+        except _NeedsLevel:
+            return self._level_grad(f, x, strategy or self.strategy)
+        finally:
+            self._end_differentiation(outermost)
 
     def _grad(self, f: Any, x: Any, strategy: str | None) -> tuple[float, Any]:
         tape = Tape()
-        with self.interpreter.using_tape(tape):
+        interpreter = self.interpreter
+        saved = interpreter.pin_tape(tape)
+        try:
             seeded = self._seed(x, tape)
             g = self.transform_function(f, self._reverse(strategy), tape, x)
-            out = self.interpreter.apply(g, seeded)
+            out = interpreter.apply(g, seeded)
+        finally:
+            interpreter.unpin_tape(saved)
         if not is_reverse_real(out):
             raise DifferentiationError("grad needs a function whose result is a real")
         value, back = out
@@ -519,15 +537,32 @@ class Differentiator:
         tape.release()  # the run is over: its seeds need not wait for the cyclic collector
         return value, self._read_off(x, adjoints)
 
+    def prepared_grad(self, f: Any, shape: int) -> "PreparedGradient | None":
+        """:meth:`grad` of the closure ``f`` at points of ``shape`` (see
+        :class:`PreparedGradient`) by the strategy set now, once a :meth:`grad` of ``f`` by
+        that strategy kept the image of ``f`` (see :meth:`transform_function`); None when
+        it did not: ``f`` differentiates, or embedding what it captures stamped the tape,
+        or runs are instrumented (their images report events)."""
+        interpreter = self.interpreter
+        if interpreter.instrumented or interpreter.generic:
+            return None
+        modes = (self._reverse(None),)
+        found = self._images.get((id(f), modes, self.strategy, False))
+        if found is None or found[0] is not f:
+            return None
+        return PreparedGradient(self, found[1], shape, strategy_named(self.strategy).run)
+
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f x, pull-back)``: the pull-back maps a cotangent of the result's shape to one
         of ``x``'s shape, and may be called any number of times (and differentiated)."""
         _require_differentiable_input(x)
-        with self._differentiation():
-            try:
-                return self._vjp(f, x)
-            except _NeedsLevel:
-                return self._level_vjp(f, x)
+        outermost = self._begin_differentiation()
+        try:
+            return self._vjp(f, x)
+        except _NeedsLevel:
+            return self._level_vjp(f, x)
+        finally:
+            self._end_differentiation(outermost)
 
     def _vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         tape = Tape()
@@ -575,8 +610,12 @@ class Differentiator:
         return map_value(x, leaf, embed)
 
     def _backward(self, tape: Tape, cotangent: Any, strategy: str | None) -> dict[int, Any]:
-        with self.interpreter.using_tape(tape):
-            adjoints = self.interpreter.backward(cotangent, strategy or self.strategy)
+        interpreter = self.interpreter
+        saved = interpreter.pin_tape(tape)
+        try:
+            adjoints = interpreter.backward(cotangent, strategy or self.strategy)
+        finally:
+            interpreter.unpin_tape(saved)
         self._record(REVERSE, tape.created, tape.bodies_run)
         return adjoints
 
@@ -611,11 +650,13 @@ class Differentiator:
         return self.interpreter.guarded(self._jvp_any, f, x, v)
 
     def _jvp_any(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
-        with self._differentiation():
-            try:
-                return self._jvp(f, x, v)
-            except _NeedsLevel:
-                return self._level_jvp(f, x, v)
+        outermost = self._begin_differentiation()
+        try:
+            return self._jvp(f, x, v)
+        except _NeedsLevel:
+            return self._level_jvp(f, x, v)
+        finally:
+            self._end_differentiation(outermost)
 
     def _jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
         tangents = iter(self._tangent_list(x, v))
@@ -885,6 +926,79 @@ class Differentiator:
                 raise DifferentiationError(f"unknown composition `{mode}`; use one of "
                                            + ", ".join(COMPOSITIONS))
         return rows
+
+
+class PreparedGradient:
+    """Reverse mode of one closure at points of one shape, with what does not change from
+    call to call found once (:meth:`Differentiator.prepared_grad`): the closure's image
+    under ←D, compiled, and the backward phase of the strategy.  Each call seeds the point,
+    runs the image, runs the backward phase and reads the gradient off, by code written
+    for the shape, under the restartable guard of the interpreter.
+
+    ``shape`` is 0 for a real, n for an n-tuple of reals (right-nested pairs), -1 for a
+    list of reals.  A call gives what :meth:`Differentiator.grad` gives, bit for bit (the
+    same seeds in the same order, the same run, the same backward phase), records the
+    same costs as ``last_stats`` and raises the same located errors."""
+
+    __slots__ = ("differentiator", "image", "shape", "run_backward")
+
+    def __init__(self, differentiator: Differentiator, image: Any, shape: int,
+                 run_backward: Callable[..., dict[int, Any]]):
+        self.differentiator = differentiator
+        self.image = image
+        self.shape = shape
+        self.run_backward = run_backward
+
+    def __call__(self, x: Any) -> tuple[float, Any]:
+        """``(f x, ∇f(x))`` for ``x`` of the shape; raises as :meth:`Differentiator.grad`."""
+        differentiator = self.differentiator
+        value, gradient, tape = differentiator.interpreter.restartable(self._run, x)
+        differentiator._last_costs = [[{REVERSE}, tape.created, tape.bodies_run]]
+        return value, gradient
+
+    def _run(self, x: Any) -> tuple[float, Any, Tape]:
+        """One run from the start, on a fresh tape (so it may be run again)."""
+        interpreter = self.differentiator.interpreter
+        tape = Tape()
+        shape = self.shape
+        if shape == 0:
+            seeded: Any = (x, tape.seed(0))
+        elif shape > 0:
+            seeded = _seeded_tuple(x, tape.seeds(0, shape))
+        else:
+            seeded = list(zip(x, tape.seeds(0, len(x))))
+        saved = interpreter.pin_tape(tape)
+        try:
+            out = self.image(seeded)  # under the guard of the run (see __call__)
+            if not is_reverse_real(out):
+                raise DifferentiationError("grad needs a function whose result is a real")
+            value, back = out
+            adjoints = self.run_backward(tape, back(1.0), None, None)
+        finally:
+            interpreter.unpin_tape(saved)
+        tape.release()  # as Differentiator._grad does
+        get = adjoints.get
+        if shape == 0:
+            return value, get(0, 0.0), tape
+        if shape > 0:
+            gradient: Any = get(shape - 1, 0.0)
+            for i in range(shape - 2, -1, -1):
+                gradient = (get(i, 0.0), gradient)
+            return value, gradient, tape
+        return value, [get(i, 0.0) for i in range(len(x))], tape
+
+
+def _seeded_tuple(x: Any, seeds: list[Backprop]) -> Any:
+    """The right-nested tuple of reals ``x`` with its i-th real ``r`` replaced by
+    ``(r, seeds[i])``."""
+    reals = []
+    for _ in range(len(seeds) - 1):
+        reals.append(x[0])
+        x = x[1]
+    seeded: Any = (x, seeds[-1])
+    for i in range(len(reals) - 1, -1, -1):
+        seeded = ((reals[i], seeds[i]), seeded)
+    return seeded
 
 
 COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",

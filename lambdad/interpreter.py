@@ -245,16 +245,27 @@ class Interpreter:
     @contextlib.contextmanager
     def using_tape(self, tape: Tape) -> Iterator[Tape]:
         """Makes ``tape`` the current tape (stamps, seeds) inside the ``with`` block."""
+        saved = self.pin_tape(tape)
+        try:
+            yield tape
+        finally:
+            self.unpin_tape(saved)
+
+    def pin_tape(self, tape: Tape) -> Tape:
+        """Makes ``tape`` the current tape (stamps, seeds) until :meth:`unpin_tape` is given
+        what this returns (in a ``finally``): :meth:`using_tape` without a generator, for
+        the paths run once per gradient."""
         saved = self.tape
         self.tape = tape
         self._pinned += 1
         if self._depth:  # differentiation inside a running program: part of its stats
             self._run_tapes.setdefault(id(tape), tape)
-        try:
-            yield tape
-        finally:
-            self.tape = saved
-            self._pinned -= 1
+        return saved
+
+    def unpin_tape(self, saved: Tape) -> None:
+        """Puts back the tape that was current before :meth:`pin_tape` returned ``saved``."""
+        self.tape = saved
+        self._pinned -= 1
 
     def evaluate(self, term: Term, env: Mapping[str, Any] | None = None) -> Any:
         """The value of ``term`` with its free variables taken from ``env``.
@@ -406,12 +417,28 @@ class Interpreter:
                 self._depth -= 1
         return self._outermost(function, args, 1)
 
-    def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int) -> Any:
+    def restartable(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` run as generated code is (see :meth:`apply`), for a function
+        that may be run again from the start: one that computes a result and changes
+        nothing else (no events, no call into code outside lambdad, a fresh tape per run).
+        It runs at the recursion limit the process has, without raising the limits
+        (reading and setting the stack size takes three system calls, more than a small
+        program's run); if it exhausts that, it runs again under the raised limits, as
+        :meth:`apply` runs everything.  So a call that needs deep recursion still gets it,
+        and reports ResourceError only when the raised limits do not suffice either."""
+        if self._guarded or self.instrumented:
+            return self._run(function, args)
+        return self._outermost(function, args, 1, raising=False)
+
+    def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,
+                   raising: bool = True) -> Any:
         """``function(*args)`` as the outermost guarded call, at run depth ``depth`` (0 for
-        :meth:`guarded`: work around program runs, not one of them)."""
+        :meth:`guarded`: work around program runs, not one of them).  Without ``raising``
+        the limits stay as they are and a RecursionError runs it again with them raised
+        (see :meth:`restartable`)."""
         self.steps = 0
         self._deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        saved = raise_limits()
+        saved = raise_limits() if raising else None
         self._depth = depth
         self._guarded = True
         # Generated code makes no reference cycles (values are immutable trees and DAGs), so
@@ -428,9 +455,10 @@ class Interpreter:
         except RUNTIME_ERRORS as exc:
             raise locate(exc) from None
         except RecursionError:
-            raise ResourceError(
-                "the program nests calls too deeply at run time (Python's stack is exhausted)"
-            ) from None
+            if raising:
+                raise ResourceError(
+                    "the program nests calls too deeply at run time (Python's stack is "
+                    "exhausted)") from None
         except MemoryError:
             raise ResourceError("the program ran out of memory") from None
         finally:
@@ -438,7 +466,10 @@ class Interpreter:
                 gc.enable()
             self._depth = 0
             self._guarded = False
-            restore_limits(saved)
+            if saved is not None:
+                restore_limits(saved)
+        # Only after a RecursionError without raised limits: again, with them raised.
+        return self._outermost(function, args, depth)
 
     # ---- called by generated code
     def _backprop_maker(self) -> Callable[[Callable[..., Any], tuple, Span | None], Backprop]:

@@ -277,6 +277,10 @@ class Program:
         # Calls with points of Python reals, by (name, shape of the point; see real_point):
         # the function to apply (adapter included) and its result type, found by the first.
         self._plans: dict[tuple[str, int], tuple[Any, Type]] = {}
+        # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
+        # strategy asked for): the prepared path, found after the first general run (see
+        # Differentiator.prepared_grad), or None when there is none.
+        self._gradients: dict[tuple[str, int, str | None], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Program] = {}
 
@@ -517,6 +521,7 @@ class Program:
         new = copy.copy(self)
         new._adapters = {}
         new._plans = {}
+        new._gradients = {}
         new._restrictions = {}
         # The module and what was added to it, read before anything below (value_of) may
         # make this program's module, which would fold ``added`` into it.
@@ -673,6 +678,12 @@ class Program:
     # ------------------------------------------------------------ differentiation
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
+        reals = real_point(point)
+        plan = self._plans.get((name, reals[0])) if reals is not None else None
+        if plan is not None:
+            # A point of reals holds no Python function of the caller: the run computes a
+            # value and nothing else, so it may run again under raised limits if it must.
+            return to_python(self.runtime.apply_restartable(plan[0], reals[1]))
         f, x, _ = self.function_and_point(name, point)
         return to_python(self.runtime.apply(f, x))
 
@@ -692,6 +703,12 @@ class Program:
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+        reals = real_point(point) if mode == "reverse" else None
+        if reals is not None:
+            prepared = self._gradients.get((name, reals[0], strategy))
+            # (instrumented runs, under a step or time limit, report events: general path)
+            if prepared is not None and not self.runtime.interpreter.instrumented:
+                return self._prepared_value_and_grad(prepared, name, reals[1], strategy, stats)
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
         f, x, result = self.function_and_point(name, point)
@@ -705,12 +722,31 @@ class Program:
         else:
             value, gradient = self.runtime.differentiator.grad(f, x)
             run_stats = self.runtime.differentiator.last_stats
+            if reals is not None:
+                self._gradients[(name, reals[0], strategy)] = (
+                    self.runtime.differentiator.prepared_grad(f, reals[0]))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
         else:
             self._require_finite(name, x, value, gradient)
             out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
+
+    def _prepared_value_and_grad(self, prepared: Any, name: str, x: Any,
+                                 strategy: str | None, stats: bool):
+        """:meth:`value_and_grad` in reverse mode by a prepared gradient of ``name`` (the
+        function, its point's shape and the strategy already checked by a general run);
+        ``x`` is the point as a runtime value."""
+        runtime = self.runtime
+        if runtime.strategy != (strategy or DEFAULT_STRATEGY):
+            runtime.set_strategy(strategy)
+        value, gradient = prepared(x)
+        if type(value) is float and finite_reals(value) and finite_reals(gradient):
+            out = (value, gradient)
+        else:
+            self._require_finite(name, x, value, gradient)
+            out = (to_python(value), to_python(gradient))
+        return out + (runtime.differentiator.last_stats,) if stats else out
 
     def _require_finite(self, name: str, x: Any, value: Any, gradient: Any) -> None:
         """Raises EvalError if the value or a gradient component is NaN or infinite: an

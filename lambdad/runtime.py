@@ -72,6 +72,12 @@ class Runtime:
         """The function value ``f`` applied to ``args``."""
         return self.interpreter.apply(f, *args)
 
+    def apply_restartable(self, f: Any, arg: Any) -> Any:
+        """``f arg`` for a run that computes a value and changes nothing else, so that it
+        may run again from the start (:meth:`Interpreter.restartable`): it takes the
+        raised recursion limits only if it needs them."""
+        return self.interpreter.restartable(f, arg)
+
     def function_parts(self, f: Any) -> FunctionParts | None:
         """The λ-term and captured values of the closure ``f`` (or the built-in it applies),
         None for a function the interpreter did not make from a term."""

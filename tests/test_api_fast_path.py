@@ -1,0 +1,139 @@
+"""Repeated API gradients of points of Python reals take a prepared path (the function's
+image under ←D found once, the point seeded and read off by code for its shape, the
+limits raised only when a run needs them).  It must give what the general path gives, bit
+for bit, with the same errors, the same costs and the same protection of deep runs.
+"""
+
+import sys
+
+import pytest
+
+import lambdad
+from lambdad.differentiate import PreparedGradient
+from lambdad.errors import render
+from lambdad.tape import STRATEGIES
+
+SOURCE = """\
+def real (x : R) : R = x * sin x + exp (x / 3)
+def curried (x : R) (y : R) (z : R) : R = let s = x * y in s * s + log z - cos (y * z)
+def pair (p : R * R) : R = let (a, b) = p in a / b + a * a
+def total (xs : [R]) : R = fold (\\acc x -> acc + x * x * sin x) 0.5 xs
+def logged (x : R) : R = 2 * log x
+def differentiates (x : R) : R = grad (\\y -> x * y * y) x
+"""
+
+POINTS = [("real", 0.7), ("real", 3), ("curried", (1.25, -0.5, 2.0)), ("pair", (1.5, 0.25)),
+          ("total", [0.5, -1.25, 2.0, 3.5]), ("differentiates", 1.5)]
+
+
+def exact(value):
+    """A value with each real as its bits, for comparisons that 0.1 + 0.2 == 0.3 cannot
+    pass by luck."""
+    if isinstance(value, float):
+        return value.hex()
+    if isinstance(value, (tuple, list)):
+        return type(value)(exact(v) for v in value)
+    return value
+
+
+def general(name, point, strategy=None):
+    """value_and_grad by the general path: a fresh program's first call."""
+    return lambdad.loads(SOURCE).value_and_grad(name, point, strategy=strategy, stats=True)
+
+
+@pytest.mark.parametrize("strategy", [None, *STRATEGIES])
+@pytest.mark.parametrize("name, point", POINTS)
+def test_the_prepared_path_gives_the_general_results_bit_for_bit(name, point, strategy):
+    program = lambdad.loads(SOURCE)
+    first = program.value_and_grad(name, point, strategy=strategy, stats=True)
+    shape = 0 if not isinstance(point, (tuple, list)) else \
+        len(point) if isinstance(point, tuple) else -1
+    prepared = program._gradients[(name, shape, strategy)]
+    # a function that differentiates runs on a level: it has no prepared path
+    assert isinstance(prepared, PreparedGradient) == (name != "differentiates")
+    for _ in range(2):
+        again = program.value_and_grad(name, point, strategy=strategy, stats=True)
+        assert exact(again[:2]) == exact(first[:2]) == exact(general(name, point, strategy)[:2])
+        assert again[2] == first[2]  # the same costs, per level
+        assert program.stats() == first[2]
+        assert program.strategy == (strategy or "fused")
+        assert exact(program.grad(name, point, strategy=strategy)) == exact(first[1])
+
+
+def test_other_points_of_the_same_shape_and_other_strategies_use_their_own_runs():
+    program = lambdad.loads(SOURCE)
+    for x in (0.5, 1.5, -2.0):
+        assert exact(program.value_and_grad("real", x)) == exact(general("real", x)[:2])
+    for xs in ([1.0], [1.0, 2.0, 3.0], [0.25] * 40):
+        assert exact(program.value_and_grad("total", xs)) == exact(general("total", xs)[:2])
+    fused = program.value_and_grad("curried", (1.0, 2.0, 3.0), stats=True)[2]
+    naive = program.value_and_grad("curried", (1.0, 2.0, 3.0), strategy="naive", stats=True)[2]
+    assert program.value_and_grad("curried", (1.0, 2.0, 3.0), stats=True)[2] == fused
+    assert program.strategy == "fused"
+    assert naive == general("curried", (1.0, 2.0, 3.0), "naive")[2] != fused
+
+
+def test_errors_on_the_prepared_path_are_located_as_on_the_general_path():
+    program = lambdad.loads(SOURCE, file="fast.lam")
+    assert program.value_and_grad("logged", 2.0)[1] == 1.0
+    assert isinstance(program._gradients[("logged", 0, None)], PreparedGradient)
+    with pytest.raises(lambdad.EvalError) as fast:
+        program.value_and_grad("logged", -1.0)
+    with pytest.raises(lambdad.EvalError) as slow:
+        lambdad.loads(SOURCE, file="fast.lam").value_and_grad("logged", -1.0)
+    assert fast.value.message == slow.value.message
+    assert fast.value.span == slow.value.span is not None
+    assert (fast.value.span.line, fast.value.span.col) == (5, 30)  # at `log`
+    assert "^" in render(fast.value, {"fast.lam": SOURCE})
+    # the program still works afterwards, on the prepared path
+    assert program.value_and_grad("logged", 4.0) == (2 * 1.3862943611198906, 0.5)
+
+
+def _closure_chain(n):
+    """A function calling through ``n`` closures, one inside the other: its run nests
+    ``n`` Python calls."""
+    body = "\n".join(f"  let g{i + 1} = \\y -> g{i} (y * 1.0001) in" for i in range(n))
+    return f"def f (x : R) : R =\n  let g0 = \\y -> y + 1 in\n{body}\n  g{n} x\n"
+
+
+@pytest.fixture
+def low_recursion_limit():
+    """Python's recursion limit lowered (to 400) for the test, as a process deep in its
+    own calls would have it: a run nesting a few hundred calls exceeds it."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    yield 400
+    sys.setrecursionlimit(saved)
+
+
+def test_a_prepared_run_that_needs_the_raised_limits_gets_them(low_recursion_limit):
+    program = lambdad.loads(_closure_chain(500))
+    first = program.value_and_grad("f", 1.0, stats=True)
+    prepared = program._gradients[("f", 0, None)]
+    assert isinstance(prepared, PreparedGradient)
+    with pytest.raises(RecursionError):  # at the process's limit the run cannot finish
+        prepared._run(1.0)
+    assert program.value_and_grad("f", 1.0, stats=True) == first
+    assert sys.getrecursionlimit() == low_recursion_limit  # and the limits are put back
+    assert first[1] == pytest.approx(1.0001 ** 500)
+
+
+def test_a_step_limit_set_after_the_first_gradient_still_counts_the_steps():
+    program = lambdad.loads(SOURCE)
+    program.value_and_grad("real", 1.0)
+    program.set_max_steps(2)
+    with pytest.raises(lambdad.ResourceError):
+        program.value_and_grad("real", 1.0)
+    program.set_max_steps(None)
+    assert exact(program.value_and_grad("real", 1.0)) == exact(general("real", 1.0)[:2])
+
+
+def test_repeated_calls_raise_the_limits_only_when_a_run_needs_them(low_recursion_limit):
+    program = lambdad.loads(_closure_chain(500) + SOURCE)
+    first = program.call("f", 1.0)
+    assert program.call("f", 1.0) == first == pytest.approx(1.0001 ** 500 + 1)
+    assert sys.getrecursionlimit() == low_recursion_limit
+    assert program.call("logged", 2.0) == program.call("logged", 2.0)
+    with pytest.raises(lambdad.EvalError) as error:
+        program.call("logged", -2.0)
+    assert error.value.span is not None and "log" in error.value.message
