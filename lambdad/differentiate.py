@@ -969,7 +969,9 @@ class PreparedGradient:
             seeded = list(zip(x, tape.seeds(0, len(x))))
         saved = interpreter.pin_tape(tape)
         try:
-            out = self.image(seeded)  # under the guard of the run (see __call__)
+            # Under the guard of __call__, as a program run: errors located, deep calls
+            # allowed.  (First-order code, which this is, does not look at run depths.)
+            out = self.image(seeded)
             if not is_reverse_real(out):
                 raise DifferentiationError("grad needs a function whose result is a real")
             value, back = out

@@ -418,17 +418,17 @@ class Interpreter:
         return self._outermost(function, args, 1)
 
     def restartable(self, function: Callable[..., Any], *args: Any) -> Any:
-        """``function(*args)`` run as generated code is (see :meth:`apply`), for a function
-        that may be run again from the start: one that computes a result and changes
-        nothing else (no events, no call into code outside lambdad, a fresh tape per run).
-        It runs at the recursion limit the process has, without raising the limits
-        (reading and setting the stack size takes three system calls, more than a small
-        program's run); if it exhausts that, it runs again under the raised limits, as
-        :meth:`apply` runs everything.  So a call that needs deep recursion still gets it,
-        and reports ResourceError only when the raised limits do not suffice either."""
+        """``function(*args)`` under the guard of :meth:`guarded`, for a function that may
+        be run again from the start: one that computes a result and changes nothing else
+        (no events, no call into code outside lambdad, a fresh tape per run).  It runs at
+        the recursion limit the process has, without raising the limits (reading and
+        setting the stack size takes three system calls, more than a small program's
+        run); if it exhausts that, it runs again under the raised limits, as
+        :meth:`guarded` runs everything.  So a call that needs deep recursion still gets
+        it, and reports ResourceError only when the raised limits do not suffice either."""
         if self._guarded or self.instrumented:
-            return self._run(function, args)
-        return self._outermost(function, args, 1, raising=False)
+            return self.guarded(function, *args)
+        return self._outermost(function, args, 0, raising=False)
 
     def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,
                    raising: bool = True) -> Any:
