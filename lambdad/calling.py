@@ -101,6 +101,30 @@ def real_point(point: Any) -> tuple[int, Any] | None:
     return None if point is None else (0, point)
 
 
+def real_inputs(point: Any) -> tuple[int, Any] | None:
+    """For a point :func:`real_point` takes: the same shape, and the point's reals flat,
+    as a prepared gradient seeds them (no right-nested pairs made): the real (shape 0), a
+    tuple of the n reals (shape n; the point itself when its items are floats already), a
+    copy of the list (shape -1).  None when :func:`real_point` gives None."""
+    kind = type(point)
+    if kind is float:
+        return (0, point) if point - point == 0.0 else None
+    if kind is tuple and len(point) >= 2:
+        for item in point:
+            if type(item) is not float or item - item != 0.0:
+                break
+        else:
+            return len(point), point
+        reals = tuple(map(_finite_real, point))
+        return None if None in reals else (len(point), reals)
+    if kind is list:
+        if point and all_reals(point) and all(map(math.isfinite, point)):
+            return -1, point[:]
+        return None
+    point = _finite_real(point)
+    return None if point is None else (0, point)
+
+
 def _finite_real(x: Any) -> float | None:
     """``x`` (a Python float or int) as a finite real; None for anything else, a NaN, an
     infinity or an integer too large for a real."""

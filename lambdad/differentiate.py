@@ -550,7 +550,8 @@ class Differentiator:
         found = self._images.get((id(f), modes, self.strategy, False))
         if found is None or found[0] is not f:
             return None
-        return PreparedGradient(self, found[1], shape, strategy_named(self.strategy).run)
+        strategy = strategy_named(self.strategy)
+        return PreparedGradient(self, found[1], shape, strategy.name, strategy.run)
 
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f x, pull-back)``: the pull-back maps a cotangent of the result's shape to one
@@ -936,21 +937,25 @@ class PreparedGradient:
     for the shape, under the restartable guard of the interpreter.
 
     ``shape`` is 0 for a real, n for an n-tuple of reals (right-nested pairs), -1 for a
-    list of reals.  A call gives what :meth:`Differentiator.grad` gives, bit for bit (the
-    same seeds in the same order, the same run, the same backward phase), records the
-    same costs as ``last_stats`` and raises the same located errors."""
+    list of reals; a call takes the point's reals flat (a real, a tuple or a list of
+    them) and gives the gradient in the point's runtime shape.  It gives what
+    :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same order, the
+    same run, the same backward phase), records the same costs as ``last_stats`` and
+    raises the same located errors.  ``strategy`` is the name of the strategy it runs."""
 
-    __slots__ = ("differentiator", "image", "shape", "run_backward")
+    __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward")
 
-    def __init__(self, differentiator: Differentiator, image: Any, shape: int,
+    def __init__(self, differentiator: Differentiator, image: Any, shape: int, strategy: str,
                  run_backward: Callable[..., dict[int, Any]]):
         self.differentiator = differentiator
         self.image = image
         self.shape = shape
+        self.strategy = strategy
         self.run_backward = run_backward
 
     def __call__(self, x: Any) -> tuple[float, Any]:
-        """``(f x, ∇f(x))`` for ``x`` of the shape; raises as :meth:`Differentiator.grad`."""
+        """``(f x, ∇f(x))`` for the reals ``x`` of a point of the shape; raises as
+        :meth:`Differentiator.grad`."""
         differentiator = self.differentiator
         value, gradient, tape = differentiator.interpreter.restartable(self._run, x)
         differentiator._last_costs = [[{REVERSE}, tape.created, tape.bodies_run]]
@@ -964,7 +969,10 @@ class PreparedGradient:
         if shape == 0:
             seeded: Any = (x, tape.seed(0))
         elif shape > 0:
-            seeded = _seeded_tuple(x, tape.seeds(0, shape))
+            seeds = [tape.seed(i) for i in range(shape)]
+            seeded = (x[-1], seeds[-1])
+            for i in range(shape - 2, -1, -1):
+                seeded = ((x[i], seeds[i]), seeded)
         else:
             seeded = list(zip(x, tape.seeds(0, len(x))))
         saved = interpreter.pin_tape(tape)
@@ -988,19 +996,6 @@ class PreparedGradient:
                 gradient = (get(i, 0.0), gradient)
             return value, gradient, tape
         return value, [get(i, 0.0) for i in range(len(x))], tape
-
-
-def _seeded_tuple(x: Any, seeds: list[Backprop]) -> Any:
-    """The right-nested tuple of reals ``x`` with its i-th real ``r`` replaced by
-    ``(r, seeds[i])``."""
-    reals = []
-    for _ in range(len(seeds) - 1):
-        reals.append(x[0])
-        x = x[1]
-    seeded: Any = (x, seeds[-1])
-    for i in range(len(reals) - 1, -1, -1):
-        seeded = ((reals[i], seeds[i]), seeded)
-    return seeded
 
 
 COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",

@@ -60,6 +60,7 @@ from .calling import (
     packed,
     point_source,
     point_term,
+    real_inputs,
     real_point,
     real_term,
     uncurried_term,
@@ -703,12 +704,15 @@ class Program:
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+        if mode == "reverse":
+            inputs = real_inputs(point)
+            if inputs is not None:
+                prepared = self._gradients.get((name, inputs[0], strategy))
+                # (instrumented runs, under a step or time limit, report events: general path)
+                if prepared is not None and not self.runtime.interpreter.instrumented:
+                    return self._prepared_value_and_grad(prepared, name, point, inputs[1],
+                                                         stats)
         reals = real_point(point) if mode == "reverse" else None
-        if reals is not None:
-            prepared = self._gradients.get((name, reals[0], strategy))
-            # (instrumented runs, under a step or time limit, report events: general path)
-            if prepared is not None and not self.runtime.interpreter.instrumented:
-                return self._prepared_value_and_grad(prepared, name, reals[1], strategy, stats)
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
         f, x, result = self.function_and_point(name, point)
@@ -732,19 +736,23 @@ class Program:
             out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
 
-    def _prepared_value_and_grad(self, prepared: Any, name: str, x: Any,
-                                 strategy: str | None, stats: bool):
+    def _prepared_value_and_grad(self, prepared: Any, name: str, point: Any, inputs: Any,
+                                 stats: bool):
         """:meth:`value_and_grad` in reverse mode by a prepared gradient of ``name`` (the
-        function, its point's shape and the strategy already checked by a general run);
-        ``x`` is the point as a runtime value."""
+        function, its point's shape and the strategy already checked by a general run) at
+        ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
         runtime = self.runtime
-        if runtime.strategy != (strategy or DEFAULT_STRATEGY):
-            runtime.set_strategy(strategy)
-        value, gradient = prepared(x)
-        if type(value) is float and finite_reals(value) and finite_reals(gradient):
+        if runtime.interpreter.strategy != prepared.strategy:
+            runtime.set_strategy(prepared.strategy)
+        value, gradient = prepared(inputs)
+        # The gradient is made afresh (floats, right-nested pairs of them, or a new list of
+        # them): once found finite, it is the Python data already.
+        if type(value) is float and value - value == 0.0 and (
+                all(map(math.isfinite, gradient)) if prepared.shape < 0
+                else finite_reals(gradient)):
             out = (value, gradient)
         else:
-            self._require_finite(name, x, value, gradient)
+            self._require_finite(name, real_point(point)[1], value, gradient)
             out = (to_python(value), to_python(gradient))
         return out + (runtime.differentiator.last_stats,) if stats else out
 

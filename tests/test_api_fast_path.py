@@ -4,11 +4,13 @@ limits raised only when a run needs them).  It must give what the general path g
 for bit, with the same errors, the same costs and the same protection of deep runs.
 """
 
+import math
 import sys
 
 import pytest
 
 import lambdad
+from lambdad.calling import real_inputs, real_point
 from lambdad.differentiate import PreparedGradient
 from lambdad.errors import render
 from lambdad.tape import STRATEGIES
@@ -137,3 +139,26 @@ def test_repeated_calls_raise_the_limits_only_when_a_run_needs_them(low_recursio
     with pytest.raises(lambdad.EvalError) as error:
         program.call("logged", -2.0)
     assert error.value.span is not None and "log" in error.value.message
+
+
+def _flattened(shape, value):
+    if shape <= 0:
+        return value
+    reals = []
+    for _ in range(shape - 1):
+        reals.append(value[0])
+        value = value[1]
+    return (*reals, value)
+
+
+@pytest.mark.parametrize("point", [
+    2.0, 3, -0.0, True, 10 ** 400, math.inf, math.nan, "1", None,
+    (1.0, 2), (1, 2, 3.5), (2.0, 5.0), (1.0,), (1.0, math.nan), (2.0, 10 ** 400),
+    (1.0, (2.0, 3.0)), (True, 1.0), [1.0, 2.0], [0.5], [1, 2], [], [1.0, math.inf]])
+def test_the_reals_a_prepared_gradient_seeds_are_those_of_the_runtime_point(point):
+    nested, flat = real_point(point), real_inputs(point)
+    assert (nested is None) == (flat is None)
+    if nested is not None:
+        assert flat[0] == nested[0]
+        assert exact(flat[1]) == exact(_flattened(*nested))
+        assert all(type(r) is float for r in (flat[1] if nested[0] else [flat[1]]))
