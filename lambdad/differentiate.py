@@ -941,9 +941,14 @@ class PreparedGradient:
     them) and gives the gradient in the point's runtime shape.  It gives what
     :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same order, the
     same run, the same backward phase), records the same costs as ``last_stats`` and
-    raises the same located errors.  ``strategy`` is the name of the strategy it runs."""
+    raises the same located errors.  ``strategy`` is the name of the strategy it runs.
 
-    __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward")
+    Its runs share one tape, started afresh by each (:meth:`Tape.restart`) with the seeds
+    of the last run's number of inputs: nothing of a run outlives it (the gradient is made
+    of floats, the image embeds no backpropagator of a tape)."""
+
+    __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward", "_tape",
+                 "_seeds")
 
     def __init__(self, differentiator: Differentiator, image: Any, shape: int, strategy: str,
                  run_backward: Callable[..., dict[int, Any]]):
@@ -952,6 +957,8 @@ class PreparedGradient:
         self.shape = shape
         self.strategy = strategy
         self.run_backward = run_backward
+        self._tape: Tape | None = None
+        self._seeds: dict[int, Backprop] = {}  # of the tape, by input index
 
     def __call__(self, x: Any) -> tuple[float, Any]:
         """``(f x, ∇f(x))`` for the reals ``x`` of a point of the shape; raises as
@@ -962,19 +969,24 @@ class PreparedGradient:
         return value, gradient
 
     def _run(self, x: Any) -> tuple[float, Any, Tape]:
-        """One run from the start, on a fresh tape (so it may be run again)."""
+        """One run from the start, on a tape started afresh (so it may be run again)."""
         interpreter = self.differentiator.interpreter
-        tape = Tape()
         shape = self.shape
+        count = len(x) if shape else 1
+        tape, seeds = self._tape, self._seeds
+        if tape is not None and len(seeds) == count:
+            tape.restart(seeds)
+        else:
+            tape = self._tape = Tape()
+            seeds = self._seeds = dict(enumerate(tape.seeds(0, count)))
         if shape == 0:
-            seeded: Any = (x, tape.seed(0))
+            seeded: Any = (x, seeds[0])
         elif shape > 0:
-            seeds = [tape.seed(i) for i in range(shape)]
-            seeded = (x[-1], seeds[-1])
+            seeded = (x[-1], seeds[shape - 1])
             for i in range(shape - 2, -1, -1):
                 seeded = ((x[i], seeds[i]), seeded)
         else:
-            seeded = list(zip(x, tape.seeds(0, len(x))))
+            seeded = list(zip(x, seeds.values()))
         saved = interpreter.pin_tape(tape)
         try:
             # Under the guard of __call__, as a program run: errors located, deep calls
@@ -986,7 +998,6 @@ class PreparedGradient:
             adjoints = self.run_backward(tape, back(1.0), None, None)
         finally:
             interpreter.unpin_tape(saved)
-        tape.release()  # as Differentiator._grad does
         get = adjoints.get
         if shape == 0:
             return value, get(0, 0.0), tape

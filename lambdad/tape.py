@@ -218,6 +218,18 @@ class Tape:
             self.bodiless += 1
         return found
 
+    def restart(self, seeds: Mapping[int, Backprop]) -> None:
+        """Makes this tape what a new one is once ``seeds`` (``seed 0`` .. ``seed n-1``,
+        made on this tape first, in that order) are made on it, for another run of the
+        same code: seeds are made once for many runs.  Only for runs none of whose
+        backpropagators outlives them, so that nothing stamped before reaches the next."""
+        count = len(seeds)
+        self.stamps = count
+        self.bodies_run = 0
+        self.bodiless = count
+        self._seeds = dict(seeds)  # a seed the run makes itself is not kept for the next
+        self._zero = None
+
     def seeds(self, first: int, count: int) -> list[Backprop]:
         """``seed first`` ... ``seed (first + count - 1)``, made in that order if new."""
         seeds = self._seeds
