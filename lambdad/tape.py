@@ -265,6 +265,10 @@ class Tape:
 # --------------------------------------------------------------------------- batched folds
 
 
+BATCHED_FOLD_MIN_STEPS = 8
+"""A fold of fewer steps runs step by step: the loop's own records cost more than it saves."""
+
+
 def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any, xs: list,
                  paths: tuple[tuple[int, ...], ...], new_backprop: Callable[..., Backprop],
                  span: Span | None) -> Any:
@@ -285,7 +289,7 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     ``step`` runs the fold instead when ``z`` is not a structure of reals paired with
     backpropagators (the code is then evaluated with other values: the dual numbers of
     forward mode over reverse mode, ...)."""
-    if not xs or not _reals_with_backprops(z):
+    if len(xs) < BATCHED_FOLD_MIN_STEPS or not _reals_with_backprops(z):
         return _fold(step, z, xs)
     both = _curried_pair(batched_step)
     steps = []

@@ -14,6 +14,7 @@ from lambdad.parser import parse_expr
 from lambdad.printer import print_term
 from lambdad.rules import NameSupply, NestedDifferentiationError
 from lambdad.syntax import LinLam, Zero, bound_names, free_vars, walk
+from lambdad.tape import BATCHED_FOLD_MIN_STEPS
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 
@@ -44,7 +45,7 @@ def test_a_let_chain_fuses_into_one_backpropagator(program):
 
 def test_a_fold_whose_step_is_one_region_runs_batched(program):
     # one backpropagator for the accumulator's real and one for the fold, however many steps
-    for xs in ([0.5, 0.7, 1.1, -0.4], [0.01 * k - 0.3 for k in range(40)]):
+    for xs in (LONG, [0.01 * k - 0.3 for k in range(40)]):
         value, gradient, stats = program.value_and_grad("steps", xs, strategy="fused",
                                                         stats=True)
         expected = program.value_and_grad("steps", xs, strategy="factored", stats=True)
@@ -52,6 +53,18 @@ def test_a_fold_whose_step_is_one_region_runs_batched(program):
         assert gradient == pytest.approx(expected[1], rel=1e-12)
         assert (stats.created, stats.bodies_run) == (2, 2) and expected[2].created >= 3 * len(xs)
 
+
+def test_a_short_fold_runs_step_by_step(program):
+    # below BATCHED_FOLD_MIN_STEPS the loop's own records would cost more than they save
+    xs = LONG[:BATCHED_FOLD_MIN_STEPS - 1]
+    value, gradient, stats = program.value_and_grad("steps", xs, stats=True)
+    expected = program.value_and_grad("steps", xs, strategy="factored")
+    assert (value, gradient) == (expected[0], pytest.approx(expected[1], rel=1e-12))
+    assert stats.created == len(xs)
+
+
+LONG = [0.5, -0.3, 0.8, 1.2, 0.3, -0.7, 0.2, 0.9, -0.1]  # batched: BATCHED_FOLD_MIN_STEPS or more
+assert len(LONG) >= BATCHED_FOLD_MIN_STEPS
 
 BATCHED = """
 def wide (xs : [R]) : R =
@@ -73,11 +86,11 @@ def folds():
 
 
 @pytest.mark.parametrize("name, point", [
-    ("wide", [0.5, -0.3, 0.8, 1.2]),   # a slot passed on from the element
-    ("both", [0.3, -0.7, 0.2]),        # two slots, each sending to both of the previous
-    ("swap", [0.3, -0.7, 0.2]),        # each slot sends to the other's previous one
-    ("passed", [0.3, -0.7, 0.2, 1.5]),  # a slot passed on from the accumulator: not batched
-    ("captured", (0.9, [0.3, -0.7, 0.2])),  # sends to a value from outside the fold
+    ("wide", LONG),            # a slot passed on from the element
+    ("both", LONG),            # two slots, each sending to both of the previous
+    ("swap", LONG),            # each slot sends to the other's previous one
+    ("passed", LONG),          # a slot passed on from the accumulator: not batched
+    ("captured", (0.9, LONG)),  # sends to a value from outside the fold
 ])
 def test_batched_folds_give_the_factored_gradient(folds, name, point):
     def flat(g):
@@ -92,7 +105,7 @@ def test_batched_folds_give_the_factored_gradient(folds, name, point):
 
 
 def test_only_a_fold_whose_accumulator_stays_in_its_slots_is_batched(folds):
-    xs = [0.3, -0.7, 0.2, 0.9]
+    xs = LONG
     _, _, batched = folds.value_and_grad("both", xs, stats=True)
     _, _, passed = folds.value_and_grad("passed", xs, stats=True)
     assert batched.created == 4  # two slots, the fold and `a * b`
@@ -104,14 +117,14 @@ def test_an_error_in_a_batched_fold_is_located_as_in_the_factored_form(folds):
     errors = []
     for strategy in ("fused", "factored"):
         with pytest.raises(lambdad.EvalError) as caught:
-            folds.value_and_grad("root", [0.0, 0.0, 1.0], strategy=strategy)
+            folds.value_and_grad("root", [0.0] * 2 + LONG, strategy=strategy)
         errors.append(caught.value)
     assert errors[0].span == errors[1].span
     assert "sqrt" in str(errors[0])
 
 
 def test_second_derivatives_of_a_batched_fold(folds):
-    xs = [0.5, -0.3, 0.8]
+    xs = LONG
     for mode in ("forward-over-reverse", "reverse-over-reverse"):
         _, gradient, hessian = folds.hessian("wide", xs, mode=mode)
         _, _, expected = folds.hessian("wide", xs, mode="forward-over-forward")
