@@ -289,17 +289,21 @@ class _Fuser:
                 current[name] = previous
 
     # ---- the walk: regions are function bodies, branches and the whole term
+    def var(self, t: Var) -> Term:
+        """The variable ``t`` renamed (or the literal it is bound to)."""
+        new = self.current.get(t.name)
+        if new is None:
+            return t
+        constant = self.constants.get(new)
+        if constant is not None:
+            return constant
+        return Var(new, span=t.span)
+
     def term(self, t: Term):
         """``t`` renamed apart, with every region inside it fused (a spine of ``let``s is
         one wherever it occurs; so are function bodies and branches)."""
         if isinstance(t, Var):
-            new = self.current.get(t.name)
-            if new is None:
-                return t
-            constant = self.constants.get(new)
-            if constant is not None:
-                return constant
-            return Var(new, span=t.span)
+            return self.var(t)
         if isinstance(t, (Let, LetPair)):
             return (yield self.region(t))
         if isinstance(t, Lam):
@@ -322,7 +326,10 @@ class _Fuser:
         if kind is Prim:
             args = []
             for arg in t.args:
-                args.append((yield self.term(arg)))
+                # (leaves directly: most arguments are, and a generator each costs)
+                kind_of_arg = type(arg)
+                args.append(self.var(arg) if kind_of_arg is Var else arg if kind_of_arg is Const
+                            else (yield self.term(arg)))
             span = t.span
             if isinstance(span, DerivativeSpan):
                 span = self.derivative_span(span)
@@ -334,12 +341,13 @@ class _Fuser:
                     return Prim(t.op, tuple(args), span=BatchedFoldSpan.of(span))
             return _folded(Prim(t.op, tuple(args), span=span))
         if kind is App:
-            fn = yield self.term(t.fn)
-            arg = yield self.term(t.arg)
+            fn = self.var(t.fn) if type(t.fn) is Var else (yield self.term(t.fn))
+            arg = self.var(t.arg) if type(t.arg) is Var else (yield self.term(t.arg))
             return App(fn, arg, span=t.span)
         if kind is Pair or kind is Plus:
-            left = yield self.term(children(t)[0])
-            right = yield self.term(children(t)[1])
+            first, second = children(t)
+            left = self.var(first) if type(first) is Var else (yield self.term(first))
+            right = self.var(second) if type(second) is Var else (yield self.term(second))
             return kind(left, right, span=t.span)
         if kind is LinLam:
             mark = len(self.log)
