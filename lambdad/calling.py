@@ -36,6 +36,7 @@ from .syntax import (
     Var,
     children,
     curried_params,
+    free_vars,
     tuple_type,
 )
 from .values import all_reals, fits, format_real, format_value, to_python
@@ -337,6 +338,38 @@ def uncurried_term(name: str, k: int) -> Term:
     parameters as a function of one k-tuple.  The parameter never captures ``name``."""
     param = "p" if name != "p" else "p'1"
     return Lam(param, curried_call(Var(name), Var(param), k))
+
+
+def uncurried_lambda(lam: Term, k: int) -> Lam | None:
+    """``\\p -> let (x1, r1) = p in ... let (x(k-1), xk) = r(k-2) in e``: the λ
+    ``\\x1 -> ... \\xk -> e`` as a function of one k-tuple, its parameters bound by
+    patterns rather than by k applications (the same function, one call instead of k,
+    and one region of straight-line code for ←D to fuse); None when ``lam`` does not
+    begin with k λs.  The names it adds are fresh for ``e``; ``p`` is typed when every
+    parameter is."""
+    params: list[Lam] = []
+    body = lam
+    for _ in range(k):
+        if not isinstance(body, Lam):
+            return None
+        params.append(body)
+        body = body.body
+    names = [param.param for param in params]
+    used = set(names) | free_vars(body)
+    fresh: list[str] = []
+    serial = 0
+    while len(fresh) < k - 1:  # p, then r1 .. r(k-2)
+        serial += 1
+        candidate = f"p'{serial}"
+        if candidate not in used:
+            fresh.append(candidate)
+    term = body
+    for i in range(k - 2, -1, -1):
+        second = names[k - 1] if i == k - 2 else fresh[i + 1]
+        term = LetPair(names[i], second, Var(fresh[i]), term)
+    types = [param.param_type for param in params]
+    typed = all(t is not None for t in types)
+    return Lam(fresh[0], term, param_type=tuple_type(types) if typed else None)
 
 
 # ---------------------------------------------------------------- naming input reals

@@ -63,6 +63,7 @@ from .calling import (
     real_inputs,
     real_point,
     real_term,
+    uncurried_lambda,
     uncurried_term,
 )
 from .printer import print_decl, print_type
@@ -668,12 +669,18 @@ class Program:
         return input_names(self.decls[name].value, value, k)
 
     def _uncurried(self, name: str, k: int) -> Any:
-        """``\\p -> name p1 ... pk`` as a closure value, so it can be transformed (made once
-        per name and k: its compiled code and transformed versions are cached by term)."""
+        """``name`` as a closure of one k-tuple, so it can be transformed (made once per
+        name and k: its compiled code and transformed versions are cached by term): its
+        λ with the k parameters bound by patterns (:func:`uncurried_lambda`) when its
+        value is a closure of k λs, else ``\\p -> name p1 ... pk``."""
         key = (name, k)
         if key not in self._adapters:
-            self._adapters[key] = self.runtime.evaluate(uncurried_term(name, k),
-                                                             {name: self.value_of(name)})
+            f = self.value_of(name)
+            parts = self.runtime.function_parts(f)
+            lam = uncurried_lambda(parts.lam, k) if parts is not None and parts.lam else None
+            self._adapters[key] = (
+                self.runtime.evaluate(lam, dict(parts.captured)) if lam is not None
+                else self.runtime.evaluate(uncurried_term(name, k), {name: f}))
         return self._adapters[key]
 
     # ------------------------------------------------------------ differentiation

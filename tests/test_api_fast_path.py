@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import lambdad
-from lambdad.calling import real_inputs, real_point
+from lambdad.calling import real_inputs, real_point, uncurried_term
+from lambdad.syntax import LetPair
 from lambdad.differentiate import PreparedGradient
 from lambdad.errors import render
 from lambdad.tape import STRATEGIES
@@ -162,3 +163,33 @@ def test_the_reals_a_prepared_gradient_seeds_are_those_of_the_runtime_point(poin
         assert flat[0] == nested[0]
         assert exact(flat[1]) == exact(_flattened(*nested))
         assert all(type(r) is float for r in (flat[1] if nested[0] else [flat[1]]))
+
+
+UNCURRIED = """\
+def p'1 = 3
+def f (p : R) (x : R) (y : R) : R = p * x + p'1 * log y - sin (p * y)
+def g (_ : R) (z : R) = z * z
+def h (a : R) = let c = a * a in \\(b : R) -> c * b
+"""
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("name, point", [("f", (2.0, 5.0, 0.75)), ("g", (1.0, 3.0)),
+                                         ("h", (1.5, -2.0))])
+def test_a_curried_function_of_a_tuple_binds_its_parameters_by_patterns(name, point, strategy):
+    program = lambdad.loads(UNCURRIED)
+    adapter = program._uncurried(name, len(point))
+    lam = program.runtime.function_parts(adapter).lam
+    # `h` is not k λs (a `let` comes between): it keeps the adapter of applications
+    assert isinstance(lam.body, LetPair) == (name != "h")
+    if name == "f":
+        assert lam.param not in ("p", "p'1")  # fresh for the body, which uses both
+    applied = program.runtime.evaluate(uncurried_term(name, len(point)),
+                                       {name: program.value_of(name)})
+    x = real_point(point)[1]
+    differentiator = program.runtime.differentiator
+    program.set_strategy(strategy)
+    assert exact(differentiator.grad(adapter, x)) == exact(differentiator.grad(applied, x))
+    assert exact(program.runtime.apply(adapter, x)) == exact(program.runtime.apply(applied, x))
+    assert exact(program.value_and_grad(name, point, strategy=strategy)) == \
+        exact(differentiator.grad(applied, x))
