@@ -68,6 +68,9 @@ REVERSE = "reverse"
 _FUSED = "reverse, fused"
 
 
+_REVERSE_ONLY = frozenset((REVERSE,))
+"""The modes of a differentiation that ran reverse mode alone (see Differentiator._costs)."""
+
 _IMAGES_KEPT = 256
 """How many images of closures a differentiator keeps for later differentiations."""
 
@@ -965,7 +968,7 @@ class PreparedGradient:
         :meth:`Differentiator.grad`."""
         differentiator = self.differentiator
         value, gradient, tape = differentiator.interpreter.restartable(self._run, x)
-        differentiator._last_costs = [[{REVERSE}, tape.created, tape.bodies_run]]
+        differentiator._last_costs = [[_REVERSE_ONLY, tape.created, tape.bodies_run]]
         return value, gradient
 
     def _run(self, x: Any) -> tuple[float, Any, Tape]:
@@ -992,7 +995,8 @@ class PreparedGradient:
             # Under the guard of __call__, as a program run: errors located, deep calls
             # allowed.  (First-order code, which this is, does not look at run depths.)
             out = self.image(seeded)
-            if not is_reverse_real(out):
+            if not (type(out) is tuple and type(out[0]) in SCALAR_TYPES
+                    and isinstance(out[1], Backprop)):  # is_reverse_real, inlined
                 raise DifferentiationError("grad needs a function whose result is a real")
             value, back = out
             adjoints = self.run_backward(tape, back(1.0), None, None)
