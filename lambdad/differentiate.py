@@ -570,10 +570,13 @@ class Differentiator:
 
     def _vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         tape = Tape()
-        with self.interpreter.using_tape(tape):
+        saved = self.interpreter.pin_tape(tape)
+        try:
             seeded = self._seed(x, tape)
             g = self.transform_function(f, self._reverse(None), tape, x)
             out = self.interpreter.apply(g, seeded)
+        finally:
+            self.interpreter.unpin_tape(saved)
         value = self._primal(out, is_reverse_real)
         strategy = self.strategy
 
@@ -669,9 +672,12 @@ class Differentiator:
                            else self.transform_function(leaf, FORWARD, None))
         # a function that differentiates runs reverse mode inside: on a tape of this run
         tape = Tape()
-        with self.interpreter.using_tape(tape):
+        saved = self.interpreter.pin_tape(tape)
+        try:
             g = self.transform_function(f, FORWARD, None, x)
             out = self.interpreter.apply(g, seeded)
+        finally:
+            self.interpreter.unpin_tape(saved)
         tape.release()
         self._record(FORWARD, 0, 0)
         return self._primal(out, is_dual), map_value(out, is_dual, lambda pair: pair[1])
@@ -688,8 +694,19 @@ class Differentiator:
             raise DifferentiationError("the direction given to jvp must have the shape of the point")
         return [t for _, t in pairs]
 
+    def _one_guard(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)``, whose many differentiations share one guard of the
+        interpreter (the limits raised once, not per run) unless runs are instrumented:
+        a step or time limit then applies to each run, as when called one by one."""
+        if self.interpreter.instrumented:
+            return function(*args)
+        return self.interpreter.guarded(function, *args)
+
     def forward_grad(self, f: Any, x: Any) -> tuple[Any, Any]:
         """``(f x, ∇f(x))`` by forward mode: one run per input real, seeding it with 1."""
+        return self._one_guard(self._forward_grad, f, x)
+
+    def _forward_grad(self, f: Any, x: Any) -> tuple[Any, Any]:
         n = count_reals(x)
         value = None
         columns: list[Any] = []
@@ -709,6 +726,9 @@ class Differentiator:
         gradient of that output real, in the shape of ``x`` (for ``f : a -> [R]``, a list of
         rows ``[a]``).  Forward mode (``mode == FORWARD``) takes one dual-number run per real
         of ``x``; reverse mode one run and one backward pass per real of ``f x``."""
+        return self._one_guard(self._jacobian, f, x, mode)
+
+    def _jacobian(self, f: Any, x: Any, mode: str) -> tuple[Any, Any]:
         if mode == FORWARD:
             n = count_reals(x)
             value = None
@@ -911,6 +931,9 @@ class Differentiator:
         gradient of ``∂f/∂x_i``, in the shape of ``x``.  ``mode`` is the composition:
         ``forward-over-reverse`` (n Hessian-vector products), ``reverse-over-reverse``,
         ``reverse-over-forward`` or ``forward-over-forward`` (n² directional runs)."""
+        return self._one_guard(self._hessian_rows, f, x, mode)
+
+    def _hessian_rows(self, f: Any, x: Any, mode: str) -> list[Any]:
         n = count_reals(x)
         rows = []
         for i in range(n):

@@ -193,3 +193,36 @@ def test_a_curried_function_of_a_tuple_binds_its_parameters_by_patterns(name, po
     assert exact(program.runtime.apply(adapter, x)) == exact(program.runtime.apply(applied, x))
     assert exact(program.value_and_grad(name, point, strategy=strategy)) == \
         exact(differentiator.grad(applied, x))
+
+
+def test_forward_gradients_share_one_guard_and_keep_its_protection(low_recursion_limit):
+    program = lambdad.loads(_closure_chain(500))
+    value, gradient = program.value_and_grad("f", 1.0, mode="forward")
+    assert exact((value, gradient)) == exact(program.value_and_grad("f", 1.0))
+    assert program.jacobian("f", 1.0, mode="forward").matrix == [[gradient]]
+    assert sys.getrecursionlimit() == low_recursion_limit
+
+
+def _steps_of_one_run(program, run):
+    """The smallest step limit under which ``run`` finishes."""
+    for steps in range(1, 500):
+        program.set_max_steps(steps)
+        try:
+            run()
+        except lambdad.ResourceError:
+            continue
+        finally:
+            program.set_max_steps(None)
+        return steps
+    raise AssertionError("no step limit lets the run finish")
+
+
+def test_a_step_limit_applies_to_each_run_of_a_forward_gradient():
+    program = lambdad.loads(SOURCE)
+    point = (1.25, -0.5, 2.0)
+    steps = _steps_of_one_run(program, lambda: program.jvp("curried", point, (1.0, 0.0, 0.0)))
+    program.set_max_steps(steps)
+    value, gradient = program.value_and_grad("curried", point, mode="forward")  # 3 runs
+    program.set_max_steps(None)
+    assert exact((value, gradient)) == exact(program.value_and_grad("curried", point,
+                                                                    mode="forward"))
