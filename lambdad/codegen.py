@@ -66,7 +66,7 @@ from .syntax import (
     Zero,
 )
 from .fuse import BatchedFold, batched_fold_step
-from .tape import Sum, batched_fold
+from .tape import BATCHED_FOLD_MIN_STEPS, Sum, batched_fold
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -554,8 +554,14 @@ class _CodeGenerator:
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
         t = self.fresh("t")
+        # (a short fold runs step by step, see BATCHED_FOLD_MIN_STEPS: tested here, at the
+        # cost of one `len`, since most short folds are many)
+        evaluator = self.evaluators.get(primitive.name)
+        if evaluator is None:
+            evaluator = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
         fn.emit(f"{t} = _bfold({', '.join(atoms)}, {self.constant(plan.paths)}, _newbp, "
-                f"{self.constant(term.span)})", atoms, site)
+                f"{self.constant(term.span)}) if len({xs}) >= {BATCHED_FOLD_MIN_STEPS} "
+                f"else {evaluator}({normal}, {z}, {xs})", atoms, site)
         return t
 
     def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str]

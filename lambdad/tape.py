@@ -289,7 +289,7 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     ``step`` runs the fold instead when ``z`` is not a structure of reals paired with
     backpropagators (the code is then evaluated with other values: the dual numbers of
     forward mode over reverse mode, ...)."""
-    if len(xs) < BATCHED_FOLD_MIN_STEPS or not _reals_with_backprops(z):
+    if len(xs) < BATCHED_FOLD_MIN_STEPS or not _reals_with_backprops(z):  # (codegen tests too)
         return _fold(step, z, xs)
     both = _curried_pair(batched_step)
     steps = []
@@ -428,7 +428,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
             try:
                 if g.tape is not tape:
-                    if _is_constant_zero(g):
+                    if g.tape is None and g.function is None:  # _is_constant_zero, inline
                         return
                     raise _foreign(g)
                 s = g.stamp
@@ -444,7 +444,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             # The same in another ring: the first cotangent sent is the sum so far.
             try:
                 if g.tape is not tape:
-                    if _is_constant_zero(g):
+                    if g.tape is None and g.function is None:  # _is_constant_zero, inline
                         return
                     raise _foreign(g)
                 s = g.stamp
