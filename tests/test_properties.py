@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import lambdad
-from lambdad import rules, testing
+from lambdad import codegen, rules, tape, testing
 from lambdad.parser import parse_expr, parse_module
 from lambdad.primitives import PRIMITIVES
 from lambdad.syntax import (
@@ -106,6 +106,17 @@ def test_primal_of_transformed_programs_is_the_source_value(case):
 def test_forward_and_both_reverse_strategies_agree(case):
     generated, point = case
     run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
+
+
+@examples(60)
+@given(testing.cases())
+def test_every_route_agrees_with_every_fold_batched(case):
+    # the generated lists are short: batch every fold, however short, to check the loop
+    generated, point = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
+        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+        run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
 
 
 # ---------------------------------------------------------------- 2. finite differences
