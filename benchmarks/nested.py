@@ -2,8 +2,8 @@
 
     python benchmarks/nested.py [--quick] [--json OUT]
 
-1. Hessian-vector product time / gradient time, on the wide function (n = 100), the sharing
-   chain and the MLP: an HVP is forward mode over reverse mode (one backpropagation computed
+1. Hessian-vector product time / gradient time, on the wide function (n = 100), the fold
+   chain, the MLP and the let-bound sharing chain: an HVP is forward mode over reverse mode (one backpropagation computed
    in dual numbers), so the ratio should be a small constant (target: at most 4).
 2. The full Hessian of the wide function for n = 10 ... 100: n Hessian-vector products
    (forward-over-reverse) against forward-over-forward (n² directional derivatives).
@@ -69,8 +69,8 @@ def direction_like(point: Any, seed: int = 3) -> Any:
 
 
 def hvp_over_gradient(quick: bool, budget: float) -> list[dict]:
-    cases = [workloads.wide(100), workloads.chain(100 if quick else 400),
-             workloads.mlp(10 if quick else 50)]
+    cases = [workloads.wide(100), workloads.fold_chain(100 if quick else 400),
+             workloads.mlp(10 if quick else 50), workloads.chain(100 if quick else 400)]
     rows = []
     for workload in cases:
         program = lambdad.loads(workload.source, workload.file)

@@ -666,10 +666,13 @@ class Differentiator:
             self._end_differentiation(outermost)
 
     def _jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
-        tangents = iter(self._tangent_list(x, v))
-        seeded = map_value(x, lambda leaf: type(leaf) in SCALAR_TYPES or callable(leaf),
-                           lambda leaf: (leaf, next(tangents)) if type(leaf) in SCALAR_TYPES
-                           else self.transform_function(leaf, FORWARD, None))
+        if _is_flat_reals(x) and _is_flat_reals(v) and len(v) == len(x):
+            seeded: Any = list(zip(x, v))  # the usual point, paired by one loop
+        else:
+            tangents = iter(self._tangent_list(x, v))
+            seeded = map_value(x, lambda leaf: type(leaf) in SCALAR_TYPES or callable(leaf),
+                               lambda leaf: (leaf, next(tangents)) if type(leaf) in SCALAR_TYPES
+                               else self.transform_function(leaf, FORWARD, None))
         # a function that differentiates runs reverse mode inside: on a tape of this run
         tape = Tape()
         saved = self.interpreter.pin_tape(tape)
@@ -680,6 +683,9 @@ class Differentiator:
             self.interpreter.unpin_tape(saved)
         tape.release()
         self._record(FORWARD, 0, 0)
+        split = _split_flat_duals(out)
+        if split is not None:
+            return split
         return self._primal(out, is_dual), map_value(out, is_dual, lambda pair: pair[1])
 
     @staticmethod
@@ -1074,6 +1080,28 @@ def _value_at(r: Any, level: Level) -> Any:
 
 def _tangent_at(r: Any, level: Level) -> Any:
     return r.tangent if isinstance(r, Dual) and r.level is level else 0.0
+
+
+def _split_flat_duals(out: Any) -> tuple[Any, Any] | None:
+    """The primal and the tangent of a forward-mode result that is a dual real, a list of
+    them, or a pair of those (a value and its gradient: a Hessian-vector product), by one
+    loop each; None for any other result (split by the general walk)."""
+
+    def flat(part: Any) -> tuple[Any, Any] | None:
+        if is_dual(part):
+            return part
+        if type(part) is list and all(map(is_dual, part)):
+            return [r for r, _ in part], [t for _, t in part]
+        return None
+
+    whole = flat(out)
+    if whole is not None:
+        return whole
+    if type(out) is tuple and len(out) == 2:
+        first, second = flat(out[0]), flat(out[1])
+        if first is not None and second is not None:
+            return (first[0], second[0]), (first[1], second[1])
+    return None
 
 
 def _has_function(value: Any) -> bool:
