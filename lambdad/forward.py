@@ -152,7 +152,7 @@ def tangent_of(t: Type, term: Term, span: Span | None) -> Term:
     """The tangent of ``term : →D(t)`` (a value of ``t`` again): ``snd`` at each real,
     componentwise elsewhere, ``term`` itself when ``t`` has no reals.  Never fails on a
     type without functions."""
-    if not _holds(t, RealT):
+    if not holds(t, RealT):
         return term
     if isinstance(t, RealT):
         return SND.applied(term, span=span)
@@ -169,48 +169,40 @@ def zipped(t: Type, point: Term, direction: Term, names: NameSupply,
            span: Span | None) -> Term:
     """The value of →D(t) with primal ``point`` and tangent ``direction`` (both of type
     ``t``): each real paired with its direction, lists zipped item by item."""
-    if isinstance(t, RealT):
-        return Pair(point, direction, span=span)
-    if isinstance(t, PairT):
-        a, b = names.fresh("p"), names.fresh("q")
-        c, e = names.fresh("p"), names.fresh("q")
-        return LetPair(a, b, point, LetPair(c, e, direction, Pair(
-            zipped(t.first, Var(a, span=span), Var(c, span=span), names, span),
-            zipped(t.second, Var(b, span=span), Var(e, span=span), names, span), span=span),
-            span=span), span=span)
-    if isinstance(t, ListT) and _holds(t, RealT):
-        q, a, b = names.fresh("q"), names.fresh("p"), names.fresh("t")
-        item = LetPair(a, b, Var(q, span=span),
-                       zipped(t.item, Var(a, span=span), Var(b, span=span), names, span),
-                       span=span)
-        return MAP.applied(Lam(q, item, span=span), ZIP.applied(point, direction, span=span),
-                           span=span)
-    return point
+    return _componentwise(t, point, direction, lambda p, d: Pair(p, d, span=span), names, span)
 
 
 def added(t: Type, left: Term, right: Term, names: NameSupply, span: Span | None) -> Term:
     """``left + right`` for two tangents of type ``t`` (reals added, pairs componentwise,
     lists item by item); ``left`` when ``t`` has no reals."""
+    return _componentwise(t, left, right, lambda a, b: plus(a, b, span), names, span)
+
+
+def _componentwise(t: Type, left: Term, right: Term, real: Callable[[Term, Term], Term],
+                   names: NameSupply, span: Span | None) -> Term:
+    """``real(l, r)`` for each two reals of ``left`` and ``right`` (both of type ``t``) at
+    the same place, in the shape of ``t``: pairs taken apart, lists zipped item by item;
+    ``left`` where ``t`` holds no real."""
     if isinstance(t, RealT):
-        return plus(left, right, span)
+        return real(left, right)
     if isinstance(t, PairT):
         a, b = names.fresh("p"), names.fresh("q")
         c, e = names.fresh("p"), names.fresh("q")
         return LetPair(a, b, left, LetPair(c, e, right, Pair(
-            added(t.first, Var(a, span=span), Var(c, span=span), names, span),
-            added(t.second, Var(b, span=span), Var(e, span=span), names, span), span=span),
-            span=span), span=span)
-    if isinstance(t, ListT) and _holds(t, RealT):
+            _componentwise(t.first, Var(a, span=span), Var(c, span=span), real, names, span),
+            _componentwise(t.second, Var(b, span=span), Var(e, span=span), real, names, span),
+            span=span), span=span), span=span)
+    if isinstance(t, ListT) and holds(t, RealT):
         q, a, b = names.fresh("q"), names.fresh("p"), names.fresh("t")
         item = LetPair(a, b, Var(q, span=span),
-                       added(t.item, Var(a, span=span), Var(b, span=span), names, span),
-                       span=span)
+                       _componentwise(t.item, Var(a, span=span), Var(b, span=span), real,
+                                      names, span), span=span)
         return MAP.applied(Lam(q, item, span=span), ZIP.applied(left, right, span=span),
                            span=span)
     return left
 
 
-def _holds(t: Type, kind: type) -> bool:
+def holds(t: Type | None, kind: type) -> bool:
     """Whether a value of ``t`` holds a ``kind`` (RealT, FunT) in its pairs and lists; a
     function's own argument and result types are not looked into."""
     stack = [t]
@@ -226,7 +218,7 @@ def _holds(t: Type, kind: type) -> bool:
 
 
 def _holds_function(t: Type) -> bool:
-    return _holds(t, FunT)
+    return holds(t, FunT)
 
 
 # ---------------------------------------------------------------- →D of a differentiation

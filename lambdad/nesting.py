@@ -53,7 +53,7 @@ import attrs
 
 from .backward import backward_term
 from .errors import DifferentiationError, Span
-from .forward import forward_term, tangent_of, zipped
+from .forward import forward_term, holds, tangent_of, zipped
 from .iterate import run
 from . import primitives
 from .primitives import PRIMITIVES
@@ -812,27 +812,12 @@ def _static_reals(t: Type) -> int | None:
     return 1 if isinstance(t, RealT) else 0
 
 
-def _holds(t: Type | None, kind: type) -> bool:
-    """Whether a value of type ``t`` holds a ``kind`` (RealT, FunT) in its pairs and lists;
-    a function's own argument and result types are not looked into."""
-    stack = [t]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, kind):
-            return True
-        if isinstance(current, PairT):
-            stack.extend((current.first, current.second))
-        elif isinstance(current, ListT):
-            stack.append(current.item)
-    return False
-
-
 def _has_function(t: Type | None) -> bool:
-    return _holds(t, FunT)
+    return holds(t, FunT)
 
 
 def _has_real(t: Type) -> bool:
-    return _holds(t, RealT)
+    return holds(t, RealT)
 
 
 def _require_point(t: Type, term: Term, verb: str) -> None:
