@@ -294,7 +294,7 @@ def _map(f: Callable, xs: list) -> list:
 TWO_ARGUMENTS = "__lambdad_two_arguments__"
 
 
-def _curried_pair(f: Callable) -> Callable[[Any, Any], Any]:
+def curried_pair(f: Callable) -> Callable[[Any, Any], Any]:
     """A two-argument Python function computing ``f(x)(y)``, without the closure ``f(x)``
     when ``f`` offers it (see TWO_ARGUMENTS)."""
     if type(f) is partial:
@@ -310,7 +310,7 @@ def _curried_pair(f: Callable) -> Callable[[Any, Any], Any]:
 
 def _fold(f: Callable, z: Any, xs: list) -> Any:
     acc = z
-    both = _curried_pair(f)
+    both = curried_pair(f)
     for x in xs:
         acc = both(acc, x)
     return acc
@@ -318,7 +318,7 @@ def _fold(f: Callable, z: Any, xs: list) -> Any:
 
 def _scan(f: Callable, z: Any, xs: list) -> list:
     acc = z
-    both = _curried_pair(f)
+    both = curried_pair(f)
     out = [acc]
     for x in xs:
         acc = both(acc, x)

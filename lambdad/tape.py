@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from .errors import DifferentiationError, Span, UsageError
-from .primitives import _curried_pair, _fold
+from .primitives import FOLD, curried_pair
 
 
 # --------------------------------------------------------------------------- records
@@ -290,8 +290,8 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     backpropagators (the code is then evaluated with other values: the dual numbers of
     forward mode over reverse mode, ...)."""
     if len(xs) < BATCHED_FOLD_MIN_STEPS or not _reals_with_backprops(z):  # (codegen tests too)
-        return _fold(step, z, xs)
-    both = _curried_pair(batched_step)
+        return FOLD.evaluate(step, z, xs)
+    both = curried_pair(batched_step)
     steps = []
     acc = z
     for x in xs:
