@@ -295,8 +295,7 @@ class _CodeGenerator:
             "__lambdad_deferred__": set(),
         }
         self.evaluators: dict[str, str] = {}
-        # Functions bound by `let`, by their atoms (a fold's step may be one); the
-        # `\\a -o e` nodes made as plain records while a batched fold's step is compiled.
+        # Functions bound by `let`, by their atoms (a fold's step may be one).
         self.lambda_terms: dict[str, Lam] = {}
         # While a batched fold's step is compiled: its plan, the loop's locals receiving
         # what is sent to the previous step's slots (by name), the bodies by slot.

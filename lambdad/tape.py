@@ -428,7 +428,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
             try:
                 if g.tape is not tape:
-                    if g.tape is None and g.function is None:  # _is_constant_zero, inline
+                    if _is_constant_zero(g):
                         return
                     raise _foreign(g)
                 s = g.stamp
@@ -444,7 +444,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             # The same in another ring: the first cotangent sent is the sum so far.
             try:
                 if g.tape is not tape:
-                    if g.tape is None and g.function is None:  # _is_constant_zero, inline
+                    if _is_constant_zero(g):
                         return
                     raise _foreign(g)
                 s = g.stamp
