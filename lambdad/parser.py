@@ -23,7 +23,9 @@ lark exception escapes.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import operator
 import re
 from collections.abc import Container, Iterable, Mapping, Set
 from pathlib import Path
@@ -96,26 +98,52 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 # What the lexer refused at a digit: the number with whatever is glued to it.
 _MALFORMED_NUMBER = re.compile(r"[0-9][A-Za-z0-9_.']*(?:(?<=[eE])[+-][A-Za-z0-9_.']*)?")
 
-Position = tuple[int, int, int, int]  # line, col, end_line, end_col (exclusive)
+# Where a piece of the text lies: the offsets of its first character and just after its last.
+# Spans (line and column) are made from them only for the nodes that keep one.
+Position = tuple[int, int]
+# Where it lies in lines and columns: line, col, end_line, end_col (exclusive), 1-based.
+Place = tuple[int, int, int, int]
 
 
 # --------------------------------------------------------------------------- stage 1
 
 
+class _Token(tuple):
+    """A token of the text: its terminal's name ``kind``, its ``text`` and its extent.
+
+    A tuple (made in C, without a Python ``__init__``): the driver makes one per token.
+    """
+
+    __slots__ = ()
+
+    kind = property(operator.itemgetter(0))
+    text = property(operator.itemgetter(1))
+    start = property(operator.itemgetter(2))
+    end = property(operator.itemgetter(3))
+
+    def __str__(self) -> str:
+        return self[1]
+
+
+def _token(kind: str, text: str, start: int, end: int) -> _Token:
+    return tuple.__new__(_Token, (kind, text, start, end))
+
+
 class _Surface:
     """A node of the concrete tree: ``kind`` is the grammar alias that built it, ``parts`` its
-    sub-trees, tokens and types, ``pos`` its extent in the text."""
+    sub-trees, tokens and types, ``start`` and ``end`` its extent in the text."""
 
-    __slots__ = ("kind", "pos", "parts")
+    __slots__ = ("kind", "start", "end", "parts")
 
-    def __init__(self, kind: str, pos: Position, parts: tuple):
+    def __init__(self, kind: str, start: int, end: int, parts: tuple):
         self.kind = kind
-        self.pos = pos
+        self.start = start
+        self.end = end
         self.parts = parts
 
 
 class _Located(Exception):
-    """An error found by a parser callback, which knows positions but not the file name."""
+    """An error found by a parser callback, which knows offsets but not the file name."""
 
     def __init__(self, message: str, pos: Position):
         super().__init__(message)
@@ -123,20 +151,17 @@ class _Located(Exception):
         self.pos = pos
 
 
-def _pos(item: Any) -> Position:
-    if isinstance(item, lark.Token):
-        return (item.line, item.column, item.end_line, item.end_column)
-    return item.pos
+def _pos(item: _Token | _Surface) -> Position:
+    return (item.start, item.end)
 
 
-def _extent(first: Any, last: Any) -> Position:
+def _extent(first: _Token | _Surface, last: _Token | _Surface) -> Position:
     """The position from the start of ``first`` to the end of ``last``."""
-    start, end = _pos(first), _pos(last)
-    return (start[0], start[1], end[2], end[3])
+    return (first.start, last.end)
 
 
-def _is_token(item: Any, *types: str) -> bool:
-    return isinstance(item, lark.Token) and item.type in types
+def _is_token(item: Any, *kinds: str) -> bool:
+    return item.__class__ is _Token and item[0] in kinds
 
 
 def _split_signature(items: list) -> tuple[list, Type | None]:
@@ -146,9 +171,43 @@ def _split_signature(items: list) -> tuple[list, Type | None]:
     return items, None
 
 
+class _Lines:
+    """Line and column of the offsets of one text (1-based; a column counts characters)."""
+
+    def __init__(self, text: str):
+        # The offset at which each line starts.
+        self.starts = [0]
+        self.starts.extend(match.end() for match in _NEWLINE.finditer(text))
+
+    def place(self, pos: Position) -> Place:
+        """``(line, col, end_line, end_col)`` of ``pos``, ``end_col`` exclusive."""
+        start, end = pos
+        starts = self.starts
+        line = bisect.bisect_right(starts, start)
+        end_line = bisect.bisect_right(starts, end)
+        return (line, start - starts[line - 1] + 1, end_line, end - starts[end_line - 1] + 1)
+
+
+_NEWLINE = re.compile("\n")
+
+
+_TERMINAL_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _from_lark_token(token: lark.Token) -> _Token:
+    return _token(token.type, str(token), token.start_pos, token.end_pos)
+
+
 class _Concrete(lark.Transformer):
     """Callbacks of the LALR parser, one per grammar alias: they build :class:`_Surface` nodes
     (and, for types, the core types directly: types carry no spans)."""
+
+    def __getattr__(self, name: str) -> Any:
+        # lark calls a transformer's method named after a terminal on each token it shifts:
+        # every terminal's tokens become :class:`_Token`, as the fast driver makes them.
+        if _TERMINAL_NAME.fullmatch(name):
+            return _from_lark_token
+        raise AttributeError(name)
 
     # ---- entry points
     def module(self, items):
@@ -167,119 +226,119 @@ class _Concrete(lark.Transformer):
     def decl(self, items):
         """``def NAME param* [: type] = expr``."""
         params, result = _split_signature(items[2:-2])
-        return _Surface("decl", _extent(items[0], items[-1]), (items[1], params, result, items[-1]))
+        return _Surface("decl", items[0].start, items[-1].end, (items[1], params, result, items[-1]))
 
     def primitive_decl(self, items):
         """``primitive NAME param+ [: type] = expr partial+``."""
         partials = [item for item in items if isinstance(item, _Surface) and item.kind == "partial"]
         head = items[:len(items) - len(partials)]
         params, result = _split_signature(head[2:-2])
-        return _Surface("primitive_decl", _extent(items[0], items[-1]),
+        return _Surface("primitive_decl", items[0].start, items[-1].end,
                         (head[1], params, result, head[-1], partials))
 
     def partial(self, items):
         """``partial NAME = expr``."""
-        return _Surface("partial", _extent(items[0], items[-1]), (items[1], items[3]))
+        return _Surface("partial", items[0].start, items[-1].end, (items[1], items[3]))
 
     def binding(self, items):
         """``NAME [: type] = expr`` at the REPL: a declaration without parameters."""
         _, result = _split_signature(items[1:-2])
-        return _Surface("decl", _extent(items[0], items[-1]), (items[0], [], result, items[-1]))
+        return _Surface("decl", items[0].start, items[-1].end, (items[0], [], result, items[-1]))
 
     def typed_param(self, items):
         """``(NAME : type)``."""
-        return _Surface("typed_param", _extent(items[0], items[-1]), (items[1], items[3]))
+        return _Surface("typed_param", items[0].start, items[-1].end, (items[1], items[3]))
 
     def pattern(self, items):
         """``(pat, pat, ...)``; the components are NAME tokens or patterns."""
         parts = tuple(item for item in items if not _is_token(item, "LPAR", "COMMA", "RPAR"))
-        return _Surface("pattern", _extent(items[0], items[-1]), parts)
+        return _Surface("pattern", items[0].start, items[-1].end, parts)
 
     # ---- expressions
     def let(self, items):
         """``let bind in expr``."""
-        return _Surface("let", _extent(items[0], items[-1]), (items[1], items[3]))
+        return _Surface("let", items[0].start, items[-1].end, (items[1], items[3]))
 
     def bind_name(self, items):
         """``NAME param* [: type] = expr``."""
         params, result = _split_signature(items[1:-2])
-        return _Surface("bind_name", _extent(items[0], items[-1]),
+        return _Surface("bind_name", items[0].start, items[-1].end,
                         (items[0], params, result, items[-1]))
 
     def bind_pattern(self, items):
         """``pattern = expr``."""
-        return _Surface("bind_pattern", _extent(items[0], items[-1]), (items[0], items[2]))
+        return _Surface("bind_pattern", items[0].start, items[-1].end, (items[0], items[2]))
 
     def abstraction(self, items):
         """``\\ param+ -> expr``."""
-        return _Surface("abstraction", _extent(items[0], items[-1]), (items[1:-2], items[-1]))
+        return _Surface("abstraction", items[0].start, items[-1].end, (items[1:-2], items[-1]))
 
     def linear_abstraction(self, items):
         """``\\a -o expr``."""
-        return _Surface("linear_abstraction", _extent(items[0], items[-1]), (items[1], items[3]))
+        return _Surface("linear_abstraction", items[0].start, items[-1].end, (items[1], items[3]))
 
     def conditional(self, items):
         """``if expr then expr else expr``."""
-        return _Surface("conditional", _extent(items[0], items[-1]), (items[1], items[3], items[5]))
+        return _Surface("conditional", items[0].start, items[-1].end, (items[1], items[3], items[5]))
 
     def oplus(self, items):
         """``e1 <+> e2``."""
-        return _Surface("oplus", _extent(items[0], items[-1]), (items[0], items[2]))
+        return _Surface("oplus", items[0].start, items[-1].end, (items[0], items[2]))
 
     def disjunction(self, items):
         """``e1 || e2``."""
-        return _Surface("disjunction", _extent(items[0], items[-1]), (items[0], items[2]))
+        return _Surface("disjunction", items[0].start, items[-1].end, (items[0], items[2]))
 
     def conjunction(self, items):
         """``e1 && e2``."""
-        return _Surface("conjunction", _extent(items[0], items[-1]), (items[0], items[2]))
+        return _Surface("conjunction", items[0].start, items[-1].end, (items[0], items[2]))
 
     def binary(self, items):
         """``e1 op e2`` for the infix operators of the primitive table."""
-        return _Surface("binary", _extent(items[0], items[-1]), (items[1], items[0], items[2]))
+        return _Surface("binary", items[0].start, items[-1].end, (items[1], items[0], items[2]))
 
     def negation(self, items):
         """``-e``."""
-        return _Surface("negation", _extent(items[0], items[-1]), (items[0], items[1]))
+        return _Surface("negation", items[0].start, items[-1].end, (items[0], items[1]))
 
     def application(self, items):
         """``f a``."""
-        return _Surface("application", _extent(items[0], items[-1]), (items[0], items[1]))
+        return _Surface("application", items[0].start, items[-1].end, (items[0], items[1]))
 
     def number(self, items):
         """``2``, ``0.5``, ``1e-3``: a real."""
         token = items[0]
-        value = float(token)
+        value = float(token.text)
         if value == float("inf"):
             raise _Located(f"number `{token}` is too large", _pos(token))
-        return _Surface("number", _pos(token), (value,))
+        return _Surface("number", token.start, token.end, (value,))
 
     def true(self, items):
-        return _Surface("boolean", _pos(items[0]), (True,))
+        return _Surface("boolean", items[0].start, items[0].end, (True,))
 
     def false(self, items):
-        return _Surface("boolean", _pos(items[0]), (False,))
+        return _Surface("boolean", items[0].start, items[0].end, (False,))
 
     def name(self, items):
-        return _Surface("name", _pos(items[0]), (items[0],))
+        return _Surface("name", items[0].start, items[0].end, (items[0],))
 
     def parens(self, items):
         """``(expr)``: kept, because parentheses end an application spine."""
-        return _Surface("parens", _extent(items[0], items[-1]), (items[1],))
+        return _Surface("parens", items[0].start, items[-1].end, (items[1],))
 
     def annotation(self, items):
         """``(expr : type)``."""
-        return _Surface("annotation", _extent(items[0], items[-1]), (items[1], items[3]))
+        return _Surface("annotation", items[0].start, items[-1].end, (items[1], items[3]))
 
     def tuple(self, items):
         """``(e1, e2, ...)``."""
         parts = tuple(items[1:-1:2])
-        return _Surface("tuple", _extent(items[0], items[-1]), parts)
+        return _Surface("tuple", items[0].start, items[-1].end, parts)
 
     def list(self, items):
         """``[e1, ..., en]``."""
         parts = tuple(items[1:-1:2])
-        return _Surface("list", _extent(items[0], items[-1]), parts)
+        return _Surface("list", items[0].start, items[-1].end, parts)
 
     # ---- types
     def function_type(self, items):
@@ -359,17 +418,17 @@ class _Reduction:
 class _Driver:
     """lark's LALR tables and callbacks run by a tight loop of our own.
 
-    lark's generic loop (a lexer per parser state, a token-feeding state object, a wrapper
-    per callback) costs about 30 µs a token in CPython; this one reads the same tables with
-    one scanner for every terminal, so a 10^4-line program parses in a fraction of the time.
-    It builds exactly the tree lark would:
+    lark's generic loop (a token-feeding state object, a token object with eight fields,
+    line and column counted for every token) costs about 30 µs a token in CPython; this one
+    reads the same tables, so a 10^4-line program parses in a fraction of the time.  It
+    builds exactly the tree lark would:
 
-    * the scanner is one alternation of all terminals in lark's order (priority, then
-      length), so its match is the terminal lark's full lexer would pick; when the parser's
-      state does not accept that terminal, the accepted terminals after it are tried in the
-      same order, which is what lark's contextual lexer (one alternation per state) finds;
+    * in each parser state the scanner is one alternation of the terminals lark's contextual
+      lexer accepts there, in lark's order (priority, then length), so it matches what
+      lark's lexer for that state would;
     * reductions call lark's own callbacks (the :class:`_Concrete` methods behind lark's
-      wrappers), except those lark would pass a single value through unchanged.
+      wrappers), except those lark would pass a single value through unchanged;
+    * tokens are :class:`_Token` with offsets, as :meth:`_Concrete.__getattr__` turns lark's.
 
     Anything else (a syntax error, an unknown character) raises :class:`_Refused`, and
     :func:`_concrete` lets lark parse the text again to report it in its terms.
@@ -382,24 +441,21 @@ class _Driver:
         callbacks = lalr.callbacks
         contextual = frontend.lexer
         root = contextual.root_lexer
-        order = list(root.terminals)  # sorted as lark's lexers try them
+        self.flags = root.g_regex_flags
+        # the terminals lark's lexer of each state tries, in its order
+        self.lexers = {state: lexer.terminals for state, lexer in contextual.lexers.items()}
         self.ignored = frozenset(map(str, root.ignore_types))
-        self.multiline = frozenset(map(str, root.newline_types)) - self.ignored
         # Blanks and comments (the ignored terminals) are skipped in the same match as the
         # token after them; atomically, so the scanner cannot give back part of a comment
         # (`--`) to match `-`.  This equals lark's lexer because in lark's order no other
         # terminal before them matches where they do (a blank or `--`).
-        blanks = "(?>(?:" + "|".join(t.pattern.to_regexp() for t in order
-                                     if t.name in self.ignored) + ")*)"
-        self.skip = re.compile(blanks, root.g_regex_flags)
-        self.scanner = re.compile(blanks + "(?:" + "|".join(
-            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in order
-            if t.name not in self.ignored) + ")", root.g_regex_flags)
-        self.patterns = {str(t.name): re.compile(t.pattern.to_regexp(), root.g_regex_flags)
-                         for t in order}
-        self.order = [str(t.name) for t in order]
-        # (state, terminal found first) -> the accepted terminals to try after it, in order
-        self.fallbacks: dict[tuple[int, str], list[str]] = {}
+        self.blanks = "(?>(?:" + "|".join(t.pattern.to_regexp() for t in root.terminals
+                                          if t.name in self.ignored) + ")*)"
+        self.skip = re.compile(self.blanks, self.flags)
+        # state -> the match method of its scanner (made when the state is first met), and
+        # the scanners by the terminals they try (many states accept the same ones)
+        self.scanners: dict[int, Any] = {}
+        self.by_terminals: dict[tuple[str, ...], Any] = {}
         sentinel = object()
         reductions: dict[Any, _Reduction] = {}
         self.actions: dict[int, dict[str, Any]] = {}
@@ -431,65 +487,61 @@ class _Driver:
         # is re-typed by lark to that string terminal when the state accepts it (`*` is
         # TIMES in a type and STAR in an expression): regular name -> {text: string name}.
         self.unless: dict[str, dict[str, str]] = {}
-        for regular in order:
-            for string in order:
+        for regular in root.terminals:
+            for string in root.terminals:
                 if (string.pattern.type == "str" and regular.pattern.type == "re"
                         and string.priority == regular.priority
                         and re.fullmatch(regular.pattern.to_regexp(), string.pattern.value,
-                                         root.g_regex_flags)):
+                                         self.flags)):
                     self.unless.setdefault(regular.name, {})[string.pattern.value] = string.name
+
+    def scanner(self, state: int) -> Any:
+        """The match method of the scanner of ``state``: blanks and comments, then one of
+        the terminals lark's lexer of that state tries, as the named group of its terminal."""
+        terminals = [t for t in self.lexers[state] if t.name not in self.ignored]
+        key = tuple(t.name for t in terminals)
+        match = self.by_terminals.get(key)
+        if match is None:
+            alternatives = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
+            match = self.by_terminals[key] = re.compile(
+                self.blanks + "(?:" + alternatives + ")", self.flags).match
+        self.scanners[state] = match
+        return match
 
     def parse(self, text: str, start: str) -> Any:
         """What lark's ``parse(text, start=start)`` returns; raises _Refused on a syntax
         error and whatever a callback raises (_Located)."""
         actions = self.actions
         unless = self.unless
-        multiline = self.multiline
         passes = self.passes
-        scan = self.scanner.match
-        skip = self.skip.match
-        # lark.Token(...) forwards to this after checking for a deprecated keyword
-        make_token = getattr(lark.Token, "_future_new", lark.Token)
+        scanners = self.scanners
+        new = tuple.__new__
         end_state = self.end_states[start]
         states = [self.start_states[start]]
         values: list[Any] = []
-        pos, line, line_start = 0, 1, 0
-        token = None
+        pos = 0
         while True:
             # ---- the next token, lexed in the parser's current state
+            state = states[-1]
+            scan = scanners.get(state)
+            if scan is None:
+                scan = self.scanner(state)
             match = scan(text, pos)
             if match is not None:
                 kind = match.lastgroup
-                start = match.start(kind)
-                if start != pos:  # blanks and comments skipped: count their lines
-                    newlines = text.count("\n", pos, start)
-                    if newlines:
-                        line += newlines
-                        line_start = text.rindex("\n", pos, start) + 1
+                pos = match.end()
                 value = match.group(kind)
-                row = actions[states[-1]]
-                if kind not in row:
-                    kind, value = self.rescue(text, start, states[-1], kind)
                 if kind in unless:
                     retyped = unless[kind].get(value)
-                    if retyped is not None and retyped in row:
+                    if retyped is not None and retyped in actions[state]:
                         kind = retyped
-                end = start + len(value)
-                column = start - line_start + 1
-                if kind in multiline and "\n" in value:
-                    raise _Refused  # not met in this grammar: lark counts the lines
-                token = make_token(kind, value, start, line, column, line,
-                                   column + len(value), end)
-                pos = end
+                token = new(_Token, (kind, value, pos - len(value), pos))
                 is_end = False
-            elif skip(text, pos).end() == len(text):
-                token = (make_token("$END", "", token.start_pos, token.line, token.column,
-                                    token.end_line, token.end_column, token.end_pos)
-                         if token is not None else make_token("$END", "", 0, 1, 1))
+            elif self.skip.match(text, pos).end() == len(text):
                 kind = "$END"
                 is_end = True
             else:
-                raise _Refused  # a character no terminal matches
+                raise _Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
             while True:
                 action = actions[states[-1]].get(kind)
@@ -531,25 +583,6 @@ class _Driver:
             top = self.actions[below][action.origin]
             if top in self.final:
                 return top
-
-    def rescue(self, text: str, pos: int, state: int, first: str) -> tuple[str, str]:
-        """The terminal lark's contextual lexer finds at ``pos`` in ``state`` when the one
-        the scanner found first is not accepted there: the next accepted one, in order,
-        that matches."""
-        key = (state, first)
-        names = self.fallbacks.get(key)
-        if names is None:
-            row = self.actions[state]
-            order = self.order
-            names = self.fallbacks[key] = [name for name in order[order.index(first) + 1:]
-                                           if name in row or name in self.ignored]
-        for name in names:
-            match = self.patterns[name].match(text, pos)
-            if match is not None:
-                if name in self.ignored:
-                    raise _Refused  # not met in this grammar: leave it to lark
-                return name, match.group()
-        raise _Refused
 
 
 @functools.cache
@@ -643,10 +676,15 @@ def _expected_words(expected: Iterable[str]) -> str:
     return ", ".join(phrases[:-1]) + " or " + phrases[-1]
 
 
-def _end_position(text: str) -> Position:
+def _end_position(text: str) -> Place:
     lines = text.split("\n")
     line, col = len(lines), len(lines[-1]) + 1
     return (line, col, line, col + 1)
+
+
+def _lark_pos(token: lark.Token) -> Place:
+    """Line and column of one of lark's tokens (as a :class:`_Lines` places a position)."""
+    return (token.line, token.column, token.end_line, token.end_column)
 
 
 def _describe(token: lark.Token) -> str:
@@ -663,7 +701,7 @@ def _character(char: str) -> str:
     return f"U+{ord(char):04X}"
 
 
-def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[str], Position]:
+def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[str], Place]:
     """The terminals that may follow the text before the unexpected token, and the position
     just after that text's last token.
 
@@ -688,7 +726,7 @@ def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[
 _LAMBDA_HINT = "a function is written `\\x -> e` (also `\\(x : R) -> e`, `\\x y -> e`)"
 
 
-def _habit_hint(text: str, token: lark.Token) -> tuple[str, Position] | None:
+def _habit_hint(text: str, token: lark.Token) -> tuple[str, Place] | None:
     """A message leading to the right spelling when the unexpected ``token`` is where a
     habit from another language shows: ``x ** 2``, ``fun x -> e``, ``x => e``."""
     start = token.start_pos
@@ -708,7 +746,7 @@ def _habit_hint(text: str, token: lark.Token) -> tuple[str, Position] | None:
     return None
 
 
-def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Position]:
+def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Place]:
     """Message and position of a lark parse error, in the user's words."""
     if isinstance(error, UnexpectedToken):
         token = error.token
@@ -721,8 +759,8 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Posi
             return hint
         if token.type in _COMPARISONS and not _EXPRESSION_START <= expected:
             return (f"comparisons do not chain: add parentheses around one side of `{token}`",
-                    _pos(token))
-        return f"unexpected {_describe(token)}; expected {_expected_words(expected)}", _pos(token)
+                    _lark_pos(token))
+        return f"unexpected {_describe(token)}; expected {_expected_words(expected)}", _lark_pos(token)
     if isinstance(error, UnexpectedCharacters):
         offset = error.pos_in_stream
         line, col = error.line, error.column
@@ -733,7 +771,7 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Posi
     return "syntax error", (error.line, error.column, error.line, error.column + 1)
 
 
-def _placed(pos: Position, origin: tuple[int, int]) -> Position:
+def _placed(pos: Place, origin: tuple[int, int]) -> Place:
     """``pos`` (in a text of its own) moved to where that text starts in its file, at line
     and column ``origin``: the REPL parses each entry alone, not padded to its place, so that
     an entry costs its own length however long the session."""
@@ -755,7 +793,8 @@ def _concrete(text: str, file: str, start: str, origin: tuple[int, int] = (1, 1)
             pass  # lark parses it again and says what is wrong
         return _parser().parse(text, start=start)
     except _Located as error:
-        raise ParseError(error.message, Span(file, *_placed(error.pos, origin))) from None
+        place = _Lines(text).place(error.pos)
+        raise ParseError(error.message, Span(file, *_placed(place, origin))) from None
     except UnexpectedInput as error:
         message, pos = _from_lark(error, text, start)
         raise ParseError(message, Span(file, *_placed(pos, origin))) from None
@@ -832,21 +871,21 @@ class _Scope:
                     del self._local[name]
 
 
-def _pattern_tokens(pattern: _Surface) -> list[lark.Token]:
+def _pattern_tokens(pattern: _Surface) -> list[_Token]:
     """The NAME tokens of a pattern, left to right."""
     tokens = []
     stack: list[Any] = [pattern]
     while stack:
         item = stack.pop()
-        if isinstance(item, lark.Token):
+        if isinstance(item, _Token):
             tokens.append(item)
         else:
             stack.extend(reversed(item.parts))
     return tokens
 
 
-def _parameter_tokens(param: Any) -> list[lark.Token]:
-    if isinstance(param, lark.Token):
+def _parameter_tokens(param: Any) -> list[_Token]:
+    if isinstance(param, _Token):
         return [param]
     if param.kind == "typed_param":
         return [param.parts[0]]
@@ -870,9 +909,11 @@ class _Desugarer:
     One arm per grammar alias; every arm is a generator driven by :func:`run`.
     """
 
-    def __init__(self, file: str, names: _FreshNames, scope: _Scope,
+    def __init__(self, file: str, lines: _Lines, names: _FreshNames, scope: _Scope,
                  origin: tuple[int, int] = (1, 1)):
         self.file = file
+        # Lines and columns of the text's offsets.
+        self.lines = lines
         # Where the text starts in its file (line, column): see _placed.
         self.origin = origin
         self.names = names
@@ -890,8 +931,8 @@ class _Desugarer:
 
     def span(self, pos: Position) -> Span:
         if self.origin == (1, 1):  # a whole file: positions are already where they are
-            return Span(self.file, *pos)
-        return Span(self.file, *_placed(pos, self.origin))
+            return Span(self.file, *self.lines.place(pos))
+        return Span(self.file, *_placed(self.lines.place(pos), self.origin))
 
     def error(self, message: str, pos: Position) -> ParseError:
         return ParseError(message, self.span(pos))
@@ -906,9 +947,9 @@ class _Desugarer:
         name, params, result, body = s.parts
         self.defining.append(str(name))
         value = yield self.function(params, result, body, _extent(params[0], body) if params
-                                    else body.pos)
+                                    else _pos(body))
         self.defining.pop()
-        return Decl(str(name), value, span=self.span(s.pos))
+        return Decl(str(name), value, span=self.span(_pos(s)))
 
     def primitive_declaration(self, s: _Surface) -> Decl:
         """``primitive f x y = e partial x = dx partial y = dy``: a new entry for the
@@ -921,18 +962,18 @@ class _Desugarer:
         name, params, result_type, body, partials = s.parts
         names = []
         for param in params:
-            if isinstance(param, lark.Token) and str(param) != WILDCARD:
+            if isinstance(param, _Token) and str(param) != WILDCARD:
                 names.append(str(param))
             elif isinstance(param, _Surface) and param.kind == "typed_param" \
                     and param.parts[1] == REAL:
                 names.append(str(param.parts[0]))
             else:
                 raise self.error("a primitive's parameters are reals, written `x` or `(x : R)`",
-                                 param.pos)
-        self.distinct(param if isinstance(param, lark.Token) else param.parts[0]
+                                 _pos(param))
+        self.distinct(param if isinstance(param, _Token) else param.parts[0]
                       for param in params)
         if result_type is not None and result_type != REAL:
-            raise self.error(f"a primitive returns R, not {print_type(result_type)}", s.pos)
+            raise self.error(f"a primitive returns R, not {print_type(result_type)}", _pos(s))
         body_term = self.real_expression(body, names)
         by_param: dict[str, Term] = {}
         bound = names + ([RESULT] if RESULT not in names else [])
@@ -946,7 +987,7 @@ class _Desugarer:
         missing = [param for param in names if param not in by_param]
         if missing:
             raise self.error(f"`{name}` needs a partial derivative for every parameter: "
-                             f"`partial {missing[0]} = ...` is missing", s.pos)
+                             f"`partial {missing[0]} = ...` is missing", _pos(s))
         terms = tuple(by_param[param] for param in names)
         mentions_result = RESULT not in names and any(
             RESULT in free_vars(term) for term in terms)
@@ -954,7 +995,7 @@ class _Desugarer:
                                   RESULT if mentions_result else None)
         entry = declare(str(name), declaration, f"declared at {self.span(_pos(name))}")
         self.declared[str(name)] = entry
-        span = self.span(s.pos)
+        span = self.span(_pos(s))
         return Decl(str(name), declaring(entry, span), span=span)
 
     def real_expression(self, s: _Surface, names: list[str]) -> Term:
@@ -985,11 +1026,11 @@ class _Desugarer:
                     f"{_construct(node)} is not allowed", node.span)
         return term
 
-    def check_definable(self, name: lark.Token) -> None:
+    def check_definable(self, name: _Token) -> None:
         """Raises unless ``name`` may name a declaration."""
-        if name == WILDCARD:
+        if str(name) == WILDCARD:
             raise self.error("a declaration needs a name, not `_`", _pos(name))
-        if name in BUILTIN_NAMES:
+        if str(name) in BUILTIN_NAMES:
             raise self.error(f"`{name}` is a built-in", _pos(name))
 
     # ---- binders
@@ -999,7 +1040,7 @@ class _Desugarer:
         """``\\p1 ... pn -> e`` as nested ``Lam``; a pattern parameter ``(a, b)`` becomes a
         fresh parameter ``p`` and ``let (a, b) = p in ...``; ``result`` annotates the body."""
         names = self.distinct(t for param in params for t in _parameter_tokens(param))
-        fresh = [None if isinstance(param, lark.Token) or param.kind == "typed_param"
+        fresh = [None if isinstance(param, _Token) or param.kind == "typed_param"
                  else self.names.fresh() for param in params]
         self.scope.enter(names)
         term = yield self.term(body)
@@ -1009,16 +1050,16 @@ class _Desugarer:
         for index in range(len(params) - 1, -1, -1):
             param = params[index]
             span = self.span(pos if index == 0 else _extent(param, body))
-            if isinstance(param, lark.Token):
+            if isinstance(param, _Token):
                 term = Lam(str(param), term, span=span)
             elif param.kind == "typed_param":
                 term = Lam(str(param.parts[0]), term, param.parts[1], span=span)
             else:
-                value = Var(fresh[index], span=self.span(param.pos))
+                value = Var(fresh[index], span=self.span(_pos(param)))
                 term = Lam(fresh[index], self.destructure(param, value, term), span=span)
         return term
 
-    def distinct(self, tokens: Iterable[lark.Token]) -> list[str]:
+    def distinct(self, tokens: Iterable[_Token]) -> list[str]:
         """The names of ``tokens``; raises if one (other than ``_``) occurs twice."""
         seen: set[str] = set()
         names = []
@@ -1036,7 +1077,7 @@ class _Desugarer:
         ``(a, (b, c))`` and every nested pattern is matched against a fresh name."""
         steps: list[tuple[str, str, Term, Span]] = []
         # (components, index of the first one, value): the pattern (items[i], ..., items[-1])
-        work: list[tuple[tuple, int, Term, Position]] = [(pattern.parts, 0, value, pattern.pos)]
+        work: list[tuple[tuple, int, Term, Position]] = [(pattern.parts, 0, value, _pos(pattern))]
         while work:
             items, first, current, pos = work.pop()
             nested = []
@@ -1045,11 +1086,11 @@ class _Desugarer:
                 if part is None:  # the rest of an n-tuple pattern is itself a pair
                     name = self.names.fresh()
                     nested.append((items, first + 1, Var(name, span=self.span(pos)), pos))
-                elif isinstance(part, lark.Token):
+                elif isinstance(part, _Token):
                     name = str(part)
                 else:
                     name = self.names.fresh()
-                    nested.append((part.parts, 0, Var(name, span=self.span(part.pos)), part.pos))
+                    nested.append((part.parts, 0, Var(name, span=self.span(_pos(part))), _pos(part)))
                 names.append(name)
             steps.append((names[0], names[1], current, self.span(pos)))
             work.extend(reversed(nested))
@@ -1062,12 +1103,12 @@ class _Desugarer:
     def _number(self, s):
         """A real literal."""
         yield from ()
-        return Const(s.parts[0], span=self.span(s.pos))
+        return Const(s.parts[0], span=self.span(_pos(s)))
 
     def _boolean(self, s):
         """``true`` / ``false``."""
         yield from ()
-        return BoolLit(s.parts[0], span=self.span(s.pos))
+        return BoolLit(s.parts[0], span=self.span(_pos(s)))
 
     def _name(self, s):
         """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
@@ -1075,10 +1116,10 @@ class _Desugarer:
         yield from ()
         token = s.parts[0]
         name = str(token)
-        span = self.span(s.pos)
+        span = self.span(_pos(s))
         if name == WILDCARD:
             raise self.error("`_` is not a value: it only ignores a parameter or a pattern "
-                             "component", s.pos)
+                             "component", _pos(s))
         if name in self.declared and not self.scope.binds_locally(name):
             return Builtin(self.declared[name].name, span=span)
         if name in self.scope:
@@ -1087,11 +1128,11 @@ class _Desugarer:
             return Builtin(NAMED[name].name, span=span)
         if name in _LINEAR_ARITY:
             if _LINEAR_ARITY[name] == 0:
-                return self.saturate(name, [], s.pos)
+                return self.saturate(name, [], _pos(s))
             count = _LINEAR_ARITY[name]
             raise self.error(f"`{name}` needs {count} argument{'s' if count > 1 else ''} here",
-                             s.pos)
-        self.check_reachable(name, s.pos)
+                             _pos(s))
+        self.check_reachable(name, _pos(s))
         return Var(name, span=span)
 
     def check_reachable(self, name: str, pos: Position) -> None:
@@ -1105,7 +1146,7 @@ class _Desugarer:
                 "iterate with `fold` over a list, e.g. `fold step start (range n)`",
                 self.span(pos))
         if name in self.later and name not in self.scope.top:
-            line = self.later[name][0]
+            line = self.lines.place(self.later[name])[0]
             raise TypeCheckError(
                 f"`{name}` is defined later, at line {line}: a definition sees only the "
                 "ones above it (move it up)", self.span(pos))
@@ -1144,7 +1185,7 @@ class _Desugarer:
                 for node in spine[:arity]:
                     args.append((yield self.term(node.parts[1])))
                 fn = Prim(self.declared[name].name, tuple(args), span=self.span(
-                    spine[arity - 1].pos))
+                    _pos(spine[arity - 1])))
                 used = arity
         elif head.kind == "name" and str(head.parts[0]) not in self.scope:
             name = str(head.parts[0])
@@ -1153,13 +1194,13 @@ class _Desugarer:
                 args = []
                 for node in spine[:arity]:
                     args.append((yield self.term(node.parts[1])))
-                fn = self.saturate(name, args, spine[arity - 1].pos if arity else head.pos)
+                fn = self.saturate(name, args, _pos(spine[arity - 1]) if arity else _pos(head))
                 used = arity
         if fn is None:
             fn = yield self.term(head)
         for node in spine[used:]:
             arg = yield self.term(node.parts[1])
-            fn = App(fn, arg, span=self.span(node.pos))
+            fn = App(fn, arg, span=self.span(_pos(node)))
         return fn
 
     def _parens(self, s):
@@ -1169,7 +1210,7 @@ class _Desugarer:
     def _annotation(self, s):
         """``(e : A)``."""
         expr = yield self.term(s.parts[0])
-        return Annot(expr, s.parts[1], span=self.span(s.pos))
+        return Annot(expr, s.parts[1], span=self.span(_pos(s)))
 
     def _tuple(self, s):
         """``(e1, ..., en)`` is ``(e1, (e2, ... en))``."""
@@ -1178,7 +1219,7 @@ class _Desugarer:
             items.append((yield self.term(part)))
         term = items[-1]
         for index in range(len(items) - 2, -1, -1):
-            pos = s.pos if index == 0 else _extent(s.parts[index], s.parts[-1])
+            pos = _pos(s) if index == 0 else _extent(s.parts[index], s.parts[-1])
             term = Pair(items[index], term, span=self.span(pos))
         return term
 
@@ -1187,52 +1228,52 @@ class _Desugarer:
         items = []
         for part in s.parts:
             items.append((yield self.term(part)))
-        return ListLit(tuple(items), span=self.span(s.pos))
+        return ListLit(tuple(items), span=self.span(_pos(s)))
 
     def _binary(self, s):
         """``e1 op e2``: the primitive spelled ``op``."""
         op, left, right = s.parts
         first = yield self.term(left)
         second = yield self.term(right)
-        return Prim(OPERATORS[(str(op), "infix")].name, (first, second), span=self.span(s.pos))
+        return Prim(OPERATORS[(str(op), "infix")].name, (first, second), span=self.span(_pos(s)))
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
         op, operand = s.parts
         arg = yield self.term(operand)
-        return Prim(OPERATORS[(str(op), "prefix")].name, (arg,), span=self.span(s.pos))
+        return Prim(OPERATORS[(str(op), "prefix")].name, (arg,), span=self.span(_pos(s)))
 
     def _conjunction(self, s):
         """``a && b`` is ``if a then b else false``."""
         left = yield self.term(s.parts[0])
         right = yield self.term(s.parts[1])
-        span = self.span(s.pos)
+        span = self.span(_pos(s))
         return If(left, right, BoolLit(False, span=span), span=span)
 
     def _disjunction(self, s):
         """``a || b`` is ``if a then true else b``."""
         left = yield self.term(s.parts[0])
         right = yield self.term(s.parts[1])
-        span = self.span(s.pos)
+        span = self.span(_pos(s))
         return If(left, BoolLit(True, span=span), right, span=span)
 
     def _oplus(self, s):
         """``e1 <+> e2``."""
         left = yield self.term(s.parts[0])
         right = yield self.term(s.parts[1])
-        return Plus(left, right, span=self.span(s.pos))
+        return Plus(left, right, span=self.span(_pos(s)))
 
     def _conditional(self, s):
         """``if c then e1 else e2``."""
         cond = yield self.term(s.parts[0])
         then = yield self.term(s.parts[1])
         orelse = yield self.term(s.parts[2])
-        return If(cond, then, orelse, span=self.span(s.pos))
+        return If(cond, then, orelse, span=self.span(_pos(s)))
 
     def _abstraction(self, s):
         """``\\p1 ... pn -> e``."""
         params, body = s.parts
-        return (yield self.function(params, None, body, s.pos))
+        return (yield self.function(params, None, body, _pos(s)))
 
     def _linear_abstraction(self, s):
         """``\\a -o e``."""
@@ -1240,7 +1281,7 @@ class _Desugarer:
         self.scope.enter([str(name)])
         term = yield self.term(body)
         self.scope.leave([str(name)])
-        return LinLam(str(name), term, span=self.span(s.pos))
+        return LinLam(str(name), term, span=self.span(_pos(s)))
 
     def _let(self, s):
         """``let x p1 ... pn : T = e1 in e2`` (a local function when n > 0) and
@@ -1251,7 +1292,7 @@ class _Desugarer:
             self.defining.append(str(name))
             value = yield self.function(params, result, value_tree,
                                         _extent(params[0], value_tree) if params
-                                        else value_tree.pos)
+                                        else _pos(value_tree))
             self.defining.pop()
             names = [str(name)]
         else:
@@ -1261,7 +1302,7 @@ class _Desugarer:
         self.scope.enter(names)
         term = yield self.term(body)
         self.scope.leave(names)
-        span = self.span(s.pos)
+        span = self.span(_pos(s))
         if bind.kind == "bind_name":
             return Let(names[0], value, term, span=span)
         # The outermost LetPair stands for the whole `let`.
@@ -1290,7 +1331,8 @@ def _desugarer(text: str, file: str, bound: Iterable[str],
         bound = set(bound)
     # ``bound`` is read, never copied: a REPL session's thousands of names cost nothing
     # per entry.
-    desugarer = _Desugarer(file, _FreshNames(_identifiers(text), bound), _Scope(bound), origin)
+    desugarer = _Desugarer(file, _Lines(text), _FreshNames(_identifiers(text), bound), _Scope(bound),
+                           origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
     return desugarer
 

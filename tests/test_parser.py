@@ -689,10 +689,9 @@ def test_the_sample_program_parses():
 def _concrete_shape(value):
     """A concrete tree (or what a callback made) as plain data, tokens with their positions."""
     if isinstance(value, parser_module._Surface):
-        return (value.kind, value.pos, _concrete_shape(value.parts))
-    if isinstance(value, lark.Token):
-        return (value.type, str(value), value.start_pos, value.line, value.column,
-                value.end_line, value.end_column, value.end_pos)
+        return (value.kind, value.start, value.end, _concrete_shape(value.parts))
+    if isinstance(value, parser_module._Token):
+        return ("token", value.kind, value.text, value.start, value.end)
     if isinstance(value, (list, tuple)):
         return tuple(_concrete_shape(part) for part in value)
     return value
