@@ -43,7 +43,7 @@ import attrs
 from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
-from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
+from .primitives import ADD, FOLD, MAP, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
 from .syntax import (
     Annot,
     App,
@@ -228,6 +228,24 @@ def _real_atom(value: float) -> str:
         return "_inf" if value > 0 else "(-_inf)"
     text = repr(value)
     return f"({text})" if text.startswith("-") else text
+
+
+def _lifts_reals(f: Term) -> bool:
+    """Whether ``f`` is ``\\i -> (i, \\a -o zero)``, a real made a constant of reverse mode
+    (or, as fusion writes it, ``\\i -> let g = \\a -o zero in (i, g)``)."""
+    if not isinstance(f, Lam):
+        return False
+    body, zero_name = f.body, None
+    if (isinstance(body, Let) and isinstance(body.value, LinLam)
+            and isinstance(body.value.body, Zero)):
+        body, zero_name = body.body, body.name
+    if not (isinstance(body, Pair) and isinstance(body.first, Var)
+            and body.first.name == f.param and body.first.name != zero_name):
+        return False
+    second = body.second
+    if zero_name is not None:
+        return isinstance(second, Var) and second.name == zero_name
+    return isinstance(second, LinLam) and isinstance(second.body, Zero)
 
 
 def _stageable(body: Term) -> bool:
@@ -512,6 +530,8 @@ class _CodeGenerator:
         if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
                 and not (self.instrumented or self.generic)):
             return (yield from self.batched_fold(term, fn))
+        if term.op == MAP.name and not self.instrumented and _lifts_reals(term.args[0]):
+            return (yield from self.lifted_reals(term, fn))
         primitive = self.primitive(term.op, term.span)
         if len(term.args) != primitive.arity:
             raise EvalError(f"`{primitive.spelling.symbol}` takes {primitive.arity} arguments, "
@@ -520,6 +540,18 @@ class _CodeGenerator:
         for arg in term.args:
             atoms.append((yield self.gen(arg, fn)))
         return self.apply_primitive(primitive, atoms, term, term.span, fn)
+
+    def lifted_reals(self, term: Prim, fn: _Function):
+        """``map (\\i -> (i, \\a -o zero)) xs``, the reals of a list made constants of
+        reverse mode (how ←D lifts the list a locally constant primitive returns, such as
+        ``range n``): one comprehension pairing every element with the tape's shared zero,
+        which every evaluation of ``\\a -o zero`` gives (instrumented code, whose zeros are
+        each their own, maps the λ)."""
+        xs = yield self.gen(term.args[1], fn)
+        zero, t = self.fresh("t"), self.fresh("t")
+        fn.emit(f"{zero} = _zero()", pure=(zero,))
+        fn.emit(f"{t} = [(_i, {zero}) for _i in {xs}]", (xs, zero), pure=(t,))
+        return t
 
     def batched_fold(self, term: Prim, fn: _Function):
         """``fold f z xs`` marked by fusion (:func:`lambdad.fuse.batched_fold_step`).  ``f``

@@ -119,6 +119,33 @@ def test_instrumented_runs_report_each_constant_but_count_the_same():
     assert ran == [(body, 3.0), (zero, 3.0)]  # the constant reports what reached it
 
 
+@pytest.mark.parametrize("lifting", ["\\i -> (i, \\a -o zero)",
+                                     "\\i -> let g = \\a -o zero in (i, g)"])
+def test_a_lifted_list_pairs_every_element_with_the_one_zero(lifting):
+    tape = Tape()
+    interpreter = Interpreter()
+    with interpreter.using_tape(tape):
+        lifted = run(f"map ({lifting}) [1, 2, 3]", interpreter)
+    assert [r for r, _ in lifted] == [1.0, 2.0, 3.0]
+    assert all(g is tape.constant() for _, g in lifted) and tape.created == 0
+    # not this shape: the λ runs per element (here each makes a backpropagator of its own)
+    with interpreter.using_tape(Tape()):
+        own = run("map (\\i -> (i, \\a -o zero <+> zero)) [1, 2]", interpreter)
+    assert own[0][1] is not own[1][1]
+
+
+def test_a_fold_over_a_range_differentiates_alike_in_every_strategy_and_trace():
+    prog = lambdad.loads("def f (x : R) : R = fold (\\acc k -> acc * x + k) x (range 9)\n")
+    results = {strategy: prog.value_and_grad("f", 0.7, strategy=strategy)
+               for strategy in STRATEGIES}
+    value, gradient = results["factored"]
+    assert all(r == pytest.approx((value, gradient), rel=1e-12) for r in results.values())
+    from lambdad.trace import trace
+
+    traced = trace(prog, "f", 0.7, mode="reverse")  # instrumented: the λ runs per element
+    assert traced.input_derivatives[0][0] == pytest.approx(gradient, rel=1e-12)
+
+
 def test_traces_show_adjoints_of_constant_subexpressions():
     from lambdad.trace import trace
 
