@@ -66,7 +66,7 @@ from .syntax import (
     Zero,
 )
 from .fuse import BatchedFold, batched_fold_step
-from .tape import BATCHED_FOLD_MIN_STEPS, Sum, batched_fold
+from .tape import BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_fold_result, batches
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -301,6 +301,8 @@ class _CodeGenerator:
             "_nan": math.nan,
             "_newbp": calls.new_backprop,
             "_bfold": batched_fold,
+            "_batches": batches,
+            "_bfoldresult": batched_fold_result,
             "_zero": calls.shared_zero,
             "_newzero": calls.own_zero,
             "_seed": calls.seed,
@@ -555,16 +557,24 @@ class _CodeGenerator:
 
     def batched_fold(self, term: Prim, fn: _Function):
         """``fold f z xs`` marked by fusion (:func:`lambdad.fuse.batched_fold_step`).  ``f``
-        is compiled as itself and batched: each step's backpropagators are made as the
-        tuples of what they capture, returned beside the accumulator, and one loop function
-        runs every step's bodies, latest step first, carrying in locals what a step sends
-        to the previous step's backpropagators.  :func:`lambdad.tape.batched_fold` runs the
-        fold so (or with ``f`` itself when the values are not those of a first-order
-        reverse-mode run)."""
+        is compiled as itself (a fold of too few steps, or of values that are not those of
+        a first-order reverse-mode run, runs it as any fold does) and batched: its steps run
+        inline in a Python loop here, each step's backpropagators made as the tuples of
+        what they capture, kept as the step's record; one loop function runs every step's
+        bodies, latest step first, carrying in locals what a step sends to the previous
+        step's backpropagators, and :func:`lambdad.tape.batched_fold_result` makes the
+        result's backpropagators.  (Nested too deep for Python's indentation, the batched
+        step is a function of its own, run by :func:`lambdad.tape.batched_fold`.)"""
         step, start, items = term.args
         normal = yield self.gen(step, fn)
         step_term = step if isinstance(step, Lam) else self.lambda_terms.get(normal)
         plan = batched_fold_step(step_term) if step_term is not None else None
+        primitive = PRIMITIVES[FOLD.name]
+        evaluator = self.evaluators.get(primitive.name)
+        if evaluator is None:
+            evaluator = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
+        if plan is not None and fn.if_depth + 2 <= _MAX_IF_DEPTH:
+            return (yield from self.inline_batched_fold(term, plan, normal, evaluator, fn))
         batched = loop = None
         if plan is not None:
             saved = self.batching
@@ -575,10 +585,9 @@ class _CodeGenerator:
             batched = yield self.gen(plan.step, fn)
             bodies = self.batching[2]
             self.batching = saved
-            loop = self.batched_loop(bodies, sent)
+            loop = self.batched_loop(bodies, sent, indexed=True)
         z = yield self.gen(start, fn)
         xs = yield self.gen(items, fn)
-        primitive = PRIMITIVES[FOLD.name]
         if batched is None:
             return self.apply_primitive(primitive, [normal, z, xs], term, term.span, fn)
         atoms = [normal, batched, loop, z, xs]
@@ -587,18 +596,98 @@ class _CodeGenerator:
         t = self.fresh("t")
         # (a short fold runs step by step, see BATCHED_FOLD_MIN_STEPS: tested here, at the
         # cost of one `len`, since most short folds are many)
-        evaluator = self.evaluators.get(primitive.name)
-        if evaluator is None:
-            evaluator = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
         fn.emit(f"{t} = _bfold({', '.join(atoms)}, {self.constant(plan.paths)}, _newbp, "
                 f"{self.constant(term.span)}) if len({xs}) >= {BATCHED_FOLD_MIN_STEPS} "
                 f"else {evaluator}({normal}, {z}, {xs})", atoms, site)
         return t
 
-    def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str]
-                     ) -> str:
+    def inline_batched_fold(self, term: Prim, plan: BatchedFold, normal: str, evaluator: str,
+                            fn: _Function):
+        """The batched fold of :meth:`batched_fold`, its steps inline::
+
+            if batches(z, xs):
+                acc = z; records = []
+                for x in xs:
+                    <the step's statements, with p = acc>
+                    records.append(<its backpropagators' tuples>); acc = <what it returns>
+                t = batched_fold_result(acc, records, loop, z, ...)
+            else:
+                t = fold(f, z, xs)
+        """
+        _, start, items = term.args
+        z = yield self.gen(start, fn)
+        xs = yield self.gen(items, fn)
+        primitive = PRIMITIVES[FOLD.name]
+        site = PrimSite(primitive, term.span, term, (normal, z, xs),
+                        _source_atoms(term.span, fn))
+        acc, records, element, t = (self.fresh("t"), self.fresh("t"), self.fresh("v"),
+                                    self.fresh("t"))
+        fn.emit(f"if _batches({z}, {xs}):", (z, xs))
+        enclosing, indent = fn.blocks, fn.indent
+        fn.blocks = enclosing + (next(self.counter),)
+        fn.indent += 1
+        fn.if_depth += 2
+        fn.emit(f"{acc} = {z}", (z,))
+        fn.emit(f"{records} = []")
+        fn.emit(f"for {element} in {xs}:", (xs,))
+        fn.indent += 1
+        fn.blocks += (next(self.counter),)
+        saved = self.batching
+        sent = [self.fresh("t") for _ in plan.paths]
+        self.batching = (plan, {name: sent[slot] for name, slot in plan.previous.items()},
+                         [None] * len(plan.paths))
+        lam = plan.step
+        previous = self.bind(fn, lam.param, acc)
+        returned, made = yield self.step_spine(lam.body, fn, element)
+        self.unbind(fn, lam.param, previous)
+        bodies = self.batching[2]
+        self.batching = saved
+        record = made[0] if len(made) == 1 else f"({', '.join(made)},)"
+        fn.emit(f"{records}.append({record})", (records, *made))
+        fn.emit(f"{acc} = {returned}", (returned,))
+        fn.indent -= 1
+        fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
+        loop = self.batched_loop(bodies, sent, indexed=len(made) > 1)
+        fn.emit(f"{t} = _bfoldresult({acc}, {records}, {loop}, {z}, "
+                f"{self.constant(plan.paths)}, _newbp, {self.constant(term.span)})",
+                (acc, records, z))
+        fn.indent = indent
+        fn.blocks = enclosing + (next(self.counter),)
+        fn.emit("else:")
+        fn.indent += 1
+        fn.emit(f"{t} = {evaluator}({normal}, {z}, {xs})", (normal, z, xs), site)
+        fn.indent = indent
+        fn.blocks = enclosing
+        fn.if_depth -= 2
+        return t
+
+    def step_spine(self, term: Term, fn: _Function, element: str):
+        """The statements of a batched step's body ``lets in \\x -> lets in (e, [g1 .. gk])``
+        (:class:`~lambdad.fuse.BatchedFold`), ``x`` being ``element``: returns the atoms of
+        ``e`` and of the records ``g1 .. gk``."""
+        if isinstance(term, Let):
+            return (yield from self.let(term, fn, lambda t, f: self.step_spine(t, f, element)))
+        if isinstance(term, LetPair):
+            return (yield from self.let_pair(term, fn,
+                                             lambda t, f: self.step_spine(t, f, element)))
+        if isinstance(term, Lam):
+            previous = self.bind(fn, term.param, element)
+            result = yield self.step_spine(term.body, fn, element)
+            self.unbind(fn, term.param, previous)
+            return result
+        if isinstance(term, Pair) and isinstance(term.second, ListLit):
+            returned = yield self.gen(term.first, fn)
+            made = []
+            for item in term.second.items:
+                made.append((yield self.gen(item, fn)))
+            return returned, made
+        raise EvalError(f"not a batched step: a {type(term).__name__} term", term.span)
+
+    def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str],
+                     indexed: bool) -> str:
         """The loop function of a batched fold: ``(steps, a_1 .. a_n, stage)``, where each
-        step is the tuple of what its slots' bodies capture and ``a_j`` is the adjoint of
+        step is the tuple of what its slots' bodies capture (with ``indexed``, those tuples
+        in a tuple or list, one per slot) and ``a_j`` is the adjoint of
         slot ``j`` of the last step (None if nothing reached it); it runs the bodies of
         each step, latest first, a body only when its slot received something, and
         returns what the first step sent to the start's slots."""
@@ -614,7 +703,8 @@ class _CodeGenerator:
             loop.lines.append((2, f"if {current[slot]} is not None:", None, (),
                                (current[slot],)))
             if captured:
-                loop.lines.append((3, f"{', '.join(captured)}, = _r[{slot}]", None, (), ()))
+                record = f"_r[{slot}]" if indexed else "_r"
+                loop.lines.append((3, f"{', '.join(captured)}, = {record}", None, (), ()))
             loop.lines.append((3, f"{param} = {current[slot]}", None, (), (current[slot],)))
             loop.lines.extend((indent + 2, text, site, pure, uses)
                               for indent, text, site, pure, uses in body.lines)

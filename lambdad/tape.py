@@ -289,7 +289,7 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     ``step`` runs the fold instead when ``z`` is not a structure of reals paired with
     backpropagators (the code is then evaluated with other values: the dual numbers of
     forward mode over reverse mode, ...)."""
-    if len(xs) < BATCHED_FOLD_MIN_STEPS or not _reals_with_backprops(z):  # (codegen tests too)
+    if not batches(z, xs):  # (codegen tests the length too)
         return FOLD.evaluate(step, z, xs)
     both = curried_pair(batched_step)
     steps = []
@@ -297,6 +297,21 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     for x in xs:
         acc, made = both(acc, x)
         steps.append(made)
+    return batched_fold_result(acc, steps, loop, z, paths, new_backprop, span)
+
+
+def batches(z: Any, xs: list) -> bool:
+    """Whether ``fold f z xs`` runs batched: ``xs`` is long enough and ``z`` is a structure
+    of reals paired with backpropagators (a first-order reverse-mode run)."""
+    return len(xs) >= BATCHED_FOLD_MIN_STEPS and _reals_with_backprops(z)
+
+
+def batched_fold_result(acc: Any, steps: list, loop: Callable, z: Any,
+                        paths: tuple[tuple[int, ...], ...],
+                        new_backprop: Callable[..., Backprop], span: Span | None) -> Any:
+    """The result of a batched fold whose steps ran, giving ``acc`` and the records
+    ``steps`` (see :func:`batched_fold`): ``acc`` with a backpropagator for each slot, and
+    the fold's own backpropagator, created before them, running ``loop``."""
     cells: list[Any] = [None] * len(paths)
     starts = tuple(_at(z, path) for path in paths)
     fold = new_backprop(_run_batched_steps, (loop, steps, cells, starts), span)

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import lambdad
-from lambdad import cli
+from lambdad import cli, codegen
 from lambdad.backward import backward_term
 from lambdad.errors import UsageError
 from lambdad.fuse import fuse
@@ -80,6 +80,10 @@ def root (xs : [R]) : R = fold (\\acc x -> acc + sqrt (x * x + acc)) 0 xs
 """
 
 
+def flat(g):
+    return [r for part in g for r in flat(part)] if isinstance(g, (list, tuple)) else [g]
+
+
 @pytest.fixture(scope="module")
 def folds():
     return lambdad.loads(BATCHED)
@@ -93,15 +97,34 @@ def folds():
     ("captured", (0.9, LONG)),  # sends to a value from outside the fold
 ])
 def test_batched_folds_give_the_factored_gradient(folds, name, point):
-    def flat(g):
-        return [r for part in g for r in flat(part)] if isinstance(g, (list, tuple)) else [g]
-
     value, gradient = folds.value_and_grad(name, point)
     expected = folds.value_and_grad(name, point, strategy="factored")
     assert value == expected[0]
     assert flat(gradient) == pytest.approx(flat(expected[1]), rel=1e-12, abs=1e-15)
     naive = folds.value_and_grad(name, point, strategy="naive")
     assert flat(gradient) == pytest.approx(flat(naive[1]), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("inline", [True, False])
+@pytest.mark.parametrize("name, point", [("wide", LONG), ("both", LONG), ("swap", LONG),
+                                         ("captured", (0.9, LONG))])
+def test_a_batched_fold_runs_its_steps_inline_or_else_as_a_function(monkeypatch, inline,
+                                                                    name, point):
+    # Steps run inline in a Python loop unless Python's indentation would run out; then
+    # the batched step is a function run by tape.batched_fold.  Both give the same.
+    if not inline:
+        monkeypatch.setattr(codegen, "_MAX_IF_DEPTH", 1)
+    calls = []
+    by_function = codegen.batched_fold
+    monkeypatch.setattr(codegen, "batched_fold",
+                        lambda *args: calls.append(1) or by_function(*args))
+    program = lambdad.loads(BATCHED)
+    value, gradient, stats = program.value_and_grad(name, point, stats=True)
+    expected = program.value_and_grad(name, point, strategy="factored")
+    assert value == expected[0]
+    assert flat(gradient) == pytest.approx(flat(expected[1]), rel=1e-12, abs=1e-15)
+    assert bool(calls) is not inline
+    assert stats.created <= 4  # batched either way: one record per slot, the fold, `a * b`
 
 
 def test_only_a_fold_whose_accumulator_stays_in_its_slots_is_batched(folds):
