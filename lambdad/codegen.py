@@ -66,7 +66,8 @@ from .syntax import (
     Zero,
 )
 from .fuse import BatchedFold, batched_fold_step
-from .tape import BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_fold_result, batches
+from .tape import (BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_slot_body,
+                   batched_steps_body, batches)
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -230,6 +231,23 @@ def _real_atom(value: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+def _part(atom: str, path: tuple[int, ...]) -> str:
+    """The Python expression of the part of the nested pairs ``atom`` at ``path``."""
+    return atom + "".join(f"[{index}]" for index in path)
+
+
+def _replaced_parts(atom: str, new: dict[tuple[int, ...], str], at: tuple[int, ...] = ()
+                    ) -> str:
+    """The Python expression of the nested pairs ``atom`` with the part at each path of
+    ``new`` replaced by the atom it maps to (``at``: the path of ``atom`` reached so far)."""
+    if at in new:
+        return new[at]
+    if not any(path[:len(at)] == at for path in new):
+        return _part(atom, at)
+    return (f"({_replaced_parts(atom, new, at + (0,))}, "
+            f"{_replaced_parts(atom, new, at + (1,))})")
+
+
 def _lifts_reals(f: Term) -> bool:
     """Whether ``f`` is ``\\i -> (i, \\a -o zero)``, a real made a constant of reverse mode
     (or, as fusion writes it, ``\\i -> let g = \\a -o zero in (i, g)``)."""
@@ -302,7 +320,8 @@ class _CodeGenerator:
             "_newbp": calls.new_backprop,
             "_bfold": batched_fold,
             "_batches": batches,
-            "_bfoldresult": batched_fold_result,
+            "_bsteps": batched_steps_body,
+            "_bslot": batched_slot_body,
             "_zero": calls.shared_zero,
             "_newzero": calls.own_zero,
             "_seed": calls.seed,
@@ -648,9 +667,19 @@ class _CodeGenerator:
         fn.indent -= 1
         fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
         loop = self.batched_loop(bodies, sent, indexed=len(made) > 1)
-        fn.emit(f"{t} = _bfoldresult({acc}, {records}, {loop}, {z}, "
-                f"{self.constant(plan.paths)}, _newbp, {self.constant(term.span)})",
-                (acc, records, z))
+        # batched_fold_result, written for these slots: the fold's backpropagator, then
+        # the slots', in the accumulator of the last step
+        span, cells, fold = self.constant(term.span), self.fresh("t"), self.fresh("t")
+        starts = "".join(f"{_part(z, path)}, " for path in plan.paths)
+        fn.emit(f"{cells} = [{', '.join(['None'] * len(plan.paths))}]")
+        fn.emit(f"{fold} = _newbp(_bsteps, ({loop}, {records}, {cells}, ({starts})), {span})",
+                (records, cells, z))
+        slots = {}
+        for slot, path in enumerate(plan.paths):
+            slots[path] = self.fresh("t")
+            fn.emit(f"{slots[path]} = _newbp(_bslot, ({cells}, {slot}, {fold}), {span})",
+                    (cells, fold))
+        fn.emit(f"{t} = {_replaced_parts(acc, slots)}", (acc, *slots.values()))
         fn.indent = indent
         fn.blocks = enclosing + (next(self.counter),)
         fn.emit("else:")

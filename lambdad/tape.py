@@ -282,8 +282,8 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     latest first (see ``lambdad.codegen``), and returns what reached the slots of ``z``.
     In the result each slot is a backpropagator that adds what it receives into a cell and
     sends to the fold's own, created before them, whose body runs the loop with the cells
-    once every slot's body has run (:func:`_run_batched_slot`,
-    :func:`_run_batched_steps`).  The values are those of ``fold step z xs``; each body
+    once every slot's body has run (:func:`batched_slot_body`,
+    :func:`batched_steps_body`).  The values are those of ``fold step z xs``; each body
     runs once, with the sum of what reached it, as factored evaluation runs them.
 
     ``step`` runs the fold instead when ``z`` is not a structure of reals paired with
@@ -314,9 +314,9 @@ def batched_fold_result(acc: Any, steps: list, loop: Callable, z: Any,
     the fold's own backpropagator, created before them, running ``loop``."""
     cells: list[Any] = [None] * len(paths)
     starts = tuple(_at(z, path) for path in paths)
-    fold = new_backprop(_run_batched_steps, (loop, steps, cells, starts), span)
+    fold = new_backprop(batched_steps_body, (loop, steps, cells, starts), span)
     for slot, path in enumerate(paths):
-        acc = _replaced(acc, path, new_backprop(_run_batched_slot, (cells, slot, fold), span))
+        acc = _replaced(acc, path, new_backprop(batched_slot_body, (cells, slot, fold), span))
     return acc
 
 
@@ -351,7 +351,7 @@ def _replaced(value: Any, path: tuple[int, ...], new: Any) -> Any:
     return (first, _replaced(second, path[1:], new))
 
 
-def _run_batched_slot(captured: tuple, a: float, stage: Callable) -> None:
+def batched_slot_body(captured: tuple, a: float, stage: Callable) -> None:
     """The body of a slot of a batched fold's result: adds ``a`` into the slot's cell and
     sends to the fold's backpropagator, so that it runs after every slot's body."""
     cells, slot, fold = captured
@@ -359,7 +359,7 @@ def _run_batched_slot(captured: tuple, a: float, stage: Callable) -> None:
     stage(fold, 0.0)
 
 
-def _run_batched_steps(captured: tuple, a: float, stage: Callable) -> None:
+def batched_steps_body(captured: tuple, a: float, stage: Callable) -> None:
     """The body of a batched fold's backpropagator: the loop over the steps with what the
     slots' cells hold (taken: a second run adds only what came since), then what reached
     the slots of the start, sent to them."""
