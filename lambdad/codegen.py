@@ -180,13 +180,20 @@ class _Function:
 
     ``scope`` maps source names bound inside it to Python atoms (names or literals);
     ``captures`` maps captured source names to the parameters receiving them, in order.
+
+    Its locals are numbered by ``names`` (``t0``, ``c1``, ...), its own counter unless it
+    shares its Python function with others (a batched fold's loop and bodies): functions
+    generated alike are then the same text (up to their own name), compiled once (see
+    :func:`_compiled_functions`).
     """
 
-    __slots__ = ("parent", "scope", "captures", "lines", "indent", "if_depth", "blocks",
-                 "deferred")
+    __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
+                 "blocks", "deferred")
 
-    def __init__(self, parent: "_Function | None"):
+    def __init__(self, parent: "_Function | None",
+                 names: "itertools.count[int] | None" = None):
         self.parent = parent
+        self.names = itertools.count() if names is None else names
         self.scope: dict[str, str] = {}
         self.captures: dict[str, str] = {}
         # (indent, text, primitive site, names defined if the statement is pure, atoms used)
@@ -207,6 +214,10 @@ class _Function:
         used."""
         self.lines.append((self.indent, text, site, pure, tuple(uses)))
 
+    def fresh(self, prefix: str) -> str:
+        """A new local: ``prefix`` (``t`` temporary, ``v`` parameter or unpacked part,
+        ``c`` captured) and a number."""
+        return f"{prefix}{next(self.names)}"
 
 
 
@@ -309,6 +320,8 @@ class _CodeGenerator:
         self.lines: dict[int, PrimSite] = {}
         # (function name, line of its `def` in the module, number of lines), in order
         self.placed: list[tuple[str, int, int]] = []
+        # Names of the pieces long functions are cut into (see _pieces).
+        self.pieces: set[str] = set()
         self.namespace: dict[str, Any] = {
             "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
             "__lambdad_lines__": self.lines,
@@ -385,7 +398,7 @@ class _CodeGenerator:
         if found is None:
             found = fn.captures.get(name)
         if found is None:
-            found = fn.captures[name] = self.fresh("v" if fn.parent is None else "c")
+            found = fn.captures[name] = fn.fresh("v" if fn.parent is None else "c")
             self.free_spans.setdefault(name, span)
         return found
 
@@ -416,12 +429,12 @@ class _CodeGenerator:
         if lam is not None:
             self.lifted.append((name, lam, tuple(source for source, _ in captured)))
         if not captured:
-            self.closures[name] = (name, [])
+            self.closures[(fn, name)] = (name, [])
             return name
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = _partial({name}, {', '.join(values)})", values, pure=(t,))
-        self.closures[t] = (name, values)
+        self.closures[(fn, t)] = (name, values)
         return t
 
     # ---- driver
@@ -449,7 +462,7 @@ class _CodeGenerator:
             for source in entry.captures:
                 if source not in names:
                     raise EvalError(f"unbound variable `{source}`", self.free_spans[source])
-        params = [entry.captures.get(source) or self.fresh("v") for source in names]
+        params = [entry.captures.get(source) or entry.fresh("v") for source in names]
         name = self.fresh("_f")
         self.functions.append((name, entry, params))
         return name, names, self.assemble()
@@ -466,8 +479,10 @@ class _CodeGenerator:
             # A linear body with deferred checks stays whole: an error in it is found by
             # running its text again (lambdad.guard).
             whole = name in self.namespace["__lambdad_deferred__"]
-            for piece, piece_params, piece_lines in (
-                    [(name, params, kept)] if whole else _pieces(name, params, kept, self.fresh)):
+            cut = [(name, params, kept)] if whole else _pieces(name, params, kept, self.fresh)
+            if len(cut) > 1:
+                self.pieces.update(piece for piece, _, _ in cut[1:])
+            for piece, piece_params, piece_lines in cut:
                 first = len(out)
                 out.append(f"def {piece}({', '.join(piece_params)}):")
                 for indent, text, site, _, _ in piece_lines:
@@ -569,7 +584,7 @@ class _CodeGenerator:
         which every evaluation of ``\\a -o zero`` gives (instrumented code, whose zeros are
         each their own, maps the λ)."""
         xs = yield self.gen(term.args[1], fn)
-        zero, t = self.fresh("t"), self.fresh("t")
+        zero, t = fn.fresh("t"), fn.fresh("t")
         fn.emit(f"{zero} = _zero()", pure=(zero,))
         fn.emit(f"{t} = [(_i, {zero}) for _i in {xs}]", (xs, zero), pure=(t,))
         return t
@@ -586,7 +601,7 @@ class _CodeGenerator:
         step is a function of its own, run by :func:`lambdad.tape.batched_fold`.)"""
         step, start, items = term.args
         normal = yield self.gen(step, fn)
-        step_term = step if isinstance(step, Lam) else self.lambda_terms.get(normal)
+        step_term = step if isinstance(step, Lam) else self.lambda_terms.get((fn, normal))
         plan = batched_fold_step(step_term) if step_term is not None else None
         primitive = PRIMITIVES[FOLD.name]
         evaluator = self.evaluators.get(primitive.name)
@@ -598,13 +613,15 @@ class _CodeGenerator:
         if plan is not None:
             saved = self.batching
             # the loop's locals receiving what a step sends to the previous step's slots
-            sent = [self.fresh("t") for _ in plan.paths]
+            # (one Python function, the loop, holds them and the bodies: one numbering)
+            loop_names = itertools.count()
+            sent = [f"t{next(loop_names)}" for _ in plan.paths]
             self.batching = (plan, {name: sent[slot] for name, slot in plan.previous.items()},
-                             [None] * len(plan.paths))
+                             [None] * len(plan.paths), loop_names)
             batched = yield self.gen(plan.step, fn)
             bodies = self.batching[2]
             self.batching = saved
-            loop = self.batched_loop(bodies, sent, indexed=True)
+            loop = self.batched_loop(bodies, sent, loop_names, indexed=True)
         z = yield self.gen(start, fn)
         xs = yield self.gen(items, fn)
         if batched is None:
@@ -612,7 +629,7 @@ class _CodeGenerator:
         atoms = [normal, batched, loop, z, xs]
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
-        t = self.fresh("t")
+        t = fn.fresh("t")
         # (a short fold runs step by step, see BATCHED_FOLD_MIN_STEPS: tested here, at the
         # cost of one `len`, since most short folds are many)
         fn.emit(f"{t} = _bfold({', '.join(atoms)}, {self.constant(plan.paths)}, _newbp, "
@@ -639,8 +656,7 @@ class _CodeGenerator:
         primitive = PRIMITIVES[FOLD.name]
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
-        acc, records, element, t = (self.fresh("t"), self.fresh("t"), self.fresh("v"),
-                                    self.fresh("t"))
+        acc, records, element, t = fn.fresh("t"), fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
         fn.emit(f"if _batches({z}, {xs}):", (z, xs))
         enclosing, indent = fn.blocks, fn.indent
         fn.blocks = enclosing + (next(self.counter),)
@@ -652,9 +668,11 @@ class _CodeGenerator:
         fn.indent += 1
         fn.blocks += (next(self.counter),)
         saved = self.batching
-        sent = [self.fresh("t") for _ in plan.paths]
+        # (one Python function, the loop, holds them and the bodies: one numbering)
+        loop_names = itertools.count()
+        sent = [f"t{next(loop_names)}" for _ in plan.paths]
         self.batching = (plan, {name: sent[slot] for name, slot in plan.previous.items()},
-                         [None] * len(plan.paths))
+                         [None] * len(plan.paths), loop_names)
         lam = plan.step
         previous = self.bind(fn, lam.param, acc)
         returned, made = yield self.step_spine(lam.body, fn, element)
@@ -666,17 +684,17 @@ class _CodeGenerator:
         fn.emit(f"{acc} = {returned}", (returned,))
         fn.indent -= 1
         fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
-        loop = self.batched_loop(bodies, sent, indexed=len(made) > 1)
+        loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1)
         # batched_fold_result, written for these slots: the fold's backpropagator, then
         # the slots', in the accumulator of the last step
-        span, cells, fold = self.constant(term.span), self.fresh("t"), self.fresh("t")
+        span, cells, fold = self.constant(term.span), fn.fresh("t"), fn.fresh("t")
         starts = "".join(f"{_part(z, path)}, " for path in plan.paths)
         fn.emit(f"{cells} = [{', '.join(['None'] * len(plan.paths))}]")
         fn.emit(f"{fold} = _newbp(_bsteps, ({loop}, {records}, {cells}, ({starts})), {span})",
                 (records, cells, z))
         slots = {}
         for slot, path in enumerate(plan.paths):
-            slots[path] = self.fresh("t")
+            slots[path] = fn.fresh("t")
             fn.emit(f"{slots[path]} = _newbp(_bslot, ({cells}, {slot}, {fold}), {span})",
                     (cells, fold))
         fn.emit(f"{t} = {_replaced_parts(acc, slots)}", (acc, *slots.values()))
@@ -713,16 +731,16 @@ class _CodeGenerator:
         raise EvalError(f"not a batched step: a {type(term).__name__} term", term.span)
 
     def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str],
-                     indexed: bool) -> str:
+                     names: "itertools.count[int]", indexed: bool) -> str:
         """The loop function of a batched fold: ``(steps, a_1 .. a_n, stage)``, where each
         step is the tuple of what its slots' bodies capture (with ``indexed``, those tuples
         in a tuple or list, one per slot) and ``a_j`` is the adjoint of
         slot ``j`` of the last step (None if nothing reached it); it runs the bodies of
         each step, latest first, a body only when its slot received something, and
         returns what the first step sent to the start's slots."""
-        loop = _Function(None)
-        adjoints = [self.fresh("v") for _ in bodies]
-        current = [self.fresh("t") for _ in bodies]
+        loop = _Function(None, names)
+        adjoints = [loop.fresh("v") for _ in bodies]
+        current = [loop.fresh("t") for _ in bodies]
         for a, c in zip(adjoints, current):
             loop.emit(f"{c} = {a}", (a,))  # parameters stay as given (lambdad.guard)
         loop.emit("for _r in reversed(_r0):")
@@ -753,7 +771,7 @@ class _CodeGenerator:
         hook for kind ``ad``).  The line is recorded for error locations."""
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
-        t = self.fresh("t")
+        t = fn.fresh("t")
         if primitive.kind == "ad":
             fn.emit(f"{t} = _ad({self.constant(site)}, {args})", atoms, site)
         elif self.generic and primitive.kind in GENERIC_KINDS:
@@ -791,21 +809,21 @@ class _CodeGenerator:
         in a call of the inner function instead of building its closure: ``fold`` calls it
         (see :data:`lambdad.primitives.TWO_ARGUMENTS`)."""
         child = _Function(fn)
-        param = self.fresh("v")
+        param = child.fresh("v")
         self.bind(child, term.param, param)
         body = yield self.gen(term.body, child)
         child.emit(f"return {body}", (body,))
         closure = self.close(child, [param], fn, term)
-        inner = self.closures.get(body)
+        inner = self.closures.get((child, body))
         if inner is not None and len(child.lines) <= _MAX_TWO_ARGUMENT_LINES:
             inner_name, inner_values = inner
-            second = self.fresh("v")
-            both = _Function(fn)
+            second = child.fresh("v")
+            both = _Function(fn, child.names)
             call = f"{inner_name}({', '.join([*inner_values, second])})"
             # The same statements (the closure's, now dead, are dropped), then the call.
             both.lines = child.lines[:-1] + [(1, f"return {call}", None, (),
                                               (*inner_values, second))]
-            outer_name, _ = self.closures[closure]
+            outer_name, _ = self.closures[(fn, closure)]
             captured = [inner_param for _, inner_param in child.captures.items()]
             name = self.fresh("_f")
             self.functions.append((name, both, [*captured, param, second]))
@@ -829,7 +847,7 @@ class _CodeGenerator:
                 return self.apply_primitive(primitive, atoms, None, term.span, fn)
         f = yield self.gen(term.fn, fn)
         x = yield self.gen(term.arg, fn)
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = {f}({x})", (f, x))
         return t
 
@@ -838,7 +856,7 @@ class _CodeGenerator:
         compiled by ``then`` (default :meth:`gen`; :meth:`staged` in a linear body)."""
         value = yield self.gen(term.value, fn)
         if isinstance(term.value, Lam):
-            self.lambda_terms[value] = term.value  # a fold's step, maybe (batched_fold)
+            self.lambda_terms[(fn, value)] = term.value  # a fold's step, maybe (batched_fold)
         previous = self.bind(fn, term.name, value)
         body = yield (then or self.gen)(term.body, fn)
         self.unbind(fn, term.name, previous)
@@ -848,8 +866,8 @@ class _CodeGenerator:
                  then: Callable[[Term, _Function], Any] | None = None):
         """``let (x, y) = e1 in e2``: one unpacking statement; ``e2`` as in :meth:`let`."""
         value = yield self.gen(term.value, fn)
-        known = self.pairs.get(value)
-        unpacked = self.unpacked.get(value)
+        known = self.pairs.get((fn, value))
+        unpacked = self.unpacked.get((fn, value))
         if known is not None:
             # The pair was built here from two atoms: bind to them, no unpacking.
             first, second = known
@@ -858,9 +876,9 @@ class _CodeGenerator:
             # Already taken apart by a statement that runs before this one.
             first, second = unpacked[2]
         else:
-            first, second = self.fresh("v"), self.fresh("v")
+            first, second = fn.fresh("v"), fn.fresh("v")
             fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second))
-            self.unpacked[value] = (fn, fn.blocks, (first, second))
+            self.unpacked[(fn, value)] = (fn, fn.blocks, (first, second))
         previous_first = self.bind(fn, term.first, first)
         previous_second = self.bind(fn, term.second, second)
         body = yield (then or self.gen)(term.body, fn)
@@ -873,15 +891,15 @@ class _CodeGenerator:
         """``(e1, e2)``."""
         first = yield self.gen(term.first, fn)
         second = yield self.gen(term.second, fn)
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = ({first}, {second})", (first, second), pure=(t,))
-        self.pairs[t] = (first, second)
+        self.pairs[(fn, t)] = (first, second)
         return t
 
     def if_(self, term: If, fn: _Function):
         """``if c then e1 else e2``: Python ``if``/``else``; only the branch taken runs."""
         cond = yield self.gen(term.cond, fn)
-        result = self.fresh("t")
+        result = fn.fresh("t")
         fn.emit(f"if {cond}:", (cond,))
         for branch, header in ((term.then, None), (term.orelse, "else:")):
             if header is not None:
@@ -895,7 +913,7 @@ class _CodeGenerator:
                 atom = yield self.gen(branch, child)
                 child.emit(f"return {atom}", (atom,))
                 closure = self.close(child, [], fn, None)
-                call = self.fresh("t")
+                call = fn.fresh("t")
                 fn.emit(f"{call} = {closure}()", (closure,))
                 atom = call
             else:
@@ -911,7 +929,7 @@ class _CodeGenerator:
         atoms = []
         for item in term.items:
             atoms.append((yield self.gen(item, fn)))
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = [{', '.join(atoms)}]", atoms, pure=(t,))
         return t
 
@@ -932,7 +950,7 @@ class _CodeGenerator:
         (:class:`~lambdad.tape.ConstantBackprop`), so traces show what reaches constants.
         """
         if isinstance(term.body, Zero):
-            t = self.fresh("t")
+            t = fn.fresh("t")
             if self.instrumented:  # one per evaluation, reported (see ConstantBackprop)
                 fn.emit(f"{t} = _newzero({self.constant(term.span)})")
             else:
@@ -941,7 +959,7 @@ class _CodeGenerator:
         if self.batching is not None and id(term) in self.batching[0].slots:
             return (yield from self.batched_slot(term, fn))
         child = _Function(fn)
-        param = self.fresh("v")
+        param = child.fresh("v")
         name = self.fresh("_f")
         self.bind(child, term.param, param)
         if _stageable(term.body):
@@ -963,7 +981,7 @@ class _CodeGenerator:
         self.functions.append((name, child, ["_c", param, "_st"]))
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
         closed = f"({', '.join(values)},)" if values else "()"
-        t = self.fresh("t")
+        t = fn.fresh("t")
         span = self.constant(term.span)
         # One call (stamping and the record, see Tape.backprop_maker): shorter to compile
         # and no slower to run than the same statements inline.
@@ -974,9 +992,9 @@ class _CodeGenerator:
         """A backpropagator of a batched fold's step (:meth:`batched_fold`): its body goes
         to the fold's loop function, what it sends to the previous step's slots into the
         loop's locals; its value here is the tuple of what the body captures."""
-        plan, previous, bodies = self.batching
-        child = _Function(fn)
-        param = self.fresh("v")
+        plan, previous, bodies, loop_names = self.batching
+        child = _Function(fn, loop_names)  # (its lines go to the loop function)
+        param = child.fresh("v")
         self.bind(child, term.param, param)
         if not self.instrumented:
             child.deferred = {}
@@ -990,7 +1008,7 @@ class _CodeGenerator:
         captured = list(child.captures.items())
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
         bodies[plan.slots[id(term)]] = (child, param, [inner for _, inner in captured])
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = ({', '.join(values)},)" if values else f"{t} = ()", values, pure=(t,))
         return t
 
@@ -1053,7 +1071,7 @@ class _CodeGenerator:
             return right
         if right == "None":
             return left
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = ({right} if {left} is None else {left} if {right} is None "
                 f"else _Sum({left}, {right}))", (left, right), pure=(t,))
         return t
@@ -1061,7 +1079,7 @@ class _CodeGenerator:
     def seed(self, term: Seed, fn: _Function):
         """``seed i``: the i-th seed backpropagator of the current tape (a literal index is
         checked by the parser; any other is checked when it is evaluated)."""
-        t = self.fresh("t")
+        t = fn.fresh("t")
         if isinstance(term.index, Const):
             fn.emit(f"{t} = _seed({int(term.index.value)}, {self.constant(term.span)})")
             return t
@@ -1073,7 +1091,7 @@ class _CodeGenerator:
         """``cotangent x e``: the backward phase of ``e``, read off in the shape of ``x``."""
         point = yield self.gen(term.point, fn)
         cotangent = yield self.gen(term.cotangent, fn)
-        t = self.fresh("t")
+        t = fn.fresh("t")
         fn.emit(f"{t} = _readoff({point}, {cotangent})", (point, cotangent))
         return t
 
@@ -1124,7 +1142,7 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
                 exec(compile(source, filename, "exec"), namespace)
             else:
                 namespace.update(_compiled_functions(source, generator.placed, namespace,
-                                                     filename))
+                                                     filename, generator.pieces))
         except (RecursionError, MemoryError):
             raise ResourceError("the program is too large to compile",
                                 getattr(term, "span", None)) from None
@@ -1140,29 +1158,74 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
 
 
 # Names local to a generated function (parameters and temporaries; `_c` and `_st` are the
-# same in every function): what differs between two functions that compute alike.
-_LOCAL_NAME = re.compile(r"\b[tvc][0-9]+\b")
+# same in every function) and the numbered globals (functions `_f3`, constants `_k4`): what
+# differs between two pieces of long functions that compute alike.
+_LOCAL_OR_NUMBERED_NAME = re.compile(r"\b([tvc][0-9]+|_[fk][0-9]+)\b")
 # Lines of generated code compiled at once: CPython's compiler holds the syntax tree of
 # what it compiles (kilobytes a line), so a bounded batch keeps memory bounded.
 _LINES_PER_COMPILE = 4000
 
 
+def _canonical_names(count: int, prefix: str, known: list[str]) -> list[str]:
+    """``known`` extended to at least ``count`` names ``prefix0``, ``prefix1``, ..."""
+    while len(known) < count:
+        known.append(f"{prefix}{len(known)}")
+    return known
+
+
+def _canonical_piece(body: str, local_names: list[str], global_names: list[str]
+                     ) -> tuple[str, dict[str, str]]:
+    """The text of a piece's ``body`` (from its parameters on) with its locals renamed
+    ``a0``, ``a1``, ... and its numbered globals ``g0``, ``g1``, ... in order of first
+    appearance, the globals made keyword-only parameters; and the renaming, from new names
+    to old.  (``local_names`` and ``global_names`` cache the new names.)"""
+    # Split at the names: the odd parts are the names, in order of appearance.
+    parts = _LOCAL_OR_NUMBERED_NAME.split(body)
+    names = parts[1::2]
+    seen = list(dict.fromkeys(names))
+    local = [n for n in seen if n[0] != "_"]
+    numbered = [n for n in seen if n[0] == "_"]
+    canonical = dict(zip(local, _canonical_names(len(local), "a", local_names)))
+    canonical.update(zip(numbered, _canonical_names(len(numbered), "g", global_names)))
+    parts[1::2] = [canonical[n] for n in names]
+    text = "".join(parts)
+    if numbered:  # (the parameters end at the header's first `):`)
+        end = text.index("):")
+        keywords = ", ".join(canonical[n] for n in numbered)
+        text = f"{text[:end]}{', ' if end else ''}*, {keywords}{text[end:]}"
+    return text, {new: old for old, new in canonical.items()}
+
+
 def _compiled_functions(source: str, placed: Sequence[tuple[str, int, int]],
-                        namespace: dict[str, Any], filename: str) -> dict[str, Any]:
+                        namespace: dict[str, Any], filename: str,
+                        pieces: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
     """The functions of the generated module ``source`` (each at its place in ``placed``),
     as ``exec`` of the module would define them, compiled in batches of bounded size.
 
-    Functions equal up to the names of their locals (the backpropagators of a long
-    straight-line program come in a handful of shapes) are compiled once: each one is that
-    code with its own name, its own local names (an error reads operands from the frame by
-    name) and its own first line (an error finds its site in the module's line table by
-    line number; the line table of a code object counts from its first line).
+    Functions of the same text but for their name (locals are numbered per function, and
+    the backpropagators of a long straight-line program come in a handful of shapes) are
+    compiled once: each one is that code with its own name and its own first line (an
+    error finds its site in the module's line table by line number; the line table of a
+    code object counts from its first line).
+
+    The ``pieces`` of a long function (see :func:`_pieces`) differ in the numbers of their
+    locals and in the numbered globals they read (the backpropagator bodies and spans of
+    their own statements): such a piece is compiled with its names renamed in order of
+    appearance and those globals as keyword-only parameters, which its function receives
+    as defaults (the values of the globals, bound once every function exists); its code
+    gets back its own local names (an error reads operands from the frame by name, and the
+    parameters standing for globals are named as the globals).  So pieces alike share one
+    compilation too.
     """
     lines = source.split("\n")
     shapes: dict[str, types.CodeType] = {}  # canonical text -> its code
     waiting: dict[str, None] = {}  # canonical texts not compiled yet, in order
     made: list[tuple[str, int, str, dict[str, str]]] = []
     functions: dict[str, Any] = {}
+    # Pieces whose keyword-only parameters (globals) get their values at the end.
+    bound_later: list[Any] = []
+    local_names: list[str] = []
+    global_names: list[str] = []
 
     def compile_waiting() -> None:
         texts = list(waiting)
@@ -1178,28 +1241,28 @@ def _compiled_functions(source: str, placed: Sequence[tuple[str, int, int]],
         compile_waiting()
         for name, first, text, renaming in made:
             code = shapes[text]
-            code = code.replace(co_name=name, co_qualname=name, co_firstlineno=first,
-                                co_varnames=tuple(renaming.get(local, local)
-                                                  for local in code.co_varnames))
-            functions[name] = types.FunctionType(code, namespace, name)
+            if renaming:
+                code = code.replace(co_name=name, co_qualname=name, co_firstlineno=first,
+                                    co_varnames=tuple(renaming.get(local, local)
+                                                      for local in code.co_varnames))
+            else:
+                code = code.replace(co_name=name, co_qualname=name, co_firstlineno=first)
+            function = types.FunctionType(code, namespace, name)
+            functions[name] = function
+            if code.co_kwonlyargcount:
+                bound_later.append(function)
         made.clear()
 
     waiting_lines = 0
     for name, first, count in placed:
-        canonical: dict[str, str] = {}  # a local of this function -> its canonical name
-        renaming: dict[str, str] = {}  # the reverse
-
-        def rename(match: re.Match) -> str:
-            local = match.group()
-            found = canonical.get(local)
-            if found is None:
-                found = canonical[local] = f"a{len(canonical)}"
-                renaming[found] = local
-            return found
-
         header = lines[first - 1]
         body = "\n".join(lines[first - 1:first - 1 + count])[header.index("(") + 1:]
-        text = "def _shape(" + _LOCAL_NAME.sub(rename, body) + "\n"
+        if name in pieces:
+            text, renaming = _canonical_piece(body, local_names, global_names)
+        else:
+            # Locals are numbered per function (see _Function): alike is the same text.
+            text, renaming = body, {}
+        text = "def _shape(" + text + "\n"
         made.append((name, first, text, renaming))
         if text not in shapes and text not in waiting:
             waiting[text] = None
@@ -1208,4 +1271,9 @@ def _compiled_functions(source: str, placed: Sequence[tuple[str, int, int]],
                 define_made()
                 waiting_lines = 0
     define_made()
+    for function in bound_later:
+        code = function.__code__
+        keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+        function.__kwdefaults__ = {keyword: functions[keyword] if keyword in functions
+                                   else namespace[keyword] for keyword in keywords}
     return functions

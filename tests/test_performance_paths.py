@@ -385,14 +385,14 @@ def test_long_functions_are_cut_into_pieces_that_compute_the_same():
         assert "log" in str(error.value) and error.value.span.line == 302
 
 
-def test_functions_alike_up_to_their_locals_share_one_compilation(monkeypatch):
-    """Generated functions equal up to the names of their locals are compiled once; each
-    copy has its own name, local names (errors read operands by name) and first line
-    (errors find their site by line number)."""
+def test_functions_alike_share_one_compilation(monkeypatch):
+    """Generated functions of the same text but for their name (locals are numbered per
+    function) are compiled once; each copy has its own name and first line (errors find
+    their site by line number)."""
     from lambdad import codegen
-    source = ("def _f1(c1, v2):\n    t3 = (c1 / v2)\n    return t3\n"
-              "def _f4(c5, v6):\n    t7 = (c5 / v6)\n    return t7\n"
-              "def _f8(c9, v10):\n    t11 = (v10 / c9)\n    return t11\n")
+    source = ("def _f1(c0, v1):\n    t2 = (c0 / v1)\n    return t2\n"
+              "def _f4(c0, v1):\n    t2 = (c0 / v1)\n    return t2\n"
+              "def _f8(c0, v1):\n    t2 = (v1 / c0)\n    return t2\n")
     compiled = []
     monkeypatch.setattr(codegen, "compile", lambda text, *rest: compiled.append(text) or
                         compile(text, *rest), raising=False)
@@ -401,12 +401,37 @@ def test_functions_alike_up_to_their_locals_share_one_compilation(monkeypatch):
     assert len(compiled) == 1 and compiled[0].count("def ") == 2
     first, second, third = (functions[name] for name in ("_f1", "_f4", "_f8"))
     assert first.__code__.co_code == second.__code__.co_code
-    assert (second.__name__, second.__code__.co_varnames) == ("_f4", ("c5", "v6", "t7"))
+    assert second.__name__ == "_f4"
     assert [first(6.0, 3.0), second(6.0, 2.0), third(2.0, 6.0)] == [2.0, 3.0, 3.0]
     for function, line in ((first, 2), (second, 5), (third, 8)):
         with pytest.raises(ZeroDivisionError) as error:
             function(1.0, 0.0) if function is not third else function(0.0, 1.0)
         assert error.tb.tb_next.tb_lineno == line
+
+
+def test_pieces_alike_up_to_their_names_share_one_compilation(monkeypatch):
+    """Pieces of a long function equal up to the numbers of their locals and of the globals
+    they read are compiled once; each has its own local names (errors read operands by
+    name), its own globals' values and its own first line."""
+    from lambdad import codegen
+    source = ("def _f1(t3, v4):\n    t5 = _k6(t3, v4)\n    return t5\n"
+              "def _f7(t8, v9):\n    t10 = _k11(t8, v9)\n    return t10\n")
+    compiled = []
+    monkeypatch.setattr(codegen, "compile", lambda text, *rest: compiled.append(text) or
+                        compile(text, *rest), raising=False)
+    namespace = {"_k6": lambda a, b: a / b, "_k11": lambda a, b: a - b}
+    functions = codegen._compiled_functions(
+        source, [("_f1", 1, 3), ("_f7", 4, 3)], namespace, "<test unit>", {"_f1", "_f7"})
+    assert len(compiled) == 1 and compiled[0].count("def ") == 1
+    first, second = functions["_f1"], functions["_f7"]
+    assert first.__code__ is not second.__code__
+    assert first.__code__.co_code == second.__code__.co_code
+    assert (second.__name__, second.__code__.co_varnames) == ("_f7", ("t8", "v9", "_k11", "t10"))
+    assert [first(6.0, 3.0), second(6.0, 2.0)] == [2.0, 4.0]
+    with pytest.raises(ZeroDivisionError) as error:
+        second.__kwdefaults__["_k11"] = namespace["_k6"]
+        second(1.0, 0.0)
+    assert error.tb.tb_next.tb_lineno == 5
 
 
 # --------------------------------------------------------------------------- API calls
