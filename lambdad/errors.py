@@ -6,8 +6,44 @@ Stages raise; only the front ends (CLI, REPL) call :func:`render`.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
+from typing import Any
 
 import attrs
+
+
+def direct_init(cls: type) -> Callable[..., None]:
+    """An ``__init__`` for the frozen attrs class ``cls`` with the signature and effect of
+    the one attrs wrote, storing each field through its slot directly (the class must be
+    slotted).
+
+    attrs' own goes through ``object.__setattr__`` by field name (the class's ``__setattr__``
+    refuses): about twice the cost, and the parser and every transformation build a node (and a
+    span) per construct of a program.  Fields have no validators or converters (checked here).
+    """
+    fields = attrs.fields(cls)
+    namespace: dict[str, Any] = {}
+    positional, keyword, body = [], [], []
+    for field in fields:
+        assert field.validator is None and field.converter is None \
+            and not isinstance(field.default, attrs.Factory) and field.alias == field.name, \
+            f"{cls.__name__}.{field.name} needs attrs' own __init__"
+        slot = next(klass.__dict__[field.name] for klass in cls.__mro__
+                    if field.name in klass.__dict__)
+        assert isinstance(slot, types.MemberDescriptorType), f"{cls.__name__} is not slotted"
+        namespace[f"_set_{field.name}"] = slot.__set__
+        parameter = field.name
+        if field.default is not attrs.NOTHING:
+            namespace[f"_default_{field.name}"] = field.default
+            parameter += f"=_default_{field.name}"
+        (keyword if field.kw_only else positional).append(parameter)
+        body.append(f"    _set_{field.name}(self, {field.name})")
+    parameters = ["self", *positional] + (["*", *keyword] if keyword else [])
+    source = f"def __init__({', '.join(parameters)}):\n" + ("\n".join(body) or "    pass")
+    exec(source, namespace)  # noqa: S102 - built from the class's own field names
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
 
 
 @attrs.frozen
@@ -34,6 +70,9 @@ class Span:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
+
+
+Span.__init__ = direct_init(Span)  # type: ignore[method-assign]  # one per syntax node
 
 
 @attrs.frozen

@@ -12,6 +12,10 @@ as a generator function that recurses with ``result = yield child_generator``;
         return total
 
     run(size(term))
+
+A step may also yield (or ``run`` be given) a value that is not a generator: a leaf computed
+without recursing, which is its own result.  An arm for leaves can then be a plain function,
+and the nodes without children (most of a program) cost no generator.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Generator, Iterator
+from types import GeneratorType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -26,12 +31,15 @@ T = TypeVar("T")
 Step = Generator[Any, Any, T]
 
 
-def run(root: Step[T]) -> T:
+def run(root: Step[T] | T) -> T:
     """The return value of the generator ``root``, driving every nested ``yield``-ed generator.
 
     An exception raised by a child is thrown into its parent at the ``yield``, exactly as a
-    recursive call would propagate it.
+    recursive call would propagate it.  A yielded value (or a ``root``) that is not a
+    generator is its own result.
     """
+    if root.__class__ is not GeneratorType:
+        return root
     stack: list[Generator] = [root]
     send_value: Any = None
     error: BaseException | None = None
@@ -54,6 +62,9 @@ def run(root: Step[T]) -> T:
             if not stack:
                 raise
             error = exc
+            continue
+        if child.__class__ is not GeneratorType:
+            send_value = child
             continue
         stack.append(child)
         send_value = None

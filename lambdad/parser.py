@@ -27,8 +27,9 @@ import bisect
 import functools
 import operator
 import re
-from collections.abc import Container, Iterable, Mapping, Set
+from collections.abc import Callable, Container, Iterable, Mapping, Set
 from pathlib import Path
+from types import GeneratorType
 from typing import Any
 
 import attrs
@@ -140,6 +141,13 @@ class _Surface:
         self.start = start
         self.end = end
         self.parts = parts
+
+
+# The kinds of concrete nodes (:class:`_Concrete` names them) that stand for terms.
+_SURFACE_KINDS = frozenset({
+    "let", "abstraction", "linear_abstraction", "conditional", "oplus", "disjunction",
+    "conjunction", "binary", "negation", "application", "number", "boolean", "name", "parens",
+    "annotation", "tuple", "list"})
 
 
 class _Located(Exception):
@@ -847,28 +855,29 @@ class _Scope:
 
     def __init__(self, top: Container[str]):
         self.top = _Names(top)
-        self._local: dict[str, int] = {}
+        # The names bound by enclosing binders, with how many bind each.
+        self.local: dict[str, int] = {}
 
     def __contains__(self, name: str) -> bool:
-        return name in self._local or name in self.top
+        return name in self.local or name in self.top
 
     def binds_locally(self, name: str) -> bool:
         """Whether an enclosing binder (not a top-level definition) binds ``name``."""
-        return name in self._local
+        return name in self.local
 
     def enter(self, names: Iterable[str]) -> None:
         for name in names:
             if name != WILDCARD:
-                self._local[name] = self._local.get(name, 0) + 1
+                self.local[name] = self.local.get(name, 0) + 1
 
     def leave(self, names: Iterable[str]) -> None:
         for name in names:
             if name != WILDCARD:
-                count = self._local[name] - 1
+                count = self.local[name] - 1
                 if count:
-                    self._local[name] = count
+                    self.local[name] = count
                 else:
-                    del self._local[name]
+                    del self.local[name]
 
 
 def _pattern_tokens(pattern: _Surface) -> list[_Token]:
@@ -928,17 +937,34 @@ class _Desugarer:
         self.closed = False
         # The primitives the program has declared so far, by name.
         self.declared: dict[str, Primitive] = {}
+        # The arm of each kind of concrete node (see _Concrete).
+        self.arms: dict[str, Callable[[_Surface], Step[Term] | Term]] = {
+            name[1:]: getattr(self, name) for name in dir(type(self))
+            if name.startswith("_") and name[1:] in _SURFACE_KINDS}
 
     def span(self, pos: Position) -> Span:
-        if self.origin == (1, 1):  # a whole file: positions are already where they are
-            return Span(self.file, *self.lines.place(pos))
-        return Span(self.file, *_placed(self.lines.place(pos), self.origin))
+        place = self.lines.place(pos)
+        if self.origin != (1, 1):  # a text of its own inside a file
+            place = _placed(place, self.origin)
+        return Span(self.file, *place)
+
+    def span_of(self, item: _Token | _Surface) -> Span:
+        """The span of ``item`` (:meth:`span` of its extent, inlined: one per node)."""
+        if self.origin != (1, 1):
+            return self.span((item.start, item.end))
+        start, end = item.start, item.end
+        starts = self.lines.starts
+        line = bisect.bisect_right(starts, start)
+        end_line = bisect.bisect_right(starts, end)
+        return Span(self.file, line, start - starts[line - 1] + 1,
+                    end_line, end - starts[end_line - 1] + 1)
 
     def error(self, message: str, pos: Position) -> ParseError:
         return ParseError(message, self.span(pos))
 
-    def term(self, s: _Surface) -> Step[Term]:
-        return getattr(self, "_" + s.kind)(s)
+    def term(self, s: _Surface) -> Step[Term] | Term:
+        """The core term of ``s``: a step for :func:`run` (or the term itself for a leaf)."""
+        return self.arms[s.kind](s)
 
     # ---- declarations
 
@@ -1101,22 +1127,21 @@ class _Desugarer:
     # ---- arms
 
     def _number(self, s):
-        """A real literal."""
-        yield from ()
-        return Const(s.parts[0], span=self.span(_pos(s)))
+        """A real literal (a leaf: no step)."""
+        return Const(s.parts[0], span=self.span_of(s))
 
     def _boolean(self, s):
-        """``true`` / ``false``."""
-        yield from ()
-        return BoolLit(s.parts[0], span=self.span(_pos(s)))
+        """``true`` / ``false`` (a leaf: no step)."""
+        return BoolLit(s.parts[0], span=self.span_of(s))
 
     def _name(self, s):
         """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
-        a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error)."""
-        yield from ()
-        token = s.parts[0]
-        name = str(token)
-        span = self.span(_pos(s))
+        a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error).
+        A leaf: no step."""
+        name = s.parts[0].text
+        span = self.span_of(s)
+        if name in self.scope.local and name != WILDCARD:  # most names: a local variable
+            return Var(name, span=span)
         if name == WILDCARD:
             raise self.error("`_` is not a value: it only ignores a parameter or a pattern "
                              "component", _pos(s))
@@ -1177,30 +1202,37 @@ class _Desugarer:
         spine.reverse()
         fn = None
         used = 0
-        name = str(head.parts[0]) if head.kind == "name" else None
+        name = head.parts[0].text if head.kind == "name" else None
         if name in self.declared and not self.scope.binds_locally(name):
             arity = self.declared[name].arity
             if arity <= len(spine):
                 args = []
                 for node in spine[:arity]:
-                    args.append((yield self.term(node.parts[1])))
+                    arg = self.term(node.parts[1])
+                    if arg.__class__ is GeneratorType:  # not a leaf
+                        arg = yield arg
+                    args.append(arg)
                 fn = Prim(self.declared[name].name, tuple(args), span=self.span(
                     _pos(spine[arity - 1])))
                 used = arity
-        elif head.kind == "name" and str(head.parts[0]) not in self.scope:
-            name = str(head.parts[0])
+        elif name is not None and name not in self.scope:
             arity = _builtin_arity(name)
             if arity is not None and arity <= len(spine):
                 args = []
                 for node in spine[:arity]:
-                    args.append((yield self.term(node.parts[1])))
+                    arg = self.term(node.parts[1])
+                    if arg.__class__ is GeneratorType:  # not a leaf
+                        arg = yield arg
+                    args.append(arg)
                 fn = self.saturate(name, args, _pos(spine[arity - 1]) if arity else _pos(head))
                 used = arity
         if fn is None:
             fn = yield self.term(head)
         for node in spine[used:]:
-            arg = yield self.term(node.parts[1])
-            fn = App(fn, arg, span=self.span(_pos(node)))
+            arg = self.term(node.parts[1])
+            if arg.__class__ is GeneratorType:  # not a leaf
+                arg = yield arg
+            fn = App(fn, arg, span=self.span_of(node))
         return fn
 
     def _parens(self, s):
@@ -1231,11 +1263,27 @@ class _Desugarer:
         return ListLit(tuple(items), span=self.span(_pos(s)))
 
     def _binary(self, s):
-        """``e1 op e2``: the primitive spelled ``op``."""
-        op, left, right = s.parts
-        first = yield self.term(left)
-        second = yield self.term(right)
-        return Prim(OPERATORS[(str(op), "infix")].name, (first, second), span=self.span(_pos(s)))
+        """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is one step: its
+        operands are converted left to right, as recursion would, by a loop over the tree."""
+        operands: list[Term] = []
+        # (node, whether its operands are converted): post-order, left to right
+        pending: list[tuple[_Surface, bool]] = [(s, False)]
+        while pending:
+            node, ready = pending.pop()
+            if ready:
+                second = operands.pop()
+                operands[-1] = Prim(OPERATORS[(node.parts[0].text, "infix")].name,
+                                    (operands[-1], second), span=self.span_of(node))
+            elif node.kind == "binary":
+                pending.append((node, True))
+                pending.append((node.parts[2], False))
+                pending.append((node.parts[1], False))
+            else:
+                operand = self.arms[node.kind](node)
+                if operand.__class__ is GeneratorType:  # not a leaf
+                    operand = yield operand
+                operands.append(operand)
+        return operands[0]
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
@@ -1289,12 +1337,15 @@ class _Desugarer:
         bind, body = s.parts
         if bind.kind == "bind_name":
             name, params, result, value_tree = bind.parts
-            self.defining.append(str(name))
-            value = yield self.function(params, result, value_tree,
-                                        _extent(params[0], value_tree) if params
-                                        else _pos(value_tree))
+            self.defining.append(name.text)
+            if params or result is not None:
+                value = yield self.function(params, result, value_tree,
+                                            _extent(params[0], value_tree) if params
+                                            else _pos(value_tree))
+            else:  # `let x = e in ...`: no function to build
+                value = yield self.term(value_tree)
             self.defining.pop()
-            names = [str(name)]
+            names = [name.text]
         else:
             pattern, value_tree = bind.parts
             value = yield self.term(value_tree)
@@ -1302,7 +1353,7 @@ class _Desugarer:
         self.scope.enter(names)
         term = yield self.term(body)
         self.scope.leave(names)
-        span = self.span(_pos(s))
+        span = self.span_of(s)
         if bind.kind == "bind_name":
             return Let(names[0], value, term, span=span)
         # The outermost LetPair stands for the whole `let`.

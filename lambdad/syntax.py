@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from .errors import Span
+from .errors import Span, direct_init
 
 N = TypeVar("N", bound="Node")
 T = TypeVar("T", bound="Term")
@@ -94,6 +94,7 @@ def node(cls=None, *, children: tuple[str, ...] = (), binds: dict[str, tuple[str
 
     def make(cls):
         cls = attrs.frozen(eq=False, repr=True)(cls)
+        cls.__init__ = direct_init(cls)
         fields = {f.name: f for f in attrs.fields(cls)}
         unknown = {*children, *(binds or {}), *types} - fields.keys()
         assert not unknown, f"{cls.__name__} declares no fields {sorted(unknown)}"
