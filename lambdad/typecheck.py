@@ -26,6 +26,7 @@ import difflib
 import itertools
 import re
 import string
+from types import GeneratorType
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -417,11 +418,17 @@ class _Inference:
         self.scope: dict[str, Scheme | Type] = {}
         self.visited: list[tuple[Term, Type]] = []
         self.primitive_schemes: dict[str, Scheme] = {}
-        self.arms: dict[type, Callable[[Any], Step[Type]]] = {
+        self.primitive_entries: dict[str, tuple[Primitive, int]] = {}
+        # The arms of nodes without sub-terms: plain functions, not steps.
+        self.leaves: dict[type, Callable[[Any], Type]] = {
             Const: self._const,
             BoolLit: self._bool,
             Var: self._var,
             Builtin: self._builtin,
+            Zero: self._zero,
+        }
+        self.arms: dict[type, Callable[[Any], Step[Type]]] = {
+            **self.leaves,
             Prim: self._prim,
             Lam: self._lam,
             App: self._app,
@@ -432,7 +439,6 @@ class _Inference:
             ListLit: self._list,
             Annot: self._annot,
             LinLam: self._lin_lam,
-            Zero: self._zero,
             Plus: self._plus,
             Seed: self._seed,
             ReadOff: self._read_off,
@@ -715,9 +721,22 @@ class _Inference:
 
     # ----------------------------------------------------------- the walk
 
-    def _visit(self, term: Term) -> Step[Type]:
-        """The type of ``term`` (recorded for the types table); raises TypeCheckError, located
-        at the innermost enclosing node with a span when the culprit has none."""
+    def _visit(self, term: Term) -> Step[Type] | Type:
+        """The type of ``term`` (recorded for the types table): a step for :func:`run`, or
+        the type itself for a leaf (most nodes of a program: no generator is made for them);
+        raises TypeCheckError, located at the innermost enclosing node with a span when the
+        culprit has none."""
+        leaf = self.leaves.get(term.__class__)
+        if leaf is None:
+            return self._visit_node(term)
+        try:
+            result = leaf(term)
+        except LambdadError as error:
+            raise error.with_span(_span(term))
+        self.visited.append((term, result))
+        return result
+
+    def _visit_node(self, term: Term) -> Step[Type]:
         arm = self.arms.get(type(term))
         if arm is None:
             raise TypeCheckError(f"cannot type {type(term).__name__} nodes", _span(term))
@@ -742,17 +761,15 @@ class _Inference:
         else:
             self.scope[name] = old  # type: ignore[assignment]
 
-    def _const(self, term: Const) -> Step[Type]:
-        """A real literal: ``R``."""
+    def _const(self, term: Const) -> Type:
+        """A real literal: ``R`` (a leaf: no step)."""
         return REAL
-        yield  # a generator, like every arm
 
-    def _bool(self, term: BoolLit) -> Step[Type]:
-        """``true``, ``false``: ``Bool``."""
+    def _bool(self, term: BoolLit) -> Type:
+        """``true``, ``false``: ``Bool`` (a leaf: no step)."""
         return BOOL
-        yield
 
-    def _var(self, term: Var) -> Step[Type]:
+    def _var(self, term: Var) -> Type:
         """``x``: an instance of its scheme (HM variable rule); a free primitive name means
         the primitive."""
         entry = self.scope.get(term.name)
@@ -766,32 +783,41 @@ class _Inference:
         if isinstance(entry, Scheme):
             return self._instantiate(entry)
         return entry
-        yield
 
-    def _builtin(self, term: Builtin) -> Step[Type]:
+    def _builtin(self, term: Builtin) -> Type:
         """A primitive as a value (``map sin``): an instance of its table type."""
         primitive = PRIMITIVES.get(term.name)
         if primitive is None:
             raise TypeCheckError(f"unknown primitive `{term.name}`", term.span)
         return self._primitive_type(primitive)
-        yield
 
     def _prim(self, term: Prim) -> Step[Type]:
         """``x + y``, ``sin x``, ``map f xs``: each argument, left to right, against the
         parameter of an instance of the primitive's type."""
-        primitive = PRIMITIVES.get(term.op)
-        if primitive is None:
-            raise TypeCheckError(f"unknown primitive `{term.op}`", term.span)
-        symbol = primitive.spelling.symbol
-        if len(term.args) != primitive.arity:
+        op = term.op
+        # A built-in's entry and arity, looked up once per run (a declared primitive's name
+        # is a str subclass that carries its own entry: looked up each time).
+        entry = self.primitive_entries.get(op) if op.__class__ is str else None
+        if entry is None:
+            primitive = PRIMITIVES.get(op)
+            if primitive is None:
+                raise TypeCheckError(f"unknown primitive `{op}`", term.span)
+            entry = (primitive, primitive.arity)
+            if op.__class__ is str:
+                self.primitive_entries[op] = entry
+        primitive, arity = entry
+        if len(term.args) != arity:
             raise TypeCheckError(
-                f"`{symbol}` takes {primitive.arity} argument(s), but is given {len(term.args)}",
-                term.span)
+                f"`{primitive.spelling.symbol}` takes {arity} argument(s), but is given "
+                f"{len(term.args)}", term.span)
         remaining = self._primitive_type(primitive)
         for arg in term.args:
-            arg_type = yield self._visit(arg)
+            arg_type = self._visit(arg)
+            if arg_type.__class__ is GeneratorType:  # not a leaf
+                arg_type = yield arg_type
             assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
             if arg_type is not remaining.arg:  # (the same type object unifies as it is)
+                symbol = primitive.spelling.symbol
                 self._expect(remaining.arg, arg_type, arg,
                              lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
             remaining = remaining.result
@@ -922,10 +948,9 @@ class _Inference:
                 _span(term.body)) from None
         return backpropagator_type(ring)
 
-    def _zero(self, term: Zero) -> Step[Type]:
-        """``zero : d<K>`` for any ring ``K``."""
+    def _zero(self, term: Zero) -> Type:
+        """``zero : d<K>`` for any ring ``K`` (a leaf: no step)."""
         return CotangentT(self._fresh())
-        yield
 
     def _plus(self, term: Plus) -> Step[Type]:
         """``e1 <+> e2 : d<K>`` when both sides are ``d<K>``."""
