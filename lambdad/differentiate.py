@@ -554,7 +554,8 @@ class Differentiator:
         if found is None or found[0] is not f:
             return None
         strategy = strategy_named(self.strategy)
-        return PreparedGradient(self, found[1], shape, strategy.name, strategy.run)
+        return PreparedGradient(self, found[1], shape, strategy.name, strategy.run,
+                                strategy.run_first_seeds)
 
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f x, pull-back)``: the pull-back maps a cotangent of the result's shape to one
@@ -979,16 +980,19 @@ class PreparedGradient:
     of the last run's number of inputs: nothing of a run outlives it (the gradient is made
     of floats, the image embeds no backpropagator of a tape)."""
 
-    __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward", "_tape",
-                 "_seeds")
+    __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward",
+                 "run_first_seeds", "_tape", "_seeds")
 
     def __init__(self, differentiator: Differentiator, image: Any, shape: int, strategy: str,
-                 run_backward: Callable[..., dict[int, Any]]):
+                 run_backward: Callable[..., dict[int, Any]],
+                 run_first_seeds: Callable[[Tape, Any, int], list[Any]] | None = None):
         self.differentiator = differentiator
         self.image = image
         self.shape = shape
         self.strategy = strategy
         self.run_backward = run_backward
+        # the strategy's backward phase giving the seeds' adjoints as a list, if it has one
+        self.run_first_seeds = run_first_seeds
         self._tape: Tape | None = None
         self._seeds: dict[int, Backprop] = {}  # of the tape, by input index
 
@@ -1028,18 +1032,22 @@ class PreparedGradient:
                     and isinstance(out[1], Backprop)):  # is_reverse_real, inlined
                 raise DifferentiationError("grad needs a function whose result is a real")
             value, back = out
-            adjoints = self.run_backward(tape, back(1.0), None, None)
+            if self.run_first_seeds is not None:  # the seeds are stamps 0 .. count - 1
+                flat = self.run_first_seeds(tape, back(1.0), count)
+            else:
+                adjoints = self.run_backward(tape, back(1.0), None, None)
+                flat = [adjoints.get(i, 0.0) for i in range(count)]
         finally:
             interpreter.unpin_tape(saved)
-        get = adjoints.get
+        if shape < 0:
+            return value, flat, tape
         if shape == 0:
-            return value, get(0, 0.0), tape
-        if shape > 0:
-            gradient: Any = get(shape - 1, 0.0)
-            for i in range(shape - 2, -1, -1):
-                gradient = (get(i, 0.0), gradient)
-            return value, gradient, tape
-        return value, [get(i, 0.0) for i in range(len(x))], tape
+            return value, flat[0], tape
+        gradient: Any = flat[shape - 1]
+        for i in range(shape - 2, -1, -1):
+            gradient = (flat[i], gradient)
+        return value, gradient, tape
+
 
 
 COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",

@@ -424,6 +424,31 @@ def _calls(data: Any, into: Callable[[Any, float], Any]) -> None:
 
 
 def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
+    acc, pending, late = _factored_phase(tape, cotangent, on_event, add, 0)
+    n = len(acc)
+    adjoints: dict[int, float] = {}
+    for index, seed in tape._seeds.items():
+        s = seed.stamp
+        if s < n and pending[s] is not None:
+            adjoints[index] = acc[s]
+    adjoints.update(late)
+    return adjoints
+
+
+def _backward_factored_first_seeds(tape: Tape, cotangent: Any, count: int) -> list[float]:
+    """The adjoints of ``seed 0`` .. ``seed (count - 1)``, made first on ``tape`` (stamps
+    0 .. count - 1, as :meth:`Tape.restart` keeps them), as a list (0 where nothing
+    reached one): what :func:`_backward_factored` gives for them, without looking at
+    their stamps one by one, which have no body."""
+    acc, _, _ = _factored_phase(tape, cotangent, None, None, count)
+    return acc[:count]
+
+
+def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
+                    ) -> tuple[list[Any], list[Any], dict[int, Any]]:
+    """The factored backward phase: what reached each stamp (``acc``), the backpropagator
+    sent to at each (``pending``, None if none was) and the adjoints of seeds made during
+    the phase (``late``).  Stamps below ``floor`` are known to have no body."""
     n = tape.stamps
     acc: list[Any] = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
@@ -476,7 +501,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
         # Largest stamp first: a body only sends to older backpropagators, so nothing is
         # added to a backpropagator once it has run.  Seeds and the zero have no body; what
         # reaches a seed is read off at the end.
-        for s in range(n - 1, -1, -1):
+        for s in range(n - 1, floor - 1, -1):
             g = pending[s]
             if g is None:
                 continue
@@ -497,13 +522,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
         # `stage` refers to itself: unbound, it no longer keeps every backpropagator alive
         # until the cyclic collector runs.
         stage = None
-    adjoints: dict[int, float] = {}
-    for index, seed in tape._seeds.items():
-        s = seed.stamp
-        if s < n and pending[s] is not None:
-            adjoints[index] = acc[s]
-    adjoints.update(late)
-    return adjoints
+    return acc, pending, late
 
 
 def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
@@ -571,17 +590,21 @@ class Strategy:
     # Whether reverse mode runs ←D with the backpropagators of each straight-line region
     # fused (lambdad.fuse): a fused region is one backpropagator, created once, run once.
     fuses: bool = False
+    # (tape, cotangent data, n): the adjoints of seeds 0 .. n-1 made first on the tape, as
+    # a list, for a run without events in the reals; None: read them from ``run``.
+    run_first_seeds: Callable[[Any, Any, int], list[float]] | None = None
 
 
 STRATEGIES: Mapping[str, Strategy] = types.MappingProxyType({
     "factored": Strategy("factored", True, _backward_factored,
                          "each backpropagator runs once, with the sum of its cotangents "
-                         "(linear factoring)"),
+                         "(linear factoring)", run_first_seeds=_backward_factored_first_seeds),
     "naive": Strategy("naive", False, _backward_naive,
                       "each backpropagator runs once per call (exponential on shared values)"),
     "fused": Strategy("fused", True, _backward_factored,
                       "factored, on ←D with the backpropagators of each straight-line region "
-                      "fused at compile time (one per region)", fuses=True),
+                      "fused at compile time (one per region)", fuses=True,
+                      run_first_seeds=_backward_factored_first_seeds),
 })
 
 

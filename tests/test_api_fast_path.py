@@ -23,10 +23,14 @@ def pair (p : R * R) : R = let (a, b) = p in a / b + a * a
 def total (xs : [R]) : R = fold (\\acc x -> acc + x * x * sin x) 0.5 xs
 def logged (x : R) : R = 2 * log x
 def differentiates (x : R) : R = grad (\\y -> x * y * y) x
+def unreached (xs : [R]) : R = let n = fold (\\acc x -> acc + 1) 0 xs in n * n + 2 * head xs
+def second (p : R * R * R) : R = let (a, b, c) = p in b * b
 """
 
 POINTS = [("real", 0.7), ("real", 3), ("curried", (1.25, -0.5, 2.0)), ("pair", (1.5, 0.25)),
-          ("total", [0.5, -1.25, 2.0, 3.5]), ("differentiates", 1.5)]
+          ("total", [0.5, -1.25, 2.0, 3.5]), ("differentiates", 1.5),
+          # inputs nothing reaches: their gradient is 0
+          ("unreached", [0.5] * 9), ("second", (1.0, -2.0, 3.0))]
 
 
 def exact(value):
