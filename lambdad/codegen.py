@@ -66,8 +66,8 @@ from .syntax import (
     Zero,
 )
 from .fuse import BatchedFold, batched_fold_step
-from .tape import (BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_slot_body,
-                   batched_steps_body, batches)
+from .tape import (BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_fold_body,
+                   batched_slot_body, batched_steps_body, batches)
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -334,6 +334,7 @@ class _CodeGenerator:
             "_bfold": batched_fold,
             "_batches": batches,
             "_bsteps": batched_steps_body,
+            "_bfoldbody": batched_fold_body,
             "_bslot": batched_slot_body,
             "_zero": calls.shared_zero,
             "_newzero": calls.own_zero,
@@ -687,16 +688,23 @@ class _CodeGenerator:
         loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1)
         # batched_fold_result, written for these slots: the fold's backpropagator, then
         # the slots', in the accumulator of the last step
-        span, cells, fold = self.constant(term.span), fn.fresh("t"), fn.fresh("t")
-        starts = "".join(f"{_part(z, path)}, " for path in plan.paths)
-        fn.emit(f"{cells} = [{', '.join(['None'] * len(plan.paths))}]")
-        fn.emit(f"{fold} = _newbp(_bsteps, ({loop}, {records}, {cells}, ({starts})), {span})",
-                (records, cells, z))
-        slots = {}
-        for slot, path in enumerate(plan.paths):
+        # (one slot: its backpropagator is the fold's, running the loop)
+        span, slots = self.constant(term.span), {}
+        if len(plan.paths) == 1:
+            (path,) = plan.paths
             slots[path] = fn.fresh("t")
-            fn.emit(f"{slots[path]} = _newbp(_bslot, ({cells}, {slot}, {fold}), {span})",
-                    (cells, fold))
+            fn.emit(f"{slots[path]} = _newbp(_bfoldbody, ({loop}, {records}, "
+                    f"{_part(z, path)}), {span})", (records, z))
+        else:
+            cells, fold = fn.fresh("t"), fn.fresh("t")
+            starts = "".join(f"{_part(z, path)}, " for path in plan.paths)
+            fn.emit(f"{cells} = [{', '.join(['None'] * len(plan.paths))}]")
+            fn.emit(f"{fold} = _newbp(_bsteps, ({loop}, {records}, {cells}, ({starts})), "
+                    f"{span})", (records, cells, z))
+            for slot, path in enumerate(plan.paths):
+                slots[path] = fn.fresh("t")
+                fn.emit(f"{slots[path]} = _newbp(_bslot, ({cells}, {slot}, {fold}), {span})",
+                        (cells, fold))
         fn.emit(f"{t} = {_replaced_parts(acc, slots)}", (acc, *slots.values()))
         fn.indent = indent
         fn.blocks = enclosing + (next(self.counter),)

@@ -1033,7 +1033,7 @@ class PreparedGradient:
                 raise DifferentiationError("grad needs a function whose result is a real")
             value, back = out
             if self.run_first_seeds is not None:  # the seeds are stamps 0 .. count - 1
-                flat = self.run_first_seeds(tape, back(1.0), count)
+                flat = self.run_first_seeds(tape, back, count)
             else:
                 adjoints = self.run_backward(tape, back(1.0), None, None)
                 flat = [adjoints.get(i, 0.0) for i in range(count)]

@@ -311,7 +311,12 @@ def batched_fold_result(acc: Any, steps: list, loop: Callable, z: Any,
                         new_backprop: Callable[..., Backprop], span: Span | None) -> Any:
     """The result of a batched fold whose steps ran, giving ``acc`` and the records
     ``steps`` (see :func:`batched_fold`): ``acc`` with a backpropagator for each slot, and
-    the fold's own backpropagator, created before them, running ``loop``."""
+    the fold's own backpropagator, created before them, running ``loop`` (for one slot,
+    that slot's backpropagator runs it)."""
+    if len(paths) == 1:  # its one slot's backpropagator is the fold's
+        (path,) = paths
+        return _replaced(acc, path, new_backprop(batched_fold_body,
+                                                 (loop, steps, _at(z, path)), span))
     cells: list[Any] = [None] * len(paths)
     starts = tuple(_at(z, path) for path in paths)
     fold = new_backprop(batched_steps_body, (loop, steps, cells, starts), span)
@@ -357,6 +362,16 @@ def batched_slot_body(captured: tuple, a: float, stage: Callable) -> None:
     cells, slot, fold = captured
     cells[slot] = a if cells[slot] is None else cells[slot] + a
     stage(fold, 0.0)
+
+
+def batched_fold_body(captured: tuple, a: float, stage: Callable) -> None:
+    """The body of the one backpropagator of a batched fold whose accumulator has one
+    slot: the loop over the steps with what reached it, then what reached the start's
+    slot, sent to it."""
+    loop, steps, start = captured
+    (b,) = loop(steps, a, stage)
+    if b is not None:
+        stage(start, b)
 
 
 def batched_steps_body(captured: tuple, a: float, stage: Callable) -> None:
@@ -435,33 +450,37 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
     return adjoints
 
 
-def _backward_factored_first_seeds(tape: Tape, cotangent: Any, count: int) -> list[float]:
+def _backward_factored_first_seeds(tape: Tape, back: Backprop, count: int) -> list[float]:
     """The adjoints of ``seed 0`` .. ``seed (count - 1)``, made first on ``tape`` (stamps
-    0 .. count - 1, as :meth:`Tape.restart` keeps them), as a list (0 where nothing
-    reached one): what :func:`_backward_factored` gives for them, without looking at
-    their stamps one by one, which have no body."""
-    acc, _, _ = _factored_phase(tape, cotangent, None, None, count)
+    0 .. count - 1, as :meth:`Tape.restart` keeps them), for the cotangent ``back 1``, as
+    a list (0 where nothing reached one): what :func:`_backward_factored` gives for them,
+    without looking at their stamps one by one, which have no body."""
+    acc, _, _ = _factored_phase(tape, back, None, None, count)
     return acc[:count]
+
+
+def _staged_late(late: dict[int, Any], add: Callable[[Any, Any], Any] | None, g: Backprop,
+                 a: Any) -> None:
+    """Staging ``g a`` for a backpropagator stamped after the backward phase began: fine
+    for seeds (their adjoints go to ``late``) and the zero; any other was created late."""
+    if g.function is not None:
+        raise _created_late() from None
+    index = g.seed_index
+    if index is not None:
+        late[index] = (late.get(index, 0.0) + a if add is None
+                       else a if index not in late else add(late[index], a))
 
 
 def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                     ) -> tuple[list[Any], list[Any], dict[int, Any]]:
-    """The factored backward phase: what reached each stamp (``acc``), the backpropagator
-    sent to at each (``pending``, None if none was) and the adjoints of seeds made during
-    the phase (``late``).  Stamps below ``floor`` are known to have no body."""
+    """The factored backward phase of the cotangent data ``cotangent`` (or of ``g 1`` for
+    a backpropagator ``g``): what reached each stamp (``acc``), the backpropagator sent to
+    at each (``pending``, None if none was) and the adjoints of seeds made during the
+    phase (``late``).  Stamps below ``floor`` are known to have no body."""
     n = tape.stamps
     acc: list[Any] = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
     late: dict[int, float] = {}  # adjoints of seeds made after the phase began
-
-    def staged_late(g: Backprop, a: Any) -> None:
-        # Stamped after the phase began: fine for seeds (read directly) and the zero.
-        if g.function is not None:
-            raise _created_late() from None
-        index = g.seed_index
-        if index is not None:
-            late[index] = (late.get(index, 0.0) + a if add is None
-                           else a if index not in late else add(late[index], a))
 
     if add is None:
         def stage(g: Backprop, a: float) -> None:
@@ -478,7 +497,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                 # Not a backpropagator: a function into d, applied; walk what it returns.
                 _calls(g(a), stage)
             except IndexError:
-                staged_late(g, a)
+                _staged_late(late, add, g, a)
     else:
         def stage(g: Backprop, a: Any) -> None:
             # The same in another ring: the first cotangent sent is the sum so far.
@@ -493,11 +512,14 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
             except AttributeError:
                 _calls(g(a), stage)
             except IndexError:
-                staged_late(g, a)
+                _staged_late(late, add, g, a)
 
     ran = 0
     try:
-        _calls(cotangent, stage)
+        if isinstance(cotangent, Backprop):  # the result's own backpropagator, sent 1
+            stage(cotangent, 1.0)
+        else:
+            _calls(cotangent, stage)
         # Largest stamp first: a body only sends to older backpropagators, so nothing is
         # added to a backpropagator once it has run.  Seeds and the zero have no body; what
         # reaches a seed is read off at the end.
@@ -590,8 +612,9 @@ class Strategy:
     # Whether reverse mode runs ←D with the backpropagators of each straight-line region
     # fused (lambdad.fuse): a fused region is one backpropagator, created once, run once.
     fuses: bool = False
-    # (tape, cotangent data, n): the adjoints of seeds 0 .. n-1 made first on the tape, as
-    # a list, for a run without events in the reals; None: read them from ``run``.
+    # (tape, the result's backpropagator g, n): the adjoints of seeds 0 .. n-1, made first
+    # on the tape, for the cotangent g 1 as a list, in a run without events in the reals;
+    # None: read them from ``run``.
     run_first_seeds: Callable[[Any, Any, int], list[float]] | None = None
 
 
