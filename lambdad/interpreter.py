@@ -511,6 +511,8 @@ class Interpreter:
         return self.tape.constant()
 
     def _seed(self, index: Any, span: Span | None) -> Backprop:
+        if type(index) is float and index >= 0.0 and index.is_integer():
+            return self.tape.seed(int(index), span)  # (what `range` gives, mostly)
         if type(index) is not int:
             index = plain_real(index)
             if not (index >= 0 and float(index).is_integer()):

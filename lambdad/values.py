@@ -359,6 +359,8 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
             return adjoints[index]
         return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
 
+    if type(seeded) is list and all(map(_is_seeded_scalar, seeded)):
+        return [adjoint(v) for v in seeded]  # a list of scalars, by one loop
     return map_value(seeded, _is_seeded_scalar, adjoint)
 
 
