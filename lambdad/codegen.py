@@ -188,7 +188,7 @@ class _Function:
     """
 
     __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
-                 "blocks", "deferred")
+                 "blocks", "deferred", "finite")
 
     def __init__(self, parent: "_Function | None",
                  names: "itertools.count[int] | None" = None):
@@ -206,6 +206,8 @@ class _Function:
         # In a linear body: the atoms of real results whose finiteness check is deferred to
         # their uses (see _CodeGenerator.deferred_checks), with their sites; else None.
         self.deferred: dict[str, PrimSite] | None = None
+        # Atoms of real results checked finite by the statement after their own.
+        self.finite: set[str] = set()
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
              pure: tuple[str, ...] = ()) -> None:
@@ -777,6 +779,12 @@ class _CodeGenerator:
         """Emits the statement evaluating ``primitive`` on ``atoms``: inline when the table
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
+        if primitive is MUL and "1.0" in atoms and not (self.instrumented or self.generic):
+            # 1 * x is x, bit for bit (forward mode writes the unit partials of `+` so):
+            # nothing to compute when x is known finite (checked, or its check deferred)
+            other = atoms[1] if atoms[0] == "1.0" else atoms[0]
+            if other in fn.finite or (fn.deferred is not None and other in fn.deferred):
+                return other
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = fn.fresh("t")
@@ -804,6 +812,7 @@ class _CodeGenerator:
             # The check is short (compiling it costs as much as the operation's own line);
             # the site, the operands and the message come from the line table (_locate).
             fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
+            fn.finite.add(t)
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
                     (*atoms, t))

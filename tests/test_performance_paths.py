@@ -146,6 +146,20 @@ def test_a_fold_over_a_range_differentiates_alike_in_every_strategy_and_trace():
     assert traced.input_derivatives[0][0] == pytest.approx(gradient, rel=1e-12)
 
 
+def test_one_times_a_value_known_finite_is_that_value():
+    interpreter = Interpreter()
+    checked = run("\\y -> let x = y * 3 in 1 * x + x * 1", interpreter)
+    assert checked(2.0) == 12.0
+    text = checked.func.__globals__["__lambdad_source__"] if hasattr(checked, "func") \
+        else checked.__globals__["__lambdad_source__"]
+    assert "1.0 *" not in text and "* 1.0" not in text
+    # a parameter is not known finite: `1 * y` is computed and checked where it is
+    unchecked = run("\\y -> 1 * y", interpreter)
+    with pytest.raises(lambdad.EvalError) as caught:
+        interpreter.guarded(unchecked, math.inf)
+    assert "`1 * inf` is inf" in str(caught.value)
+
+
 def test_traces_show_adjoints_of_constant_subexpressions():
     from lambdad.trace import trace
 
