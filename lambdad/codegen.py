@@ -660,7 +660,8 @@ class _CodeGenerator:
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
         acc, records, element, t = fn.fresh("t"), fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
-        fn.emit(f"if _batches({z}, {xs}):", (z, xs))
+        # (the length first, inline: most short folds are many, as the MLP's dot products)
+        fn.emit(f"if len({xs}) >= {BATCHED_FOLD_MIN_STEPS} and _batches({z}, {xs}):", (z, xs))
         enclosing, indent = fn.blocks, fn.indent
         fn.blocks = enclosing + (next(self.counter),)
         fn.indent += 1
