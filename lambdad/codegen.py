@@ -67,7 +67,7 @@ from .syntax import (
 )
 from .fuse import BatchedFold, batched_fold_step
 from .tape import (BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_fold_body,
-                   batched_slot_body, batched_steps_body, batches)
+                   batched_slot_body, batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -92,7 +92,8 @@ _PROPAGATING = frozenset(p.name for p in (ADD, SUB, MUL, NEG))
 # The only Python built-ins generated code can reach (for `inline` templates of the
 # primitive table): pure functions, nothing that touches the host.
 _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
-                  "list", "max", "min", "pow", "range", "reversed", "round", "sum", "tuple", "zip")
+                  "list", "max", "min", "pow", "range", "reversed", "round", "sum", "tuple", "type",
+                  "zip")
 
 
 
@@ -337,6 +338,7 @@ class _CodeGenerator:
             "_batches": batches,
             "_bsteps": batched_steps_body,
             "_bfoldbody": batched_fold_body,
+            "_ssum": scalar_sum,
             "_bslot": batched_slot_body,
             "_zero": calls.shared_zero,
             "_newzero": calls.own_zero,
@@ -1068,7 +1070,9 @@ class _CodeGenerator:
             target = self.sent_to.get(term.fn.name) if isinstance(term.fn, Var) else None
             if target is not None:  # to the previous step's slot (batched_slot)
                 x = yield self.gen(term.arg, fn)
-                fn.emit(f"{target} = {x} if {target} is None else {target} + {x}", (x,))
+                # (scalars: reals, or the pairs of reals of forward over reverse mode)
+                fn.emit(f"{target} = {x} if {target} is None else {target} + {x} "
+                        f"if type({x}) is float else _ssum({target}, {x})", (x,))
                 return None
             f = yield self.gen(term.fn, fn)
             x = yield self.gen(term.arg, fn)

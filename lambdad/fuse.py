@@ -112,20 +112,19 @@ def batched_fold_step(step: Term) -> BatchedFold | None:
     used by real operations, and sent to by those backpropagators.  Then what a step's
     backpropagators send to ``p`` reaches only the previous step's (or, for the first step,
     the start's), so the steps' bodies can run in one reverse loop, adjoints carried from
-    step to step (the backward phase of factored evaluation, step by step)."""
+    step to step (the backward phase of factored evaluation, step by step).
+
+    Its binders are renamed apart first when they are not (→D of a fused step, run by
+    forward mode over reverse mode, shadows names as the paper's rules do); the plan's
+    ``step`` is then the renamed one."""
     if not isinstance(step, Lam):
         return None
+    if not _binders_apart(step):  # they must be, for the spine to be flattened
+        step = _renamed_apart(step)
     outer, inner = _flat_spine(step.body)
     if not isinstance(inner, Lam):
         return None
     spine, end = _flat_spine(inner.body)
-    seen: set[str] = set()
-    for node in walk(step):
-        for bound in binders(node):
-            for name in bound:
-                if name in seen and name != "_":
-                    return None  # names must be apart for the spine to be flattened
-                seen.add(name)
     # the place in the accumulator of each name bound from it
     from_p: dict[str, tuple[int, ...]] = {step.param: ()}
     marked: dict[str, LinLam] = {}
@@ -196,6 +195,40 @@ def batched_fold_step(step: Term) -> BatchedFold | None:
         inner, body=_rebuild(spine, returned))))
     return BatchedFold(batched, {id(marked[name]): slot for slot, name in enumerate(order)},
                        paths, previous)
+
+
+def _binders_apart(term: Term) -> bool:
+    """Whether no two binders of ``term`` bind the same name (``_`` aside)."""
+    seen: set[str] = set()
+    for node in walk(term):
+        for bound in binders(node):
+            for name in bound:
+                if name in seen and name != "_":
+                    return False
+                seen.add(name)
+    return True
+
+
+def _renamed_apart(term: Term) -> Term:
+    """``term`` with every binder renamed to a fresh name (one the term does not mention),
+    with its bound occurrences: no two binders share a name, and no free name is captured."""
+    names = NameSupply.for_terms(term)
+
+    def go(t: Term, current: dict[str, str]):
+        if isinstance(t, Var):
+            new = current.get(t.name)
+            return t if new is None else attrs.evolve(t, name=new)
+        fresh = {name: names.fresh(name.rstrip("0123456789'_") or "v")
+                 for bound in binders(t) for name in bound if name != "_"}
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            inner = current
+            if bound:
+                inner = {**current, **{name: fresh[name] for name in bound if name != "_"}}
+            kids.append((yield go(child, inner)))
+        return rename_binders(with_children(t, kids), fresh)
+
+    return run(go(term, {}))
 
 
 def _flat_spine(t: Term) -> tuple[list[_Binding], Term]:

@@ -306,8 +306,8 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
 
 def batches(z: Any, xs: list) -> bool:
     """Whether ``fold f z xs`` runs batched: ``xs`` is long enough and ``z`` is a structure
-    of reals paired with backpropagators (a first-order reverse-mode run)."""
-    return len(xs) >= BATCHED_FOLD_MIN_STEPS and _reals_with_backprops(z)
+    of scalars paired with backpropagators (a reverse-mode run, or forward mode over one)."""
+    return len(xs) >= BATCHED_FOLD_MIN_STEPS and _scalars_with_backprops(z)
 
 
 def batched_fold_result(acc: Any, steps: list, loop: Callable, z: Any,
@@ -329,19 +329,40 @@ def batched_fold_result(acc: Any, steps: list, loop: Callable, z: Any,
     return acc
 
 
-def _reals_with_backprops(value: Any) -> bool:
-    """Whether ``value`` is a real paired with a backpropagator, or pairs of such."""
+def _scalars_with_backprops(value: Any) -> bool:
+    """Whether ``value`` is a scalar paired with a backpropagator, or pairs of such: a
+    scalar is a real, or a pair of scalars (the dual numbers of forward mode over reverse
+    mode), added by :func:`scalar_sum`."""
     work = [value]
     while work:
         v = work.pop()
         if type(v) is not tuple or len(v) != 2:
             return False
-        if type(v[0]) is float:
-            if not isinstance(v[1], Backprop):
+        if isinstance(v[1], Backprop):
+            if type(v[0]) is not float and not _is_scalar(v[0]):
                 return False
         else:
             work.extend(v)
     return True
+
+
+def _is_scalar(k: Any) -> bool:
+    work = [k]
+    while work:
+        k = work.pop()
+        if type(k) is tuple and len(k) == 2:
+            work.extend(k)
+        elif type(k) is not float:
+            return False
+    return True
+
+
+def scalar_sum(x: Any, y: Any) -> Any:
+    """``x + y`` for scalars (see :func:`_scalars_with_backprops`): reals add, pairs add
+    componentwise.  (Nested only as deep as differentiations are.)"""
+    if type(x) is float:
+        return x + y
+    return (scalar_sum(x[0], y[0]), scalar_sum(x[1], y[1]))
 
 
 def _at(value: Any, path: tuple[int, ...]) -> Any:
@@ -364,7 +385,7 @@ def batched_slot_body(captured: tuple, a: float, stage: Callable) -> None:
     """The body of a slot of a batched fold's result: adds ``a`` into the slot's cell and
     sends to the fold's backpropagator, so that it runs after every slot's body."""
     cells, slot, fold = captured
-    cells[slot] = a if cells[slot] is None else cells[slot] + a
+    cells[slot] = a if cells[slot] is None else scalar_sum(cells[slot], a)
     stage(fold, 0.0)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import lambdad
-from lambdad import cli, codegen
+from lambdad import cli, codegen, tape
 from lambdad.backward import backward_term
 from lambdad.errors import UsageError
 from lambdad.fuse import fuse
@@ -154,6 +154,42 @@ def test_second_derivatives_of_a_batched_fold(folds):
         _, _, expected = folds.hessian("wide", xs, mode="forward-over-forward")
         for row, expected_row in zip(hessian, expected, strict=True):
             assert row == pytest.approx(expected_row, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("name, point", [("wide", LONG), ("both", LONG), ("swap", LONG),
+                                         ("captured", (0.9, LONG))])
+def test_forward_over_reverse_runs_a_batched_fold_batched_in_dual_numbers(monkeypatch, name,
+                                                                          point):
+    # →D of the fused step shadows names (its rules do): renamed apart, it is batched too,
+    # its adjoints pairs of reals added componentwise
+    runs = []
+    by_loop = codegen.batched_fold_body
+    monkeypatch.setattr(codegen, "batched_fold_body",
+                        lambda *args: runs.append(1) or by_loop(*args))
+    by_cells = codegen.batched_steps_body
+    monkeypatch.setattr(codegen, "batched_steps_body",
+                        lambda *args: runs.append(1) or by_cells(*args))
+    program = lambdad.loads(BATCHED)
+    direction = direction_like(point)
+    value, gradient, product = program.hvp(name, point, direction)
+    monkeypatch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 10**6)  # step by step
+    assert runs
+    runs.clear()
+    step_by_step = lambdad.loads(BATCHED).hvp(name, point, direction)
+    assert not runs
+    assert value == step_by_step[0]
+    assert flat(gradient) == pytest.approx(flat(step_by_step[1]), rel=1e-12, abs=1e-15)
+    assert flat(product) == pytest.approx(flat(step_by_step[2]), rel=1e-12, abs=1e-15)
+
+
+def direction_like(point):
+    """A direction of the point's shape: 1, -0.5, 0.25, ... over its reals."""
+    reals = iter([(-0.5) ** k for k in range(100)])
+    if isinstance(point, tuple):
+        return tuple(direction_like(p) for p in point)
+    if isinstance(point, list):
+        return [next(reals) for _ in point]
+    return next(reals)
 
 
 def test_nested_differentiation_runs_on_the_fused_form(program):

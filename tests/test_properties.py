@@ -299,3 +299,17 @@ def test_printed_nested_programs_round_trip_check_and_run(case):
         testing.check_nested_programs(generated, point, lambdad.loads)
     except testing.PointRejected:
         assume(False)
+
+
+@examples(6)
+@given(testing.cases(max_depth=3))
+def test_nested_programs_agree_with_every_fold_batched(case):
+    # forward mode over reverse mode batches folds in dual numbers: batch every fold
+    generated, point = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
+        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+        try:
+            testing.check_nested_programs(generated, point, lambdad.loads)
+        except testing.PointRejected:
+            assume(False)
