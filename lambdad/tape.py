@@ -290,9 +290,9 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
     :func:`batched_steps_body`).  The values are those of ``fold step z xs``; each body
     runs once, with the sum of what reached it, as factored evaluation runs them.
 
-    ``step`` runs the fold instead when ``z`` is not a structure of reals paired with
-    backpropagators (the code is then evaluated with other values: the dual numbers of
-    forward mode over reverse mode, ...)."""
+    ``step`` runs the fold instead when ``z`` is not a structure of scalars (reals, or the
+    pairs of reals of forward mode over reverse mode) paired with backpropagators: the
+    code is then evaluated with other values (tagged reals, rings of backpropagators)."""
     if not batches(z, xs):  # (codegen tests the length too)
         return FOLD.evaluate(step, z, xs)
     both = curried_pair(batched_step)
