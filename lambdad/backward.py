@@ -13,6 +13,7 @@ comes from, so a runtime error in the transformed program points at the source.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 
 from .errors import Span
 from .iterate import run
@@ -39,6 +40,7 @@ from .syntax import (
     Type,
     Var,
     Zero,
+    names_in,
 )
 
 WITH_BACKPROPAGATOR = PairT(REAL, BACKPROPAGATOR_TYPE)
@@ -50,17 +52,20 @@ def backward_type(t: Type) -> Type:
     return map_reals(t, WITH_BACKPROPAGATOR, "←D")
 
 
-def backward_term(term: Term, names: NameSupply | None = None) -> Term:
+def backward_term(term: Term, names: NameSupply | None = None,
+                  term_names: AbstractSet[str] | None = None) -> Term:
     """←D(term), the backpropagation program of the source term ``term``.
 
     ``names`` supplies fresh names (by default one avoiding every name of ``term``).  Raises
     DifferentiationError, located at the culprit, if ``term`` uses ``grad``/``jvp``/``vjp``
     (see :mod:`lambdad.nesting`, which expands them).  Target-language terms are transformed like
     any other (AD.md section 9): the ring of their cotangents becomes its image.
+    ``term_names``, when known, are the names occurring in ``term`` (:func:`names_in`).
     """
     if names is None:
-        names = NameSupply.for_terms(term)
-    return run(_Backward(names).term(rename_target_binders(term, names)))
+        term_names = names_in(term)
+        names = NameSupply(term_names)
+    return run(_Backward(names).term(rename_target_binders(term, names, term_names)))
 
 
 def backward_module(module: Module, names: NameSupply | None = None) -> Module:

@@ -58,6 +58,7 @@ from .syntax import (
     Zero,
     binders,
     children,
+    names_in,
     rename_binders,
     walk,
     with_children,
@@ -71,8 +72,9 @@ def fused_backward_term(term: Term) -> Term:
     ``show --reverse --fused`` prints.  One name supply serves both passes: it knows every
     name of ←D's output (the source's and those ←D made), so fusion need not collect them
     again."""
-    names = NameSupply.for_terms(term)
-    return fuse(backward_term(term, names), names)
+    term_names = names_in(term)
+    names = NameSupply(term_names)
+    return fuse(backward_term(term, names, term_names), names)
 
 
 

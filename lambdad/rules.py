@@ -18,7 +18,7 @@ Both →D and ←D are built from the same pieces, all read from the primitive t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set as AbstractSet
 from types import MappingProxyType
 
 import attrs
@@ -320,6 +320,12 @@ def _parse_partials() -> Mapping[str, tuple[Term, ...]]:
 PARTIALS: Mapping[str, tuple[Term, ...]] = _parse_partials()
 """Each real primitive's partial derivatives, as terms over its parameters (and ``result``)."""
 
+# The partials of PARTIALS that bind no name (most: `cos x`, `y * x ^ (y - 1)`), by id (they
+# live as long as the table): they are renamed without scopes.
+_BINDER_FREE_PARTIALS = frozenset(
+    id(term) for terms in PARTIALS.values() for term in terms
+    if not any(bound for node in walk(term) for bound in binders(node)))
+
 
 def rename(term: Term, renaming: Mapping[str, str], span: Span | None) -> Term:
     """``term`` with its free variables renamed by ``renaming`` (capture-avoiding: a binder
@@ -356,6 +362,31 @@ def _relocate(term: Term, span: Span | None) -> Term:
     return attrs.evolve(term, span=span)
 
 
+def _renamed_without_binders(term: Term, renaming: Mapping[str, str],
+                             span: Span | None) -> Term:
+    """:func:`rename` of a term that binds nothing (no capture to avoid): each node rebuilt,
+    children first, by one loop over an explicit stack (no scopes, no generator per node)."""
+    work: list[tuple[Term, bool]] = [(term, False)]
+    done: list[Term] = []
+    while work:
+        t, expanded = work.pop()
+        if isinstance(t, Var):
+            done.append(Var(renaming.get(t.name, t.name), span=span))
+            continue
+        kids = children(t)
+        if kids and not expanded:
+            work.append((t, True))
+            work.extend((kid, False) for kid in reversed(kids))
+            continue
+        if kids:
+            made = done[len(done) - len(kids):]
+            del done[len(done) - len(kids):]
+            done.append(_relocate(with_children(t, made), span))
+        else:
+            done.append(_relocate(t, span))
+    return done[0]
+
+
 def partials(prim: Primitive, primals: Sequence[str], result: str | None,
              span: Span | None) -> list[Term]:
     """``∂1 f, ..., ∂k f`` of the real primitive ``prim`` at the variables ``primals`` (the
@@ -368,7 +399,8 @@ def partials(prim: Primitive, primals: Sequence[str], result: str | None,
         span = DerivativeSpan.of(span, prim.spelling.symbol, tuple(primals), result)
     # a primitive the program declares holds its partials as terms already
     terms = PARTIALS[prim.name] if prim.declaration is None else prim.declaration.partials
-    return [rename(term, renaming, span) for term in terms]
+    return [_renamed_without_binders(term, renaming, span) if id(term) in _BINDER_FREE_PARTIALS
+            else rename(term, renaming, span) for term in terms]
 
 
 def result_name(prim: Primitive, taken: Iterable[str]) -> str | None:
@@ -669,14 +701,19 @@ class Differentiation:
             raise error.with_span(span) from None
 
 
-def rename_target_binders(term: Term, names: NameSupply) -> Term:
+def rename_target_binders(term: Term, names: NameSupply,
+                          term_names: AbstractSet[str] | None = None) -> Term:
     """``term`` with every binder named like a target-language construct (``zero``,
     ``seed``, ``cotangent``) renamed to a fresh name, with its bound occurrences.
+    ``term_names``, when given, are the names occurring in ``term`` (:func:`names_in`):
+    without such a name there is nothing to rename, and no walk to find that out.
 
     ←D puts ``zero`` (and a printed program ``seed``/``cotangent``) inside the scope of
     the source's binders; a binder of that name would capture them when the program is
     printed and parsed again.  Renaming it first keeps ``parse(print(D(t))) == D(t)``."""
     reserved = frozenset(LINEAR_NAMES)
+    if term_names is not None and reserved.isdisjoint(term_names):
+        return term
     if not any(name in reserved for node in walk(term) for bound in binders(node)
                for name in bound):
         return term

@@ -13,6 +13,7 @@ from lambdad.backward import backward_module, backward_term, backward_type
 from lambdad.errors import DifferentiationError, EvalError
 from lambdad.interpreter import Interpreter
 from lambdad.parser import parse_expr, parse_module, parse_type
+from lambdad.primitives import PRIMITIVES
 from lambdad.printer import print_term, print_type
 from lambdad.simplify import simplify
 from lambdad.syntax import (
@@ -312,3 +313,22 @@ def test_deep_terms_transform():
         chain = Let(f"x{k}", Prim("mul", (Var(f"x{k - 1}"), Var(f"x{k - 1}"))), chain)
     transformed = backward_term(Lam("x0", chain))
     assert sum(1 for node in walk(transformed) if isinstance(node, Let)) == depth
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in PRIMITIVES.items() if p.kind == "real"))
+def test_partials_instantiate_as_the_general_renaming_does(name):
+    # most partials bind nothing and are renamed by one loop; the result is the same term
+    from lambdad.errors import Span
+    from lambdad.rules import PARTIALS, partials, rename
+
+    prim = PRIMITIVES[name]
+    primals = [f"{param}9" for param in prim.params]
+    span = Span("<test>", 3, 4, 3, 9)
+    made = partials(prim, primals, "r9" if prim.result else None, span)
+    renaming = dict(zip(prim.params, primals))
+    if prim.result is not None:
+        renaming[prim.result] = "r9"
+    located = made[0].span if made else None
+    expected = [rename(term, renaming, located) for term in PARTIALS[name]]
+    assert made == expected
+    assert all(node.span == located for term in made for node in walk(term))
