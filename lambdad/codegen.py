@@ -262,22 +262,27 @@ def _replaced_parts(atom: str, new: dict[tuple[int, ...], str], at: tuple[int, .
             f"{_replaced_parts(atom, new, at + (1,))})")
 
 
-def _lifts_reals(f: Term) -> bool:
-    """Whether ``f`` is ``\\i -> (i, \\a -o zero)``, a real made a constant of reverse mode
-    (or, as fusion writes it, ``\\i -> let g = \\a -o zero in (i, g)``)."""
+def _lifted_reals(f: Term) -> str | None:
+    """What ``f`` pairs each real with when it makes reals constants: ``"zero"`` for
+    ``\\i -> (i, \\a -o zero)`` (reverse mode; fusion writes it ``\\i -> let g = \\a -o zero
+    in (i, g)``), ``"0.0"`` for ``\\i -> (i, 0)`` (forward mode); else None."""
     if not isinstance(f, Lam):
-        return False
+        return None
     body, zero_name = f.body, None
     if (isinstance(body, Let) and isinstance(body.value, LinLam)
             and isinstance(body.value.body, Zero)):
         body, zero_name = body.body, body.name
     if not (isinstance(body, Pair) and isinstance(body.first, Var)
             and body.first.name == f.param and body.first.name != zero_name):
-        return False
+        return None
     second = body.second
     if zero_name is not None:
-        return isinstance(second, Var) and second.name == zero_name
-    return isinstance(second, LinLam) and isinstance(second.body, Zero)
+        return "zero" if isinstance(second, Var) and second.name == zero_name else None
+    if isinstance(second, LinLam) and isinstance(second.body, Zero):
+        return "zero"
+    if isinstance(second, Const) and second.value == 0.0 and math.copysign(1.0, second.value) > 0:
+        return "0.0"
+    return None
 
 
 def _stageable(body: Term) -> bool:
@@ -571,8 +576,10 @@ class _CodeGenerator:
         if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
                 and not (self.instrumented or self.generic)):
             return (yield from self.batched_fold(term, fn))
-        if term.op == MAP.name and not self.instrumented and _lifts_reals(term.args[0]):
-            return (yield from self.lifted_reals(term, fn))
+        if term.op == MAP.name and not self.instrumented:
+            lifted = _lifted_reals(term.args[0])
+            if lifted is not None:
+                return (yield from self.lifted_reals(term, lifted, fn))
         primitive = self.primitive(term.op, term.span)
         if len(term.args) != primitive.arity:
             raise EvalError(f"`{primitive.spelling.symbol}` takes {primitive.arity} arguments, "
@@ -582,16 +589,20 @@ class _CodeGenerator:
             atoms.append((yield self.gen(arg, fn)))
         return self.apply_primitive(primitive, atoms, term, term.span, fn)
 
-    def lifted_reals(self, term: Prim, fn: _Function):
-        """``map (\\i -> (i, \\a -o zero)) xs``, the reals of a list made constants of
-        reverse mode (how ←D lifts the list a locally constant primitive returns, such as
-        ``range n``): one comprehension pairing every element with the tape's shared zero,
-        which every evaluation of ``\\a -o zero`` gives (instrumented code, whose zeros are
-        each their own, maps the λ)."""
+    def lifted_reals(self, term: Prim, lifted: str, fn: _Function):
+        """``map (\\i -> (i, \\a -o zero)) xs`` (or ``(i, 0)``), the reals of a list made
+        constants of reverse (forward) mode, as ←D and →D lift the list a locally constant
+        primitive returns (``range n``): one comprehension pairing every element with the
+        tape's shared zero, which every evaluation of ``\\a -o zero`` gives (instrumented
+        code, whose zeros are each their own, maps the λ), or with ``0.0``."""
         xs = yield self.gen(term.args[1], fn)
-        zero, t = fn.fresh("t"), fn.fresh("t")
-        fn.emit(f"{zero} = _zero()", pure=(zero,))
-        fn.emit(f"{t} = [(_i, {zero}) for _i in {xs}]", (xs, zero), pure=(t,))
+        t = fn.fresh("t")
+        if lifted == "zero":
+            zero = fn.fresh("t")
+            fn.emit(f"{zero} = _zero()", pure=(zero,))
+            fn.emit(f"{t} = [(_i, {zero}) for _i in {xs}]", (xs, zero), pure=(t,))
+        else:
+            fn.emit(f"{t} = [(_i, 0.0) for _i in {xs}]", (xs,), pure=(t,))
         return t
 
     def batched_fold(self, term: Prim, fn: _Function):

@@ -696,8 +696,9 @@ class _Expansion:
                             span=span)
             per_item = self.reals_in(t.item, None, span)
             if per_item is not None:
-                # items of one size: the i-th starts at base + i * size
-                first = times(Var(i, span=span), per_item, span)
+                # items of one size: the i-th starts at base + i * size (base + i for reals)
+                first = (Var(i, span=span) if isinstance(per_item, Const) and per_item.value == 1
+                         else times(Var(i, span=span), per_item, span))
                 start = first if static == 0 and dynamic is None else plus(base, first, span)
                 item, _ = self.seeded(t.item, Var(r, span=span), span, (0, start), leaf)
                 after = times(per_item, count, span)
