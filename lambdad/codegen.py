@@ -40,7 +40,8 @@ from typing import Any
 
 import attrs
 
-from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
+from .errors import (BatchedFoldSpan, DerivativeSpan, EvalError, LambdadError, ResourceError,
+                     Span)
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .primitives import ADD, FOLD, MAP, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
@@ -243,6 +244,15 @@ def _real_atom(value: float) -> str:
         return "_inf" if value > 0 else "(-_inf)"
     text = repr(value)
     return f"({text})" if text.startswith("-") else text
+
+
+def _literal_real(atom: str) -> float | None:
+    """The finite real an atom made by :func:`_real_atom` stands for, else None."""
+    text = atom[2:-1] if atom.startswith("(-") else atom
+    if not text or not (text[0].isdigit() or text[0] == "."):
+        return None
+    value = float(text)
+    return -value if atom.startswith("(-") else value
 
 
 def _part(atom: str, path: tuple[int, ...]) -> str:
@@ -793,12 +803,10 @@ class _CodeGenerator:
         """Emits the statement evaluating ``primitive`` on ``atoms``: inline when the table
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
-        if primitive is MUL and "1.0" in atoms and not (self.instrumented or self.generic):
-            # 1 * x is x, bit for bit (forward mode writes the unit partials of `+` so):
-            # nothing to compute when x is known finite (checked, or its check deferred)
-            other = atoms[1] if atoms[0] == "1.0" else atoms[0]
-            if other in fn.finite or (fn.deferred is not None and other in fn.deferred):
-                return other
+        if not (self.instrumented or self.generic):
+            folded = self.folded(primitive, atoms, fn)
+            if folded is not None:
+                return folded
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = fn.fresh("t")
@@ -831,6 +839,40 @@ class _CodeGenerator:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
                     (*atoms, t))
         return t
+
+    @staticmethod
+    def folded(primitive: Primitive, atoms: list[str], fn: _Function) -> str | None:
+        """The atom of ``primitive`` applied to ``atoms`` when no statement is needed, else
+        None: on literals it is the literal the table's own evaluation gives (bit for bit
+        what the run would compute; an application that fails or is not finite is left to
+        fail at run time), and ``1 * x``, ``x * 1``, ``x / 1`` and ``x ^ 1`` are ``x``, bit
+        for bit, when ``x`` is known finite (checked, or its check deferred).  The rules of
+        the transformations write such applications (``2 - 1`` in the derivative of
+        ``x ^ 2``, unit partials of ``+``).  Not when operations are counted or observed."""
+        if primitive.kind not in ("real", "test") or primitive.evaluate is None:
+            return None
+        values = [_literal_real(atom) for atom in atoms]
+        if None not in values:
+            try:
+                result = primitive.evaluate(*values)
+            except (LambdadError, ArithmeticError, ValueError):
+                return None
+            if type(result) is bool:
+                return "True" if result else "False"
+            if type(result) is float and math.isfinite(result):
+                return _real_atom(result)
+            return None
+        if len(atoms) == 2 and primitive.laws is not None:
+            laws = primitive.laws
+            if primitive is MUL and atoms[0] == "1.0":
+                other = atoms[1]
+            elif laws.right_unit == 1.0 and atoms[1] == "1.0":
+                other = atoms[0]
+            else:
+                return None
+            if other in fn.finite or (fn.deferred is not None and other in fn.deferred):
+                return other
+        return None
 
     def lam(self, term: Lam, fn: _Function):
         """``\\x -> e``: a lifted function of (captured..., x); its closure as the value.

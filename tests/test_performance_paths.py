@@ -160,6 +160,27 @@ def test_one_times_a_value_known_finite_is_that_value():
     assert "`1 * inf` is inf" in str(caught.value)
 
 
+def test_primitives_applied_to_literals_are_folded_bit_for_bit():
+    interpreter = Interpreter()
+    folded = run("\\y -> y ^ (2 - 1) + sin 2 * y + (if 2 == 0 then 0 else y)", interpreter)
+    text = source_of_function(folded)
+    assert "2.0 - 1.0" not in text and "sin(2.0)" not in text and "2.0 == 0.0" not in text
+    # x ^ 1 and x / 1 are x, bit for bit, once x is known finite
+    units = run("\\y -> let x = y * 3 in x ^ (2 - 1) + x / 1", interpreter)
+    assert ", 1.0)" not in source_of_function(units) and units(0.5) == 3.0
+    assert folded(0.75) == 0.75 + math.sin(2.0) * 0.75 + 0.75
+    # an application that would fail is left to fail at run time, where it is
+    failing = run("\\y -> if y > 0 then y else 1 / 0", interpreter)
+    assert failing(2.0) == 2.0
+    with pytest.raises(lambdad.EvalError) as caught:
+        interpreter.guarded(failing, -1.0)
+    assert "division by zero" in str(caught.value)
+
+
+def source_of_function(value):
+    return (value.func if hasattr(value, "func") else value).__globals__["__lambdad_source__"]
+
+
 def test_traces_show_adjoints_of_constant_subexpressions():
     from lambdad.trace import trace
 
