@@ -246,6 +246,29 @@ def _real_atom(value: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
+_FOLDABLE_KINDS = frozenset(("real", "test"))
+_LITERAL_FIRST = frozenset("0123456789.(")
+_RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
+                            if p.laws is not None and p.laws.right_unit == 1.0)
+
+
+def _folded_literals(primitive: Primitive, atoms: list[str]) -> str | None:
+    """The literal ``primitive`` gives on the literals ``atoms`` (see
+    :meth:`_CodeGenerator.folded`), or None."""
+    values = [_literal_real(atom) for atom in atoms]
+    if None in values or primitive.evaluate is None:
+        return None
+    try:
+        result = primitive.evaluate(*values)
+    except (LambdadError, ArithmeticError, ValueError):
+        return None
+    if type(result) is bool:
+        return "True" if result else "False"
+    if type(result) is float and math.isfinite(result):
+        return _real_atom(result)
+    return None
+
+
 def _literal_real(atom: str) -> float | None:
     """The finite real an atom made by :func:`_real_atom` stands for, else None."""
     text = atom[2:-1] if atom.startswith("(-") else atom
@@ -849,24 +872,17 @@ class _CodeGenerator:
         for bit, when ``x`` is known finite (checked, or its check deferred).  The rules of
         the transformations write such applications (``2 - 1`` in the derivative of
         ``x ^ 2``, unit partials of ``+``).  Not when operations are counted or observed."""
-        if primitive.kind not in ("real", "test") or primitive.evaluate is None:
+        if primitive.kind not in _FOLDABLE_KINDS:
             return None
-        values = [_literal_real(atom) for atom in atoms]
-        if None not in values:
-            try:
-                result = primitive.evaluate(*values)
-            except (LambdadError, ArithmeticError, ValueError):
-                return None
-            if type(result) is bool:
-                return "True" if result else "False"
-            if type(result) is float and math.isfinite(result):
-                return _real_atom(result)
-            return None
-        if len(atoms) == 2 and primitive.laws is not None:
-            laws = primitive.laws
+        for atom in atoms:  # (most atoms are names: this loop is the common path)
+            if atom[0] not in _LITERAL_FIRST:
+                break
+        else:
+            return _folded_literals(primitive, atoms)
+        if "1.0" in atoms and len(atoms) == 2:
             if primitive is MUL and atoms[0] == "1.0":
                 other = atoms[1]
-            elif laws.right_unit == 1.0 and atoms[1] == "1.0":
+            elif primitive.name in _RIGHT_UNIT_ONE and atoms[1] == "1.0":
                 other = atoms[0]
             else:
                 return None
