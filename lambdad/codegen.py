@@ -827,8 +827,15 @@ class _CodeGenerator:
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
         if not (self.instrumented or self.generic):
-            folded = self.folded(primitive, atoms, fn)
+            folded = self.folded(primitive, atoms)
             if folded is not None:
+                if folded[0] in _LITERAL_FIRST or folded in fn.finite or (
+                        fn.deferred is not None and folded in fn.deferred):
+                    return folded
+                # x * 1 of an x not known finite: its check is the operation's (not marking
+                # x finite here: this line may be in one branch of an `if` only)
+                site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
+                fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site)
                 return folded
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
@@ -864,14 +871,14 @@ class _CodeGenerator:
         return t
 
     @staticmethod
-    def folded(primitive: Primitive, atoms: list[str], fn: _Function) -> str | None:
-        """The atom of ``primitive`` applied to ``atoms`` when no statement is needed, else
+    def folded(primitive: Primitive, atoms: list[str]) -> str | None:
+        """The atom of ``primitive`` applied to ``atoms`` when no operation is needed, else
         None: on literals it is the literal the table's own evaluation gives (bit for bit
         what the run would compute; an application that fails or is not finite is left to
         fail at run time), and ``1 * x``, ``x * 1``, ``x / 1`` and ``x ^ 1`` are ``x``, bit
-        for bit, when ``x`` is known finite (checked, or its check deferred).  The rules of
-        the transformations write such applications (``2 - 1`` in the derivative of
-        ``x ^ 2``, unit partials of ``+``).  Not when operations are counted or observed."""
+        for bit (its finiteness is the result's: :meth:`apply_primitive` checks it unless
+        it is known).  The rules of the transformations write such applications (``2 - 1``
+        in the derivative of ``x ^ 2``, unit partials of ``+``)."""
         if primitive.kind not in _FOLDABLE_KINDS:
             return None
         for atom in atoms:  # (most atoms are names: this loop is the common path)
@@ -881,13 +888,9 @@ class _CodeGenerator:
             return _folded_literals(primitive, atoms)
         if "1.0" in atoms and len(atoms) == 2:
             if primitive is MUL and atoms[0] == "1.0":
-                other = atoms[1]
-            elif primitive.name in _RIGHT_UNIT_ONE and atoms[1] == "1.0":
-                other = atoms[0]
-            else:
-                return None
-            if other in fn.finite or (fn.deferred is not None and other in fn.deferred):
-                return other
+                return atoms[1]
+            if primitive.name in _RIGHT_UNIT_ONE and atoms[1] == "1.0":
+                return atoms[0]
         return None
 
     def lam(self, term: Lam, fn: _Function):

@@ -165,9 +165,14 @@ def test_primitives_applied_to_literals_are_folded_bit_for_bit():
     folded = run("\\y -> y ^ (2 - 1) + sin 2 * y + (if 2 == 0 then 0 else y)", interpreter)
     text = source_of_function(folded)
     assert "2.0 - 1.0" not in text and "sin(2.0)" not in text and "2.0 == 0.0" not in text
-    # x ^ 1 and x / 1 are x, bit for bit, once x is known finite
-    units = run("\\y -> let x = y * 3 in x ^ (2 - 1) + x / 1", interpreter)
-    assert ", 1.0)" not in source_of_function(units) and units(0.5) == 3.0
+    # x ^ 1 and x / 1 are x, bit for bit: no call, only x's check when x is not known finite
+    units = run("\\y -> let x = y * 3 in x ^ (2 - 1) + x / 1 + y ^ 1", interpreter)
+    assert ", 1.0)" not in source_of_function(units) and units(0.5) == 3.5
+    branches = run("\\y -> if y > 0 then y ^ 1 else 1 * y / 1", interpreter)
+    for point in (math.inf, -math.inf):
+        with pytest.raises(lambdad.EvalError) as caught:
+            interpreter.guarded(branches, point)
+        assert "is inf" in str(caught.value) or "is -inf" in str(caught.value)
     assert folded(0.75) == 0.75 + math.sin(2.0) * 0.75 + 0.75
     # an application that would fail is left to fail at run time, where it is
     failing = run("\\y -> if y > 0 then y else 1 / 0", interpreter)
