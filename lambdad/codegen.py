@@ -248,6 +248,7 @@ def _real_atom(value: float) -> str:
 
 _FOLDABLE_KINDS = frozenset(("real", "test"))
 _LITERAL_FIRST = frozenset("0123456789.(")
+_BOOL_ATOMS = frozenset(("True", "False"))
 _RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
                             if p.laws is not None and p.laws.right_unit == 1.0)
 
@@ -829,8 +830,8 @@ class _CodeGenerator:
         if not (self.instrumented or self.generic):
             folded = self.folded(primitive, atoms)
             if folded is not None:
-                if folded[0] in _LITERAL_FIRST or folded in fn.finite or (
-                        fn.deferred is not None and folded in fn.deferred):
+                if folded[0] in _LITERAL_FIRST or folded in _BOOL_ATOMS or folded in fn.finite \
+                        or (fn.deferred is not None and folded in fn.deferred):
                     return folded
                 # x * 1 of an x not known finite: its check is the operation's (not marking
                 # x finite here: this line may be in one branch of an `if` only)
