@@ -30,6 +30,7 @@ so terms nested 10^4 deep compile.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import itertools
 import math
@@ -483,7 +484,10 @@ class _CodeGenerator:
 
     # ---- driver
     def gen(self, term: Term, fn: _Function):
-        """The generator compiling ``term`` into ``fn``; it returns the result's atom."""
+        """The generator compiling ``term`` into ``fn``; it returns the result's atom.  For
+        a leaf (a variable, a literal, ``zero``, a built-in) it is the atom itself, which
+        :func:`lambdad.iterate.run` takes as its own result: most subterms of transformed
+        programs are leaves, and a generator each would cost more than their compilation."""
         arm = self.arms.get(type(term))
         if arm is None:
             raise EvalError(f"cannot evaluate a {type(term).__name__} term",
@@ -514,10 +518,11 @@ class _CodeGenerator:
     def assemble(self) -> str:
         """The module source: every function, without its dead pure statements.  Each
         function's place in it (name, first line, number of lines) goes to ``placed``."""
-        dead = self.dead_statements()
         out: list[str] = []
         for name, fn, params in self.functions:
-            kept = [line for index, line in enumerate(fn.lines) if (name, index) not in dead]
+            dead = self.dead_statements(fn.lines)
+            kept = [line for index, line in enumerate(fn.lines) if index not in dead] \
+                if dead else fn.lines
             if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
                 kept = [(1, "pass", None, (), ())]
             # A linear body with deferred checks stays whole: an error in it is found by
@@ -536,40 +541,35 @@ class _CodeGenerator:
                 self.placed.append((piece, first + 1, len(out) - first))
         return "\n".join(out) + "\n"
 
-    def dead_statements(self) -> set[tuple[str, int]]:
-        """The pure statements whose names are never used, directly or through other dead
-        statements (``let``-bound pairs taken apart at once leave their tuple unused).
-        Generated names are local to their function (values reach other functions as
-        parameters), so uses are counted per function."""
-        functions = {name: fn for name, fn, _ in self.functions}
+    @staticmethod
+    def dead_statements(lines: list[Line]) -> set[int]:
+        """The indices of the pure statements of one function's ``lines`` whose names are
+        never used, directly or through other dead statements (``let``-bound pairs taken
+        apart at once leave their tuple unused).  Generated names are local to their
+        function (values reach other functions as parameters), so uses are counted per
+        function."""
+        definer: dict[str, int] = {}
+        for index, line in enumerate(lines):
+            for defined in line[3]:
+                definer[defined] = index
+        if not definer:
+            return set()
+        uses = collections.Counter(itertools.chain.from_iterable(line[4] for line in lines))
 
-        def unused(key: tuple[str, int]) -> bool:
-            defined = functions[key[0]].lines[key[1]][3]
-            return all(uses.get((key[0], d), 0) == 0 for d in defined)
+        def unused(index: int) -> bool:
+            return all(uses[defined] == 0 for defined in lines[index][3])
 
-        uses: dict[tuple[str, str], int] = {}
-        definer: dict[tuple[str, str], tuple[str, int]] = {}
-        used_by: dict[tuple[str, int], tuple[str, ...]] = {}
-        for name, fn, _ in self.functions:
-            for index, (_, _, _, pure, used) in enumerate(fn.lines):
-                if pure:
-                    for defined in pure:
-                        definer[(name, defined)] = (name, index)
-                    used_by[(name, index)] = used
-                for atom in used:
-                    uses[(name, atom)] = uses.get((name, atom), 0) + 1
-        dead: set[tuple[str, int]] = set()
-        work = [key for key in used_by if unused(key)]
+        dead: set[int] = set()
+        work = [index for index in set(definer.values()) if unused(index)]
         while work:
-            key = work.pop()
-            if key in dead:
+            index = work.pop()
+            if index in dead:
                 continue
-            dead.add(key)
-            function = key[0]
-            for used in used_by[key]:
-                uses[(function, used)] -= 1
-                if uses[(function, used)] == 0:
-                    other = definer.get((function, used))
+            dead.add(index)
+            for used in lines[index][4]:
+                uses[used] -= 1
+                if uses[used] == 0:
+                    other = definer.get(used)
                     if other is not None and other not in dead and unused(other):
                         work.append(other)
         return dead
@@ -578,17 +578,14 @@ class _CodeGenerator:
     def const(self, term: Const, fn: _Function):
         """A real literal ``2.5``."""
         return _real_atom(term.value)
-        yield  # pragma: no cover - makes the arm a generator
 
     def bool_lit(self, term: BoolLit, fn: _Function):
         """``true`` / ``false``."""
         return "True" if term.value else "False"
-        yield  # pragma: no cover
 
     def var(self, term: Var, fn: _Function):
         """A variable ``x``: its Python atom (a local, a captured parameter or a literal)."""
         return self.lookup(term.name, fn, term.span)
-        yield  # pragma: no cover
 
     def builtin(self, term: Builtin, fn: _Function):
         """A built-in used as a value (``map sin``): a curried :class:`BuiltinFunction`."""
@@ -597,7 +594,6 @@ class _CodeGenerator:
             return self.apply_primitive(primitive, [], None, term.span, fn)
         return self.constant(BuiltinFunction(primitive, (), term.span,
                                              self.calls.apply_builtin))
-        yield  # pragma: no cover
 
     def primitive(self, name: str, span: Span | None) -> Primitive:
         primitive = PRIMITIVES.get(name)
@@ -1156,7 +1152,6 @@ class _CodeGenerator:
     def zero(self, term: Zero, fn: _Function):
         """``zero``: the zero cotangent, ``None``."""
         return "None"
-        yield  # pragma: no cover
 
     def plus(self, term: Plus, fn: _Function):
         """``e1 <+> e2``: :func:`~lambdad.tape.add_cotangents`, inline."""
