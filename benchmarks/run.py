@@ -4,6 +4,7 @@ scale, and peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python).
     python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
                              [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
     python benchmarks/run.py --profile chain:2000     (cProfile of one workload)
+    python benchmarks/run.py --phases chain:10000     (setup time by stage of the pipeline)
     python benchmarks/run.py --baseline /tmp/base     (before/after against another tree)
 
 Every figure of a table row is measured in the same run, side by side and interleaved
@@ -743,12 +744,7 @@ def profile_main(target: str, args: argparse.Namespace) -> None:
     import cProfile
     import pstats
 
-    make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
-            "mlp": workloads.mlp}
-    kind, _, size = target.partition(":")
-    if kind not in make or not size.isdigit():
-        raise SystemExit(f"--profile wants KIND:SIZE with KIND in {', '.join(make)}")
-    workload = make[kind](int(size))
+    workload = _workload_of(target, "--profile")
     program = lambdad.loads(workload.source, workload.file)
     name, point = workload.name, workload.point
     program.call(name, point)
@@ -780,6 +776,94 @@ def profile_main(target: str, args: argparse.Namespace) -> None:
     profiler.disable()
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(25)
+
+
+# ---------------------------------------------------------------- setup phases
+
+
+# The stages of lambdad's pipeline timed by --phases: (label, module, function name).  A
+# stage run inside another is counted in its own row only.
+PHASES = (
+    ("parse", "lambdad.parser", "parse_module"),
+    ("type inference", "lambdad.typecheck", "infer_module"),
+    ("type inference", "lambdad.typecheck", "infer_term"),
+    ("←D", "lambdad.backward", "backward_term"),
+    ("fusion", "lambdad.fuse", "fused_backward_term"),
+    ("code generation", "lambdad.codegen", "compile_term"),
+    ("Python compile", "lambdad.codegen", "_compiled_functions"),
+)
+
+
+def phases_main(target: str, args: argparse.Namespace) -> None:
+    """Times the setup of one workload by stage of the pipeline: loading, the first call
+    and the first gradient (``factored``, then ``fused``), each split into the time spent
+    in each stage of :data:`PHASES` (its own time, without the stages it runs) and the
+    rest ("other": the API's conversions, running the code, freeing what a stage built).
+    Every module of lambdad that holds a stage's function gets the timed one."""
+    import importlib
+
+    workload = _workload_of(target, "--phases")
+    timer = CLOCKS[args.clock]
+    spent: Counter[str] = Counter()
+    running: list[float] = []  # time of the stages run inside the current one, per level
+
+    def timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*a: Any, **k: Any) -> Any:
+            running.append(0.0)
+            start = timer()
+            try:
+                return function(*a, **k)
+            finally:
+                elapsed = timer() - start
+                inner = running.pop()
+                spent[label] += elapsed - inner
+                if running:
+                    running[-1] += elapsed
+        return wrapper
+
+    modules = [module for name, module in list(sys.modules.items())
+               if name == "lambdad" or name.startswith("lambdad.")]
+    for label, module_name, function_name in PHASES:
+        original = getattr(importlib.import_module(module_name), function_name)
+        replacement = timed(label, original)
+        for module in modules:
+            for attribute, value in list(vars(module).items()):
+                if value is original:
+                    setattr(module, attribute, replacement)
+    name, point = workload.name, workload.point
+    steps = (("load", lambda: lambdad.loads(workload.source, workload.file)),
+             ("first call", lambda: program.call(name, point)),
+             ("first gradient (factored)",
+              lambda: program.value_and_grad(name, point, strategy=FACTORED)),
+             ("first gradient (fused)",
+              lambda: program.value_and_grad(name, point, strategy="fused")))
+    print(f"{workload.label}: setup by stage ({args.clock} time)\n")
+    print(f"| step | total | {' | '.join(dict.fromkeys(label for label, _, _ in PHASES))} "
+          "| other | peak RSS |")
+    print("|---|" + "---|" * (len(dict.fromkeys(p[0] for p in PHASES)) + 3))
+    program = None
+    for step, run_step in steps:
+        spent.clear()
+        start = timer()
+        result = run_step()
+        total = timer() - start
+        if program is None:
+            program = result
+        cells = [fmt_time(spent[label]) if spent[label] else "-"
+                 for label in dict.fromkeys(p[0] for p in PHASES)]
+        other = total - sum(spent.values())
+        print(f"| {step} | {fmt_time(total)} | {' | '.join(cells)} | {fmt_time(other)} "
+              f"| {_peak_rss_mb():.0f} MB |")
+
+
+def _workload_of(target: str, option: str) -> Workload:
+    make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
+            "mlp": workloads.mlp}
+    kind, _, size = target.partition(":")
+    if kind not in make or not size.isdigit():
+        raise SystemExit(f"{option} wants KIND:SIZE with KIND in {', '.join(make)}")
+    return make[kind](int(size))
 
 
 # ---------------------------------------------------------------- main
@@ -823,6 +907,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="KIND:SIZE",
                         help="instead of the tables, profile value+gradient of one workload "
                              "(wide:1000, chain:2000, doubling:1000, mlp:256) with cProfile")
+    parser.add_argument("--phases", metavar="KIND:SIZE",
+                        help="instead of the tables, time the setup of one workload (load, "
+                             "first call, first gradients) by stage of the pipeline")
     parser.add_argument("--baseline", metavar="CHECKOUT",
                         help="also compare with the lambdad of another source tree (e.g. "
                              "`git worktree add /tmp/base 54fd1ad`), in fresh processes")
@@ -833,6 +920,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.profile:
         profile_main(args.profile, args)
+        return 0
+    if args.phases:
+        phases_main(args.phases, args)
         return 0
     bench = Bench(args)
     only = set(args.only or SECTIONS)
