@@ -41,11 +41,11 @@ from typing import Any
 
 import attrs
 
-from .errors import (BatchedFoldSpan, DerivativeSpan, EvalError, LambdadError, ResourceError,
-                     Span)
+from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
-from .primitives import ADD, FOLD, MAP, MUL, NEG, PRIMITIVES, SUB, TWO_ARGUMENTS, Primitive
+from .primitives import (ADD, FOLD, MAP, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
+                         TWO_ARGUMENTS, Primitive)
 from .syntax import (
     Annot,
     App,
@@ -247,9 +247,12 @@ def _real_atom(value: float) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-_FOLDABLE_KINDS = frozenset(("real", "test"))
 _LITERAL_FIRST = frozenset("0123456789.(")
 _BOOL_ATOMS = frozenset(("True", "False"))
+# The operations whose unit is 1 (`1 * x`, `x / 1`, `x ^ 1` are x bit for bit; an additive
+# unit is not: `0 + -0.0` is 0.0).
+_LEFT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
+                           if p.laws is not None and p.laws.left_unit == 1.0)
 _RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
                             if p.laws is not None and p.laws.right_unit == 1.0)
 
@@ -258,17 +261,12 @@ def _folded_literals(primitive: Primitive, atoms: list[str]) -> str | None:
     """The literal ``primitive`` gives on the literals ``atoms`` (see
     :meth:`_CodeGenerator.folded`), or None."""
     values = [_literal_real(atom) for atom in atoms]
-    if None in values or primitive.evaluate is None:
-        return None
-    try:
-        result = primitive.evaluate(*values)
-    except (LambdadError, ArithmeticError, ValueError):
+    result = None if None in values else primitive.value_at(*values)
+    if result is None:
         return None
     if type(result) is bool:
         return "True" if result else "False"
-    if type(result) is float and math.isfinite(result):
-        return _real_atom(result)
-    return None
+    return _real_atom(result)
 
 
 def _literal_real(atom: str) -> float | None:
@@ -876,7 +874,7 @@ class _CodeGenerator:
         for bit (its finiteness is the result's: :meth:`apply_primitive` checks it unless
         it is known).  The rules of the transformations write such applications (``2 - 1``
         in the derivative of ``x ^ 2``, unit partials of ``+``)."""
-        if primitive.kind not in _FOLDABLE_KINDS:
+        if primitive.kind not in REAL_EXPRESSION_KINDS:
             return None
         for atom in atoms:  # (most atoms are names: this loop is the common path)
             if atom[0] not in _LITERAL_FIRST:
@@ -884,9 +882,9 @@ class _CodeGenerator:
         else:
             return _folded_literals(primitive, atoms)
         if "1.0" in atoms and len(atoms) == 2:
-            if primitive is MUL and atoms[0] == "1.0":
+            if atoms[0] == "1.0" and primitive.name in _LEFT_UNIT_ONE:
                 return atoms[1]
-            if primitive.name in _RIGHT_UNIT_ONE and atoms[1] == "1.0":
+            if atoms[1] == "1.0" and primitive.name in _RIGHT_UNIT_ONE:
                 return atoms[0]
         return None
 

@@ -36,8 +36,7 @@ import attrs
 from .backward import backward_term
 from .errors import BatchedFoldSpan, DerivativeSpan
 from .iterate import run
-from .primitives import (ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
-                         DomainError)
+from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB
 from .rules import NameSupply
 from .syntax import (
     Annot,
@@ -620,9 +619,6 @@ def _normal_form(lam: LinLam) -> _Linear | None:
 
 
 # What evaluating a primitive on literals may raise: such an application is left to run.
-_EVALUATION_ERRORS = (DomainError, ArithmeticError, ValueError, TypeError)
-
-
 def _folded(t: Prim) -> Term:
     """``t`` evaluated when its arguments are literals and its value is a finite real or
     a truth value (the same operation on the same reals gives the same value when the
@@ -635,17 +631,14 @@ def _folded(t: Prim) -> Term:
         return t
     values = [arg.value if isinstance(arg, BoolLit) else _constant(arg) for arg in t.args]
     if None not in values:
-        try:
-            value = entry.evaluate(*values)
-        except _EVALUATION_ERRORS:
+        value = entry.value_at(*values)
+        if value is None:
             return t
         if type(value) is bool:
             return BoolLit(value, span=t.span)
-        if type(value) is float and value - value == 0:
-            if math.copysign(1.0, value) < 0:  # written `-r`, as the parser reads it back
-                return NEG.applied(Const(-value, span=t.span), span=t.span)
-            return Const(value, span=t.span)
-        return t
+        if math.copysign(1.0, value) < 0:  # written `-r`, as the parser reads it back
+            return NEG.applied(Const(-value, span=t.span), span=t.span)
+        return Const(value, span=t.span)
     return _without_unit(t)
 
 

@@ -141,6 +141,21 @@ class Primitive:
         assert len(args) == self.arity, f"{self.name} takes {self.arity} arguments"
         return Prim(self.name, args, span=span)
 
+    def value_at(self, *values: Any) -> float | bool | None:
+        """This primitive's value at literal arguments, when a literal can stand for its
+        application: the value a run computes (the same evaluation), a finite real or a
+        truth value.  None when the evaluation fails (left to fail where it runs) or is not
+        finite.  The simplifier, fusion and code generation fold literals by it."""
+        if self.kind not in REAL_EXPRESSION_KINDS or self.evaluate is None:
+            return None
+        try:
+            result = self.evaluate(*values)
+        except (DomainError, ArithmeticError, ValueError, TypeError):
+            return None
+        if type(result) is bool or (type(result) is float and math.isfinite(result)):
+            return result
+        return None
+
 
 def _fun(*types: Type) -> Type:
     """The curried function type ``t1 -> t2 -> ... -> tn``."""

@@ -42,7 +42,6 @@ derivative with respect to a constant is 0), and the sign of a zero may differ.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
@@ -615,8 +614,6 @@ class _Simplifier:
         """The literal ``t`` evaluates to when its arguments are literals (computed by the
         table's own evaluation), or None."""
         prim = PRIMITIVES[t.op]
-        if prim.kind not in ("real", "test", "logic") or prim.evaluate is None:
-            return None
         if prim is NEG and isinstance(args[0], Const):
             return Prim(t.op, tuple(args), span=t.span)   # already the literal -c
         values = []
@@ -625,14 +622,11 @@ class _Simplifier:
             if value is None:
                 return None
             values.append(value)
-        try:
-            result = prim.evaluate(*values)
-        except Exception:  # noqa: BLE001 - a failing fold is left to fail at run time
+        result = prim.value_at(*values)  # None: a failing fold is left to fail at run time
+        if result is None:
             return None
-        if isinstance(result, bool):
+        if type(result) is bool:
             return BoolLit(result, span=t.span)
-        if not isinstance(result, float) or not math.isfinite(result):
-            return None
         return real(result, t.span)
 
     def arithmetic(self, t: Prim, args: list[Term]) -> Term:

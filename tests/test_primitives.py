@@ -218,3 +218,13 @@ def test_declared_laws_hold_for_the_evaluation(prim):
 
 def test_the_arithmetic_declares_its_laws():
     assert {p.name for p in LAWFUL} >= {"add", "sub", "mul", "div", "pow", "neg"}
+
+
+def test_value_at_literals_is_what_a_run_computes_or_none():
+    assert PRIMITIVES["sin"].value_at(2.0) == math.sin(2.0)
+    assert PRIMITIVES["sub"].value_at(2.0, 1.0) == 1.0
+    assert math.copysign(1.0, PRIMITIVES["pow"].value_at(-0.0, 1.0)) == -1.0
+    assert PRIMITIVES["eq"].value_at(2.0, 0.0) is False
+    assert PRIMITIVES["div"].value_at(1.0, 0.0) is None      # fails: left to the run
+    assert PRIMITIVES["exp"].value_at(1000.0) is None       # not finite
+    assert PRIMITIVES["mul"].value_at(1e200, 1e200) is None  # overflows to inf
