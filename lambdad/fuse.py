@@ -692,17 +692,21 @@ def _doubled(args: list[Term]) -> list[Term]:
     of the first); terms that are variables are left as they are (``a + a`` costs what
     ``2 * a`` does)."""
     out: list[Term | None] = []
-    unpaired: dict[Term, int] = {}  # a term seen an odd number of times -> its place in out
+    # The places in out of the terms seen an odd number of times.  A few terms are compared
+    # pairwise: equality stops at the first difference, where hashing walks a whole term.
+    unpaired: list[int] = []
     for arg in args:
         if isinstance(arg, Var):
             out.append(arg)
             continue
-        place = unpaired.pop(arg, None)
-        if place is None:
-            unpaired[arg] = len(out)
-            out.append(arg)
+        for index, place in enumerate(unpaired):
+            if out[place] == arg:
+                del unpaired[index]
+                out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
+                break
         else:
-            out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
+            unpaired.append(len(out))
+            out.append(arg)
     return out
 
 
@@ -761,10 +765,14 @@ def _without_dead_pairs(spine: list[_Binding], final: Term
     of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
     fused away); and how many times each name occurs in what is kept and ``final``."""
     used: dict[str, int] = {}
-    for t in [*(b.value for b in spine), final]:
-        for node in walk(t):
-            if isinstance(node, Var):
-                used[node.name] = used.get(node.name, 0) + 1
+    pending = [b.value for b in spine]  # (every node is counted; the order does not matter)
+    pending.append(final)
+    while pending:
+        node = pending.pop()
+        if type(node) is Var:
+            used[node.name] = used.get(node.name, 0) + 1
+        else:
+            pending.extend(children(node))
     kept: list[_Binding] = []
     for binding in reversed(spine):
         value = binding.value
