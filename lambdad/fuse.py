@@ -618,7 +618,6 @@ def _normal_form(lam: LinLam) -> _Linear | None:
     return _Linear(lam.param, lets, sends, lam.span)
 
 
-# What evaluating a primitive on literals may raise: such an application is left to run.
 def _folded(t: Prim) -> Term:
     """``t`` evaluated when its arguments are literals and its value is a finite real or
     a truth value (the same operation on the same reals gives the same value when the
@@ -687,25 +686,42 @@ def _sum(args: list[Term]) -> Term:
     return total
 
 
+# Up to this many terms sent to one backpropagator are compared pairwise (see _doubled).
+_PAIRWISE_MAX = 8
+
+
 def _doubled(args: list[Term]) -> list[Term]:
     """``args`` with each pair of equal terms ``u``, ``u`` made one ``2 * u`` (in the place
     of the first); terms that are variables are left as they are (``a + a`` costs what
     ``2 * a`` does)."""
     out: list[Term | None] = []
-    # The places in out of the terms seen an odd number of times.  A few terms are compared
-    # pairwise: equality stops at the first difference, where hashing walks a whole term.
-    unpaired: list[int] = []
+    if len(args) > _PAIRWISE_MAX:
+        unpaired: dict[Term, int] = {}  # a term seen an odd number of times -> its place
+        for arg in args:
+            if isinstance(arg, Var):
+                out.append(arg)
+                continue
+            place = unpaired.pop(arg, None)
+            if place is None:
+                unpaired[arg] = len(out)
+                out.append(arg)
+            else:
+                out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
+        return out
+    # A few terms are compared pairwise: equality stops at the first difference, where
+    # hashing walks a whole term.
+    places: list[int] = []  # the places in out of the terms seen an odd number of times
     for arg in args:
         if isinstance(arg, Var):
             out.append(arg)
             continue
-        for index, place in enumerate(unpaired):
+        for index, place in enumerate(places):
             if out[place] == arg:
-                del unpaired[index]
+                del places[index]
                 out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
                 break
         else:
-            unpaired.append(len(out))
+            places.append(len(out))
             out.append(arg)
     return out
 

@@ -293,3 +293,16 @@ def test_a_body_that_stages_nothing_compiles():
     program = lambdad.loads("def f (xs : [R]) : R =\n"
                             "  (max (1 + (let y1 = 1 in y1))) 1 + fold (\\acc v -> acc + v) 0 xs")
     assert program.value_and_grad("f", [1.0, 2.0]) == (5.0, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("uses", [1, 4, 5, 9])
+def test_a_term_sent_twice_is_sent_once_doubled(uses):
+    # each x * x sends `x * a` twice to x's backpropagator: each pair of equal terms is
+    # one `2 * (x * a)`, for a few sends (compared pairwise) or many (hashed)
+    source = f"def f (x : R) : R = {' + '.join(['x * x'] * uses)}\n"
+    term = fuse(backward_term(lambdad.loads(source).decls["f"].value))
+    assert print_term(term).count("2 * (") == uses
+    program = lambdad.loads(source)
+    fused = program.value_and_grad("f", 0.7, strategy="fused")
+    factored = program.value_and_grad("f", 0.7, strategy="factored")
+    assert fused[0] == factored[0] and fused[1] == pytest.approx(factored[1], rel=1e-12)
