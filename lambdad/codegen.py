@@ -68,7 +68,7 @@ from .syntax import (
     Zero,
 )
 from .fuse import BatchedFold, batched_fold_step
-from .tape import (BATCHED_FOLD_MIN_STEPS, Sum, batched_fold, batched_fold_body,
+from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_fold_body,
                    batched_slot_body, batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
 
@@ -378,7 +378,7 @@ class _CodeGenerator:
             "_bfoldbody": batched_fold_body,
             "_ssum": scalar_sum,
             "_bslot": batched_slot_body,
-            "_zero": calls.shared_zero,
+            "_Z": ZERO,
             "_newzero": calls.own_zero,
             "_seed": calls.seed,
             "_readoff": calls.read_off,
@@ -621,14 +621,12 @@ class _CodeGenerator:
         """``map (\\i -> (i, \\a -o zero)) xs`` (or ``(i, 0)``), the reals of a list made
         constants of reverse (forward) mode, as ←D and →D lift the list a locally constant
         primitive returns (``range n``): one comprehension pairing every element with the
-        tape's shared zero, which every evaluation of ``\\a -o zero`` gives (instrumented
+        one zero backpropagator, which every evaluation of ``\\a -o zero`` gives (instrumented
         code, whose zeros are each their own, maps the λ), or with ``0.0``."""
         xs = yield self.gen(term.args[1], fn)
         t = fn.fresh("t")
         if lifted == "zero":
-            zero = fn.fresh("t")
-            fn.emit(f"{zero} = _zero()", pure=(zero,))
-            fn.emit(f"{t} = [(_i, {zero}) for _i in {xs}]", (xs, zero), pure=(t,))
+            fn.emit(f"{t} = [(_i, _Z) for _i in {xs}]", (xs,), pure=(t,))
         else:
             fn.emit(f"{t} = [(_i, 0.0) for _i in {xs}]", (xs,), pure=(t,))
         return t
@@ -1031,8 +1029,9 @@ class _CodeGenerator:
         A body that is a tree of ``<+>``, ``zero``, ``let`` and applications ``g e'`` (what
         ←D builds) is compiled into staging statements ``stage(g, e')``: the backward phase
         accumulates instead of walking cotangent data (:meth:`staged`).  Any other body
-        returns its cotangent as data.  ``\\a -o zero`` is the tape's shared zero
-        backpropagator (AD.md section 3), which has no body and is not counted as created;
+        returns its cotangent as data.  ``\\a -o zero`` is the one zero backpropagator
+        :data:`~lambdad.tape.ZERO` (AD.md section 3), which has no body and is not counted
+        as created, and to which a staging sends nothing;
         the instrumented variant gives each evaluation its own, reported in events
         (:class:`~lambdad.tape.ConstantBackprop`), so traces show what reaches constants.
         """
@@ -1041,7 +1040,7 @@ class _CodeGenerator:
             if self.instrumented:  # one per evaluation, reported (see ConstantBackprop)
                 fn.emit(f"{t} = _newzero({self.constant(term.span)})")
             else:
-                fn.emit(f"{t} = _zero()", pure=(t,))
+                return "_Z"
             return t
         if self.batching is not None and id(term) in self.batching[0].slots:
             return (yield from self.batched_slot(term, fn))
@@ -1122,7 +1121,8 @@ class _CodeGenerator:
     def staged(self, term: Term, fn: _Function):
         """The cotangent ``term`` (of type ``d``, :func:`_stageable`) of a linear body as
         staging statements: ``zero`` stages nothing, ``e1 <+> e2`` stages both sides left to
-        right, ``g e`` is ``stage(g, e)``, and ``let`` binds, then stages its body."""
+        right, ``g e`` is ``if g is not ZERO: stage(g, e)`` (``e`` computed under the test: a
+        constant receives nothing), and ``let`` binds, then stages its body."""
         if isinstance(term, Zero):
             return None
         if isinstance(term, Plus):
@@ -1142,8 +1142,23 @@ class _CodeGenerator:
                         f"if type({x}) is float else _ssum({target}, {x})", (x,))
                 return None
             f = yield self.gen(term.fn, fn)
+            if f == "_Z":
+                return None
+            guarded = fn.if_depth < _MAX_IF_DEPTH
+            if guarded:
+                # What is sent to the zero backpropagator (a constant's) is dropped: neither
+                # computed nor staged.
+                fn.emit(f"if {f} is not _Z:", (f,))
+                enclosing = fn.blocks
+                fn.blocks = enclosing + (next(self.counter),)
+                fn.indent += 1
+                fn.if_depth += 1
             x = yield self.gen(term.arg, fn)
             fn.emit(f"_st({f}, {x})", (f, x))
+            if guarded:
+                fn.blocks = enclosing
+                fn.indent -= 1
+                fn.if_depth -= 1
             return None
         raise EvalError(f"cannot stage a {type(term).__name__} term", term.span)
 
@@ -1189,8 +1204,8 @@ class RuntimeCalls:
     """What generated code calls at run time, supplied by the interpreter running it.
 
     ``new_backprop(body, captured, span)`` stamps a backpropagator on the current tape;
-    ``shared_zero()`` is the tape's zero backpropagator and ``own_zero(span)`` one of its
-    own (instrumented runs); ``seed(i, span)`` and ``read_off(point, cotangent)`` are
+    ``own_zero(span)`` is a zero backpropagator of its own (instrumented runs; the others
+    share :data:`~lambdad.tape.ZERO`); ``seed(i, span)`` and ``read_off(point, cotangent)`` are
     ``seed i`` and ``cotangent x e``; ``call_ad(site, *args)`` runs ``grad``/``jvp``/``vjp``;
     ``prim_event(site, args, result)`` counts steps and reports events (instrumented
     runs); ``generic_apply(primitive, *args)`` applies a primitive to tagged reals (inside
@@ -1198,7 +1213,6 @@ class RuntimeCalls:
     """
 
     new_backprop: Callable[..., Any]
-    shared_zero: Callable[[], Any]
     own_zero: Callable[[Span | None], Any]
     seed: Callable[[int, Span | None], Any]
     read_off: Callable[[Any, Any], Any]

@@ -41,9 +41,9 @@ from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term,
 from .fuse import fused_backward_term
 from .tape import (
     DEFAULT_STRATEGY,
+    ZERO,
     Backprop,
     Call,
-    ConstantZero,
     LevelStats,
     Stats,
     Tape,
@@ -228,9 +228,6 @@ class Differentiator:
         self._levels_opened = 0  # orders the levels: a later one is an inner one
         self._depth = 0  # differentiations in progress, one inside the other
         self._costs: list[list] = []  # per depth: [modes, created, bodies run]
-        # The zero backpropagator of embedded constants, on no tape, so that an embedding
-        # made for one run serves the next (see transform_function).
-        self._constant_zero = ConstantZero()
         # (id(function value), modes, strategy, instrumented) -> (the function value kept
         # alive, its image), oldest first; see transform_function
         self._images: dict[tuple, tuple[Any, Any]] = {}
@@ -408,7 +405,7 @@ class Differentiator:
                 if mode == FORWARD:
                     r = map_value(r, is_real, _zero_tangent)
                 else:
-                    zero = self._constant_zero
+                    zero = ZERO  # on no tape: an embedding made for one run serves the next
                     r = map_value(r, is_real, lambda x: (x, zero))
             return r
 

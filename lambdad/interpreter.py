@@ -383,7 +383,7 @@ class Interpreter:
             apply_builtin = self._apply_builtin
         return RuntimeCalls(
             new_backprop=self._new_backprop_traced if instrumented else self._new_backprop,
-            shared_zero=self._shared_zero, own_zero=self._new_constant_traced,
+            own_zero=self._new_constant_traced,
             seed=self._seed, read_off=self._read_off, call_ad=self._call_ad,
             prim_event=self._prim_event, generic_apply=self.generic_apply,
             apply_builtin=apply_builtin)
@@ -506,9 +506,6 @@ class Interpreter:
         if self.on_event is not None:
             self.on_event(BackpropCreated(backprop.stamp, span))
         return backprop
-
-    def _shared_zero(self) -> Backprop:
-        return self.tape.constant()
 
     def _seed(self, index: Any, span: Span | None) -> Backprop:
         if type(index) is float and index >= 0.0 and index.is_integer():

@@ -98,16 +98,18 @@ class ConstantBackprop(Backprop):
     """``\\a -o zero`` evaluated by an instrumented run: a backpropagator of its own, stamped
     and reported (``BackpropCreated``, and ``BackpropRun`` with what reached it) like any
     other, so traces show the adjoints of constant sub-expressions; it has no body, and like
-    the shared zero it is not counted as created."""
+    :data:`ZERO` it is not counted as created."""
 
     __slots__ = ()
 
 
 class ConstantZero(Backprop):
-    """``\\a -o zero`` belonging to no tape: what reverse mode pairs with the reals of a
-    captured value it embeds as a constant (AD.md section 6), so that one embedding serves
-    every run.  Every backward phase drops what is sent to it (it has no body, and no stamp
-    of any tape: ``stamp`` is -1), and it is never counted as created."""
+    """``\\a -o zero`` belonging to no tape: what every constant of every run shares (AD.md
+    section 3), so that a value made constant for one run (a captured value reverse mode
+    embeds, AD.md section 6) serves the next.  Every backward phase drops what is sent to
+    it (it has no body, and no stamp of any tape: ``stamp`` is -1), and it is never counted
+    as created.  There is one, :data:`ZERO`: generated code skips a staging to it by one
+    identity test."""
 
     __slots__ = ()
 
@@ -118,9 +120,8 @@ class ConstantZero(Backprop):
         return "<backpropagator zero>"
 
 
-def _is_constant_zero(backprop: Backprop) -> bool:
-    """Whether ``backprop``, found on no tape of the phase, is a :class:`ConstantZero`."""
-    return backprop.tape is None and backprop.function is None
+ZERO = ConstantZero()
+"""The zero backpropagator ``\\a -o zero`` of uninstrumented runs (see :class:`ConstantZero`)."""
 
 
 class Call:
@@ -169,19 +170,18 @@ class Tape:
     ``stamps`` is the creation-stamp counter (stamps are dense: ``0 .. stamps - 1``, and only
     increase); ``created`` counts backpropagators with a body (not seeds, not zeros),
     ``bodies_run`` the bodies run by :func:`backward`.  Seeds are made once per index and
-    shared; so is the zero backpropagator (AD.md section 3: every constant may share one),
-    except that instrumented runs give each constant its own.  ``bodiless`` counts the
-    stamps of seeds and zeros.
+    shared.  Constants share :data:`ZERO`, on no tape (AD.md section 3: every constant may
+    share one), except that instrumented runs give each constant its own, stamped here
+    (:meth:`own_constant`).  ``bodiless`` counts the stamps of seeds and such constants.
     """
 
-    __slots__ = ("stamps", "bodies_run", "bodiless", "_seeds", "_zero")
+    __slots__ = ("stamps", "bodies_run", "bodiless", "_seeds")
 
     def __init__(self) -> None:
         self.stamps = 0
         self.bodies_run = 0
         self.bodiless = 0
         self._seeds: dict[int, Backprop] = {}
-        self._zero: Backprop | None = None
 
     @property
     def created(self) -> int:
@@ -190,10 +190,9 @@ class Tape:
         return self.stamps - self.bodiless
 
     def release(self) -> None:
-        """Forgets the seeds and the zero of a finished run: they refer back to the tape, and
-        without this cycle reference counting frees them at once.  Counts are kept."""
+        """Forgets the seeds of a finished run: they refer back to the tape, and without this
+        cycle reference counting frees them at once.  Counts are kept."""
         self._seeds = {}
-        self._zero = None
 
     def next_stamp(self) -> int:
         """A fresh creation stamp, larger than every earlier one."""
@@ -232,7 +231,6 @@ class Tape:
         self.bodies_run = 0
         self.bodiless = count
         self._seeds = dict(seeds)  # a seed the run makes itself is not kept for the next
-        self._zero = None
 
     def seeds(self, first: int, count: int) -> list[Backprop]:
         """``seed first`` ... ``seed (first + count - 1)``, made in that order if new."""
@@ -257,13 +255,10 @@ class Tape:
         self.bodiless += 1
         return ConstantBackprop(self.next_stamp(), None, (), span, self)
 
-    def constant(self) -> Backprop:
-        """``\\a -o zero``, shared by every constant of this run (its calls are dropped)."""
-        zero = self._zero
-        if zero is None:
-            zero = self._zero = Backprop(self.next_stamp(), None, (), None, self)
-            self.bodiless += 1
-        return zero
+    @staticmethod
+    def constant() -> Backprop:
+        """``\\a -o zero``, shared by every constant (:data:`ZERO`: its calls are dropped)."""
+        return ZERO
 
 
 # --------------------------------------------------------------------------- batched folds
@@ -512,7 +507,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
             # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
             try:
                 if g.tape is not tape:
-                    if _is_constant_zero(g):
+                    if g is ZERO:
                         return
                     raise _foreign(g)
                 s = g.stamp
@@ -528,7 +523,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
             # The same in another ring: the first cotangent sent is the sum so far.
             try:
                 if g.tape is not tape:
-                    if _is_constant_zero(g):
+                    if g is ZERO:
                         return
                     raise _foreign(g)
                 s = g.stamp
@@ -593,7 +588,7 @@ def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int,
         while work:
             g, a = work.pop()
             if g.tape is not tape:
-                if _is_constant_zero(g):
+                if g is ZERO:
                     continue
                 raise _foreign(g)
             function = g.function

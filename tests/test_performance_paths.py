@@ -20,7 +20,7 @@ from lambdad.parser import parse_expr
 from lambdad.calling import from_python as _from_python
 from lambdad.values import fits as _fits
 from lambdad.syntax import REAL, BoolT, ListT, PairT
-from lambdad.tape import (STRATEGIES, Backprop, BackpropCreated, BackpropRun, ConstantZero, Tape,
+from lambdad.tape import (STRATEGIES, ZERO, Backprop, BackpropCreated, BackpropRun, Tape,
                           add_cotangents, backward)
 from lambdad.values import to_python
 
@@ -100,8 +100,22 @@ def test_constants_share_the_zero_backpropagator_and_are_not_created():
     interpreter = Interpreter()
     with interpreter.using_tape(tape):
         first, second = run("(\\a -o zero, \\a -o zero)", interpreter)
-    assert first is second is tape.constant() and tape.created == 0
+    assert first is second is tape.constant() is ZERO and tape.created == 0
     assert backward(tape, first(5.0)) == {}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_what_is_sent_to_a_constant_is_neither_computed_nor_staged(strategy):
+    # The adjoint `c` would receive, 1e300 * x, overflows; x's own (1e300 * c) is 1.
+    prog = lambdad.loads("def c : R = 1e-300\n"
+                         "def f (x : R) : R = 1e300 * (x * c)\n")
+    value, gradient, stats = prog.value_and_grad("f", 1e10, strategy=strategy, stats=True)
+    assert value == pytest.approx(1e10) and gradient == pytest.approx(1.0)
+    assert stats.bodies_run <= stats.created
+    # a real that is not a constant still gets its check: the overflow is reported
+    other = lambdad.loads("def f (x : R) (c : R) : R = 1e300 * (x * c)\n")
+    with pytest.raises(lambdad.EvalError, match="is inf: an overflow"):
+        other.value_and_grad("f", (1e10, 1e-300), strategy=strategy)
 
 
 def test_instrumented_runs_report_each_constant_but_count_the_same():
@@ -246,7 +260,7 @@ def test_a_gradient_leaves_no_reference_cycles_and_no_tapes_behind():
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_backward_phase_drops_the_zero_of_no_tape(strategy):
     tape = Tape()
-    zero = ConstantZero()
+    zero = ZERO
     u = tape.backprop(lambda a: add_cotangents(zero(a), tape.seed(0)(2.0 * a)))
     assert backward(tape, add_cotangents(zero(1.0), u(1.5)), strategy) == {0: 3.0}
     assert tape.created == 1 and tape.bodies_run == 1
@@ -389,7 +403,7 @@ def test_counts_survive_the_release_of_a_finished_tape():
     tape.constant()
     tape.backprop(lambda a: None)
     tape.release()
-    assert tape.created == 1 and tape.stamps == 5
+    assert tape.created == 1 and tape.stamps == 4  # the zero is on no tape
 
 
 # --------------------------------------------------------------------------- compiling
