@@ -29,7 +29,7 @@ from typing import Any
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .errors import DifferentiationError, TypeCheckError
+from .errors import DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting, rules
 from .parser import parse_expr
@@ -681,6 +681,10 @@ class Differentiator:
             self.interpreter.unpin_tape(saved)
         tape.release()
         self._record(FORWARD, 0, 0)
+        return self._split_duals(out)
+
+    def _split_duals(self, out: Any) -> tuple[Any, Any]:
+        """The primal and the tangent of the forward-mode result ``out``."""
         split = _split_flat_duals(out)
         if split is not None:
             return split
@@ -903,6 +907,25 @@ class Differentiator:
         (value, gradient), (_, product) = self.jvp(self._value_and_gradient(f), x, v)
         return value, gradient, product
 
+    def prepared_hvp(self, f: Any, x: Any, shape: int) -> "PreparedProduct | None":
+        """:meth:`hvp` of the closure ``f`` at points of ``shape`` (see
+        :class:`PreparedProduct`) like ``x``, by the strategy set now; None when it has no
+        prepared form: runs are instrumented, ``f`` has no target program, or making the
+        image stamps a tape (it would embed a backpropagator of one run)."""
+        interpreter = self.interpreter
+        if interpreter.instrumented or interpreter.generic:
+            return None
+        tape = Tape()
+        saved = interpreter.pin_tape(tape)
+        try:
+            image = interpreter.guarded(
+                lambda: self.transform_function(self._value_and_gradient(f), FORWARD, None, x))
+        except (_NeedsLevel, LambdadError):
+            return None
+        finally:
+            interpreter.unpin_tape(saved)
+        return PreparedProduct(self, image, shape) if tape.stamps == 0 else None
+
     def _value_and_gradient(self, f: Any) -> Any:
         """The function value ``\\y -> (f y, grad f y)``, written with ``vjp`` so that one
         run gives both: a closure of the interpreter, so differentiating it transforms its
@@ -1045,6 +1068,56 @@ class PreparedGradient:
             gradient = (flat[i], gradient)
         return value, gradient, tape
 
+
+class PreparedProduct:
+    """Forward mode over reverse mode of one closure at points of one shape, with what does
+    not change from call to call found once (:meth:`Differentiator.prepared_hvp`): the
+    image under →D of ``\\y -> (f y, grad f y)``, compiled from its written-out program
+    (AD.md section 9).  Each call pairs the point's reals with the direction's, runs the
+    image on a fresh tape and splits the dual result, under the restartable guard of the
+    interpreter.  ``shape`` is as for :class:`PreparedGradient`; a call takes the point
+    and the direction flat and gives what :meth:`Differentiator.hvp` gives, bit for bit
+    (the same run of the same program)."""
+
+    __slots__ = ("differentiator", "image", "shape")
+
+    def __init__(self, differentiator: Differentiator, image: Any, shape: int):
+        self.differentiator = differentiator
+        self.image = image
+        self.shape = shape
+
+    def __call__(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
+        """``(f x, ∇f(x), H(x)·v)`` for the reals ``x`` and ``v`` of a point and a
+        direction of the shape; raises as :meth:`Differentiator.hvp`."""
+        return self.differentiator.interpreter.restartable(self._run, x, v)
+
+    def _run(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
+        """One run from the start, on a fresh tape (so it may be run again)."""
+        differentiator = self.differentiator
+        interpreter = differentiator.interpreter
+        shape = self.shape
+        if shape == 0:
+            seeded: Any = (x, v)
+        elif shape > 0:
+            seeded = (x[-1], v[-1])
+            for i in range(shape - 2, -1, -1):
+                seeded = ((x[i], v[i]), seeded)
+        else:
+            seeded = list(zip(x, v))
+        outermost = differentiator._begin_differentiation()
+        try:
+            tape = Tape()  # where the reverse mode inside runs
+            saved = interpreter.pin_tape(tape)
+            try:
+                out = self.image(seeded)
+            finally:
+                interpreter.unpin_tape(saved)
+            tape.release()
+            differentiator._record(FORWARD, 0, 0)
+            (value, gradient), (_, product) = differentiator._split_duals(out)
+        finally:
+            differentiator._end_differentiation(outermost)
+        return value, gradient, product
 
 
 COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",

@@ -283,6 +283,10 @@ class Program:
         # strategy asked for): the prepared path, found after the first general run (see
         # Differentiator.prepared_grad), or None when there is none.
         self._gradients: dict[tuple[str, int, str | None], Any] = {}
+        # Hessian-vector products at points and directions of Python reals, by (name, shape
+        # of the point, strategy): the prepared path, found after the first general run
+        # (see Differentiator.prepared_hvp), or None when there is none.
+        self._products: dict[tuple[str, int, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Program] = {}
 
@@ -524,6 +528,7 @@ class Program:
         new._adapters = {}
         new._plans = {}
         new._gradients = {}
+        new._products = {}
         new._restrictions = {}
         # The module and what was added to it, read before anything below (value_of) may
         # make this program's module, which would fold ``added`` into it.
@@ -827,13 +832,26 @@ class Program:
     def hvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
         """``(value, gradient, H·v)`` of ``name`` at ``point`` along ``direction``, by
         forward mode over reverse mode."""
+        runtime = self.runtime
+        inputs = real_inputs(point)
+        along = real_inputs(direction) if inputs is not None else None
+        key = (name, inputs[0], runtime.interpreter.strategy) if inputs is not None else None
+        if along is not None and along[0] == inputs[0] and (
+                inputs[0] >= 0 or len(along[1]) == len(inputs[1])):
+            prepared = self._products.get(key)
+            # (instrumented runs, under a step or time limit, report events: general path)
+            if prepared is not None and not runtime.interpreter.instrumented:
+                value, gradient, product = prepared(inputs[1], along[1])
+                return to_python(value), to_python(gradient), to_python(product)
         f, x = self._scalar_function(name, point)
         v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
             direction, "--dir")
         try:
-            value, gradient, product = self.runtime.differentiator.hvp(f, x, v)
+            value, gradient, product = runtime.differentiator.hvp(f, x, v)
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
+        if key is not None and key not in self._products:
+            self._products[key] = runtime.differentiator.prepared_hvp(f, x, inputs[0])
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, name: str, point: Any) -> tuple[Any, Any]:

@@ -190,6 +190,52 @@ def test_hvp_api_and_prelude_agree():
                                      for r in rows], rel=1e-13)
 
 
+PREPARED_PRODUCTS = """
+def one (x : R) : R = x * x * sin x + exp (0.5 * x)
+def two (x : R) (y : R) : R = let z = x * y in z * z + cos x
+def three (p : R * R * R) : R = let (a, b, c) = p in a * b * c + a ^ 3
+def many (xs : [R]) : R = fold (\\acc x -> acc * x + sin x) 1 xs
+def scale : R = 3
+def captures (x : R) : R = scale * x * x
+"""
+
+
+@pytest.mark.parametrize("strategy", ["fused", "factored"])
+@pytest.mark.parametrize("name, first, second", [
+    ("one", (0.5, 1.0), (-1.25, 0.5)),
+    ("two", ((0.5, 2.0), (1.0, -1.0)), ((1.5, -0.5), (0.25, 2.0))),
+    ("three", ((1.0, 2.0, 3.0), (1.0, 0.0, -1.0)), ((0.5, -2.0, 1.5), (2.0, 1.0, 0.5))),
+    ("many", ([0.5, 1.5, -1.0], [1.0, 2.0, 3.0]), ([2.0, -0.5, 0.25], [0.0, 1.0, -2.0])),
+    ("captures", (2.0, 1.0), (-3.0, 0.5)),
+])
+def test_a_repeated_hvp_runs_prepared_and_gives_the_general_paths_numbers(
+        strategy, name, first, second):
+    prog = lambdad.loads(PREPARED_PRODUCTS)
+    prog.set_strategy(strategy)
+    general = lambdad.loads(PREPARED_PRODUCTS)
+    general.set_strategy(strategy)
+    assert prog.hvp(name, *first) == general.hvp(name, *first)
+    shape = lambdad.calling.real_inputs(first[0])[0]
+    assert prog._products[(name, shape, strategy)] is not None  # the next call is prepared
+    want = lambdad.loads(PREPARED_PRODUCTS)
+    want.set_strategy(strategy)
+    assert prog.hvp(name, *second) == want.hvp(name, *second)  # bit for bit
+
+
+def test_a_prepared_hvp_reports_errors_and_shape_mismatches_as_the_general_path():
+    source = "def f (xs : [R]) : R = fold (\\acc x -> acc + log x * x) 0 xs\n"
+    prog = lambdad.loads(source)
+    prog.hvp("f", [1.0, 2.0], [1.0, 1.0])
+    with pytest.raises(LambdadError) as prepared:
+        prog.hvp("f", [1.0, -2.0], [1.0, 1.0])
+    with pytest.raises(LambdadError) as general:
+        lambdad.loads(source).hvp("f", [1.0, -2.0], [1.0, 1.0])
+    assert str(prepared.value) == str(general.value) and "log" in str(prepared.value)
+    assert prepared.value.span == general.value.span is not None
+    with pytest.raises(lambdad.UsageError, match="shape of the point"):
+        prog.hvp("f", [1.0, 2.0], [1.0, 1.0, 1.0])
+
+
 def lambdad_main(capsys, *args):
     status = cli.main([*args])
     captured = capsys.readouterr()
