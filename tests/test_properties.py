@@ -288,6 +288,16 @@ def test_fuzz_in_parallel_finds_and_shrinks_the_serial_failure(monkeypatch):
     assert parallel == serial
 
 
+# ---------------------------------------------------------------- 6b. Hessian-vector products
+
+
+@examples(40)
+@given(testing.cases(max_depth=3))
+def test_hessian_vector_products_prepared_general_and_forward_over_forward_agree(case):
+    generated, point = case
+    run_or_skip(testing.check_products, lambdad.loads(generated.source()), point)
+
+
 # ---------------------------------------------------------------- 7. nested programs
 
 

@@ -362,6 +362,58 @@ def check_nested_programs(generated: GeneratedProgram, point: Any,
                                         f"run-time route gives {wanted}\n{shown}")
 
 
+def _direction_like(point: Any, steps: Sequence[float] = (1.0, -0.5, 0.25, 2.0)) -> Any:
+    """A direction of ``point``'s shape (Python data): its reals replaced, left to right,
+    by ``steps`` in turn."""
+    count = 0
+
+    def along(x: Any) -> Any:
+        nonlocal count
+        if isinstance(x, tuple):
+            return tuple(along(item) for item in x)
+        if isinstance(x, list):
+            return [along(item) for item in x]
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            count += 1
+            return steps[(count - 1) % len(steps)]
+        return x
+
+    return along(point)
+
+
+def check_products(program: Any, name: str, point: Any) -> None:
+    """Hessian-vector products: H·v by forward mode over reverse mode at ``point``, by the
+    general path and then again by the prepared one a repeated call at a point of Python
+    reals runs, agree bit for bit, and agree (to the modes' tolerance) with the Hessian
+    by forward mode over forward mode applied to v.  Raises PointRejected if the source
+    program, or the first product, fails at ``point``."""
+    _source_value(program, name, point)
+    direction = _direction_like(point)
+    try:
+        first = program.hvp(name, point, direction)
+    except LambdadError as exc:
+        raise PointRejected(exc.message) from None
+    try:
+        again = program.hvp(name, point, direction)
+    except LambdadError as exc:
+        raise PropertyViolation("products", f"a repeated Hessian-vector product fails where "
+                                f"the first did not: {exc}") from None
+    if repr(again) != repr(first):
+        raise PropertyViolation("products", f"a repeated Hessian-vector product gives "
+                                f"{again!r}, the first {first!r}")
+    try:
+        rows = program.hessian(name, point, mode="forward-over-forward")[2]
+    except LambdadError as exc:
+        raise PropertyViolation("products", f"forward mode over forward mode fails where "
+                                f"forward over reverse does not: {exc}") from None
+    v = gradcheck.leaves(direction)
+    wanted = [math.fsum(r * d for r, d in zip(gradcheck.leaves(row), v)) for row in rows]
+    if not _close(gradcheck.leaves(first[2]), wanted):
+        raise PropertyViolation("products", f"H·v by forward over reverse is "
+                                f"{gradcheck.leaves(first[2])}, by the Hessian of forward "
+                                f"over forward {wanted}")
+
+
 def _close(found: Sequence[float], wanted: Sequence[float]) -> bool:
     """Whether two lists of reals agree to the tolerance the modes are compared with."""
     scale = max([1.0, *(abs(r) for r in wanted)])
