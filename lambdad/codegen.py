@@ -402,26 +402,6 @@ class _CodeGenerator:
         self.pairs: dict[str, tuple[str, str]] = {}
         # Atoms already unpacked: the function and blocks of the unpacking, and the parts.
         self.unpacked: dict[str, tuple[_Function, tuple[int, ...], tuple[str, str]]] = {}
-        self.arms: dict[type, Callable[[Any, _Function], Any]] = {
-            Const: self.const,
-            BoolLit: self.bool_lit,
-            Var: self.var,
-            Builtin: self.builtin,
-            Prim: self.prim,
-            Lam: self.lam,
-            App: self.app,
-            Let: self.let,
-            LetPair: self.let_pair,
-            Pair: self.pair,
-            If: self.if_,
-            ListLit: self.list_lit,
-            Annot: self.annot,
-            LinLam: self.lin_lam,
-            Zero: self.zero,
-            Plus: self.plus,
-            Seed: self.seed,
-            ReadOff: self.read_off,
-        }
 
     # ---- names
     def fresh(self, prefix: str) -> str:
@@ -486,11 +466,11 @@ class _CodeGenerator:
         a leaf (a variable, a literal, ``zero``, a built-in) it is the atom itself, which
         :func:`lambdad.iterate.run` takes as its own result: most subterms of transformed
         programs are leaves, and a generator each would cost more than their compilation."""
-        arm = self.arms.get(type(term))
+        arm = _ARMS.get(type(term))
         if arm is None:
             raise EvalError(f"cannot evaluate a {type(term).__name__} term",
                             getattr(term, "span", None))
-        return arm(term, fn)
+        return arm(self, term, fn)
 
     def compile_unit(self, term: Term, names: Sequence[str] | None
                      ) -> tuple[str, tuple[str, ...], str]:
@@ -1197,6 +1177,31 @@ class _CodeGenerator:
         t = fn.fresh("t")
         fn.emit(f"{t} = _readoff({point}, {cotangent})", (point, cotangent))
         return t
+
+
+# The arm compiling each construct of syntax.py, called as ``arm(generator, term, fn)``: a
+# table of the class, not of each generator, whose bound methods would make a reference
+# cycle that keeps everything it generated alive until the cyclic collector runs.
+_ARMS: dict[type, Callable[[_CodeGenerator, Any, _Function], Any]] = {
+    Const: _CodeGenerator.const,
+    BoolLit: _CodeGenerator.bool_lit,
+    Var: _CodeGenerator.var,
+    Builtin: _CodeGenerator.builtin,
+    Prim: _CodeGenerator.prim,
+    Lam: _CodeGenerator.lam,
+    App: _CodeGenerator.app,
+    Let: _CodeGenerator.let,
+    LetPair: _CodeGenerator.let_pair,
+    Pair: _CodeGenerator.pair,
+    If: _CodeGenerator.if_,
+    ListLit: _CodeGenerator.list_lit,
+    Annot: _CodeGenerator.annot,
+    LinLam: _CodeGenerator.lin_lam,
+    Zero: _CodeGenerator.zero,
+    Plus: _CodeGenerator.plus,
+    Seed: _CodeGenerator.seed,
+    ReadOff: _CodeGenerator.read_off,
+}
 
 
 @attrs.frozen

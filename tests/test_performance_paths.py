@@ -409,6 +409,23 @@ def test_counts_survive_the_release_of_a_finished_tape():
 # --------------------------------------------------------------------------- compiling
 
 
+def test_compiling_a_gradient_leaves_no_cyclic_garbage():
+    # what code generation builds is freed by reference counting as soon as it is done
+    # with, not kept until the cyclic collector runs (for a long program, a million objects)
+    prog = lambdad.loads(_chain(40))
+    prog.call("chain", -0.5)
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for strategy in ("factored", "fused"):
+            prog.value_and_grad("chain", -0.5, strategy=strategy)
+        assert gc.collect() == 0
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def _chain(depth, result="x{k}"):
     lines = ["def chain (x0 : R) : R ="]
     for k in range(depth):
