@@ -138,15 +138,21 @@ class NameSupply:
     def fresh(self, base: str, suffixes: Sequence[str] = ()) -> str:
         """A new name ``base<k>`` such that it and ``base<k><s>`` for every suffix ``s`` are
         unused; all of them are marked used."""
+        used = self._used
         k = self._counters.get(base, 0)
         while True:
             k += 1
             name = f"{base}{k}"
-            family = [name] + [name + s for s in suffixes]
-            if not any(n in self._used for n in family):
-                self._counters[base] = k
-                self._used.update(family)
-                return name
+            if name in used:
+                continue
+            if suffixes:  # (most calls have none: a name alone, tested and taken at once)
+                family = [name + s for s in suffixes]
+                if any(n in used for n in family):
+                    continue
+                used.update(family)
+            self._counters[base] = k
+            used.add(name)
+            return name
 
 
 def transform_module(module: Module, transform: Callable[[Term, NameSupply], Term],
