@@ -352,7 +352,8 @@ class _CodeGenerator:
         # The variant run inside a nesting level: real primitives accept tagged reals.
         self.generic = generic
         self.counter = itertools.count()
-        self.functions: list[tuple[str, _Function, list[str]]] = []
+        # The module source written so far, a line per item (see write_out).
+        self.out: list[str] = []
         self.lifted: list[tuple[str, Lam, tuple[str, ...]]] = []
         # Closure atoms made by `close`: the lifted function and the captured atoms.
         self.closures: dict[str, tuple[str, list[str]]] = {}
@@ -448,7 +449,7 @@ class _CodeGenerator:
         the function itself, or ``functools.partial`` of it over the captured values."""
         name = self.fresh("_f")
         captured = list(child.captures.items())
-        self.functions.append((name, child, [param for _, param in captured] + params))
+        self.write_out(name, child, [param for _, param in captured] + params)
         if lam is not None:
             self.lifted.append((name, lam, tuple(source for source, _ in captured)))
         if not captured:
@@ -490,34 +491,41 @@ class _CodeGenerator:
                     raise EvalError(f"unbound variable `{source}`", self.free_spans[source])
         params = [entry.captures.get(source) or entry.fresh("v") for source in names]
         name = self.fresh("_f")
-        self.functions.append((name, entry, params))
+        self.write_out(name, entry, params)
         return name, names, self.assemble()
 
+    def write_out(self, name: str, fn: _Function, params: list[str]) -> None:
+        """Writes the finished function ``fn`` as ``def name(params)`` (without its dead
+        pure statements, cut into pieces when long) to the module source, recording each
+        piece's place (name, first line, number of lines) in ``placed``.  Its statements
+        are dropped then: for a long program they take more memory than its text, and the
+        statements of every function need not exist at once."""
+        out = self.out
+        dead = self.dead_statements(fn.lines)
+        kept = [line for index, line in enumerate(fn.lines) if index not in dead] \
+            if dead else fn.lines
+        if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
+            kept = [(1, "pass", None, (), ())]
+        # A linear body with deferred checks stays whole: an error in it is found by
+        # running its text again (lambdad.guard).
+        whole = name in self.namespace["__lambdad_deferred__"]
+        cut = [(name, params, kept)] if whole else _pieces(name, params, kept, self.fresh)
+        if len(cut) > 1:
+            self.pieces.update(piece for piece, _, _ in cut[1:])
+        for piece, piece_params, piece_lines in cut:
+            first = len(out)
+            out.append(f"def {piece}({', '.join(piece_params)}):")
+            for indent, text, site, _, _ in piece_lines:
+                out.append("    " * indent + text)
+                if site is not None:
+                    self.lines[len(out)] = site
+            self.placed.append((piece, first + 1, len(out) - first))
+        fn.lines = []
+
     def assemble(self) -> str:
-        """The module source: every function, without its dead pure statements.  Each
-        function's place in it (name, first line, number of lines) goes to ``placed``."""
-        out: list[str] = []
-        for name, fn, params in self.functions:
-            dead = self.dead_statements(fn.lines)
-            kept = [line for index, line in enumerate(fn.lines) if index not in dead] \
-                if dead else fn.lines
-            if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
-                kept = [(1, "pass", None, (), ())]
-            # A linear body with deferred checks stays whole: an error in it is found by
-            # running its text again (lambdad.guard).
-            whole = name in self.namespace["__lambdad_deferred__"]
-            cut = [(name, params, kept)] if whole else _pieces(name, params, kept, self.fresh)
-            if len(cut) > 1:
-                self.pieces.update(piece for piece, _, _ in cut[1:])
-            for piece, piece_params, piece_lines in cut:
-                first = len(out)
-                out.append(f"def {piece}({', '.join(piece_params)}):")
-                for indent, text, site, _, _ in piece_lines:
-                    out.append("    " * indent + text)
-                    if site is not None:
-                        self.lines[len(out)] = site
-                self.placed.append((piece, first + 1, len(out) - first))
-        return "\n".join(out) + "\n"
+        """The module source: every function written out, in the order they were
+        finished."""
+        return "\n".join(self.out) + "\n"
 
     @staticmethod
     def dead_statements(lines: list[Line]) -> set[int]:
@@ -788,10 +796,10 @@ class _CodeGenerator:
         loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (), tuple(sent)))
         loop.emit(f"return ({', '.join(current)},)", current)
         name = self.fresh("_f")
-        self.functions.append((name, loop, ["_r0", *adjoints, "_st"]))
         # Kept whole (one `for`), and run again with every check to locate an error when
         # its checks were deferred (lambdad.guard).
         self.namespace["__lambdad_deferred__"].add(name)
+        self.write_out(name, loop, ["_r0", *adjoints, "_st"])
         return name
 
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
@@ -878,20 +886,21 @@ class _CodeGenerator:
         self.bind(child, term.param, param)
         body = yield self.gen(term.body, child)
         child.emit(f"return {body}", (body,))
+        lines = child.lines  # (close writes the child out, dropping its statements)
         closure = self.close(child, [param], fn, term)
         inner = self.closures.get((child, body))
-        if inner is not None and len(child.lines) <= _MAX_TWO_ARGUMENT_LINES:
+        if inner is not None and len(lines) <= _MAX_TWO_ARGUMENT_LINES:
             inner_name, inner_values = inner
             second = child.fresh("v")
             both = _Function(fn, child.names)
             call = f"{inner_name}({', '.join([*inner_values, second])})"
             # The same statements (the closure's, now dead, are dropped), then the call.
-            both.lines = child.lines[:-1] + [(1, f"return {call}", None, (),
+            both.lines = lines[:-1] + [(1, f"return {call}", None, (),
                                               (*inner_values, second))]
             outer_name, _ = self.closures[(fn, closure)]
             captured = [inner_param for _, inner_param in child.captures.items()]
             name = self.fresh("_f")
-            self.functions.append((name, both, [*captured, param, second]))
+            self.write_out(name, both, [*captured, param, second])
             self.two_arguments.append((outer_name, name))
         return closure
 
@@ -1044,7 +1053,7 @@ class _CodeGenerator:
             # The captured values arrive as one tuple: cheaper to build and to call with
             # than a partial application over them.
             child.lines.insert(0, (1, f"{', '.join(names)}, = _c", None, (), ()))
-        self.functions.append((name, child, ["_c", param, "_st"]))
+        self.write_out(name, child, ["_c", param, "_st"])
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
         closed = f"({', '.join(values)},)" if values else "()"
         t = fn.fresh("t")
