@@ -389,6 +389,8 @@ class _CodeGenerator:
             "_nonfinite": not_finite,
             # Linear bodies whose finiteness checks are deferred (see deferred_checks).
             "__lambdad_deferred__": set(),
+            # The pieces of such a body cut into pieces (see _pieces), to the body.
+            "__lambdad_piece_of__": {},
         }
         self.evaluators: dict[str, str] = {}
         # Functions bound by `let`, by their atoms (a fold's step may be one).
@@ -506,12 +508,14 @@ class _CodeGenerator:
             if dead else fn.lines
         if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
             kept = [(1, "pass", None, (), ())]
-        # A linear body with deferred checks stays whole: an error in it is found by
-        # running its text again (lambdad.guard).
-        whole = name in self.namespace["__lambdad_deferred__"]
-        cut = [(name, params, kept)] if whole else _pieces(name, params, kept, self.fresh)
+        cut = _pieces(name, params, kept, self.fresh)
         if len(cut) > 1:
             self.pieces.update(piece for piece, _, _ in cut[1:])
+            if name in self.namespace["__lambdad_deferred__"]:
+                # An error in a piece of a body whose checks were deferred is found by
+                # running the body, pieces included, again with every check (lambdad.guard).
+                self.namespace["__lambdad_piece_of__"].update(
+                    (piece, name) for piece, _, _ in cut[1:])
         for piece, piece_params, piece_lines in cut:
             first = len(out)
             out.append(f"def {piece}({', '.join(piece_params)}):")

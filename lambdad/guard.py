@@ -167,7 +167,9 @@ def locate(exc: BaseException) -> EvalError:
         message = str(exc) if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
         return EvalError(message)
     site, frame = found
-    if frame.f_code.co_name in frame.f_globals.get("__lambdad_deferred__", ()):
+    name = frame.f_code.co_name
+    if name in frame.f_globals.get("__lambdad_deferred__", ()) or \
+            name in frame.f_globals.get("__lambdad_piece_of__", ()):
         again = _run_checked(frame)
         if again is not None:
             return again
@@ -193,15 +195,43 @@ _ASSIGNMENT = re.compile(r"( *)(t[0-9]+) = ")
 
 def _run_checked(frame: Any) -> EvalError | None:
     """The error of the linear body running in ``frame`` (one whose finiteness checks were
-    deferred to its stagings, see ``lambdad.codegen``) found by running it again, with the
-    same arguments, compiled with a check after every real operation: the first operation
+    deferred to its stagings, see ``lambdad.codegen``; or a piece of one, whose body's frame
+    is then the one calling it) found by running it again, with the same arguments,
+    compiled with a check after every real operation, its pieces too: the first operation
     whose result is not finite, or that fails, is the one reported.  None if it passes."""
-    code = frame.f_code
     namespace = frame.f_globals
+    body = namespace.get("__lambdad_piece_of__", {}).get(frame.f_code.co_name)
+    while body is not None and frame is not None and frame.f_code.co_name != body:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    code = frame.f_code
     table = namespace["__lambdad_lines__"]
     lines = namespace["__lambdad_source__"].split("\n")
-    checked = [lines[code.co_firstlineno - 1]]
+    checked: list[str] = []
     checked_table: dict[int, PrimSite] = {}
+    pieces = [name for name, of in namespace.get("__lambdad_piece_of__", {}).items()
+              if of == code.co_name]
+    for function in [code, *(namespace[piece].__code__ for piece in pieces)]:
+        _checked_text(function, lines, table, checked, checked_table)
+    scope = {**namespace, "__lambdad_lines__": checked_table, "__lambdad_deferred__": (),
+             "__lambdad_piece_of__": {}}
+    exec(compile("\n".join(checked) + "\n", code.co_filename, "exec"), scope)
+    arguments = [frame.f_locals[name] for name in code.co_varnames[:code.co_argcount]]
+    try:
+        # (captured, cotangent, stage): what it stages is dropped, only its failure counts
+        scope[code.co_name](*arguments[:-1], lambda g, b: None)
+    except RUNTIME_ERRORS as exc:
+        return locate(exc)
+    return None
+
+
+def _checked_text(code: Any, lines: list[str], table: dict[int, PrimSite],
+                  checked: list[str], checked_table: dict[int, PrimSite]) -> None:
+    """Appends to ``checked`` the text of the generated function of ``code`` (from the
+    module's ``lines``) with a check after every real operation, and to ``checked_table``
+    the sites of its lines, by their numbers in ``checked``."""
+    checked.append(lines[code.co_firstlineno - 1])
     number = code.co_firstlineno + 1  # the body: the indented lines after the `def`
     while number <= len(lines) and lines[number - 1].startswith(" "):
         text = lines[number - 1]
@@ -215,15 +245,6 @@ def _run_checked(frame: Any) -> EvalError | None:
                 checked.append(f"{indent}if {atom} - {atom}: _nonfinite({atom})")
                 checked_table[len(checked)] = site
         number += 1
-    scope = {**namespace, "__lambdad_lines__": checked_table, "__lambdad_deferred__": ()}
-    exec(compile("\n".join(checked) + "\n", code.co_filename, "exec"), scope)
-    arguments = [frame.f_locals[name] for name in code.co_varnames[:code.co_argcount]]
-    try:
-        # (captured, cotangent, stage): what it stages is dropped, only its failure counts
-        scope[code.co_name](*arguments[:-1], lambda g, b: None)
-    except RUNTIME_ERRORS as exc:
-        return locate(exc)
-    return None
 
 
 def _values(atoms: Sequence[str], frame: Any) -> list[Any]:

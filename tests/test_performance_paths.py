@@ -457,6 +457,29 @@ def test_long_functions_are_cut_into_pieces_that_compute_the_same():
         assert "log" in str(error.value) and error.value.span.line == 302
 
 
+def test_an_error_in_a_piece_of_a_long_fused_body_is_located_as_in_one_piece(monkeypatch):
+    # The fused body of 700 bindings is cut into pieces.  Its checks are deferred: the
+    # overflow of the first thing it computes (1e300 * 1e300, the last line's derivative)
+    # is caught where the infinity is staged, in a later piece, and located by running the
+    # body again, every piece with every check: the same report as the factored strategy's.
+    from lambdad import guard
+    fill = "".join(f"  let z{k + 1} = z{k} * 1.0001 in\n" for k in range(700))
+    source = ("def f (x : R) : R =\n  let z0 = x in\n" + fill
+              + "  let v = z700 * 1e-300 in\n  let w = v * 1e300 in\n  w * 1e300\n")
+    reruns = []
+    rerun = guard._run_checked
+    monkeypatch.setattr(guard, "_run_checked", lambda frame: reruns.append(
+        frame.f_code.co_name in frame.f_globals["__lambdad_piece_of__"]) or rerun(frame))
+    errors = []
+    for strategy in ("fused", "factored"):
+        with pytest.raises(lambdad.EvalError) as error:
+            lambdad.loads(source, "long.lam").value_and_grad("f", 1.0, strategy=strategy)
+        errors.append((str(error.value), error.value.span))
+    assert reruns[0]  # the fused report came from a piece
+    assert errors[0] == errors[1]
+    assert "1e+300 * 1e+300" in errors[0][0] and errors[0][1].line == 704
+
+
 def test_functions_alike_share_one_compilation(monkeypatch):
     """Generated functions of the same text but for their name (locals are numbered per
     function) are compiled once; each copy has its own name and first line (errors find
