@@ -900,7 +900,7 @@ class _CodeGenerator:
             call = f"{inner_name}({', '.join([*inner_values, second])})"
             # The same statements (the closure's, now dead, are dropped), then the call.
             both.lines = lines[:-1] + [(1, f"return {call}", None, (),
-                                              (*inner_values, second))]
+                                        (*inner_values, second))]
             outer_name, _ = self.closures[(fn, closure)]
             captured = [inner_param for _, inner_param in child.captures.items()]
             name = self.fresh("_f")
@@ -1024,16 +1024,15 @@ class _CodeGenerator:
         accumulates instead of walking cotangent data (:meth:`staged`).  Any other body
         returns its cotangent as data.  ``\\a -o zero`` is the one zero backpropagator
         :data:`~lambdad.tape.ZERO` (AD.md section 3), which has no body and is not counted
-        as created, and to which a staging sends nothing;
-        the instrumented variant gives each evaluation its own, reported in events
+        as created, and to which a staging sends nothing; the instrumented variant gives
+        each evaluation its own, reported in events
         (:class:`~lambdad.tape.ConstantBackprop`), so traces show what reaches constants.
         """
         if isinstance(term.body, Zero):
-            t = fn.fresh("t")
-            if self.instrumented:  # one per evaluation, reported (see ConstantBackprop)
-                fn.emit(f"{t} = _newzero({self.constant(term.span)})")
-            else:
+            if not self.instrumented:
                 return "_Z"
+            t = fn.fresh("t")  # one per evaluation, reported (see ConstantBackprop)
+            fn.emit(f"{t} = _newzero({self.constant(term.span)})")
             return t
         if self.batching is not None and id(term) in self.batching[0].slots:
             return (yield from self.batched_slot(term, fn))
