@@ -1260,7 +1260,7 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
             if source.count("\n") <= _LINES_PER_COMPILE:  # small: compiled at once
                 exec(compile(source, filename, "exec"), namespace)
             else:
-                namespace.update(_compiled_functions(source, generator.placed, namespace,
+                namespace.update(_compiled_functions(generator.out, generator.placed, namespace,
                                                      filename, generator.pieces))
         except (RecursionError, MemoryError):
             raise ResourceError("the program is too large to compile",
@@ -1315,10 +1315,10 @@ def _canonical_piece(body: str, local_names: list[str], global_names: list[str]
     return text, {new: old for old, new in canonical.items()}
 
 
-def _compiled_functions(source: str, placed: Sequence[tuple[str, int, int]],
+def _compiled_functions(lines: Sequence[str], placed: Sequence[tuple[str, int, int]],
                         namespace: dict[str, Any], filename: str,
                         pieces: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
-    """The functions of the generated module ``source`` (each at its place in ``placed``),
+    """The functions of the generated module of ``lines`` (each at its place in ``placed``),
     as ``exec`` of the module would define them, compiled in batches of bounded size.
 
     Functions of the same text but for their name (locals are numbered per function, and
@@ -1336,7 +1336,6 @@ def _compiled_functions(source: str, placed: Sequence[tuple[str, int, int]],
     parameters standing for globals are named as the globals).  So pieces alike share one
     compilation too.
     """
-    lines = source.split("\n")
     shapes: dict[str, types.CodeType] = {}  # canonical text -> its code
     waiting: dict[str, None] = {}  # canonical texts not compiled yet, in order
     made: list[tuple[str, int, str, dict[str, str]]] = []

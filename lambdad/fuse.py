@@ -34,7 +34,7 @@ import math
 import attrs
 
 from .backward import backward_term
-from .errors import BatchedFoldSpan, DerivativeSpan
+from .errors import BatchedFoldSpan, DerivativeSpan, Span
 from .iterate import run
 from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB
 from .rules import NameSupply
@@ -70,10 +70,10 @@ def fused_backward_term(term: Term) -> Term:
     """The fused ←D of the source term ``term``: what the ``fused`` strategy runs and
     ``show --reverse --fused`` prints.  One name supply serves both passes: it knows every
     name of ←D's output (the source's and those ←D made), so fusion need not collect them
-    again."""
+    again.  ←D's output is not kept: the walk lets go of each part once it is fused."""
     term_names = names_in(term)
     names = NameSupply(term_names)
-    return fuse(backward_term(term, names, term_names), names)
+    return run(_Fuser(names).term(backward_term(term, names, term_names)))
 
 
 
@@ -243,11 +243,11 @@ def _flat_spine(t: Term) -> tuple[list[_Binding], Term]:
             t = t.value
             continue
         if isinstance(t, Let):
-            out.append(_Binding(t.name, None, t.value, t))
+            out.append(_Binding(t.name, None, t.value, t.span))
             t = t.body
             continue
         if isinstance(t, LetPair):
-            out.append(_Binding(t.first, t.second, t.value, t))
+            out.append(_Binding(t.first, t.second, t.value, t.span))
             t = t.body
             continue
         if not stack:
@@ -256,19 +256,20 @@ def _flat_spine(t: Term) -> tuple[list[_Binding], Term]:
         node, _ = stack.pop()
         second = node.second if isinstance(node, LetPair) else None
         first = node.first if isinstance(node, LetPair) else node.name
-        out.append(_Binding(first, second, t, node))
+        out.append(_Binding(first, second, t, node.span))
         t = node.body
 
 
 @attrs.define
 class _Binding:
     """``let name = value`` (``second`` is None) or ``let (name, second) = value`` of a
-    spine, with the node it came from (for its span)."""
+    spine, with the span of the node it came from.  (Not the node: a binding would keep
+    the rest of the spine alive, and the term being fused is let go as it is walked.)"""
 
     name: str
     second: str | None
     value: Term
-    node: Term
+    span: Span | None
 
 
 @attrs.define
@@ -344,7 +345,8 @@ class _Fuser:
             mark = len(self.log)
             param = self.fresh(t.param) if t.param != "_" else "_"
             self.bind(t.param, param)
-            body = yield self.region(t.body)
+            walk, t = self.region(t.body), _without_body(t)
+            body = yield walk
             self.leave(mark)
             return attrs.evolve(t, param=param, body=body)
         if isinstance(t, If):
@@ -424,11 +426,13 @@ class _Fuser:
         """The straight-line region ``t``: its spine flattened, the regions inside it
         fused, then its backpropagators fused."""
         if isinstance(t, Annot):  # `(e : A)` around a region: the annotation stays
-            expr = yield self.region(t.expr)
+            walk, t = self.region(t.expr), _without_body(t)
+            expr = yield walk
             return attrs.evolve(t, expr=expr)
         mark = len(self.log)
         out: list[_Binding] = []
-        final = yield self.spine(t, out, {}, {})
+        walk, t = self.spine(t, out, {}, {}), None  # (the spine lets go of what it walked)
+        final = yield walk
         final = yield self.term(final)
         self.leave(mark)
         final = self.named_parts(final, out)
@@ -472,14 +476,14 @@ class _Fuser:
                     parts.append(part.name)
                 else:
                     part_name = self.fresh(t.name)
-                    out.append(_Binding(part_name, None, part, t))
+                    out.append(_Binding(part_name, None, part, t.span))
                     parts.append(part_name)
                     if _constant(part) is not None:
                         self.constants[part_name] = part
             pairs[name] = (parts[0], parts[1])
             value = attrs.evolve(value, first=Var(parts[0], span=value.first.span),
                                  second=Var(parts[1], span=value.second.span))
-        out.append(_Binding(name, None, value, t))
+        out.append(_Binding(name, None, value, t.span))
         self.bind(t.name, name)
         if _constant(value) is not None:
             self.constants[name] = value
@@ -497,7 +501,7 @@ class _Fuser:
                     self.bind(name, part.name)
                 else:
                     new = self.fresh(name if name != "_" else "v")
-                    out.append(_Binding(new, None, part, t))
+                    out.append(_Binding(new, None, part, t.span))
                     self.bind(name, new)
                     if _constant(part) is not None:
                         self.constants[new] = part
@@ -514,7 +518,7 @@ class _Fuser:
         second = self.fresh(t.second) if t.second != "_" else "_"
         if isinstance(value, Var) and "_" not in (first, second):
             taken_apart[value.name] = (first, second)
-        out.append(_Binding(first, second, value, t))
+        out.append(_Binding(first, second, value, t.span))
         self.bind(t.first, first)
         self.bind(t.second, second)
 
@@ -532,7 +536,7 @@ class _Fuser:
                 parts.append(part)
             else:
                 name = self.names.fresh("v")
-                spine.append(_Binding(name, None, part, part))
+                spine.append(_Binding(name, None, part, part.span))
                 parts.append(Var(name, span=part.span))
         return attrs.evolve(t, first=parts[0], second=parts[1])
 
@@ -592,6 +596,19 @@ class _Fuser:
             user.sends.setdefault(head, []).extend(sent)
 
 
+def _without_body(t: Lam | Annot) -> Lam | Annot:
+    """``t`` without its sub-term (a placeholder instead), to be rebuilt around the fused
+    one: the walk holds no node whose sub-term it is walking, so what it has fused is
+    freed as it goes (on a long program, ←D's output and its fused form need not exist
+    whole at once)."""
+    if isinstance(t, Lam):
+        return attrs.evolve(t, body=_PLACEHOLDER)
+    return attrs.evolve(t, expr=_PLACEHOLDER)
+
+
+_PLACEHOLDER = Zero()
+
+
 def _normal_form(lam: LinLam) -> _Linear | None:
     """The body of ``lam`` as ``let``s then sends, or None if it is not a tree of ``<+>``,
     ``zero``, ``let`` and applications of variables (names are apart, so ``let``s hoist)."""
@@ -606,10 +623,10 @@ def _normal_form(lam: LinLam) -> _Linear | None:
             work.append(t.right)
             work.append(t.left)
         elif isinstance(t, Let):
-            lets.append(_Binding(t.name, None, t.value, t))
+            lets.append(_Binding(t.name, None, t.value, t.span))
             work.append(t.body)
         elif isinstance(t, LetPair):
-            lets.append(_Binding(t.first, t.second, t.value, t))
+            lets.append(_Binding(t.first, t.second, t.value, t.span))
             work.append(t.body)
         elif isinstance(t, App) and isinstance(t.fn, Var):
             sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
@@ -766,11 +783,10 @@ def _rebuild(spine: list[_Binding], final: Term) -> Term:
     """``let``s of ``spine`` around ``final``, innermost last, without recursion."""
     t = final
     for binding in reversed(spine):
-        span = getattr(binding.node, "span", None)
         if binding.second is None:
-            t = Let(binding.name, binding.value, t, span=span)
+            t = Let(binding.name, binding.value, t, span=binding.span)
         else:
-            t = LetPair(binding.name, binding.second, binding.value, t, span=span)
+            t = LetPair(binding.name, binding.second, binding.value, t, span=binding.span)
     return t
 
 

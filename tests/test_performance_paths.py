@@ -492,7 +492,7 @@ def test_functions_alike_share_one_compilation(monkeypatch):
     monkeypatch.setattr(codegen, "compile", lambda text, *rest: compiled.append(text) or
                         compile(text, *rest), raising=False)
     functions = codegen._compiled_functions(
-        source, [("_f1", 1, 3), ("_f4", 4, 3), ("_f8", 7, 3)], {}, "<test unit>")
+        source.split("\n"), [("_f1", 1, 3), ("_f4", 4, 3), ("_f8", 7, 3)], {}, "<test unit>")
     assert len(compiled) == 1 and compiled[0].count("def ") == 2
     first, second, third = (functions[name] for name in ("_f1", "_f4", "_f8"))
     assert first.__code__.co_code == second.__code__.co_code
@@ -516,7 +516,8 @@ def test_pieces_alike_up_to_their_names_share_one_compilation(monkeypatch):
                         compile(text, *rest), raising=False)
     namespace = {"_k6": lambda a, b: a / b, "_k11": lambda a, b: a - b}
     functions = codegen._compiled_functions(
-        source, [("_f1", 1, 3), ("_f7", 4, 3)], namespace, "<test unit>", {"_f1", "_f7"})
+        source.split("\n"), [("_f1", 1, 3), ("_f7", 4, 3)], namespace, "<test unit>",
+        {"_f1", "_f7"})
     assert len(compiled) == 1 and compiled[0].count("def ") == 1
     first, second = functions["_f1"], functions["_f7"]
     assert first.__code__ is not second.__code__
