@@ -105,7 +105,7 @@ _MAX_PIECE_LINES = 500
 # The names a statement of generated code may read or bind locally.
 _LOCAL_OR_PARAMETER = re.compile(r"\b(?:[tvc][0-9]+|_c|_st)\b")
 # The names a statement assigns: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`.
-_TARGETS = re.compile(r"((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?) = ")
+_TARGETS = re.compile(r"^((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?) = ", re.MULTILINE)
 
 Line = tuple[int, str, "PrimSite | None", tuple[str, ...], tuple[str, ...]]
 
@@ -129,13 +129,10 @@ def _pieces(name: str, params: list[str], lines: list[Line], fresh: Callable[[st
     read: list[list[str]] = []
     bound: list[set[str]] = []
     for segment in segments:
-        names: dict[str, None] = {}
-        targets: set[str] = set()
-        for _, text, _, _, _ in segment:
-            names.update(dict.fromkeys(_LOCAL_OR_PARAMETER.findall(text)))
-            match = _TARGETS.match(text)
-            if match is not None:
-                targets.update(_LOCAL_OR_PARAMETER.findall(match.group(1)))
+        # (the segment's statements as one text: a regular expression run once, not per line)
+        text = "\n".join([line[1] for line in segment])
+        names = dict.fromkeys(_LOCAL_OR_PARAMETER.findall(text))
+        targets = set(_LOCAL_OR_PARAMETER.findall(" ".join(_TARGETS.findall(text))))
         read.append([local for local in names if local not in targets])
         bound.append(targets)
     later: set[str] = set()

@@ -603,10 +603,22 @@ class _Table(Mapping[str, Primitive]):
         self._entries = {p.name: p for p in entries}
 
     def __getitem__(self, name: str) -> Primitive:
+        if name.__class__ is str:  # a built-in's name (most lookups, and the quickest test)
+            return self._entries[name]
         declared = getattr(name, "primitive", None)
         if declared is not None:
             return declared
         return self._entries[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """``self[name]``, or ``default`` for no primitive (Mapping's own ``get`` goes
+        through a raised KeyError; the transformations look up every primitive they meet)."""
+        if name.__class__ is str:
+            return self._entries.get(name, default)
+        declared = getattr(name, "primitive", None)
+        if declared is not None:
+            return declared
+        return self._entries.get(name, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
