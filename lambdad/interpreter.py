@@ -35,6 +35,7 @@ from .guard import (
     raise_limits,
     restore_limits,
 )
+from .iterate import resume_collector
 from .primitives import ADD, DIV, MUL, NEG, SUB, Primitive
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
@@ -462,8 +463,7 @@ class Interpreter:
         except MemoryError:
             raise ResourceError("the program ran out of memory") from None
         finally:
-            if collecting:
-                gc.enable()
+            resume_collector(collecting)
             self._depth = 0
             self._guarded = False
             if saved is not None:

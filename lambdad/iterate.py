@@ -82,5 +82,24 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if collecting:
-            gc.enable()
+        resume_collector(collecting)
+
+
+# New objects left alive by a block run with the collector paused above which they are
+# frozen (see resume_collector): a program of some thousand lines, or its compiled code.
+FREEZE_ABOVE = 100_000
+
+
+def resume_collector(collecting: bool) -> None:
+    """Switches Python's cyclic collector back on if ``collecting`` (it was on before a
+    block that paused it).  When the block left more than :data:`FREEZE_ABOVE` new objects
+    alive (a large program loaded or compiled: long-lived, and acyclic), they are moved
+    to the collector's permanent generation first (``gc.freeze``): else its next
+    collection, however young, would scan every one of them (half a second at 10^4
+    bindings), and every full collection after it again.  Reference counting still frees
+    them when they are dropped; only cyclic garbage alive at that moment would be kept."""
+    if not collecting:
+        return
+    if gc.get_count()[0] > FREEZE_ABOVE:
+        gc.freeze()
+    gc.enable()

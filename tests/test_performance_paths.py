@@ -426,6 +426,29 @@ def test_compiling_a_gradient_leaves_no_cyclic_garbage():
             gc.enable()
 
 
+def test_what_a_large_load_or_compilation_leaves_alive_is_frozen_out_of_collections(
+        monkeypatch):
+    # the collector's next collection would otherwise scan every object of a large program
+    # and of its compiled code (half a second at 10^4 bindings), and every full one again
+    from lambdad import iterate
+    if not gc.isenabled():
+        pytest.skip("the collector is off in this process")
+    frozen = gc.get_freeze_count()
+    small = lambdad.loads(_chain(40))
+    small.value_and_grad("chain", -0.5)
+    assert gc.get_freeze_count() == frozen and gc.isenabled()  # a small program: nothing
+    monkeypatch.setattr(iterate, "FREEZE_ABOVE", 1000)  # as if these were large
+    try:
+        prog = lambdad.loads(_chain(60))
+        assert gc.get_freeze_count() > frozen and gc.isenabled()
+        loaded = gc.get_freeze_count()
+        value, gradient = prog.value_and_grad("chain", -0.5)
+        assert math.isfinite(value) and gradient != 0.0
+        assert gc.get_freeze_count() > loaded and gc.isenabled()
+    finally:
+        gc.unfreeze()
+
+
 def _chain(depth, result="x{k}"):
     lines = ["def chain (x0 : R) : R ="]
     for k in range(depth):
