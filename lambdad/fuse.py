@@ -419,8 +419,9 @@ class _Fuser:
             constant = self.constants.get(new)
             return new if constant is None else repr(_constant(constant))
 
-        return attrs.evolve(span, arguments=tuple(renamed(name) for name in span.arguments),
-                            value=span.value and renamed(span.value))
+        return DerivativeSpan(span.file, span.line, span.col, span.end_line, span.end_col,
+                              span.primitive, tuple(renamed(name) for name in span.arguments),
+                              span.value and renamed(span.value))
 
     def region(self, t: Term):
         """The straight-line region ``t``: its spine flattened, the regions inside it
@@ -645,6 +646,9 @@ def _folded(t: Prim) -> Term:
     entry = PRIMITIVES.get(t.op)
     if entry is None or entry.kind not in REAL_EXPRESSION_KINDS or entry.evaluate is None:
         return t
+    for arg in t.args:
+        if arg.__class__ is Var:  # (most applications: not every argument is a literal)
+            return _without_unit(t)
     values = [arg.value if isinstance(arg, BoolLit) else _constant(arg) for arg in t.args]
     if None not in values:
         value = entry.value_at(*values)

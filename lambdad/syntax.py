@@ -11,6 +11,7 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Container, Iterator
 from typing import Any, TypeVar
 
@@ -101,7 +102,8 @@ def node(cls=None, *, children: tuple[str, ...] = (), binds: dict[str, tuple[str
         many = frozenset(name for name in children
                          if str(fields[name].type).startswith("tuple"))
         cls._shape = _Shape(children, many, tuple(tuple((binds or {}).get(name, ()))
-                                                  for name in children), types)
+                                                  for name in children), types,
+                            _children_reader(children, many))
         return cls
 
     return make if cls is None else make(cls)
@@ -115,6 +117,36 @@ class _Shape:
     many: frozenset[str]               # those holding a tuple of children
     binder_fields: tuple[tuple[str, ...], ...]  # per child field: fields naming its binders
     type_fields: tuple[str, ...]       # fields holding a type annotation
+    read_children: Callable[[Node], tuple[Node, ...]]  # what children() returns
+
+
+def _children_reader(fields: tuple[str, ...], many: frozenset[str]
+                     ) -> Callable[[Node], tuple[Node, ...]]:
+    """The function giving a node's children, made once per class from its shape: every
+    pass calls :func:`children` on every node, so the common shapes read their fields
+    with one ``attrgetter`` instead of a loop over the shape."""
+    if not fields:
+        return lambda node: ()
+    if not many:
+        if len(fields) == 1:
+            read_one = operator.attrgetter(fields[0])
+            return lambda node: (read_one(node),)
+        return operator.attrgetter(*fields)  # a tuple of the fields' values
+    if len(fields) == 1:  # one tuple of children (a primitive's arguments, a list's items)
+        read_many = operator.attrgetter(fields[0])
+        return lambda node: tuple(read_many(node))  # (the tuple itself: no copy)
+
+    def read(node: Node) -> tuple[Node, ...]:
+        kids: list[Node] = []
+        for name in fields:
+            value = getattr(node, name)
+            if name in many:
+                kids.extend(value)
+            else:
+                kids.append(value)
+        return tuple(kids)
+
+    return read
 
 
 def _span_field():
@@ -428,17 +460,7 @@ class Module(Node):
 def children(node: Node) -> tuple[Node, ...]:
     """The immediate sub-nodes of ``node`` (sub-terms of a term, components of a type),
     left to right (evaluation order); never fails."""
-    shape = type(node)._shape
-    if not shape.fields:
-        return ()
-    kids: list[Node] = []
-    for name in shape.fields:
-        value = getattr(node, name)
-        if name in shape.many:
-            kids.extend(value)
-        else:
-            kids.append(value)
-    return tuple(kids)
+    return type(node)._shape.read_children(node)
 
 
 def with_children(node: N, new_children: "list[Node] | tuple[Node, ...]") -> N:
