@@ -660,10 +660,13 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
         spec = {"workload": kind, "size": size, **({"once": True} if once else {})}
         before = bench.child({**spec, "fused": False}, checkout)  # no such strategy before
         after = bench.child(spec)
-        records.append({"spec": spec, "before": before, "after": after})
+        # A once-run's first fused gradient follows the factored one, whose memory it
+        # adds to: the default strategy's first gradient is also measured alone.
+        alone = bench.child({**spec, "strategy": "fused"}) if once else None
+        records.append({"spec": spec, "before": before, "after": after, "fused alone": alone})
         if "error" in before or "error" in after:
             rows.append([f"{kind} {size}", "error: " + (before.get("error")
-                                                         or after.get("error"))] + [""] * 14)
+                                                         or after.get("error"))] + [""] * 15)
             continue
         cells = [after["label"] + (" (once)" if once else "")]
         fused = after["times"].get(FUSED)
@@ -685,21 +688,27 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
                 if key == "value+grad":
                     cells.append(fmt_ratio(ratio(pair[0], pair[1])))
         cells.append(fmt_ratio(ratio(before["times"]["value+grad"], fused)) if not once else "")
-        cells.append(fmt_time(after["setup"].get("first_grad_fused")))
+        if alone is not None and "error" not in alone:
+            cells += [fmt_time(alone["setup"]["first_grad"]),
+                      f"{alone['rss_first_grad_mb']:.0f} MB"]
+        else:
+            cells += [fmt_time(after["setup"].get("first_grad_fused")), ""]
         rows.append(cells)
     print_table(f"8. Before and after: baseline {checkout} vs this lambdad (fresh processes, "
                 "alternating)",
                 ["workload", "fused/primal after", "grad/primal before", "after",
                  "v+g before", "after", "speed-up", "load before", "after",
                  "1st grad before", "after", "peak RSS before", "after", "speed-up fused",
-                 "1st grad fused"], rows,
+                 "1st grad fused", "peak RSS fused"], rows,
                 ["peak RSS: the process's peak after loading and its first (factored) "
                  "gradient",
                  "before: the baseline's default strategy (factored); after: the same "
                  "strategy here, and the fused strategy (fused/primal, speed-up fused = "
                  "baseline v+g / fused v+g)",
                  "(once): timed once right after loading, so value+gradient includes "
-                 "compiling; its 1st grad is that run"])
+                 "compiling; its 1st grad is that run; its 1st grad fused and peak RSS "
+                 "fused are those of the default strategy's first gradient in a process of "
+                 "its own (no factored gradient before it)"])
     return records
 
 

@@ -589,21 +589,35 @@ class _CodeGenerator:
         return primitive
 
     def prim(self, term: Prim, fn: _Function):
-        """``op e1 .. ek``: arguments left to right, then one statement for the primitive."""
+        """``op e1 .. ek``: arguments left to right, then one statement for the primitive.
+        Applied to leaves (most applications), it is compiled at once, without a step."""
         if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
                 and not (self.instrumented or self.generic)):
-            return (yield from self.batched_fold(term, fn))
+            return self.batched_fold(term, fn)
         if term.op == MAP.name and not self.instrumented:
             lifted = _lifted_reals(term.args[0])
             if lifted is not None:
-                return (yield from self.lifted_reals(term, lifted, fn))
+                return self.lifted_reals(term, lifted, fn)
         primitive = self.primitive(term.op, term.span)
         if len(term.args) != primitive.arity:
             raise EvalError(f"`{primitive.spelling.symbol}` takes {primitive.arity} arguments, "
                             f"given {len(term.args)}", term.span)
         atoms = []
-        for arg in term.args:
-            atoms.append((yield self.gen(arg, fn)))
+        for index, arg in enumerate(term.args):
+            if arg.__class__ not in _LEAVES:  # the rest in a step (no recursion here)
+                return self.prim_steps(primitive, term, fn, atoms, index)
+            atoms.append(self.gen(arg, fn))
+        return self.apply_primitive(primitive, atoms, term, term.span, fn)
+
+    def prim_steps(self, primitive: Primitive, term: Prim, fn: _Function, atoms: list[str],
+                   index: int):
+        """The rest of :meth:`prim` from the argument at ``index``, not a leaf: each
+        argument in turn, then the primitive's statement."""
+        for arg in term.args[index:]:
+            atom = self.gen(arg, fn)
+            if atom.__class__ is types.GeneratorType:
+                atom = yield atom
+            atoms.append(atom)
         return self.apply_primitive(primitive, atoms, term, term.span, fn)
 
     def lifted_reals(self, term: Prim, lifted: str, fn: _Function):
@@ -751,11 +765,8 @@ class _CodeGenerator:
         """The statements of a batched step's body ``lets in \\x -> lets in (e, [g1 .. gk])``
         (:class:`~lambdad.fuse.BatchedFold`), ``x`` being ``element``: returns the atoms of
         ``e`` and of the records ``g1 .. gk``."""
-        if isinstance(term, Let):
+        if isinstance(term, (Let, LetPair)):
             return (yield from self.let(term, fn, lambda t, f: self.step_spine(t, f, element)))
-        if isinstance(term, LetPair):
-            return (yield from self.let_pair(term, fn,
-                                             lambda t, f: self.step_spine(t, f, element)))
         if isinstance(term, Lam):
             previous = self.bind(fn, term.param, element)
             result = yield self.step_spine(term.body, fn, element)
@@ -926,46 +937,63 @@ class _CodeGenerator:
         fn.emit(f"{t} = {f}({x})", (f, x))
         return t
 
-    def let(self, term: Let, fn: _Function, then: Callable[[Term, _Function], Any] | None = None):
-        """``let x = e1 in e2``: ``x`` names the atom of ``e1`` (no copy).  ``e2`` is
-        compiled by ``then`` (default :meth:`gen`; :meth:`staged` in a linear body)."""
-        value = yield self.gen(term.value, fn)
-        if isinstance(term.value, Lam):
-            self.lambda_terms[(fn, value)] = term.value  # a fold's step, maybe (batched_fold)
-        previous = self.bind(fn, term.name, value)
-        body = yield (then or self.gen)(term.body, fn)
-        self.unbind(fn, term.name, previous)
+    def let(self, term: Let | LetPair, fn: _Function,
+            then: Callable[[Term, _Function], Any] | None = None):
+        """``let x = e1 in e2``: ``x`` names the atom of ``e1`` (no copy); ``let (x, y) =
+        e1 in e2``: one unpacking statement (see :meth:`unpack`).  ``e2`` is compiled by
+        ``then`` (default :meth:`gen`; :meth:`staged` in a linear body).
+
+        A spine of them is one step, a loop: ``then`` of a ``let`` is this arm again (every
+        ``then`` passes a ``let`` back here), and a long straight-line program is mostly
+        one spine."""
+        undo: list[tuple[str, str | None]] = []  # (name, what it shadowed), in order
+        while True:
+            kind = term.__class__
+            if kind is not Let and kind is not LetPair:
+                break
+            value = self.gen(term.value, fn)
+            if value.__class__ is types.GeneratorType:  # not a leaf
+                value = yield value
+            if kind is Let:
+                if isinstance(term.value, Lam):
+                    # a fold's step, maybe (batched_fold)
+                    self.lambda_terms[(fn, value)] = term.value
+                undo.append((term.name, self.bind(fn, term.name, value)))
+            else:
+                first, second = self.unpack(value, fn)
+                undo.append((term.first, self.bind(fn, term.first, first)))
+                undo.append((term.second, self.bind(fn, term.second, second)))
+            term = term.body
+        body = yield (then or self.gen)(term, fn)
+        # Unbind in reverse: `let (x, x) = ...` binds the second x last.
+        for name, previous in reversed(undo):
+            self.unbind(fn, name, previous)
         return body
 
-    def let_pair(self, term: LetPair, fn: _Function,
-                 then: Callable[[Term, _Function], Any] | None = None):
-        """``let (x, y) = e1 in e2``: one unpacking statement; ``e2`` as in :meth:`let`."""
-        value = yield self.gen(term.value, fn)
+    def unpack(self, value: str, fn: _Function) -> tuple[str, str]:
+        """The atoms of the parts of the pair ``value`` in ``fn``: those it was built from
+        here, or those a statement that runs before this one unpacked it to, else two new
+        locals unpacked by a new statement."""
         known = self.pairs.get((fn, value))
-        unpacked = self.unpacked.get((fn, value))
         if known is not None:
-            # The pair was built here from two atoms: bind to them, no unpacking.
-            first, second = known
-        elif (unpacked is not None and unpacked[0] is fn
-              and fn.blocks[:len(unpacked[1])] == unpacked[1]):
-            # Already taken apart by a statement that runs before this one.
-            first, second = unpacked[2]
-        else:
-            first, second = fn.fresh("v"), fn.fresh("v")
-            fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second))
-            self.unpacked[(fn, value)] = (fn, fn.blocks, (first, second))
-        previous_first = self.bind(fn, term.first, first)
-        previous_second = self.bind(fn, term.second, second)
-        body = yield (then or self.gen)(term.body, fn)
-        # Unbind in reverse: `let (x, x) = ...` binds the second x last.
-        self.unbind(fn, term.second, previous_second)
-        self.unbind(fn, term.first, previous_first)
-        return body
+            return known
+        unpacked = self.unpacked.get((fn, value))
+        if (unpacked is not None and unpacked[0] is fn
+                and fn.blocks[:len(unpacked[1])] == unpacked[1]):
+            return unpacked[2]
+        first, second = fn.fresh("v"), fn.fresh("v")
+        fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second))
+        self.unpacked[(fn, value)] = (fn, fn.blocks, (first, second))
+        return first, second
 
     def pair(self, term: Pair, fn: _Function):
         """``(e1, e2)``."""
-        first = yield self.gen(term.first, fn)
-        second = yield self.gen(term.second, fn)
+        first = self.gen(term.first, fn)
+        if first.__class__ is types.GeneratorType:  # (parts are mostly leaves: no step)
+            first = yield first
+        second = self.gen(term.second, fn)
+        if second.__class__ is types.GeneratorType:
+            second = yield second
         t = fn.fresh("t")
         fn.emit(f"{t} = ({first}, {second})", (first, second), pure=(t,))
         self.pairs[(fn, t)] = (first, second)
@@ -1118,10 +1146,8 @@ class _CodeGenerator:
             yield self.staged(term.left, fn)
             yield self.staged(term.right, fn)
             return None
-        if isinstance(term, Let):
+        if isinstance(term, (Let, LetPair)):
             return (yield from self.let(term, fn, self.staged))
-        if isinstance(term, LetPair):
-            return (yield from self.let_pair(term, fn, self.staged))
         if isinstance(term, App):
             target = self.sent_to.get(term.fn.name) if isinstance(term.fn, Var) else None
             if target is not None:  # to the previous step's slot (batched_slot)
@@ -1130,7 +1156,9 @@ class _CodeGenerator:
                 fn.emit(f"{target} = {x} if {target} is None else {target} + {x} "
                         f"if type({x}) is float else _ssum({target}, {x})", (x,))
                 return None
-            f = yield self.gen(term.fn, fn)
+            f = self.gen(term.fn, fn)
+            if f.__class__ is types.GeneratorType:  # (mostly a variable: a leaf, no step)
+                f = yield f
             if f == "_Z":
                 return None
             guarded = fn.if_depth < _MAX_IF_DEPTH
@@ -1142,7 +1170,9 @@ class _CodeGenerator:
                 fn.blocks = enclosing + (next(self.counter),)
                 fn.indent += 1
                 fn.if_depth += 1
-            x = yield self.gen(term.arg, fn)
+            x = self.gen(term.arg, fn)
+            if x.__class__ is types.GeneratorType:
+                x = yield x
             fn.emit(f"_st({f}, {x})", (f, x))
             if guarded:
                 fn.blocks = enclosing
@@ -1191,6 +1221,9 @@ class _CodeGenerator:
 # The arm compiling each construct of syntax.py, called as ``arm(generator, term, fn)``: a
 # table of the class, not of each generator, whose bound methods would make a reference
 # cycle that keeps everything it generated alive until the cyclic collector runs.
+# The constructs whose arms return an atom at once (no step, no recursion).
+_LEAVES = frozenset((Const, BoolLit, Var, Builtin, Zero))
+
 _ARMS: dict[type, Callable[[_CodeGenerator, Any, _Function], Any]] = {
     Const: _CodeGenerator.const,
     BoolLit: _CodeGenerator.bool_lit,
@@ -1200,7 +1233,7 @@ _ARMS: dict[type, Callable[[_CodeGenerator, Any, _Function], Any]] = {
     Lam: _CodeGenerator.lam,
     App: _CodeGenerator.app,
     Let: _CodeGenerator.let,
-    LetPair: _CodeGenerator.let_pair,
+    LetPair: _CodeGenerator.let,
     Pair: _CodeGenerator.pair,
     If: _CodeGenerator.if_,
     ListLit: _CodeGenerator.list_lit,
