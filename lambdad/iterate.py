@@ -86,20 +86,23 @@ def collector_paused() -> Iterator[None]:
 
 
 # New objects left alive by a block run with the collector paused above which they are
-# frozen (see resume_collector): a program of some thousand lines, or its compiled code.
-FREEZE_ABOVE = 100_000
+# moved to its oldest generation (see resume_collector): a program of some thousand
+# lines, or its compiled code.
+PROMOTE_ABOVE = 100_000
 
 
 def resume_collector(collecting: bool) -> None:
     """Switches Python's cyclic collector back on if ``collecting`` (it was on before a
-    block that paused it).  When the block left more than :data:`FREEZE_ABOVE` new objects
-    alive (a large program loaded or compiled: long-lived, and acyclic), they are moved
-    to the collector's permanent generation first (``gc.freeze``): else its next
-    collection, however young, would scan every one of them (half a second at 10^4
-    bindings), and every full collection after it again.  Reference counting still frees
-    them when they are dropped; only cyclic garbage alive at that moment would be kept."""
+    block that paused it).  When the block left more than :data:`PROMOTE_ABOVE` new objects
+    alive (a large program loaded or compiled: long-lived), they are first moved to the
+    collector's oldest generation, as if they had survived two collections (``gc.freeze``
+    then ``gc.unfreeze``: nothing stays frozen).  Else the next collection, however young,
+    would scan every one of them (half a second at 10^4 bindings), and the one after it
+    again; a full collection, rare, still does, so their cyclic garbage is still found.
+    Objects an application froze itself are left as they are (then nothing is moved)."""
     if not collecting:
         return
-    if gc.get_count()[0] > FREEZE_ABOVE:
+    if gc.get_count()[0] > PROMOTE_ABOVE and not gc.get_freeze_count():
         gc.freeze()
+        gc.unfreeze()
     gc.enable()
