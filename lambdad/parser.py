@@ -412,8 +412,8 @@ class _Refused(Exception):
 
 
 class _Reduction:
-    """A reduction of the fast driver: pop ``size`` values, build with ``build`` (None: the
-    single value passes through, as lark does for a one-child ``?rule``), go to ``origin``."""
+    """A reduction of the fast driver: pop ``size`` values, build with ``build``, go to
+    ``origin``."""
 
     __slots__ = ("size", "build", "origin")
 
@@ -421,6 +421,30 @@ class _Reduction:
         self.size = size
         self.build = build
         self.origin = origin
+
+
+class _Pass:
+    """A one-child reduction whose single value lark passes through unchanged (a one-child
+    ``?rule``), on one terminal in one state: only the top state changes.
+
+    ``targets`` maps the state below to the top state after this reduction and the
+    one-child reductions the same terminal triggers next (filled as met: a few entries)."""
+
+    __slots__ = ("origin", "targets")
+
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.targets: dict[int, int] = {}
+
+
+class _Accept:
+    """The action on the end of the text in the end state of the start symbol ``start``:
+    the parse is done (lark stops when a reduction at the end reaches that state)."""
+
+    __slots__ = ("start",)
+
+    def __init__(self, start: str):
+        self.start = start
 
 
 class _Driver:
@@ -460,15 +484,20 @@ class _Driver:
         self.blanks = "(?>(?:" + "|".join(t.pattern.to_regexp() for t in root.terminals
                                           if t.name in self.ignored) + ")*)"
         self.skip = re.compile(self.blanks, self.flags)
+        # lark numbers its states 0, 1, ...: the driver's tables are lists indexed by state.
+        count = len(table.states)
+        assert set(table.states) == set(range(count))
         # state -> the match method of its scanner (made when the state is first met), and
         # the scanners by the terminals they try (many states accept the same ones)
-        self.scanners: dict[int, Any] = {}
+        self.scanners: list[Any] = [None] * count
         self.by_terminals: dict[tuple[str, ...], Any] = {}
         sentinel = object()
         reductions: dict[Any, _Reduction] = {}
-        self.actions: dict[int, dict[str, Any]] = {}
+        # state -> terminal or rule name -> a state to shift or go to, a _Reduction, a _Pass
+        # or an _Accept
+        self.actions: list[dict[str, Any]] = [{} for _ in range(count)]
         for state, actions in table.states.items():
-            row: dict[str, Any] = {}
+            row = self.actions[state]
             for symbol, (action, argument) in actions.items():
                 # Plain str keys: lark's are Tokens, whose __eq__ is Python code.
                 symbol = str(symbol)
@@ -476,21 +505,21 @@ class _Driver:
                     row[symbol] = argument
                     continue
                 rule = argument
+                build = callbacks[rule]
+                if (len(rule.expansion) == 1 and rule.alias is None
+                        and rule.options.expand1 and build([sentinel]) is sentinel):
+                    row[symbol] = _Pass(str(rule.origin.name))
+                    continue
                 if rule not in reductions:
-                    build = callbacks[rule]
-                    if (len(rule.expansion) == 1 and rule.alias is None
-                            and rule.options.expand1 and build([sentinel]) is sentinel):
-                        build = None
                     reductions[rule] = _Reduction(len(rule.expansion), build,
                                                   str(rule.origin.name))
                 row[symbol] = reductions[rule]
-            self.actions[state] = row
         self.start_states = dict(table.start_states)
-        self.end_states = dict(table.end_states)
-        self.final = frozenset(self.end_states.values())
-        # (state below, top state, terminal) -> the top after the one-child reductions
-        # the terminal triggers there (filled as met: a few hundred entries)
-        self.passes: dict[tuple[int, int, str], int] = {}
+        # lark's end states have no action: reaching one at the end of the text accepts
+        self.accepts: dict[str, _Accept] = {}
+        for start, state in table.end_states.items():
+            assert not self.actions[state]
+            self.accepts[start] = self.actions[state]["$END"] = _Accept(start)
         # A token of a regular terminal whose text is a string terminal of equal priority
         # is re-typed by lark to that string terminal when the state accepts it (`*` is
         # TIMES in a type and STAR in an expression): regular name -> {text: string name}.
@@ -521,17 +550,15 @@ class _Driver:
         error and whatever a callback raises (_Located)."""
         actions = self.actions
         unless = self.unless
-        passes = self.passes
         scanners = self.scanners
         new = tuple.__new__
-        end_state = self.end_states[start]
         states = [self.start_states[start]]
         values: list[Any] = []
         pos = 0
         while True:
             # ---- the next token, lexed in the parser's current state
             state = states[-1]
-            scan = scanners.get(state)
+            scan = scanners[state]
             if scan is None:
                 scan = self.scanner(state)
             match = scan(text, pos)
@@ -544,52 +571,49 @@ class _Driver:
                     if retyped is not None and retyped in actions[state]:
                         kind = retyped
                 token = new(_Token, (kind, value, pos - len(value), pos))
-                is_end = False
             elif self.skip.match(text, pos).end() == len(text):
                 kind = "$END"
-                is_end = True
             else:
                 raise _Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
             while True:
-                action = actions[states[-1]].get(kind)
-                if action is None:
-                    raise _Refused
+                try:
+                    action = actions[states[-1]][kind]
+                except KeyError:
+                    raise _Refused from None
                 if action.__class__ is int:
                     states.append(action)
                     values.append(token)
                     break
-                if action.build is None:
-                    # A run of one-child reductions changes the top state only.
-                    key = (states[-2], states[-1], kind)
-                    target = passes.get(key)
+                if action.__class__ is _Pass:
+                    below = states[-2]
+                    target = action.targets.get(below)
                     if target is None:
-                        target = passes[key] = self.passed(*key)
+                        target = action.targets[below] = self.passed(below, action, kind)
                     states[-1] = target
-                    if is_end and target == end_state:
-                        return values[-1]
-                    continue
-                size = action.size
-                children = values[-size:] if size else []
-                if size:
-                    del states[-size:]
-                    del values[-size:]
-                result = action.build(children)
-                target = actions[states[-1]][action.origin]
-                states.append(target)
-                values.append(result)
-                if is_end and target == end_state:
-                    return result
+                elif action.__class__ is _Reduction:
+                    size = action.size
+                    if size:
+                        children = values[-size:]
+                        del states[-size:]
+                        del values[-size:]
+                    else:
+                        children = []
+                    values.append(action.build(children))
+                    states.append(actions[states[-1]][action.origin])
+                elif action is self.accepts[start]:
+                    return values[-1]
+                else:  # pragma: no cover - another start symbol's end state is unreachable
+                    raise _Refused
 
-    def passed(self, below: int, top: int, kind: str) -> int:
-        """The top state after the one-child reductions that ``kind`` triggers in ``top``
-        over ``below``, one after the other (the state below never changes)."""
+    def passed(self, below: int, action: _Pass, kind: str) -> int:
+        """The top state after the one-child reduction ``action`` over ``below`` and those
+        that ``kind`` triggers after it, one after the other (the state below never
+        changes)."""
         while True:
-            action = self.actions[top].get(kind)
-            if action is None or action.__class__ is int or action.build is not None:
-                return top
             top = self.actions[below][action.origin]
-            if top in self.final:
+            action = self.actions[top].get(kind)
+            if action.__class__ is not _Pass:
                 return top
 
 
