@@ -23,12 +23,12 @@ lark exception escapes.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import operator
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Set
 from pathlib import Path
+from bisect import bisect_right
 from types import GeneratorType
 from typing import Any
 
@@ -183,16 +183,18 @@ class _Lines:
     """Line and column of the offsets of one text (1-based; a column counts characters)."""
 
     def __init__(self, text: str):
-        # The offset at which each line starts.
+        # The offset at which each line starts, then one past the end of the text: every
+        # line, the last too, ends before the start of the next.
         self.starts = [0]
         self.starts.extend(match.end() for match in _NEWLINE.finditer(text))
+        self.starts.append(len(text) + 1)
 
     def place(self, pos: Position) -> Place:
         """``(line, col, end_line, end_col)`` of ``pos``, ``end_col`` exclusive."""
         start, end = pos
         starts = self.starts
-        line = bisect.bisect_right(starts, start)
-        end_line = bisect.bisect_right(starts, end)
+        line = bisect_right(starts, start)
+        end_line = bisect_right(starts, end)
         return (line, start - starts[line - 1] + 1, end_line, end - starts[end_line - 1] + 1)
 
 
@@ -931,6 +933,9 @@ def _builtin_arity(name: str) -> int | None:
     return _LINEAR_ARITY.get(name)
 
 
+# The primitive each infix operator is, by its spelling.
+_INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if fixity == "infix"}
+
 # The linear constructs of the target language are written like built-ins of these arities.
 _LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
 assert set(_LINEAR_ARITY) == set(LINEAR_NAMES)
@@ -949,6 +954,8 @@ class _Desugarer:
         self.lines = lines
         # Where the text starts in its file (line, column): see _placed.
         self.origin = origin
+        # Whether that is not the start of the file (spans are moved there).
+        self.placed = origin != (1, 1)
         self.names = names
         self.scope = scope
         # The names being defined around the current term (`def f`, `let g x = ...`): a
@@ -974,13 +981,17 @@ class _Desugarer:
 
     def span_of(self, item: _Token | _Surface) -> Span:
         """The span of ``item`` (:meth:`span` of its extent, inlined: one per node)."""
-        if self.origin != (1, 1):
+        if self.placed:
             return self.span((item.start, item.end))
-        start, end = item.start, item.end
+        start = item.start
+        end = item.end
         starts = self.lines.starts
-        line = bisect.bisect_right(starts, start)
-        end_line = bisect.bisect_right(starts, end)
-        return Span(self.file, line, start - starts[line - 1] + 1,
+        line = bisect_right(starts, start)
+        line_start = starts[line - 1]
+        if end < starts[line]:  # most nodes lie on one line: no second search
+            return Span(self.file, line, start - line_start + 1, line, end - line_start + 1)
+        end_line = bisect_right(starts, end)
+        return Span(self.file, line, start - line_start + 1,
                     end_line, end - starts[end_line - 1] + 1)
 
     def error(self, message: str, pos: Position) -> ParseError:
@@ -1289,25 +1300,31 @@ class _Desugarer:
     def _binary(self, s):
         """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is one step: its
         operands are converted left to right, as recursion would, by a loop over the tree."""
-        operands: list[Term] = []
-        # (node, whether its operands are converted): post-order, left to right
-        pending: list[tuple[_Surface, bool]] = [(s, False)]
-        while pending:
-            node, ready = pending.pop()
-            if ready:
-                second = operands.pop()
-                operands[-1] = Prim(OPERATORS[(node.parts[0].text, "infix")].name,
-                                    (operands[-1], second), span=self.span_of(node))
-            elif node.kind == "binary":
-                pending.append((node, True))
-                pending.append((node.parts[2], False))
-                pending.append((node.parts[1], False))
+        arms = self.arms
+        # The operator nodes whose right operand is next or being converted, and the term of
+        # each one's left operand (None while that is being converted).
+        nodes: list[_Surface] = []
+        lefts: list[Term | None] = []
+        node = s
+        while True:
+            while node.kind == "binary":  # down to the leftmost operand
+                nodes.append(node)
+                lefts.append(None)
+                node = node.parts[1]
+            term = arms[node.kind](node)
+            if term.__class__ is GeneratorType:  # not a leaf
+                term = yield term
+            # up while ``term`` completes a right operand
+            while nodes:
+                if lefts[-1] is None:
+                    lefts[-1] = term
+                    node = nodes[-1].parts[2]
+                    break
+                node = nodes.pop()
+                term = Prim(_INFIX[node.parts[0].text], (lefts.pop(), term),
+                            span=self.span_of(node))
             else:
-                operand = self.arms[node.kind](node)
-                if operand.__class__ is GeneratorType:  # not a leaf
-                    operand = yield operand
-                operands.append(operand)
-        return operands[0]
+                return term
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
@@ -1357,32 +1374,46 @@ class _Desugarer:
 
     def _let(self, s):
         """``let x p1 ... pn : T = e1 in e2`` (a local function when n > 0) and
-        ``let pattern = e1 in e2``; the bound names are not visible in ``e1``."""
-        bind, body = s.parts
-        if bind.kind == "bind_name":
-            name, params, result, value_tree = bind.parts
-            self.defining.append(name.text)
-            if params or result is not None:
-                value = yield self.function(params, result, value_tree,
-                                            _extent(params[0], value_tree) if params
-                                            else _pos(value_tree))
-            else:  # `let x = e in ...`: no function to build
+        ``let pattern = e1 in e2``; the bound names are not visible in ``e1``.  A ``let``
+        whose body is a ``let``, and so on, is one step: the chain (a long program's usual
+        shape) is converted by a loop, in the order recursion would take."""
+        # The lets of the chain, outermost first, with their bound names and values.
+        chain: list[tuple[_Surface, list[str], Term]] = []
+        while s.kind == "let":
+            bind, body = s.parts
+            if bind.kind == "bind_name":
+                name, params, result, value_tree = bind.parts
+                self.defining.append(name.text)
+                if params or result is not None:
+                    value = yield self.function(params, result, value_tree,
+                                                _extent(params[0], value_tree) if params
+                                                else _pos(value_tree))
+                else:  # `let x = e in ...`: no function to build
+                    value = self.term(value_tree)
+                    if value.__class__ is GeneratorType:  # not a leaf
+                        value = yield value
+                self.defining.pop()
+                names = [name.text]
+            else:
+                pattern, value_tree = bind.parts
                 value = yield self.term(value_tree)
-            self.defining.pop()
-            names = [name.text]
-        else:
-            pattern, value_tree = bind.parts
-            value = yield self.term(value_tree)
-            names = self.distinct(_pattern_tokens(pattern))
-        self.scope.enter(names)
-        term = yield self.term(body)
-        self.scope.leave(names)
-        span = self.span_of(s)
-        if bind.kind == "bind_name":
-            return Let(names[0], value, term, span=span)
-        # The outermost LetPair stands for the whole `let`.
-        return attrs.evolve(self.destructure(bind.parts[0], value, term), span=span)
-
+                names = self.distinct(_pattern_tokens(pattern))
+            self.scope.enter(names)
+            chain.append((s, names, value))
+            s = body
+        term = self.term(s)
+        if term.__class__ is GeneratorType:  # not a leaf
+            term = yield term
+        for s, names, value in reversed(chain):
+            self.scope.leave(names)
+            bind = s.parts[0]
+            span = self.span_of(s)
+            if bind.kind == "bind_name":
+                term = Let(names[0], value, term, span=span)
+            else:
+                # The outermost LetPair stands for the whole `let`.
+                term = attrs.evolve(self.destructure(bind.parts[0], value, term), span=span)
+        return term
 
 def _construct(term: Term) -> str:
     """What ``term`` is, in a user's words."""
