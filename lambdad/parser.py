@@ -554,12 +554,13 @@ class _Driver:
         unless = self.unless
         scanners = self.scanners
         new = tuple.__new__
-        states = [self.start_states[start]]
+        # the parser's states, the top one also in ``state``, and the values above each
+        state = self.start_states[start]
+        states = [state]
         values: list[Any] = []
         pos = 0
         while True:
             # ---- the next token, lexed in the parser's current state
-            state = states[-1]
             scan = scanners[state]
             if scan is None:
                 scan = self.scanner(state)
@@ -580,19 +581,20 @@ class _Driver:
             # ---- fed to the parser: reduce as the table says, then shift
             while True:
                 try:
-                    action = actions[states[-1]][kind]
+                    action = actions[state][kind]
                 except KeyError:
                     raise _Refused from None
                 if action.__class__ is int:
-                    states.append(action)
+                    state = action
+                    states.append(state)
                     values.append(token)
                     break
                 if action.__class__ is _Pass:
                     below = states[-2]
-                    target = action.targets.get(below)
-                    if target is None:
-                        target = action.targets[below] = self.passed(below, action, kind)
-                    states[-1] = target
+                    state = action.targets.get(below)
+                    if state is None:
+                        state = action.targets[below] = self.passed(below, action, kind)
+                    states[-1] = state
                 elif action.__class__ is _Reduction:
                     size = action.size
                     if size:
@@ -602,7 +604,8 @@ class _Driver:
                     else:
                         children = []
                     values.append(action.build(children))
-                    states.append(actions[states[-1]][action.origin])
+                    state = actions[states[-1]][action.origin]
+                    states.append(state)
                 elif action is self.accepts[start]:
                     return values[-1]
                 else:  # pragma: no cover - another start symbol's end state is unreachable
