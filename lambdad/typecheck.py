@@ -427,9 +427,9 @@ class _Inference:
             Builtin: self._builtin,
             Zero: self._zero,
         }
+        # The arms of the other nodes, steps (_visit types primitive applications itself).
         self.arms: dict[type, Callable[[Any], Step[Type]]] = {
             **self.leaves,
-            Prim: self._prim,
             Lam: self._lam,
             App: self._app,
             Let: self._let,
@@ -732,7 +732,7 @@ class _Inference:
                 return self._visit_node(term)
             for arg in term.args:
                 if arg.__class__ not in self.leaves:
-                    return self._visit_node(term)
+                    return self._prim(term)
             leaf = self._prim_of_leaves  # most primitive applications: no step either
         try:
             result = leaf(term)
@@ -798,13 +798,20 @@ class _Inference:
 
     def _prim(self, term: Prim) -> Step[Type]:
         """``x + y``, ``sin x``, ``map f xs``: each argument, left to right, against the
-        parameter of an instance of the primitive's type."""
-        primitive, remaining = self._prim_instance(term)
-        for arg in term.args:
-            arg_type = self._visit(arg)
-            if arg_type.__class__ is GeneratorType:  # not a leaf
-                arg_type = yield arg_type
-            remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+        parameter of an instance of the primitive's type.
+
+        The step of the node itself, as :meth:`_visit_node` would make it (the most common
+        inner node: one generator, not two)."""
+        try:
+            primitive, remaining = self._prim_instance(term)
+            for arg in term.args:
+                arg_type = self._visit(arg)
+                if arg_type.__class__ is GeneratorType:  # not a leaf
+                    arg_type = yield arg_type
+                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+        except LambdadError as error:
+            raise error.with_span(_span(term))
+        self.visited.append((term, remaining))
         return remaining
 
     def _prim_of_leaves(self, term: Prim) -> Type:
