@@ -844,24 +844,31 @@ def _concrete(text: str, file: str, start: str, origin: tuple[int, int] = (1, 1)
 
 
 class _FreshNames:
-    """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else."""
+    """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else: not
+    in ``text``, not among the ``bound`` names, not among the built-in names."""
 
-    def __init__(self, taken: Iterable[str], bound: Container[str] = frozenset()):
-        self._taken = set(taken) | BUILTIN_NAMES
+    def __init__(self, text: str, bound: Container[str] = frozenset()):
+        self._text = text
+        # The names taken: the text's words (found when the first fresh name is asked for:
+        # most texts need none), the built-in names and the names handed out.
+        self._taken: set[str] | None = None
         self._bound = bound  # the names defined outside the text (read, not copied)
         self._next: dict[str, int] = {}
 
     def fresh(self, base: str = "p") -> str:
         """A name not handed out before and not among the taken ones."""
-        if base not in self._taken and base not in self._bound:
-            self._taken.add(base)
+        taken = self._taken
+        if taken is None:
+            taken = self._taken = _identifiers(self._text) | BUILTIN_NAMES
+        if base not in taken and base not in self._bound:
+            taken.add(base)
             return base
         index = self._next.get(base, 1)
-        while f"{base}{index}" in self._taken or f"{base}{index}" in self._bound:
+        while f"{base}{index}" in taken or f"{base}{index}" in self._bound:
             index += 1
         self._next[base] = index + 1
         name = f"{base}{index}"
-        self._taken.add(name)
+        taken.add(name)
         return name
 
 
@@ -1440,7 +1447,7 @@ def _desugarer(text: str, file: str, bound: Iterable[str],
         bound = set(bound)
     # ``bound`` is read, never copied: a REPL session's thousands of names cost nothing
     # per entry.
-    desugarer = _Desugarer(file, _Lines(text), _FreshNames(_identifiers(text), bound), _Scope(bound),
+    desugarer = _Desugarer(file, _Lines(text), _FreshNames(text, bound), _Scope(bound),
                            origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
     return desugarer
