@@ -23,12 +23,12 @@ lark exception escapes.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import operator
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Set
 from pathlib import Path
+from bisect import bisect_right
 from types import GeneratorType
 from typing import Any
 
@@ -183,16 +183,18 @@ class _Lines:
     """Line and column of the offsets of one text (1-based; a column counts characters)."""
 
     def __init__(self, text: str):
-        # The offset at which each line starts.
+        # The offset at which each line starts, then one past the end of the text: every
+        # line, the last too, ends before the start of the next.
         self.starts = [0]
         self.starts.extend(match.end() for match in _NEWLINE.finditer(text))
+        self.starts.append(len(text) + 1)
 
     def place(self, pos: Position) -> Place:
         """``(line, col, end_line, end_col)`` of ``pos``, ``end_col`` exclusive."""
         start, end = pos
         starts = self.starts
-        line = bisect.bisect_right(starts, start)
-        end_line = bisect.bisect_right(starts, end)
+        line = bisect_right(starts, start)
+        end_line = bisect_right(starts, end)
         return (line, start - starts[line - 1] + 1, end_line, end - starts[end_line - 1] + 1)
 
 
@@ -412,8 +414,8 @@ class _Refused(Exception):
 
 
 class _Reduction:
-    """A reduction of the fast driver: pop ``size`` values, build with ``build`` (None: the
-    single value passes through, as lark does for a one-child ``?rule``), go to ``origin``."""
+    """A reduction of the fast driver: pop ``size`` values, build with ``build``, go to
+    ``origin``."""
 
     __slots__ = ("size", "build", "origin")
 
@@ -421,6 +423,30 @@ class _Reduction:
         self.size = size
         self.build = build
         self.origin = origin
+
+
+class _Pass:
+    """A one-child reduction whose single value lark passes through unchanged (a one-child
+    ``?rule``), on one terminal in one state: only the top state changes.
+
+    ``targets`` maps the state below to the top state after this reduction and the
+    one-child reductions the same terminal triggers next (filled as met: a few entries)."""
+
+    __slots__ = ("origin", "targets")
+
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.targets: dict[int, int] = {}
+
+
+class _Accept:
+    """The action on the end of the text in the end state of the start symbol ``start``:
+    the parse is done (lark stops when a reduction at the end reaches that state)."""
+
+    __slots__ = ("start",)
+
+    def __init__(self, start: str):
+        self.start = start
 
 
 class _Driver:
@@ -460,15 +486,20 @@ class _Driver:
         self.blanks = "(?>(?:" + "|".join(t.pattern.to_regexp() for t in root.terminals
                                           if t.name in self.ignored) + ")*)"
         self.skip = re.compile(self.blanks, self.flags)
+        # lark numbers its states 0, 1, ...: the driver's tables are lists indexed by state.
+        count = len(table.states)
+        assert set(table.states) == set(range(count))
         # state -> the match method of its scanner (made when the state is first met), and
         # the scanners by the terminals they try (many states accept the same ones)
-        self.scanners: dict[int, Any] = {}
+        self.scanners: list[Any] = [None] * count
         self.by_terminals: dict[tuple[str, ...], Any] = {}
         sentinel = object()
         reductions: dict[Any, _Reduction] = {}
-        self.actions: dict[int, dict[str, Any]] = {}
+        # state -> terminal or rule name -> a state to shift or go to, a _Reduction, a _Pass
+        # or an _Accept
+        self.actions: list[dict[str, Any]] = [{} for _ in range(count)]
         for state, actions in table.states.items():
-            row: dict[str, Any] = {}
+            row = self.actions[state]
             for symbol, (action, argument) in actions.items():
                 # Plain str keys: lark's are Tokens, whose __eq__ is Python code.
                 symbol = str(symbol)
@@ -476,21 +507,21 @@ class _Driver:
                     row[symbol] = argument
                     continue
                 rule = argument
+                build = callbacks[rule]
+                if (len(rule.expansion) == 1 and rule.alias is None
+                        and rule.options.expand1 and build([sentinel]) is sentinel):
+                    row[symbol] = _Pass(str(rule.origin.name))
+                    continue
                 if rule not in reductions:
-                    build = callbacks[rule]
-                    if (len(rule.expansion) == 1 and rule.alias is None
-                            and rule.options.expand1 and build([sentinel]) is sentinel):
-                        build = None
                     reductions[rule] = _Reduction(len(rule.expansion), build,
                                                   str(rule.origin.name))
                 row[symbol] = reductions[rule]
-            self.actions[state] = row
         self.start_states = dict(table.start_states)
-        self.end_states = dict(table.end_states)
-        self.final = frozenset(self.end_states.values())
-        # (state below, top state, terminal) -> the top after the one-child reductions
-        # the terminal triggers there (filled as met: a few hundred entries)
-        self.passes: dict[tuple[int, int, str], int] = {}
+        # lark's end states have no action: reaching one at the end of the text accepts
+        self.accepts: dict[str, _Accept] = {}
+        for start, state in table.end_states.items():
+            assert not self.actions[state]
+            self.accepts[start] = self.actions[state]["$END"] = _Accept(start)
         # A token of a regular terminal whose text is a string terminal of equal priority
         # is re-typed by lark to that string terminal when the state accepts it (`*` is
         # TIMES in a type and STAR in an expression): regular name -> {text: string name}.
@@ -521,17 +552,16 @@ class _Driver:
         error and whatever a callback raises (_Located)."""
         actions = self.actions
         unless = self.unless
-        passes = self.passes
         scanners = self.scanners
         new = tuple.__new__
-        end_state = self.end_states[start]
-        states = [self.start_states[start]]
+        # the parser's states, the top one also in ``state``, and the values above each
+        state = self.start_states[start]
+        states = [state]
         values: list[Any] = []
         pos = 0
         while True:
             # ---- the next token, lexed in the parser's current state
-            state = states[-1]
-            scan = scanners.get(state)
+            scan = scanners[state]
             if scan is None:
                 scan = self.scanner(state)
             match = scan(text, pos)
@@ -544,52 +574,51 @@ class _Driver:
                     if retyped is not None and retyped in actions[state]:
                         kind = retyped
                 token = new(_Token, (kind, value, pos - len(value), pos))
-                is_end = False
             elif self.skip.match(text, pos).end() == len(text):
                 kind = "$END"
-                is_end = True
             else:
                 raise _Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
             while True:
-                action = actions[states[-1]].get(kind)
-                if action is None:
-                    raise _Refused
+                try:
+                    action = actions[state][kind]
+                except KeyError:
+                    raise _Refused from None
                 if action.__class__ is int:
-                    states.append(action)
+                    state = action
+                    states.append(state)
                     values.append(token)
                     break
-                if action.build is None:
-                    # A run of one-child reductions changes the top state only.
-                    key = (states[-2], states[-1], kind)
-                    target = passes.get(key)
-                    if target is None:
-                        target = passes[key] = self.passed(*key)
-                    states[-1] = target
-                    if is_end and target == end_state:
-                        return values[-1]
-                    continue
-                size = action.size
-                children = values[-size:] if size else []
-                if size:
-                    del states[-size:]
-                    del values[-size:]
-                result = action.build(children)
-                target = actions[states[-1]][action.origin]
-                states.append(target)
-                values.append(result)
-                if is_end and target == end_state:
-                    return result
+                if action.__class__ is _Pass:
+                    below = states[-2]
+                    state = action.targets.get(below)
+                    if state is None:
+                        state = action.targets[below] = self.passed(below, action, kind)
+                    states[-1] = state
+                elif action.__class__ is _Reduction:
+                    size = action.size
+                    if size:
+                        children = values[-size:]
+                        del states[-size:]
+                        del values[-size:]
+                    else:
+                        children = []
+                    values.append(action.build(children))
+                    state = actions[states[-1]][action.origin]
+                    states.append(state)
+                elif action is self.accepts[start]:
+                    return values[-1]
+                else:  # pragma: no cover - another start symbol's end state is unreachable
+                    raise _Refused
 
-    def passed(self, below: int, top: int, kind: str) -> int:
-        """The top state after the one-child reductions that ``kind`` triggers in ``top``
-        over ``below``, one after the other (the state below never changes)."""
+    def passed(self, below: int, action: _Pass, kind: str) -> int:
+        """The top state after the one-child reduction ``action`` over ``below`` and those
+        that ``kind`` triggers after it, one after the other (the state below never
+        changes)."""
         while True:
-            action = self.actions[top].get(kind)
-            if action is None or action.__class__ is int or action.build is not None:
-                return top
             top = self.actions[below][action.origin]
-            if top in self.final:
+            action = self.actions[top].get(kind)
+            if action.__class__ is not _Pass:
                 return top
 
 
@@ -815,24 +844,31 @@ def _concrete(text: str, file: str, start: str, origin: tuple[int, int] = (1, 1)
 
 
 class _FreshNames:
-    """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else."""
+    """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else: not
+    in ``text``, not among the ``bound`` names, not among the built-in names."""
 
-    def __init__(self, taken: Iterable[str], bound: Container[str] = frozenset()):
-        self._taken = set(taken) | BUILTIN_NAMES
+    def __init__(self, text: str, bound: Container[str] = frozenset()):
+        self._text = text
+        # The names taken: the text's words (found when the first fresh name is asked for:
+        # most texts need none), the built-in names and the names handed out.
+        self._taken: set[str] | None = None
         self._bound = bound  # the names defined outside the text (read, not copied)
         self._next: dict[str, int] = {}
 
     def fresh(self, base: str = "p") -> str:
         """A name not handed out before and not among the taken ones."""
-        if base not in self._taken and base not in self._bound:
-            self._taken.add(base)
+        taken = self._taken
+        if taken is None:
+            taken = self._taken = _identifiers(self._text) | BUILTIN_NAMES
+        if base not in taken and base not in self._bound:
+            taken.add(base)
             return base
         index = self._next.get(base, 1)
-        while f"{base}{index}" in self._taken or f"{base}{index}" in self._bound:
+        while f"{base}{index}" in taken or f"{base}{index}" in self._bound:
             index += 1
         self._next[base] = index + 1
         name = f"{base}{index}"
-        self._taken.add(name)
+        taken.add(name)
         return name
 
 
@@ -907,6 +943,9 @@ def _builtin_arity(name: str) -> int | None:
     return _LINEAR_ARITY.get(name)
 
 
+# The primitive each infix operator is, by its spelling.
+_INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if fixity == "infix"}
+
 # The linear constructs of the target language are written like built-ins of these arities.
 _LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
 assert set(_LINEAR_ARITY) == set(LINEAR_NAMES)
@@ -925,6 +964,8 @@ class _Desugarer:
         self.lines = lines
         # Where the text starts in its file (line, column): see _placed.
         self.origin = origin
+        # Whether that is not the start of the file (spans are moved there).
+        self.placed = origin != (1, 1)
         self.names = names
         self.scope = scope
         # The names being defined around the current term (`def f`, `let g x = ...`): a
@@ -950,13 +991,17 @@ class _Desugarer:
 
     def span_of(self, item: _Token | _Surface) -> Span:
         """The span of ``item`` (:meth:`span` of its extent, inlined: one per node)."""
-        if self.origin != (1, 1):
+        if self.placed:
             return self.span((item.start, item.end))
-        start, end = item.start, item.end
+        start = item.start
+        end = item.end
         starts = self.lines.starts
-        line = bisect.bisect_right(starts, start)
-        end_line = bisect.bisect_right(starts, end)
-        return Span(self.file, line, start - starts[line - 1] + 1,
+        line = bisect_right(starts, start)
+        line_start = starts[line - 1]
+        if end < starts[line]:  # most nodes lie on one line: no second search
+            return Span(self.file, line, start - line_start + 1, line, end - line_start + 1)
+        end_line = bisect_right(starts, end)
+        return Span(self.file, line, start - line_start + 1,
                     end_line, end - starts[end_line - 1] + 1)
 
     def error(self, message: str, pos: Position) -> ParseError:
@@ -1265,25 +1310,31 @@ class _Desugarer:
     def _binary(self, s):
         """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is one step: its
         operands are converted left to right, as recursion would, by a loop over the tree."""
-        operands: list[Term] = []
-        # (node, whether its operands are converted): post-order, left to right
-        pending: list[tuple[_Surface, bool]] = [(s, False)]
-        while pending:
-            node, ready = pending.pop()
-            if ready:
-                second = operands.pop()
-                operands[-1] = Prim(OPERATORS[(node.parts[0].text, "infix")].name,
-                                    (operands[-1], second), span=self.span_of(node))
-            elif node.kind == "binary":
-                pending.append((node, True))
-                pending.append((node.parts[2], False))
-                pending.append((node.parts[1], False))
+        arms = self.arms
+        # The operator nodes whose right operand is next or being converted, and the term of
+        # each one's left operand (None while that is being converted).
+        nodes: list[_Surface] = []
+        lefts: list[Term | None] = []
+        node = s
+        while True:
+            while node.kind == "binary":  # down to the leftmost operand
+                nodes.append(node)
+                lefts.append(None)
+                node = node.parts[1]
+            term = arms[node.kind](node)
+            if term.__class__ is GeneratorType:  # not a leaf
+                term = yield term
+            # up while ``term`` completes a right operand
+            while nodes:
+                if lefts[-1] is None:
+                    lefts[-1] = term
+                    node = nodes[-1].parts[2]
+                    break
+                node = nodes.pop()
+                term = Prim(_INFIX[node.parts[0].text], (lefts.pop(), term),
+                            span=self.span_of(node))
             else:
-                operand = self.arms[node.kind](node)
-                if operand.__class__ is GeneratorType:  # not a leaf
-                    operand = yield operand
-                operands.append(operand)
-        return operands[0]
+                return term
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
@@ -1333,32 +1384,46 @@ class _Desugarer:
 
     def _let(self, s):
         """``let x p1 ... pn : T = e1 in e2`` (a local function when n > 0) and
-        ``let pattern = e1 in e2``; the bound names are not visible in ``e1``."""
-        bind, body = s.parts
-        if bind.kind == "bind_name":
-            name, params, result, value_tree = bind.parts
-            self.defining.append(name.text)
-            if params or result is not None:
-                value = yield self.function(params, result, value_tree,
-                                            _extent(params[0], value_tree) if params
-                                            else _pos(value_tree))
-            else:  # `let x = e in ...`: no function to build
+        ``let pattern = e1 in e2``; the bound names are not visible in ``e1``.  A ``let``
+        whose body is a ``let``, and so on, is one step: the chain (a long program's usual
+        shape) is converted by a loop, in the order recursion would take."""
+        # The lets of the chain, outermost first, with their bound names and values.
+        chain: list[tuple[_Surface, list[str], Term]] = []
+        while s.kind == "let":
+            bind, body = s.parts
+            if bind.kind == "bind_name":
+                name, params, result, value_tree = bind.parts
+                self.defining.append(name.text)
+                if params or result is not None:
+                    value = yield self.function(params, result, value_tree,
+                                                _extent(params[0], value_tree) if params
+                                                else _pos(value_tree))
+                else:  # `let x = e in ...`: no function to build
+                    value = self.term(value_tree)
+                    if value.__class__ is GeneratorType:  # not a leaf
+                        value = yield value
+                self.defining.pop()
+                names = [name.text]
+            else:
+                pattern, value_tree = bind.parts
                 value = yield self.term(value_tree)
-            self.defining.pop()
-            names = [name.text]
-        else:
-            pattern, value_tree = bind.parts
-            value = yield self.term(value_tree)
-            names = self.distinct(_pattern_tokens(pattern))
-        self.scope.enter(names)
-        term = yield self.term(body)
-        self.scope.leave(names)
-        span = self.span_of(s)
-        if bind.kind == "bind_name":
-            return Let(names[0], value, term, span=span)
-        # The outermost LetPair stands for the whole `let`.
-        return attrs.evolve(self.destructure(bind.parts[0], value, term), span=span)
-
+                names = self.distinct(_pattern_tokens(pattern))
+            self.scope.enter(names)
+            chain.append((s, names, value))
+            s = body
+        term = self.term(s)
+        if term.__class__ is GeneratorType:  # not a leaf
+            term = yield term
+        for s, names, value in reversed(chain):
+            self.scope.leave(names)
+            bind = s.parts[0]
+            span = self.span_of(s)
+            if bind.kind == "bind_name":
+                term = Let(names[0], value, term, span=span)
+            else:
+                # The outermost LetPair stands for the whole `let`.
+                term = attrs.evolve(self.destructure(bind.parts[0], value, term), span=span)
+        return term
 
 def _construct(term: Term) -> str:
     """What ``term`` is, in a user's words."""
@@ -1382,7 +1447,7 @@ def _desugarer(text: str, file: str, bound: Iterable[str],
         bound = set(bound)
     # ``bound`` is read, never copied: a REPL session's thousands of names cost nothing
     # per entry.
-    desugarer = _Desugarer(file, _Lines(text), _FreshNames(_identifiers(text), bound), _Scope(bound),
+    desugarer = _Desugarer(file, _Lines(text), _FreshNames(text, bound), _Scope(bound),
                            origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
     return desugarer

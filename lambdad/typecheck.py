@@ -427,9 +427,9 @@ class _Inference:
             Builtin: self._builtin,
             Zero: self._zero,
         }
+        # The arms of the other nodes, steps (_visit types primitive applications itself).
         self.arms: dict[type, Callable[[Any], Step[Type]]] = {
             **self.leaves,
-            Prim: self._prim,
             Lam: self._lam,
             App: self._app,
             Let: self._let,
@@ -728,7 +728,12 @@ class _Inference:
         culprit has none."""
         leaf = self.leaves.get(term.__class__)
         if leaf is None:
-            return self._visit_node(term)
+            if term.__class__ is not Prim:
+                return self._visit_node(term)
+            for arg in term.args:
+                if arg.__class__ not in self.leaves:
+                    return self._prim(term)
+            leaf = self._prim_of_leaves  # most primitive applications: no step either
         try:
             result = leaf(term)
         except LambdadError as error:
@@ -793,7 +798,32 @@ class _Inference:
 
     def _prim(self, term: Prim) -> Step[Type]:
         """``x + y``, ``sin x``, ``map f xs``: each argument, left to right, against the
-        parameter of an instance of the primitive's type."""
+        parameter of an instance of the primitive's type.
+
+        The step of the node itself, as :meth:`_visit_node` would make it (the most common
+        inner node: one generator, not two)."""
+        try:
+            primitive, remaining = self._prim_instance(term)
+            for arg in term.args:
+                arg_type = self._visit(arg)
+                if arg_type.__class__ is GeneratorType:  # not a leaf
+                    arg_type = yield arg_type
+                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+        except LambdadError as error:
+            raise error.with_span(_span(term))
+        self.visited.append((term, remaining))
+        return remaining
+
+    def _prim_of_leaves(self, term: Prim) -> Type:
+        """:meth:`_prim` of a primitive applied to leaves only (a leaf itself: no step)."""
+        primitive, remaining = self._prim_instance(term)
+        for arg in term.args:
+            remaining = self._prim_argument(primitive, remaining, arg, self._visit(arg))
+        return remaining
+
+    def _prim_instance(self, term: Prim) -> tuple[Primitive, Type]:
+        """The primitive ``term`` applies and an instance of its type; raises TypeCheckError
+        if there is no such primitive or ``term`` gives it the wrong number of arguments."""
         op = term.op
         # A built-in's entry and arity, looked up once per run (a declared primitive's name
         # is a str subclass that carries its own entry: looked up each time).
@@ -810,18 +840,18 @@ class _Inference:
             raise TypeCheckError(
                 f"`{primitive.spelling.symbol}` takes {arity} argument(s), but is given "
                 f"{len(term.args)}", term.span)
-        remaining = self._primitive_type(primitive)
-        for arg in term.args:
-            arg_type = self._visit(arg)
-            if arg_type.__class__ is GeneratorType:  # not a leaf
-                arg_type = yield arg_type
-            assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
-            if arg_type is not remaining.arg:  # (the same type object unifies as it is)
-                symbol = primitive.spelling.symbol
-                self._expect(remaining.arg, arg_type, arg,
-                             lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
-            remaining = remaining.result
-        return remaining
+        return primitive, self._primitive_type(primitive)
+
+    def _prim_argument(self, primitive: Primitive, remaining: Type, arg: Term,
+                       arg_type: Type) -> Type:
+        """The rest of the primitive's type ``remaining`` after its next parameter takes
+        ``arg`` of type ``arg_type``; raises TypeCheckError at ``arg`` if they differ."""
+        assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
+        if arg_type is not remaining.arg:  # (the same type object unifies as it is)
+            symbol = primitive.spelling.symbol
+            self._expect(remaining.arg, arg_type, arg,
+                         lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
+        return remaining.result
 
     def _lam(self, term: Lam) -> Step[Type]:
         """``\\x -> e`` / ``\\(x : A) -> e``: ``A -> B`` with ``x : A`` monomorphic in ``e``."""
@@ -852,13 +882,37 @@ class _Inference:
         return fn_type.result
 
     def _let(self, term: Let) -> Step[Type]:
-        """``let x = e1 in e2``: ``e1``'s type is generalised for ``e2`` (HM ``let``)."""
-        self.level += 1
-        value = yield self._visit(term.value)
-        self.level -= 1
-        old = self._bind_local(term.name, self._generalise(value))
-        body = yield self._visit(term.body)
-        self._unbind_local(term.name, old)
+        """``let x = e1 in e2``: ``e1``'s type is generalised for ``e2`` (HM ``let``).
+
+        A let whose body is a let, and so on, is one step: the chain (a long program's usual
+        shape) is typed by a loop, each inner let recorded and its errors located as if
+        visited on its own."""
+        chain = [term]  # the lets of the chain entered so far, outermost first
+        shadowed = []  # what each one's name meant before it
+        try:
+            while True:
+                self.level += 1
+                value = self._visit(term.value)
+                if value.__class__ is GeneratorType:  # not a leaf
+                    value = yield value
+                self.level -= 1
+                shadowed.append(self._bind_local(term.name, self._generalise(value)))
+                if term.body.__class__ is not Let:
+                    break
+                term = term.body
+                chain.append(term)
+            body = self._visit(term.body)
+            if body.__class__ is GeneratorType:  # not a leaf
+                body = yield body
+        except LambdadError as error:
+            # as _visit_node does for each inner let (the outermost is the caller's)
+            for inner in reversed(chain[1:]):
+                error.with_span(_span(inner))
+            raise
+        for index in range(len(chain) - 1, 0, -1):
+            self._unbind_local(chain[index].name, shadowed[index])
+            self.visited.append((chain[index], body))
+        self._unbind_local(chain[0].name, shadowed[0])
         return body
 
     def _let_pair(self, term: LetPair) -> Step[Type]:

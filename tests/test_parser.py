@@ -564,6 +564,19 @@ def test_spans():
     assert all(node.span is not None for node in walk(decl.value))
 
 
+def test_a_chain_of_lets_desugars_as_the_same_lets_one_inside_the_other():
+    """A chain of lets is desugared by one loop: the same terms and fresh names as lets each
+    in parentheses (which desugar one by one), each let spanning to the end of the chain."""
+    lets = ["let (a, (b, c)) = p in", "let f x = x * a in", "let g (u, v) : R = u in",
+            "let h = f (g (b, c)) in"]
+    chain = parse_expr("\n".join(lets) + "\nh", bound=["p"])
+    nested = "\n".join(f"{let} (" for let in lets) + "\nh" + ")" * len(lets)
+    assert chain == parse_expr(nested, bound=["p"])
+    assert chain.span == Span("<expr>", 1, 1, 5, 2)
+    assert [node.span for node in walk(chain) if isinstance(node, Let)] == [
+        Span("<expr>", line, 1, 5, 2) for line in (2, 3, 4)]
+
+
 def test_every_node_has_a_span():
     text = ("def f (a, b) (x : R) = let (u, v) = (a, b, [x]) in \\q -> if u && v || q < 1 "
             "then map sin [x ^ -2] else (seed 0 x <+> zero, cotangent x 1, (x : R))")

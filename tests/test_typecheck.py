@@ -504,6 +504,22 @@ def test_an_error_deep_inside_is_located():
     assert info.value.message == "`+` expects R, but this has type Bool"
 
 
+def test_a_chain_of_lets_types_each_let_and_locates_errors_at_the_innermost_located_one():
+    """A chain of lets is typed by one loop: each inner let still has its type, and an
+    error without a location is reported at the innermost let with one around it."""
+    outer, middle = Span(FILE, 1, 1, 4, 2), Span(FILE, 2, 3, 4, 2)
+    culprit = Prim("add", (Var("y"), BoolLit(True)))
+    term = Let("x", Const(1.0), Let("y", Var("x"), Let("z", culprit, Var("z")), span=middle),
+               span=outer)
+    with pytest.raises(TypeCheckError) as info:
+        infer_term(term)
+    assert info.value.span == middle
+    fine = Let("x", Const(1.0), Let("y", Var("x"), Let("z", Var("y"), Pair(Var("z"), Var("x")))))
+    typing = infer_term(fine)
+    assert [print_type(typing.types[id(node)]) for node in walk(fine)
+            if isinstance(node, Let)] == ["R * R"] * 3
+
+
 def _doubling(depth):
     # x_{i+1} = (x_i, x_i): a type of size 2^n as a tree, n as a graph.
     term = Var(f"x{depth}")
