@@ -336,11 +336,96 @@ class _Fuser:
 
     def term(self, t: Term):
         """``t`` renamed apart, with every region inside it fused (a spine of ``let``s is
-        one wherever it occurs; so are function bodies and branches)."""
-        if isinstance(t, Var):
+        one wherever it occurs; so are function bodies and branches): the result itself
+        for a leaf, else a step for :func:`run` giving it."""
+        kind = type(t)
+        if kind is Var:
             return self.var(t)
-        if isinstance(t, (Let, LetPair)):
-            return (yield self.region(t))
+        if kind is Const:
+            return t
+        if kind is Let or kind is LetPair:
+            return self.region(t)
+        return self.expression(t)
+
+    def expression(self, t: Term):
+        """The walk of :meth:`term` for a compound ``t``.  The constructs ←D makes most of
+        (applications of primitives and functions, pairs, sums, linear abstractions) are
+        walked with an explicit stack, so that a whole expression of them is one step of
+        :func:`run` rather than one generator per node; the others (regions, functions,
+        branches, ...) are yielded, each a step of its own."""
+        done: list[Term] = []  # the walked sub-terms, the last of them on top
+        # Terms to walk, and tuples saying how to build a node from the top of `done`
+        # once its children are walked: (Prim, op, arity, span), (App/Pair/Plus, span),
+        # (LinLam, param, span, mark of the scope to leave).
+        work: list = [t]
+        del t  # (the walk lets go of each part once it is walked)
+        while work:
+            item = work.pop()
+            kind = type(item)
+            if kind is Var:
+                done.append(self.var(item))
+            elif kind is tuple:
+                built = item[0]
+                if built is Prim:
+                    cut = len(done) - item[2]
+                    args = tuple(done[cut:])
+                    del done[cut:]
+                    done.append(self.prim(item[1], args, item[3]))
+                elif built is LinLam:
+                    body = done.pop()
+                    self.leave(item[3])
+                    done.append(LinLam(item[1], body, span=item[2]))
+                else:
+                    right = done.pop()
+                    done[-1] = built(done[-1], right, span=item[1])
+            elif kind is Prim:
+                work.append((Prim, item.op, len(item.args), item.span))
+                work.extend(reversed(item.args))
+            elif kind is Const:
+                done.append(item)
+            elif kind is App:
+                work.append((App, item.span))
+                work.append(item.arg)
+                work.append(item.fn)
+            elif kind is LinLam:
+                mark = len(self.log)
+                param = self.fresh(item.param) if item.param != "_" else "_"
+                self.bind(item.param, param)
+                work.append((LinLam, param, item.span, mark))
+                work.append(item.body)
+            elif kind is Pair:
+                work.append((Pair, item.span))
+                work.append(item.second)
+                work.append(item.first)
+            elif kind is Plus:
+                work.append((Plus, item.span))
+                work.append(item.right)
+                work.append(item.left)
+            elif kind is Let or kind is LetPair:
+                step, item = self.region(item), None
+                done.append((yield step))
+            elif not children(item):  # a literal, `zero`, ...
+                done.append(item)
+            else:
+                step, item = self.other(item), None
+                done.append((yield step))
+        return done[0]
+
+    def prim(self, op: str, args: tuple[Term, ...], span: Span | None) -> Term:
+        """The application of ``op`` to the walked ``args`` (of a node with ``span``)."""
+        if isinstance(span, DerivativeSpan):
+            span = self.derivative_span(span)
+        if op == FOLD.name and span is not None:
+            step = args[0]
+            if isinstance(step, Var):
+                step = self.lambdas.get(step.name, step)
+            if batched_fold_step(step) is not None:
+                return Prim(op, args, span=BatchedFoldSpan.of(span))
+        return _folded(Prim(op, args, span=span))
+
+    def other(self, t: Term):
+        """The walk of :meth:`term` for the constructs :meth:`expression` does not take
+        apart itself."""
         if isinstance(t, Lam):
             mark = len(self.log)
             param = self.fresh(t.param) if t.param != "_" else "_"
@@ -356,42 +441,6 @@ class _Fuser:
             then = yield self.region(t.then)
             orelse = yield self.region(t.orelse)
             return attrs.evolve(t, cond=cond, then=then, orelse=orelse)
-        # The constructs ←D makes most of, rebuilt directly (the generic arm below does the
-        # same through the shapes syntax.py declares).
-        kind = type(t)
-        if kind is Prim:
-            args = []
-            for arg in t.args:
-                # (leaves directly: most arguments are, and a generator each costs)
-                kind_of_arg = type(arg)
-                args.append(self.var(arg) if kind_of_arg is Var else arg if kind_of_arg is Const
-                            else (yield self.term(arg)))
-            span = t.span
-            if isinstance(span, DerivativeSpan):
-                span = self.derivative_span(span)
-            if t.op == FOLD.name and span is not None:
-                step = args[0]
-                if isinstance(step, Var):
-                    step = self.lambdas.get(step.name, step)
-                if batched_fold_step(step) is not None:
-                    return Prim(t.op, tuple(args), span=BatchedFoldSpan.of(span))
-            return _folded(Prim(t.op, tuple(args), span=span))
-        if kind is App:
-            fn = self.var(t.fn) if type(t.fn) is Var else (yield self.term(t.fn))
-            arg = self.var(t.arg) if type(t.arg) is Var else (yield self.term(t.arg))
-            return App(fn, arg, span=t.span)
-        if kind is Pair or kind is Plus:
-            first, second = children(t)
-            left = self.var(first) if type(first) is Var else (yield self.term(first))
-            right = self.var(second) if type(second) is Var else (yield self.term(second))
-            return kind(left, right, span=t.span)
-        if kind is LinLam:
-            mark = len(self.log)
-            param = self.fresh(t.param) if t.param != "_" else "_"
-            self.bind(t.param, param)
-            body = yield self.term(t.body)
-            self.leave(mark)
-            return LinLam(param, body, span=t.span)
         kids = children(t)
         if not kids:
             return t
