@@ -30,6 +30,7 @@ recursion: everything runs on :func:`lambdad.iterate.run`.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import attrs
 
@@ -736,8 +737,9 @@ def _sum(args: list[Term]) -> Term:
     ``u + u`` is ``2 * u`` exactly, and ``u`` is computed once), and the negated terms
     (``-1 * e``, which ←D sends for the right operand of ``-``) come last, as subtractions:
     ``u + -1 * e`` is ``u - e`` exactly, one operation fewer."""
-    if len(args) > 1:
-        args = _doubled(args)
+    if len(args) == 1:  # (most sums: the one term, whatever it is)
+        return args[0]
+    args = _doubled(args)
     positive: list[Term] = []
     negated: list[Term] = []
     for arg in args:
@@ -849,15 +851,29 @@ def _without_dead_pairs(spine: list[_Binding], final: Term
     taking pairs apart), which would otherwise count as uses of backpropagators, nor those
     of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
     fused away); and how many times each name occurs in what is kept and ``final``."""
-    used: dict[str, int] = {}
-    pending = [b.value for b in spine]  # (every node is counted; the order does not matter)
+    # Every node is visited (the order does not matter), the constructs ←D makes most of
+    # read directly; the names found are counted at once.
+    found: list[str] = []
+    pending = [b.value for b in spine]
     pending.append(final)
+    pop, push, extend, note = pending.pop, pending.append, pending.extend, found.append
     while pending:
-        node = pending.pop()
-        if type(node) is Var:
-            used[node.name] = used.get(node.name, 0) + 1
+        node = pop()
+        kind = type(node)
+        if kind is Var:
+            note(node.name)
+        elif kind is Prim:
+            extend(node.args)
+        elif kind is Const:
+            continue
+        elif kind is App:
+            push(node.fn)
+            push(node.arg)
+        elif kind is LinLam:
+            push(node.body)
         else:
-            pending.extend(children(node))
+            extend(children(node))
+    used: dict[str, int] = Counter(found)
     kept: list[_Binding] = []
     for binding in reversed(spine):
         value = binding.value
