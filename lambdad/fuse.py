@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from types import GeneratorType
 
 import attrs
 
@@ -498,21 +499,34 @@ class _Fuser:
         when it moves out; they are in scope for that value only).  ``let (p, q) = (e1, e2)``
         and ``let (p, q) = x`` of a pair ``x`` bound or taken apart before bind ``p`` and
         ``q`` to the parts' names, so that fusion sees the backpropagators."""
-        while isinstance(t, (Let, LetPair)):
-            value = t.value
-            if isinstance(value, (Let, LetPair)):
-                mark = len(self.log)
-                inner = yield self.spine(value, out, pairs, taken_apart)
-                value = yield self.term(inner)
+        # The lets whose value's spine is being walked, innermost last, each with the
+        # mark of the scope its value's names are bound in.
+        outer: list[tuple[Let | LetPair, int]] = []
+        while True:
+            kind = type(t)
+            if kind is Let or kind is LetPair:
+                value = t.value
+                if type(value) is Let or type(value) is LetPair:
+                    outer.append((t, len(self.log)))
+                    t = value
+                    continue
+                value = self.term(value)
+            elif outer:  # t ends the spine of the value of the innermost of `outer`
+                value = self.term(t)
+                if value.__class__ is GeneratorType:
+                    value = yield value
+                t, mark = outer.pop()
+                kind = type(t)
                 self.leave(mark)
             else:
-                value = yield self.term(value)
-            if isinstance(t, Let):
+                return t
+            if value.__class__ is GeneratorType:  # (a leaf is walked at once)
+                value = yield value
+            if kind is Let:
                 self.let(t, value, out, pairs)
             else:
                 self.let_pair(t, value, out, pairs, taken_apart)
             t = t.body
-        return t
 
     def let(self, t: Let, value: Term, out: list[_Binding],
             pairs: dict[str, tuple[str, str]]) -> None:
