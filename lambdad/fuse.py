@@ -361,11 +361,17 @@ class _Fuser:
         # (LinLam, param, span, mark of the scope to leave).
         work: list = [t]
         del t  # (the walk lets go of each part once it is walked)
+        renamed, constants = self.current.get, self.constants.get  # (what var() reads)
         while work:
             item = work.pop()
             kind = type(item)
-            if kind is Var:
-                done.append(self.var(item))
+            if kind is Var:  # (var(), inline: most nodes are variables)
+                new = renamed(item.name)
+                if new is None:
+                    done.append(item)
+                else:
+                    constant = constants(new)
+                    done.append(Var(new, span=item.span) if constant is None else constant)
             elif kind is tuple:
                 built = item[0]
                 if built is Prim:
@@ -381,8 +387,19 @@ class _Fuser:
                     right = done.pop()
                     done[-1] = built(done[-1], right, span=item[1])
             elif kind is Prim:
-                work.append((Prim, item.op, len(item.args), item.span))
-                work.extend(reversed(item.args))
+                args = []
+                for arg in item.args:  # (most arguments are leaves, walked at once)
+                    arg_kind = type(arg)
+                    if arg_kind is Var:
+                        args.append(self.var(arg))
+                    elif arg_kind is Const:
+                        args.append(arg)
+                    else:
+                        work.append((Prim, item.op, len(item.args), item.span))
+                        work.extend(reversed(item.args))
+                        break
+                else:
+                    done.append(self.prim(item.op, tuple(args), item.span))
             elif kind is Const:
                 done.append(item)
             elif kind is App:
@@ -423,6 +440,12 @@ class _Fuser:
                 step = self.lambdas.get(step.name, step)
             if batched_fold_step(step) is not None:
                 return Prim(op, args, span=BatchedFoldSpan.of(span))
+        for arg in args:
+            if arg.__class__ is not Var:
+                break
+        else:
+            if args:  # variables only: nothing to fold nor drop
+                return Prim(op, args, span=span)
         return _folded(Prim(op, args, span=span))
 
     def other(self, t: Term):
