@@ -753,12 +753,14 @@ def _without_unit(t: Term) -> Term:
     """``t`` without the unit operand of its operation, by the laws of the primitive table
     (``1 * e`` is ``e``, exactly): ←D scales every send by a partial, often the constant 1,
     and a fused body then binds the adjoint itself, which costs nothing."""
-    while isinstance(t, Prim) and len(t.args) == 2:
+    while t.__class__ is Prim and len(t.args) == 2:
+        x, y = t.args
+        if x.__class__ is not Const and y.__class__ is not Const:
+            break  # (most operands: no literal, no law to look up)
         entry = PRIMITIVES.get(t.op)
         laws = entry.laws if entry is not None else None
         if laws is None:
             break
-        x, y = t.args
         if laws.left_unit is not None and isinstance(x, Const) and x.value == laws.left_unit:
             t = y
         elif laws.right_unit is not None and isinstance(y, Const) and y.value == laws.right_unit:
