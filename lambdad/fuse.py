@@ -286,6 +286,22 @@ class _Linear:
     span: object
 
 
+class _Region:
+    """What the walk of one region gathers: its bindings, in order (``out``); the names
+    bound to pairs and the variables taken apart, each to the names of its parts; and the
+    name of each variable occurrence in its bindings' values and its end (``names``; those
+    walked but then left out of the region are also in ``dropped``), which fusion counts."""
+
+    __slots__ = ("out", "pairs", "taken_apart", "names", "dropped")
+
+    def __init__(self) -> None:
+        self.out: list[_Binding] = []
+        self.pairs: dict[str, tuple[str, str]] = {}
+        self.taken_apart: dict[str, tuple[str, str]] = {}
+        self.names: list[str] = []
+        self.dropped: list[str] = []
+
+
 _MISSING = object()
 
 
@@ -336,25 +352,29 @@ class _Fuser:
             return constant
         return Var(new, span=t.span)
 
-    def term(self, t: Term):
+    def term(self, t: Term, names: list[str] | None = None):
         """``t`` renamed apart, with every region inside it fused (a spine of ``let``s is
         one wherever it occurs; so are function bodies and branches): the result itself
-        for a leaf, else a step for :func:`run` giving it."""
+        for a leaf, else a step for :func:`run` giving it.  The name of each variable
+        occurrence of the result is appended to ``names``, if given."""
         kind = type(t)
         if kind is Var:
-            return self.var(t)
+            t = self.var(t)
+            if names is not None and t.__class__ is Var:
+                names.append(t.name)
+            return t
         if kind is Const:
             return t
-        if kind is Let or kind is LetPair:
-            return self.region(t)
-        return self.expression(t)
+        return self.expression(t, names)
 
-    def expression(self, t: Term):
+    def expression(self, t: Term, names: list[str] | None = None):
         """The walk of :meth:`term` for a compound ``t``.  The constructs ←D makes most of
         (applications of primitives and functions, pairs, sums, linear abstractions) are
         walked with an explicit stack, so that a whole expression of them is one step of
         :func:`run` rather than one generator per node; the others (regions, functions,
-        branches, ...) are yielded, each a step of its own."""
+        branches, ...) are yielded, each a step of its own.  The variables counted into
+        ``names`` are those it renames (:meth:`prim` keeps every variable of its operands:
+        it folds literals only) and those of what a step it yields returns."""
         done: list[Term] = []  # the walked sub-terms, the last of them on top
         # Terms to walk, and tuples saying how to build a node from the top of `done`
         # once its children are walked: (Prim, op, arity, span), (App/Pair/Plus, span),
@@ -362,6 +382,8 @@ class _Fuser:
         work: list = [t]
         del t  # (the walk lets go of each part once it is walked)
         renamed, constants = self.current.get, self.constants.get  # (what var() reads)
+        # (Without names to count into, a list to drop.)
+        note = (names if names is not None else []).append
         while work:
             item = work.pop()
             kind = type(item)
@@ -369,9 +391,14 @@ class _Fuser:
                 new = renamed(item.name)
                 if new is None:
                     done.append(item)
+                    note(item.name)
                 else:
                     constant = constants(new)
-                    done.append(Var(new, span=item.span) if constant is None else constant)
+                    if constant is None:
+                        done.append(Var(new, span=item.span))
+                        note(new)
+                    else:
+                        done.append(constant)
             elif kind is tuple:
                 built = item[0]
                 if built is Prim:
@@ -399,6 +426,9 @@ class _Fuser:
                         work.extend(reversed(item.args))
                         break
                 else:
+                    for arg in args:
+                        if arg.__class__ is Var:
+                            note(arg.name)
                     done.append(self.prim(item.op, tuple(args), item.span))
             elif kind is Const:
                 done.append(item)
@@ -420,14 +450,15 @@ class _Fuser:
                 work.append((Plus, item.span))
                 work.append(item.right)
                 work.append(item.left)
-            elif kind is Let or kind is LetPair:
-                step, item = self.region(item), None
-                done.append((yield step))
             elif not children(item):  # a literal, `zero`, ...
                 done.append(item)
-            else:
-                step, item = self.other(item), None
-                done.append((yield step))
+            else:  # a step of its own, whose result's variables are then counted
+                step = self.region(item) if kind is Let or kind is LetPair else self.other(item)
+                item = None
+                walked = yield step
+                if names is not None:
+                    _variables(walked, names)
+                done.append(walked)
         return done[0]
 
     def prim(self, op: str, args: tuple[Term, ...], span: Span | None) -> Term:
@@ -505,18 +536,19 @@ class _Fuser:
             expr = yield walk
             return attrs.evolve(t, expr=expr)
         mark = len(self.log)
-        out: list[_Binding] = []
-        walk, t = self.spine(t, out, {}, {}), None  # (the spine lets go of what it walked)
+        region = _Region()
+        walk, t = self.spine(t, region), None  # (the spine lets go of what it walked)
         final = yield walk
-        final = yield self.term(final)
+        final = yield self.term(final, region.names)
         self.leave(mark)
-        final = self.named_parts(final, out)
-        spine, used = _without_dead_pairs(out, final)
+        final = self.named_parts(final, region)
+        used = Counter(region.names)
+        used.subtract(region.dropped)
+        spine = _without_dead_pairs(region.out, used)
         return _rebuild(self.fused(spine, used), final)
 
-    def spine(self, t: Term, out: list[_Binding], pairs: dict[str, tuple[str, str]],
-              taken_apart: dict[str, tuple[str, str]]):
-        """Appends the bindings of ``t``'s spine to ``out``, renamed and with their values
+    def spine(self, t: Term, region: _Region):
+        """Appends the bindings of ``t``'s spine to ``region``, renamed and with their values
         walked, and returns its end (not walked yet; its names are in scope).  A ``let`` in
         the value of a ``let`` comes first (its names are fresh, so nothing is captured
         when it moves out; they are in scope for that value only).  ``let (p, q) = (e1, e2)``
@@ -533,9 +565,9 @@ class _Fuser:
                     outer.append((t, len(self.log)))
                     t = value
                     continue
-                value = self.term(value)
+                value = self.term(value, region.names)
             elif outer:  # t ends the spine of the value of the innermost of `outer`
-                value = self.term(t)
+                value = self.term(t, region.names)
                 if value.__class__ is GeneratorType:
                     value = yield value
                 t, mark = outer.pop()
@@ -546,15 +578,15 @@ class _Fuser:
             if value.__class__ is GeneratorType:  # (a leaf is walked at once)
                 value = yield value
             if kind is Let:
-                self.let(t, value, out, pairs)
+                self.let(t, value, region)
             else:
-                self.let_pair(t, value, out, pairs, taken_apart)
+                self.let_pair(t, value, region)
             t = t.body
 
-    def let(self, t: Let, value: Term, out: list[_Binding],
-            pairs: dict[str, tuple[str, str]]) -> None:
+    def let(self, t: Let, value: Term, region: _Region) -> None:
         """Appends ``let x = value`` (of the node ``t``), ``x`` renamed."""
         name = self.fresh(t.name) if t.name != "_" else "_"
+        out = region.out
         if isinstance(value, Pair):
             # let x = (e1, e2): the parts get names, so that a later `let (p, q) = x` can
             # use them (and see the backpropagator).
@@ -566,9 +598,10 @@ class _Fuser:
                     part_name = self.fresh(t.name)
                     out.append(_Binding(part_name, None, part, t.span))
                     parts.append(part_name)
+                    region.names.append(part_name)  # (the pair's part is now a variable)
                     if _constant(part) is not None:
                         self.constants[part_name] = part
-            pairs[name] = (parts[0], parts[1])
+            region.pairs[name] = (parts[0], parts[1])
             value = attrs.evolve(value, first=Var(parts[0], span=value.first.span),
                                  second=Var(parts[1], span=value.second.span))
         out.append(_Binding(name, None, value, t.span))
@@ -578,15 +611,15 @@ class _Fuser:
         elif isinstance(value, Lam):
             self.lambdas[name] = value
 
-    def let_pair(self, t: LetPair, value: Term, out: list[_Binding],
-                 pairs: dict[str, tuple[str, str]],
-                 taken_apart: dict[str, tuple[str, str]]) -> None:
+    def let_pair(self, t: LetPair, value: Term, region: _Region) -> None:
         """Appends ``let (x, y) = value`` (of the node ``t``), or binds ``x`` and ``y`` to
         the parts of the pair ``value`` is known to be."""
+        out = region.out
         if isinstance(value, Pair):
             for name, part in ((t.first, value.first), (t.second, value.second)):
                 if isinstance(part, Var):
                     self.bind(name, part.name)
+                    region.dropped.append(part.name)
                 else:
                     new = self.fresh(name if name != "_" else "v")
                     out.append(_Binding(new, None, part, t.span))
@@ -596,36 +629,38 @@ class _Fuser:
             return
         known = None
         if isinstance(value, Var):
-            known = pairs.get(value.name) or taken_apart.get(value.name)
+            known = region.pairs.get(value.name) or region.taken_apart.get(value.name)
         if known is not None:
             # Taken apart again (each use of a variable does it in ←D): the same parts.
             for name, part in zip((t.first, t.second), known):
                 self.bind(name, part)
+            region.dropped.append(value.name)
             return
         first = self.fresh(t.first) if t.first != "_" else "_"
         second = self.fresh(t.second) if t.second != "_" else "_"
         if isinstance(value, Var) and "_" not in (first, second):
-            taken_apart[value.name] = (first, second)
+            region.taken_apart[value.name] = (first, second)
         out.append(_Binding(first, second, value, t.span))
         self.bind(t.first, first)
         self.bind(t.second, second)
 
-    def named_parts(self, t: Term, spine: list[_Binding]) -> Term:
+    def named_parts(self, t: Term, region: _Region) -> Term:
         """``t``, a region's end, with the parts of the pairs it builds bound by ``let``s
-        appended to ``spine`` (in evaluation order), so that a backpropagator it returns is
-        a binding of the region, into which the others can be fused."""
+        appended to ``region`` (in evaluation order), so that a backpropagator it returns
+        is a binding of the region, into which the others can be fused."""
         if not isinstance(t, Pair):
             return t
         parts = []
         for part in (t.first, t.second):
             if isinstance(part, Pair):
-                parts.append(self.named_parts(part, spine))
+                parts.append(self.named_parts(part, region))
             elif isinstance(part, Var):
                 parts.append(part)
             else:
                 name = self.names.fresh("v")
-                spine.append(_Binding(name, None, part, part.span))
+                region.out.append(_Binding(name, None, part, part.span))
                 parts.append(Var(name, span=part.span))
+                region.names.append(name)
         return attrs.evolve(t, first=parts[0], second=parts[1])
 
     # ---- fusing the backpropagators of one region
@@ -884,18 +919,11 @@ def _rebuild(spine: list[_Binding], final: Term) -> Term:
     return t
 
 
-def _without_dead_pairs(spine: list[_Binding], final: Term
-                        ) -> tuple[list[_Binding], dict[str, int]]:
-    """``spine`` without the bindings of pairs of variables that nothing uses (left by
-    taking pairs apart), which would otherwise count as uses of backpropagators, nor those
-    of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
-    fused away); and how many times each name occurs in what is kept and ``final``."""
-    # Every node is visited (the order does not matter), the constructs ←D makes most of
-    # read directly; the names found are counted at once.
-    found: list[str] = []
-    pending = [b.value for b in spine]
-    pending.append(final)
-    pop, push, extend, note = pending.pop, pending.append, pending.extend, found.append
+def _variables(t: Term, into: list[str]) -> None:
+    """Appends the name of each variable occurrence of ``t`` to ``into`` (in no particular
+    order), without recursion."""
+    pending = [t]
+    pop, push, extend, note = pending.pop, pending.append, pending.extend, into.append
     while pending:
         node = pop()
         kind = type(node)
@@ -912,7 +940,14 @@ def _without_dead_pairs(spine: list[_Binding], final: Term
             push(node.body)
         else:
             extend(children(node))
-    used: dict[str, int] = Counter(found)
+
+
+def _without_dead_pairs(spine: list[_Binding], used: Counter[str]) -> list[_Binding]:
+    """``spine`` without the bindings of pairs of variables that nothing uses (left by
+    taking pairs apart), which would otherwise count as uses of backpropagators, nor those
+    of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
+    fused away).  ``used`` counts the occurrences of each name in the values of ``spine``
+    and the region's end; it is left counting those of what is kept."""
     kept: list[_Binding] = []
     for binding in reversed(spine):
         value = binding.value
@@ -927,4 +962,4 @@ def _without_dead_pairs(spine: list[_Binding], final: Term
             continue
         kept.append(binding)
     kept.reverse()
-    return kept, used
+    return kept
