@@ -862,7 +862,7 @@ def _doubled(args: list[Term]) -> list[Term]:
             out.append(arg)
             continue
         for index, place in enumerate(places):
-            if out[place] == arg:
+            if _equal(out[place], arg):
                 del places[index]
                 out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
                 break
@@ -870,6 +870,29 @@ def _doubled(args: list[Term]) -> list[Term]:
             places.append(len(out))
             out.append(arg)
     return out
+
+
+def _equal(a: Term, b: Term) -> bool:
+    """``a == b`` (equal terms, spans aside), reading variables and primitive applications
+    (most of what ←D sends) directly."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        kind = x.__class__
+        if kind is not y.__class__:
+            return False
+        if kind is Var:
+            if x.name != y.name or x.name.__class__ is not y.name.__class__:
+                return False
+        elif kind is Prim:
+            # (an operator's name may be a str of a subclass: equal only to its own kind)
+            if x.op != y.op or x.op.__class__ is not y.op.__class__ \
+                    or len(x.args) != len(y.args):
+                return False
+            pending.extend(zip(x.args, y.args))
+        elif x != y:
+            return False
+    return True
 
 
 def _negated(t: Term) -> Term | None:
