@@ -740,19 +740,20 @@ def _normal_form(lam: LinLam) -> _Linear | None:
     work = [lam.body]
     while work:
         t = work.pop()
-        if isinstance(t, Zero):
-            continue
-        if isinstance(t, Plus):
+        kind = t.__class__
+        if kind is App and t.fn.__class__ is Var:
+            sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
+        elif kind is Plus:
             work.append(t.right)
             work.append(t.left)
-        elif isinstance(t, Let):
+        elif kind is Zero:
+            continue
+        elif kind is Let:
             lets.append(_Binding(t.name, None, t.value, t.span))
             work.append(t.body)
-        elif isinstance(t, LetPair):
+        elif kind is LetPair:
             lets.append(_Binding(t.first, t.second, t.value, t.span))
             work.append(t.body)
-        elif isinstance(t, App) and isinstance(t.fn, Var):
-            sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
         else:
             return None
     return _Linear(lam.param, lets, sends, lam.span)
