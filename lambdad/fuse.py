@@ -544,8 +544,7 @@ class _Fuser:
         final = self.named_parts(final, region)
         used = Counter(region.names)
         used.subtract(region.dropped)
-        spine = _without_dead_pairs(region.out, used)
-        return _rebuild(self.fused(spine, used), final)
+        return self.fused(region.out, used, final)
 
     def spine(self, t: Term, region: _Region):
         """Appends the bindings of ``t``'s spine to ``region``, renamed and with their values
@@ -664,49 +663,62 @@ class _Fuser:
         return attrs.evolve(t, first=parts[0], second=parts[1])
 
     # ---- fusing the backpropagators of one region
-    def fused(self, spine: list[_Binding], occurrences: dict[str, int]) -> list[_Binding]:
-        """``spine`` with each backpropagator used only by one other backpropagator of the
-        spine (and nowhere else) moved into it, latest first.  ``occurrences`` counts the
-        occurrences of each name in the region (the values of ``spine`` and its end)."""
-        bodies: dict[int, _Linear] = {}
-        defined_at: dict[str, int] = {}
-        for index, binding in enumerate(spine):
-            if binding.second is None and isinstance(binding.value, LinLam):
-                normal = _normal_form(binding.value)
-                if normal is not None:
-                    bodies[index] = normal
-                    defined_at[binding.name] = index
-        if not bodies:
-            return spine
-        # The backpropagators each fusable one is a head of sends in.
+    def fused(self, spine: list[_Binding], used: Counter[str], final: Term) -> Term:
+        """The ``let``s of ``spine`` around ``final`` (a region's end), with each
+        backpropagator used only by one other backpropagator of the spine (and nowhere else)
+        moved into it, latest first.  Left out: the bindings of pairs of variables that
+        nothing uses (left by taking pairs apart), which would otherwise count as uses of
+        backpropagators, and those of literals and of ``\\a -o zero`` that nothing uses
+        (their uses were replaced, or fused away).  ``used`` counts the occurrences of each
+        name in the values of ``spine`` and ``final``.
+
+        One pass from the end of the spine decides all of it: whatever decides the fate of
+        a binding (what uses it, what is moved into it) comes after it."""
+        kept: list[tuple[_Binding, _Linear | None]] = []  # from the end, with normal forms
+        bodies: dict[int, _Linear] = {}  # the kept backpropagators' normal forms, by index
+        # For each name, the backpropagators (by index) sending to it, with how many terms.
         users: dict[str, dict[int, int]] = {}
-        for index, normal in bodies.items():
+        for index in range(len(spine) - 1, -1, -1):
+            binding = spine[index]
+            if binding.second is not None:
+                kept.append((binding, None))
+                continue
+            name, value = binding.name, binding.value
+            kind = value.__class__
+            if not used.get(name):
+                if kind is Pair and value.first.__class__ is Var \
+                        and value.second.__class__ is Var:
+                    used[value.first.name] -= 1
+                    used[value.second.name] -= 1
+                    continue
+                if _constant(value) is not None \
+                        or (kind is LinLam and value.body.__class__ is Zero):
+                    continue
+            normal = _normal_form(value) if kind is LinLam else None
+            if normal is None:
+                kept.append((binding, None))
+                continue
+            using = users.get(name)
+            if using is not None and len(using) == 1:
+                (user, count), = using.items()
+                if used.get(name, 0) == count:  # (else also used elsewhere: it escapes)
+                    self.move(normal, bodies[user], name)
+                    for head, args in normal.sends.items():  # now sent by its user
+                        sending = users.setdefault(head, {})
+                        sending[user] = sending.get(user, 0) + len(args)
+                    continue
             for head, args in normal.sends.items():
-                if head in defined_at:
-                    users.setdefault(head, {})[index] = len(args)
-        removed: set[int] = set()
-        for index in sorted(bodies, reverse=True):
-            name = spine[index].name
-            using = users.get(name, {})
-            if len(using) != 1:
-                continue
-            (user, count), = using.items()
-            if occurrences.get(name, 0) != count:
-                continue  # also used outside the sends of its one user: it escapes
-            self.move(bodies[index], bodies[user], name)
-            for head in bodies[index].sends:
-                if head in defined_at:
-                    sent = users[head].pop(index)
-                    users[head][user] = users[head].get(user, 0) + sent
-            removed.add(index)
-        result = []
-        for index, binding in enumerate(spine):
-            if index in removed:
-                continue
-            if index in bodies:
-                binding = attrs.evolve(binding, value=_linear_term(bodies[index]))
-            result.append(binding)
-        return result
+                users.setdefault(head, {})[index] = len(args)
+            bodies[index] = normal
+            kept.append((binding, normal))
+        t = final
+        for binding, normal in kept:
+            value = binding.value if normal is None else _linear_term(normal)
+            if binding.second is None:
+                t = Let(binding.name, value, t, span=binding.span)
+            else:
+                t = LetPair(binding.name, binding.second, value, t, span=binding.span)
+        return t
 
     @staticmethod
     def move(body: _Linear, user: _Linear, name: str) -> None:
@@ -964,26 +976,3 @@ def _variables(t: Term, into: list[str]) -> None:
             push(node.body)
         else:
             extend(children(node))
-
-
-def _without_dead_pairs(spine: list[_Binding], used: Counter[str]) -> list[_Binding]:
-    """``spine`` without the bindings of pairs of variables that nothing uses (left by
-    taking pairs apart), which would otherwise count as uses of backpropagators, nor those
-    of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
-    fused away).  ``used`` counts the occurrences of each name in the values of ``spine``
-    and the region's end; it is left counting those of what is kept."""
-    kept: list[_Binding] = []
-    for binding in reversed(spine):
-        value = binding.value
-        if (binding.second is None and isinstance(value, Pair) and isinstance(value.first, Var)
-                and isinstance(value.second, Var) and not used.get(binding.name)):
-            for part in (value.first, value.second):
-                used[part.name] -= 1
-            continue
-        if (binding.second is None and not used.get(binding.name)
-                and (_constant(value) is not None
-                     or (isinstance(value, LinLam) and isinstance(value.body, Zero)))):
-            continue
-        kept.append(binding)
-    kept.reverse()
-    return kept
