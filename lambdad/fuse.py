@@ -417,8 +417,12 @@ class _Fuser:
                 args = []
                 for arg in item.args:  # (most arguments are leaves, walked at once)
                     arg_kind = type(arg)
-                    if arg_kind is Var:
-                        args.append(self.var(arg))
+                    if arg_kind is Var:  # (var(), inline)
+                        new = renamed(arg.name)
+                        if new is not None:
+                            constant = constants(new)
+                            arg = Var(new, span=arg.span) if constant is None else constant
+                        args.append(arg)
                     elif arg_kind is Const:
                         args.append(arg)
                     else:
