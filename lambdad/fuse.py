@@ -30,6 +30,8 @@ recursion: everything runs on :func:`lambdad.iterate.run`.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from types import GeneratorType
 
 import attrs
 
@@ -284,6 +286,22 @@ class _Linear:
     span: object
 
 
+class _Region:
+    """What the walk of one region gathers: its bindings, in order (``out``); the names
+    bound to pairs and the variables taken apart, each to the names of its parts; and the
+    name of each variable occurrence in its bindings' values and its end (``names``; those
+    walked but then left out of the region are also in ``dropped``), which fusion counts."""
+
+    __slots__ = ("out", "pairs", "taken_apart", "names", "dropped")
+
+    def __init__(self) -> None:
+        self.out: list[_Binding] = []
+        self.pairs: dict[str, tuple[str, str]] = {}
+        self.taken_apart: dict[str, tuple[str, str]] = {}
+        self.names: list[str] = []
+        self.dropped: list[str] = []
+
+
 _MISSING = object()
 
 
@@ -334,13 +352,140 @@ class _Fuser:
             return constant
         return Var(new, span=t.span)
 
-    def term(self, t: Term):
+    def term(self, t: Term, names: list[str] | None = None):
         """``t`` renamed apart, with every region inside it fused (a spine of ``let``s is
-        one wherever it occurs; so are function bodies and branches)."""
-        if isinstance(t, Var):
-            return self.var(t)
-        if isinstance(t, (Let, LetPair)):
-            return (yield self.region(t))
+        one wherever it occurs; so are function bodies and branches): the result itself
+        for a leaf, else a step for :func:`run` giving it.  The name of each variable
+        occurrence of the result is appended to ``names``, if given."""
+        kind = type(t)
+        if kind is Var:
+            t = self.var(t)
+            if names is not None and t.__class__ is Var:
+                names.append(t.name)
+            return t
+        if kind is Const:
+            return t
+        return self.expression(t, names)
+
+    def expression(self, t: Term, names: list[str] | None = None):
+        """The walk of :meth:`term` for a compound ``t``.  The constructs ←D makes most of
+        (applications of primitives and functions, pairs, sums, linear abstractions) are
+        walked with an explicit stack, so that a whole expression of them is one step of
+        :func:`run` rather than one generator per node; the others (regions, functions,
+        branches, ...) are yielded, each a step of its own.  The variables counted into
+        ``names`` are those it renames (:meth:`prim` keeps every variable of its operands:
+        it folds literals only) and those of what a step it yields returns."""
+        done: list[Term] = []  # the walked sub-terms, the last of them on top
+        # Terms to walk, and tuples saying how to build a node from the top of `done`
+        # once its children are walked: (Prim, op, arity, span), (App/Pair/Plus, span),
+        # (LinLam, param, span, mark of the scope to leave).
+        work: list = [t]
+        del t  # (the walk lets go of each part once it is walked)
+        renamed, constants = self.current.get, self.constants.get  # (what var() reads)
+        # (Without names to count into, a list to drop.)
+        note = (names if names is not None else []).append
+        while work:
+            item = work.pop()
+            kind = type(item)
+            if kind is Var:  # (var(), inline: most nodes are variables)
+                new = renamed(item.name)
+                if new is None:
+                    done.append(item)
+                    note(item.name)
+                else:
+                    constant = constants(new)
+                    if constant is None:
+                        done.append(Var(new, span=item.span))
+                        note(new)
+                    else:
+                        done.append(constant)
+            elif kind is tuple:
+                built = item[0]
+                if built is Prim:
+                    cut = len(done) - item[2]
+                    args = tuple(done[cut:])
+                    del done[cut:]
+                    done.append(self.prim(item[1], args, item[3]))
+                elif built is LinLam:
+                    body = done.pop()
+                    self.leave(item[3])
+                    done.append(LinLam(item[1], body, span=item[2]))
+                else:
+                    right = done.pop()
+                    done[-1] = built(done[-1], right, span=item[1])
+            elif kind is Prim:
+                args = []
+                for arg in item.args:  # (most arguments are leaves, walked at once)
+                    arg_kind = type(arg)
+                    if arg_kind is Var:  # (var(), inline)
+                        new = renamed(arg.name)
+                        if new is not None:
+                            constant = constants(new)
+                            arg = Var(new, span=arg.span) if constant is None else constant
+                        args.append(arg)
+                    elif arg_kind is Const:
+                        args.append(arg)
+                    else:
+                        work.append((Prim, item.op, len(item.args), item.span))
+                        work.extend(reversed(item.args))
+                        break
+                else:
+                    for arg in args:
+                        if arg.__class__ is Var:
+                            note(arg.name)
+                    done.append(self.prim(item.op, tuple(args), item.span))
+            elif kind is Const:
+                done.append(item)
+            elif kind is App:
+                work.append((App, item.span))
+                work.append(item.arg)
+                work.append(item.fn)
+            elif kind is LinLam:
+                mark = len(self.log)
+                param = self.fresh(item.param) if item.param != "_" else "_"
+                self.bind(item.param, param)
+                work.append((LinLam, param, item.span, mark))
+                work.append(item.body)
+            elif kind is Pair:
+                work.append((Pair, item.span))
+                work.append(item.second)
+                work.append(item.first)
+            elif kind is Plus:
+                work.append((Plus, item.span))
+                work.append(item.right)
+                work.append(item.left)
+            elif not children(item):  # a literal, `zero`, ...
+                done.append(item)
+            else:  # a step of its own, whose result's variables are then counted
+                step = self.region(item) if kind is Let or kind is LetPair else self.other(item)
+                item = None
+                walked = yield step
+                if names is not None:
+                    _variables(walked, names)
+                done.append(walked)
+        return done[0]
+
+    def prim(self, op: str, args: tuple[Term, ...], span: Span | None) -> Term:
+        """The application of ``op`` to the walked ``args`` (of a node with ``span``)."""
+        if isinstance(span, DerivativeSpan):
+            span = self.derivative_span(span)
+        if op == FOLD.name and span is not None:
+            step = args[0]
+            if isinstance(step, Var):
+                step = self.lambdas.get(step.name, step)
+            if batched_fold_step(step) is not None:
+                return Prim(op, args, span=BatchedFoldSpan.of(span))
+        for arg in args:
+            if arg.__class__ is not Var:
+                break
+        else:
+            if args:  # variables only: nothing to fold nor drop
+                return Prim(op, args, span=span)
+        return _folded(Prim(op, args, span=span))
+
+    def other(self, t: Term):
+        """The walk of :meth:`term` for the constructs :meth:`expression` does not take
+        apart itself."""
         if isinstance(t, Lam):
             mark = len(self.log)
             param = self.fresh(t.param) if t.param != "_" else "_"
@@ -356,42 +501,6 @@ class _Fuser:
             then = yield self.region(t.then)
             orelse = yield self.region(t.orelse)
             return attrs.evolve(t, cond=cond, then=then, orelse=orelse)
-        # The constructs ←D makes most of, rebuilt directly (the generic arm below does the
-        # same through the shapes syntax.py declares).
-        kind = type(t)
-        if kind is Prim:
-            args = []
-            for arg in t.args:
-                # (leaves directly: most arguments are, and a generator each costs)
-                kind_of_arg = type(arg)
-                args.append(self.var(arg) if kind_of_arg is Var else arg if kind_of_arg is Const
-                            else (yield self.term(arg)))
-            span = t.span
-            if isinstance(span, DerivativeSpan):
-                span = self.derivative_span(span)
-            if t.op == FOLD.name and span is not None:
-                step = args[0]
-                if isinstance(step, Var):
-                    step = self.lambdas.get(step.name, step)
-                if batched_fold_step(step) is not None:
-                    return Prim(t.op, tuple(args), span=BatchedFoldSpan.of(span))
-            return _folded(Prim(t.op, tuple(args), span=span))
-        if kind is App:
-            fn = self.var(t.fn) if type(t.fn) is Var else (yield self.term(t.fn))
-            arg = self.var(t.arg) if type(t.arg) is Var else (yield self.term(t.arg))
-            return App(fn, arg, span=t.span)
-        if kind is Pair or kind is Plus:
-            first, second = children(t)
-            left = self.var(first) if type(first) is Var else (yield self.term(first))
-            right = self.var(second) if type(second) is Var else (yield self.term(second))
-            return kind(left, right, span=t.span)
-        if kind is LinLam:
-            mark = len(self.log)
-            param = self.fresh(t.param) if t.param != "_" else "_"
-            self.bind(t.param, param)
-            body = yield self.term(t.body)
-            self.leave(mark)
-            return LinLam(param, body, span=t.span)
         kids = children(t)
         if not kids:
             return t
@@ -431,43 +540,56 @@ class _Fuser:
             expr = yield walk
             return attrs.evolve(t, expr=expr)
         mark = len(self.log)
-        out: list[_Binding] = []
-        walk, t = self.spine(t, out, {}, {}), None  # (the spine lets go of what it walked)
+        region = _Region()
+        walk, t = self.spine(t, region), None  # (the spine lets go of what it walked)
         final = yield walk
-        final = yield self.term(final)
+        final = yield self.term(final, region.names)
         self.leave(mark)
-        final = self.named_parts(final, out)
-        spine, used = _without_dead_pairs(out, final)
-        return _rebuild(self.fused(spine, used), final)
+        final = self.named_parts(final, region)
+        used = Counter(region.names)
+        used.subtract(region.dropped)
+        return self.fused(region.out, used, final)
 
-    def spine(self, t: Term, out: list[_Binding], pairs: dict[str, tuple[str, str]],
-              taken_apart: dict[str, tuple[str, str]]):
-        """Appends the bindings of ``t``'s spine to ``out``, renamed and with their values
+    def spine(self, t: Term, region: _Region):
+        """Appends the bindings of ``t``'s spine to ``region``, renamed and with their values
         walked, and returns its end (not walked yet; its names are in scope).  A ``let`` in
         the value of a ``let`` comes first (its names are fresh, so nothing is captured
         when it moves out; they are in scope for that value only).  ``let (p, q) = (e1, e2)``
         and ``let (p, q) = x`` of a pair ``x`` bound or taken apart before bind ``p`` and
         ``q`` to the parts' names, so that fusion sees the backpropagators."""
-        while isinstance(t, (Let, LetPair)):
-            value = t.value
-            if isinstance(value, (Let, LetPair)):
-                mark = len(self.log)
-                inner = yield self.spine(value, out, pairs, taken_apart)
-                value = yield self.term(inner)
+        # The lets whose value's spine is being walked, innermost last, each with the
+        # mark of the scope its value's names are bound in.
+        outer: list[tuple[Let | LetPair, int]] = []
+        while True:
+            kind = type(t)
+            if kind is Let or kind is LetPair:
+                value = t.value
+                if type(value) is Let or type(value) is LetPair:
+                    outer.append((t, len(self.log)))
+                    t = value
+                    continue
+                value = self.term(value, region.names)
+            elif outer:  # t ends the spine of the value of the innermost of `outer`
+                value = self.term(t, region.names)
+                if value.__class__ is GeneratorType:
+                    value = yield value
+                t, mark = outer.pop()
+                kind = type(t)
                 self.leave(mark)
             else:
-                value = yield self.term(value)
-            if isinstance(t, Let):
-                self.let(t, value, out, pairs)
+                return t
+            if value.__class__ is GeneratorType:  # (a leaf is walked at once)
+                value = yield value
+            if kind is Let:
+                self.let(t, value, region)
             else:
-                self.let_pair(t, value, out, pairs, taken_apart)
+                self.let_pair(t, value, region)
             t = t.body
-        return t
 
-    def let(self, t: Let, value: Term, out: list[_Binding],
-            pairs: dict[str, tuple[str, str]]) -> None:
+    def let(self, t: Let, value: Term, region: _Region) -> None:
         """Appends ``let x = value`` (of the node ``t``), ``x`` renamed."""
         name = self.fresh(t.name) if t.name != "_" else "_"
+        out = region.out
         if isinstance(value, Pair):
             # let x = (e1, e2): the parts get names, so that a later `let (p, q) = x` can
             # use them (and see the backpropagator).
@@ -479,9 +601,10 @@ class _Fuser:
                     part_name = self.fresh(t.name)
                     out.append(_Binding(part_name, None, part, t.span))
                     parts.append(part_name)
+                    region.names.append(part_name)  # (the pair's part is now a variable)
                     if _constant(part) is not None:
                         self.constants[part_name] = part
-            pairs[name] = (parts[0], parts[1])
+            region.pairs[name] = (parts[0], parts[1])
             value = attrs.evolve(value, first=Var(parts[0], span=value.first.span),
                                  second=Var(parts[1], span=value.second.span))
         out.append(_Binding(name, None, value, t.span))
@@ -491,15 +614,15 @@ class _Fuser:
         elif isinstance(value, Lam):
             self.lambdas[name] = value
 
-    def let_pair(self, t: LetPair, value: Term, out: list[_Binding],
-                 pairs: dict[str, tuple[str, str]],
-                 taken_apart: dict[str, tuple[str, str]]) -> None:
+    def let_pair(self, t: LetPair, value: Term, region: _Region) -> None:
         """Appends ``let (x, y) = value`` (of the node ``t``), or binds ``x`` and ``y`` to
         the parts of the pair ``value`` is known to be."""
+        out = region.out
         if isinstance(value, Pair):
             for name, part in ((t.first, value.first), (t.second, value.second)):
                 if isinstance(part, Var):
                     self.bind(name, part.name)
+                    region.dropped.append(part.name)
                 else:
                     new = self.fresh(name if name != "_" else "v")
                     out.append(_Binding(new, None, part, t.span))
@@ -509,82 +632,97 @@ class _Fuser:
             return
         known = None
         if isinstance(value, Var):
-            known = pairs.get(value.name) or taken_apart.get(value.name)
+            known = region.pairs.get(value.name) or region.taken_apart.get(value.name)
         if known is not None:
             # Taken apart again (each use of a variable does it in ←D): the same parts.
             for name, part in zip((t.first, t.second), known):
                 self.bind(name, part)
+            region.dropped.append(value.name)
             return
         first = self.fresh(t.first) if t.first != "_" else "_"
         second = self.fresh(t.second) if t.second != "_" else "_"
         if isinstance(value, Var) and "_" not in (first, second):
-            taken_apart[value.name] = (first, second)
+            region.taken_apart[value.name] = (first, second)
         out.append(_Binding(first, second, value, t.span))
         self.bind(t.first, first)
         self.bind(t.second, second)
 
-    def named_parts(self, t: Term, spine: list[_Binding]) -> Term:
+    def named_parts(self, t: Term, region: _Region) -> Term:
         """``t``, a region's end, with the parts of the pairs it builds bound by ``let``s
-        appended to ``spine`` (in evaluation order), so that a backpropagator it returns is
-        a binding of the region, into which the others can be fused."""
+        appended to ``region`` (in evaluation order), so that a backpropagator it returns
+        is a binding of the region, into which the others can be fused."""
         if not isinstance(t, Pair):
             return t
         parts = []
         for part in (t.first, t.second):
             if isinstance(part, Pair):
-                parts.append(self.named_parts(part, spine))
+                parts.append(self.named_parts(part, region))
             elif isinstance(part, Var):
                 parts.append(part)
             else:
                 name = self.names.fresh("v")
-                spine.append(_Binding(name, None, part, part.span))
+                region.out.append(_Binding(name, None, part, part.span))
                 parts.append(Var(name, span=part.span))
+                region.names.append(name)
         return attrs.evolve(t, first=parts[0], second=parts[1])
 
     # ---- fusing the backpropagators of one region
-    def fused(self, spine: list[_Binding], occurrences: dict[str, int]) -> list[_Binding]:
-        """``spine`` with each backpropagator used only by one other backpropagator of the
-        spine (and nowhere else) moved into it, latest first.  ``occurrences`` counts the
-        occurrences of each name in the region (the values of ``spine`` and its end)."""
-        bodies: dict[int, _Linear] = {}
-        defined_at: dict[str, int] = {}
-        for index, binding in enumerate(spine):
-            if binding.second is None and isinstance(binding.value, LinLam):
-                normal = _normal_form(binding.value)
-                if normal is not None:
-                    bodies[index] = normal
-                    defined_at[binding.name] = index
-        if not bodies:
-            return spine
-        # The backpropagators each fusable one is a head of sends in.
+    def fused(self, spine: list[_Binding], used: Counter[str], final: Term) -> Term:
+        """The ``let``s of ``spine`` around ``final`` (a region's end), with each
+        backpropagator used only by one other backpropagator of the spine (and nowhere else)
+        moved into it, latest first.  Left out: the bindings of pairs of variables that
+        nothing uses (left by taking pairs apart), which would otherwise count as uses of
+        backpropagators, and those of literals and of ``\\a -o zero`` that nothing uses
+        (their uses were replaced, or fused away).  ``used`` counts the occurrences of each
+        name in the values of ``spine`` and ``final``.
+
+        One pass from the end of the spine decides all of it: whatever decides the fate of
+        a binding (what uses it, what is moved into it) comes after it."""
+        kept: list[tuple[_Binding, _Linear | None]] = []  # from the end, with normal forms
+        bodies: dict[int, _Linear] = {}  # the kept backpropagators' normal forms, by index
+        # For each name, the backpropagators (by index) sending to it, with how many terms.
         users: dict[str, dict[int, int]] = {}
-        for index, normal in bodies.items():
+        for index in range(len(spine) - 1, -1, -1):
+            binding = spine[index]
+            if binding.second is not None:
+                kept.append((binding, None))
+                continue
+            name, value = binding.name, binding.value
+            kind = value.__class__
+            if not used.get(name):
+                if kind is Pair and value.first.__class__ is Var \
+                        and value.second.__class__ is Var:
+                    used[value.first.name] -= 1
+                    used[value.second.name] -= 1
+                    continue
+                if _constant(value) is not None \
+                        or (kind is LinLam and value.body.__class__ is Zero):
+                    continue
+            normal = _normal_form(value) if kind is LinLam else None
+            if normal is None:
+                kept.append((binding, None))
+                continue
+            using = users.get(name)
+            if using is not None and len(using) == 1:
+                (user, count), = using.items()
+                if used.get(name, 0) == count:  # (else also used elsewhere: it escapes)
+                    self.move(normal, bodies[user], name)
+                    for head, args in normal.sends.items():  # now sent by its user
+                        sending = users.setdefault(head, {})
+                        sending[user] = sending.get(user, 0) + len(args)
+                    continue
             for head, args in normal.sends.items():
-                if head in defined_at:
-                    users.setdefault(head, {})[index] = len(args)
-        removed: set[int] = set()
-        for index in sorted(bodies, reverse=True):
-            name = spine[index].name
-            using = users.get(name, {})
-            if len(using) != 1:
-                continue
-            (user, count), = using.items()
-            if occurrences.get(name, 0) != count:
-                continue  # also used outside the sends of its one user: it escapes
-            self.move(bodies[index], bodies[user], name)
-            for head in bodies[index].sends:
-                if head in defined_at:
-                    sent = users[head].pop(index)
-                    users[head][user] = users[head].get(user, 0) + sent
-            removed.add(index)
-        result = []
-        for index, binding in enumerate(spine):
-            if index in removed:
-                continue
-            if index in bodies:
-                binding = attrs.evolve(binding, value=_linear_term(bodies[index]))
-            result.append(binding)
-        return result
+                users.setdefault(head, {})[index] = len(args)
+            bodies[index] = normal
+            kept.append((binding, normal))
+        t = final
+        for binding, normal in kept:
+            value = binding.value if normal is None else _linear_term(normal)
+            if binding.second is None:
+                t = Let(binding.name, value, t, span=binding.span)
+            else:
+                t = LetPair(binding.name, binding.second, value, t, span=binding.span)
+        return t
 
     @staticmethod
     def move(body: _Linear, user: _Linear, name: str) -> None:
@@ -618,19 +756,20 @@ def _normal_form(lam: LinLam) -> _Linear | None:
     work = [lam.body]
     while work:
         t = work.pop()
-        if isinstance(t, Zero):
-            continue
-        if isinstance(t, Plus):
+        kind = t.__class__
+        if kind is App and t.fn.__class__ is Var:
+            sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
+        elif kind is Plus:
             work.append(t.right)
             work.append(t.left)
-        elif isinstance(t, Let):
+        elif kind is Zero:
+            continue
+        elif kind is Let:
             lets.append(_Binding(t.name, None, t.value, t.span))
             work.append(t.body)
-        elif isinstance(t, LetPair):
+        elif kind is LetPair:
             lets.append(_Binding(t.first, t.second, t.value, t.span))
             work.append(t.body)
-        elif isinstance(t, App) and isinstance(t.fn, Var):
-            sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
         else:
             return None
     return _Linear(lam.param, lets, sends, lam.span)
@@ -666,12 +805,14 @@ def _without_unit(t: Term) -> Term:
     """``t`` without the unit operand of its operation, by the laws of the primitive table
     (``1 * e`` is ``e``, exactly): ←D scales every send by a partial, often the constant 1,
     and a fused body then binds the adjoint itself, which costs nothing."""
-    while isinstance(t, Prim) and len(t.args) == 2:
+    while t.__class__ is Prim and len(t.args) == 2:
+        x, y = t.args
+        if x.__class__ is not Const and y.__class__ is not Const:
+            break  # (most operands: no literal, no law to look up)
         entry = PRIMITIVES.get(t.op)
         laws = entry.laws if entry is not None else None
         if laws is None:
             break
-        x, y = t.args
         if laws.left_unit is not None and isinstance(x, Const) and x.value == laws.left_unit:
             t = y
         elif laws.right_unit is not None and isinstance(y, Const) and y.value == laws.right_unit:
@@ -687,8 +828,9 @@ def _sum(args: list[Term]) -> Term:
     ``u + u`` is ``2 * u`` exactly, and ``u`` is computed once), and the negated terms
     (``-1 * e``, which ←D sends for the right operand of ``-``) come last, as subtractions:
     ``u + -1 * e`` is ``u - e`` exactly, one operation fewer."""
-    if len(args) > 1:
-        args = _doubled(args)
+    if len(args) == 1:  # (most sums: the one term, whatever it is)
+        return args[0]
+    args = _doubled(args)
     positive: list[Term] = []
     negated: list[Term] = []
     for arg in args:
@@ -737,7 +879,7 @@ def _doubled(args: list[Term]) -> list[Term]:
             out.append(arg)
             continue
         for index, place in enumerate(places):
-            if out[place] == arg:
+            if _equal(out[place], arg):
                 del places[index]
                 out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
                 break
@@ -745,6 +887,29 @@ def _doubled(args: list[Term]) -> list[Term]:
             places.append(len(out))
             out.append(arg)
     return out
+
+
+def _equal(a: Term, b: Term) -> bool:
+    """``a == b`` (equal terms, spans aside), reading variables and primitive applications
+    (most of what ←D sends) directly."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        kind = x.__class__
+        if kind is not y.__class__:
+            return False
+        if kind is Var:
+            if x.name != y.name or x.name.__class__ is not y.name.__class__:
+                return False
+        elif kind is Prim:
+            # (an operator's name may be a str of a subclass: equal only to its own kind)
+            if x.op != y.op or x.op.__class__ is not y.op.__class__ \
+                    or len(x.args) != len(y.args):
+                return False
+            pending.extend(zip(x.args, y.args))
+        elif x != y:
+            return False
+    return True
 
 
 def _negated(t: Term) -> Term | None:
@@ -794,33 +959,24 @@ def _rebuild(spine: list[_Binding], final: Term) -> Term:
     return t
 
 
-def _without_dead_pairs(spine: list[_Binding], final: Term
-                        ) -> tuple[list[_Binding], dict[str, int]]:
-    """``spine`` without the bindings of pairs of variables that nothing uses (left by
-    taking pairs apart), which would otherwise count as uses of backpropagators, nor those
-    of literals and of ``\\a -o zero`` that nothing uses (their uses were replaced, or
-    fused away); and how many times each name occurs in what is kept and ``final``."""
-    used: dict[str, int] = {}
-    pending = [b.value for b in spine]  # (every node is counted; the order does not matter)
-    pending.append(final)
+def _variables(t: Term, into: list[str]) -> None:
+    """Appends the name of each variable occurrence of ``t`` to ``into`` (in no particular
+    order), without recursion."""
+    pending = [t]
+    pop, push, extend, note = pending.pop, pending.append, pending.extend, into.append
     while pending:
-        node = pending.pop()
-        if type(node) is Var:
-            used[node.name] = used.get(node.name, 0) + 1
+        node = pop()
+        kind = type(node)
+        if kind is Var:
+            note(node.name)
+        elif kind is Prim:
+            extend(node.args)
+        elif kind is Const:
+            continue
+        elif kind is App:
+            push(node.fn)
+            push(node.arg)
+        elif kind is LinLam:
+            push(node.body)
         else:
-            pending.extend(children(node))
-    kept: list[_Binding] = []
-    for binding in reversed(spine):
-        value = binding.value
-        if (binding.second is None and isinstance(value, Pair) and isinstance(value.first, Var)
-                and isinstance(value.second, Var) and not used.get(binding.name)):
-            for part in (value.first, value.second):
-                used[part.name] -= 1
-            continue
-        if (binding.second is None and not used.get(binding.name)
-                and (_constant(value) is not None
-                     or (isinstance(value, LinLam) and isinstance(value.body, Zero)))):
-            continue
-        kept.append(binding)
-    kept.reverse()
-    return kept, used
+            extend(children(node))
