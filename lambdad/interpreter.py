@@ -35,7 +35,7 @@ from .guard import (
     raise_limits,
     restore_limits,
 )
-from .iterate import resume_collector
+from .iterate import FreezeRecord, resume_collector
 from .primitives import ADD, DIV, MUL, NEG, SUB, Primitive
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
@@ -124,6 +124,9 @@ class Interpreter:
         # Nesting levels (AD.md section 9) open around this code: while there is one, terms
         # compile in the generic variant, whose real primitives accept tagged reals.
         self.tagged_levels = 0
+        # What the program owning this interpreter records of the objects its runs froze
+        # (see lambdad.iterate.resume_collector); None: nothing is frozen.
+        self.freeze_record: FreezeRecord | None = None
         # Each real primitive's partial derivatives as terms over its parameters (and its
         # result), given by the differentiator; compiled on first use by generic_apply.
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
@@ -463,7 +466,7 @@ class Interpreter:
         except MemoryError:
             raise ResourceError("the program ran out of memory") from None
         finally:
-            resume_collector(collecting)
+            resume_collector(collecting, self.freeze_record)
             self._depth = 0
             self._guarded = False
             if saved is not None:

@@ -71,38 +71,55 @@ def run(root: Step[T] | T) -> T:
 
 
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(frozen: "FreezeRecord | None" = None) -> Iterator[None]:
     """Inside the ``with`` block Python's cyclic garbage collector does not run (it is
-    restored as it was after).  Passes that build large acyclic structures (syntax trees,
-    types, generated code, tapes) use it: the collector would rescan everything they made
-    so far each time it runs, which makes a linear pass quadratic in practice; reference
-    counting frees what they drop."""
+    restored as it was after, see :func:`resume_collector`).  Passes that build large
+    acyclic structures (syntax trees, types, generated code, tapes) use it: the collector
+    would rescan everything they made so far each time it runs, which makes a linear pass
+    quadratic in practice; reference counting frees what they drop."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        resume_collector(collecting)
+        resume_collector(collecting, frozen)
 
 
 # New objects left alive by a block run with the collector paused above which they are
-# moved to its oldest generation (see resume_collector): a program of some thousand
-# lines, or its compiled code.
-PROMOTE_ABOVE = 100_000
+# frozen (see resume_collector): a program of some thousand lines, or its compiled code.
+FREEZE_ABOVE = 100_000
 
 
-def resume_collector(collecting: bool) -> None:
+class FreezeRecord:
+    """Whether blocks run for one owner (a program) froze objects out of the cyclic
+    collector (see :func:`resume_collector`); :meth:`thaw` is the owner's finalizer."""
+
+    __slots__ = ("froze",)
+
+    def __init__(self) -> None:
+        self.froze = False
+
+    def thaw(self) -> None:
+        """Gives every frozen object back to the collector (its oldest generation), if
+        this record's owner froze some: the owner is dropped, and the cyclic garbage it
+        leaves (a compiled unit's functions and their namespace) must be collectable."""
+        if self.froze:
+            self.froze = False
+            gc.unfreeze()
+
+
+def resume_collector(collecting: bool, frozen: FreezeRecord | None = None) -> None:
     """Switches Python's cyclic collector back on if ``collecting`` (it was on before a
-    block that paused it).  When the block left more than :data:`PROMOTE_ABOVE` new objects
-    alive (a large program loaded or compiled: long-lived), they are first moved to the
-    collector's oldest generation, as if they had survived two collections (``gc.freeze``
-    then ``gc.unfreeze``: nothing stays frozen).  Else the next collection, however young,
-    would scan every one of them (half a second at 10^4 bindings), and the one after it
-    again; a full collection, rare, still does, so their cyclic garbage is still found.
-    Objects an application froze itself are left as they are (then nothing is moved)."""
+    block that paused it).  When the block, run for the owner of ``frozen``, left more than
+    :data:`FREEZE_ABOVE` new objects alive (a large program loaded or compiled:
+    long-lived), they are frozen first (``gc.freeze``): else the collector's next
+    collection, however young, would scan every one of them (half a second at 10^4
+    bindings), and every full collection after it again (over a second).  They stay
+    frozen until the owner is dropped (:meth:`FreezeRecord.thaw`); reference counting
+    frees them meanwhile when they are dropped, only cyclic garbage waits."""
     if not collecting:
         return
-    if gc.get_count()[0] > PROMOTE_ABOVE and not gc.get_freeze_count():
+    if frozen is not None and gc.get_count()[0] > FREEZE_ABOVE:
         gc.freeze()
-        gc.unfreeze()
+        frozen.froze = True
     gc.enable()

@@ -10,6 +10,7 @@ import functools
 import math
 import os
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -40,7 +41,7 @@ from .errors import (
     UsageError,
 )
 from .fuse import fused_backward_term
-from .iterate import collector_paused, run
+from .iterate import FreezeRecord, collector_paused, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
 from .primitives import FST, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
@@ -193,8 +194,7 @@ def loads(text: str, file: str = "<string>") -> "Program":
     """The program whose source is ``text`` (``file`` names it in error messages); raises
     UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
     well-typed program."""
-    with collector_paused():  # parsing and type checking build large acyclic structures
-        return Program(text, file)
+    return Program(text, file)  # (which pauses the cyclic collector while it loads)
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -244,7 +244,12 @@ class Program:
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
         prelude = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
-        with collector_paused():
+        # What loading and running this program freeze out of the cyclic collector is given
+        # back to it when the program is dropped (see lambdad.iterate.resume_collector).
+        # (Not at exit: the interpreter's last collection would scan them all for nothing.)
+        self._frozen = FreezeRecord()
+        weakref.finalize(self, self._frozen.thaw).atexit = False
+        with collector_paused(self._frozen):
             user = parse_module(text, file, predefined=self.prelude_names,
                                 allow_redefinition=True)
             self.user_names = tuple(d.name for d in user.decls)
@@ -272,6 +277,7 @@ class Program:
         self._added: tuple[Any, ...] | None = None
         self._serial = len(self.user_names)
         self.runtime = Runtime()
+        self.runtime.interpreter.freeze_record = self._frozen
         self._values: dict[str, Any] | None = None
         # The module _unevaluated() last read, with each declaration's position in it.
         self._positions: tuple[Module, dict[str, int]] | None = None
@@ -525,6 +531,8 @@ class Program:
         already made: the environments are persistent maps, and the module as one sequence
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
+        # (the runtime, and its record, are shared)
+        weakref.finalize(new, new._frozen.thaw).atexit = False
         new._adapters = {}
         new._plans = {}
         new._gradients = {}
