@@ -188,7 +188,7 @@ class _Function:
     """
 
     __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
-                 "blocks", "deferred", "finite")
+                 "blocks", "deferred", "finite", "computed")
 
     def __init__(self, parent: "_Function | None",
                  names: "itertools.count[int] | None" = None):
@@ -208,6 +208,9 @@ class _Function:
         self.deferred: dict[str, PrimSite] | None = None
         # Atoms of real results checked finite by the statement after their own.
         self.finite: set[str] = set()
+        # (primitive, operands) -> (blocks, atom): the real operations computed so far, each
+        # with the blocks around its statement (see _CodeGenerator.apply_primitive).
+        self.computed: dict[tuple, tuple[tuple[int, ...], str]] = {}
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
              pure: tuple[str, ...] = ()) -> None:
@@ -819,6 +822,7 @@ class _CodeGenerator:
         """Emits the statement evaluating ``primitive`` on ``atoms``: inline when the table
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
+        key = None
         if not (self.instrumented or self.generic):
             folded = self.folded(primitive, atoms)
             if folded is not None:
@@ -830,6 +834,14 @@ class _CodeGenerator:
                 site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
                 fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site)
                 return folded
+            if primitive.kind == "real":
+                # The same operation on the same operands, computed by a statement that ran
+                # before this one, is its result (forward mode writes `x * dx` twice for
+                # `x * x`); operands are never reassigned where that statement runs.
+                key = (primitive.name, *(sorted(atoms) if primitive.commutative else atoms))
+                found = fn.computed.get(key)
+                if found is not None and fn.blocks[:len(found[0])] == found[0]:
+                    return found[1]
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = fn.fresh("t")
@@ -861,6 +873,8 @@ class _CodeGenerator:
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
                     (*atoms, t))
+        elif key is not None:
+            fn.computed[key] = (fn.blocks, t)
         return t
 
     @staticmethod
@@ -1123,8 +1137,13 @@ class _CodeGenerator:
         failed is found when the error is reported, by running the body again with every
         check in place (:func:`lambdad.guard.locate`)."""
         deferred = fn.deferred
+        # A pure statement that is dropped (a pair taken apart at once, in forward mode
+        # over a linear body) is no use: its parts are checked where they are used.
+        dead = _CodeGenerator.dead_statements(fn.lines)
         lines = []
-        for line in fn.lines:
+        for index, line in enumerate(fn.lines):
+            if index in dead:
+                continue
             site = line[2]
             if site is None or site.primitive.name not in _PROPAGATING:
                 for atom in line[4]:
