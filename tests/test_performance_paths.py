@@ -9,6 +9,7 @@ same counts, the same events, no recursion on deep terms.
 
 import gc
 import math
+import re
 
 import pytest
 
@@ -199,6 +200,70 @@ def test_primitives_applied_to_literals_are_folded_bit_for_bit():
 
 def source_of_function(value):
     return (value.func if hasattr(value, "func") else value).__globals__["__lambdad_source__"]
+
+
+def test_an_operation_on_operands_already_combined_so_is_not_computed_again():
+    interpreter = Interpreter()
+    shared = run("\\y -> let x = y * 3 in sin x + sin x + x * y + y * x", interpreter)
+    text = source_of_function(shared)
+    assert text.count("sin(") == 1 and len(re.findall(r"\b(t\d+ \* v0|v0 \* t\d+)", text)) == 1
+    x = 0.7 * 3
+    assert shared(0.7) == math.sin(x) + math.sin(x) + x * 0.7 + 0.7 * x
+    # computed in one branch only: not reused after the `if`, nor in the other branch
+    branches = run("\\y -> let x = y * 3 in (if y > 0 then sin x else cos x) + sin x "
+                   "+ (if y > 1 then 0 else sin x)", interpreter)
+    for point in (-1.0, 0.5, 2.0):
+        x = point * 3
+        assert branches(point) == ((math.sin(x) if point > 0 else math.cos(x)) + math.sin(x)
+                                   + (0 if point > 1 else math.sin(x)))
+    # instrumented runs report every operation the program writes
+    events = []
+    counting = Interpreter(on_event=events.append)
+    assert run("\\y -> sin y + sin y", counting)(0.3) == 2 * math.sin(0.3)
+    assert [event.prim.name for event in events].count("sin") == 2
+
+
+@pytest.mark.parametrize("strategy", [name for name in STRATEGIES if STRATEGIES[name].factored])
+def test_a_fold_step_computing_one_operation_twice_differentiates_alike(strategy):
+    # (long enough to be batched: the step's operands are its own at every element; naive
+    # would run 2^40 bodies, acc being used twice)
+    program = lambdad.loads("def f (y : R) : R = fold (\\acc e -> acc * e + e * acc) y "
+                            "(map (\\i -> 1 + i / 100) (range 40))")
+    factor = math.prod(2 * (1 + i / 100) for i in range(40))
+    value, gradient = program.value_and_grad("f", 0.5, strategy=strategy)
+    assert value == pytest.approx(0.5 * factor, rel=1e-12)
+    assert gradient == pytest.approx(factor, rel=1e-12)
+
+
+def test_forward_over_reverse_checks_the_adjoint_arithmetic_where_it_leaves_the_body():
+    program = lambdad.loads("def f (x : R) : R = let y = x * x * 0.5 + sin x in y * y")
+    _, _, product = program.hvp("f", 0.3, 1.0)
+    y, dy, ddy = 0.3 * 0.3 * 0.5 + math.sin(0.3), 0.3 + math.cos(0.3), 1 - math.sin(0.3)
+    assert product == pytest.approx(2 * (dy * dy + y * ddy), rel=1e-12)
+    bodies = [found["__lambdad_source__"] for found in gc.get_objects()
+              if isinstance(found, dict) and "_st(" in found.get("__lambdad_source__", "")
+              and "cos(" in found["__lambdad_source__"]]
+    assert bodies
+    # the linear bodies: functions of (captured, adjoint, stage)
+    bodies = [function for text in bodies for function in re.split(r"\n(?=def )", text)
+              if re.match(r"def \w+\(_c, \w+, _st\):", function)]
+    assert bodies
+    for text in bodies:
+        lines = text.splitlines()
+        checked = re.findall(r"if (\w+) - \1: _nonfinite", text)
+        # what leaves the linear body: the staged pair's parts (or the staged value)
+        leaving = set()
+        for index, line in enumerate(lines):
+            staged = re.search(r"_st\(\w+, (\w+)\)", line)
+            if staged:
+                leaving.add(staged.group(1))
+                pair = re.search(rf"{staged.group(1)} = \((\w+), (\w+)\)", text)
+                if pair:
+                    leaving.update(pair.groups())
+        # a check in a linear body is of a primitive that does not propagate (cos, sin) or
+        # of what leaves it: none between two operations of the adjoint chain
+        calls = set(re.findall(r"(\w+) = _m\.", text))
+        assert checked and all(atom in calls or atom in leaving for atom in checked), text
 
 
 def test_traces_show_adjoints_of_constant_subexpressions():
