@@ -838,7 +838,8 @@ class _CodeGenerator:
                 # The same operation on the same operands, computed by a statement that ran
                 # before this one, is its result (forward mode writes `x * dx` twice for
                 # `x * x`); operands are never reassigned where that statement runs.
-                key = (primitive.name, *(sorted(atoms) if primitive.commutative else atoms))
+                key = (primitive.name, *(atoms if not primitive.commutative or atoms[0] <= atoms[1]
+                                         else atoms[::-1]))
                 found = fn.computed.get(key)
                 if found is not None and fn.blocks[:len(found[0])] == found[0]:
                     return found[1]
