@@ -426,7 +426,21 @@ class _CodeGenerator:
         if found is None:
             found = fn.captures[name] = fn.fresh("v" if fn.parent is None else "c")
             self.free_spans.setdefault(name, span)
+            if self.finite_outside(name, fn):
+                fn.finite.add(found)
         return found
+
+    @staticmethod
+    def finite_outside(name: str, fn: _Function) -> bool:
+        """Whether the value ``fn`` captures as ``name`` is known finite where it is
+        captured: checked there (a primal value, mostly, captured by a backpropagator)."""
+        outer = fn.parent
+        while outer is not None:
+            atom = outer.scope.get(name) or outer.captures.get(name)
+            if atom is not None:
+                return atom in outer.finite
+            outer = outer.parent
+        return False
 
     def bind(self, fn: _Function, name: str, atom: str) -> str | None:
         """Binds ``name`` to ``atom`` in ``fn``; returns what it shadowed (for :meth:`unbind`)."""
@@ -869,7 +883,10 @@ class _CodeGenerator:
             # reals of nested differentiation are left to the generic path.)
             # The check is short (compiling it costs as much as the operation's own line);
             # the site, the operands and the message come from the line table (_locate).
-            fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
+            # It is left out where it cannot fire: `sin x` of an x known finite.
+            if not (primitive.finite_at_finite and not self.generic and all(
+                    atom in fn.finite or _literal_real(atom) is not None for atom in atoms)):
+                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
             fn.finite.add(t)
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",

@@ -126,6 +126,10 @@ class Primitive:
     kink: Callable[..., float] | None = None
     # ``f x y == f y x``: pictures mark the argument order of the other binary operations.
     commutative: bool = False
+    # Finite wherever its arguments are finite, and never failing (``sin``, ``max``; not
+    # ``+``, which overflows): generated code need not check such a result of operands
+    # already known finite.
+    finite_at_finite: bool = False
     # For a primitive a program declares (``primitive f x = e partial x = ...``), its
     # definition: the body its evaluation runs and the partials as terms.  None for built-ins.
     declaration: "Declaration | None" = None
@@ -376,7 +380,8 @@ def _concat(xss: list) -> list:
 
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
-          domain=None, kink=None, commutative=False, laws=None) -> Primitive:
+          domain=None, kink=None, commutative=False, laws=None,
+          finite_at_finite=False) -> Primitive:
     arity = len(params)
     return Primitive(
         name=name,
@@ -393,6 +398,7 @@ def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, sp
         kink=kink,
         commutative=commutative,
         laws=laws,
+        finite_at_finite=finite_at_finite,
     )
 
 
@@ -439,10 +445,13 @@ _ENTRIES: list[Primitive] = [
           domain=lambda x, y: (x > 0.1 or (x < -0.1 and float(y).is_integer()))
           and abs(y) < 4),
     _real("neg", ("x",), "-x", lambda x: -x, ("-1",), inline="(-{x})",
-          spelling=Spelling("-", "prefix", LEVEL_NEG, "none"), laws=Laws(involution=True)),
+          spelling=Spelling("-", "prefix", LEVEL_NEG, "none"), laws=Laws(involution=True),
+          finite_at_finite=True),
     # ---- elementary functions
-    _real("sin", ("x",), "sine", math.sin, ("cos x",), inline="_m.sin({x})"),
-    _real("cos", ("x",), "cosine", math.cos, ("-sin x",), inline="_m.cos({x})"),
+    _real("sin", ("x",), "sine", math.sin, ("cos x",), inline="_m.sin({x})",
+          finite_at_finite=True),
+    _real("cos", ("x",), "cosine", math.cos, ("-sin x",), inline="_m.cos({x})",
+          finite_at_finite=True),
     _real("tan", ("x",), "tangent", _tan, ("1 + r * r",), result="r", inline="_m.tan({x})",
           domain=lambda x: abs(math.cos(x)) > 0.2),
     _real("exp", ("x",), "exponential; overflow is a runtime error", _exp, ("r",), result="r",
@@ -452,7 +461,7 @@ _ENTRIES: list[Primitive] = [
     _real("sqrt", ("x",), "square root; needs x >= 0 (its derivative needs x > 0)", _sqrt,
           ("0.5 / r",), result="r", domain=lambda x: x > 0.1),
     _real("tanh", ("x",), "hyperbolic tangent", math.tanh, ("1 - r * r",), result="r",
-          inline="_m.tanh({x})"),
+          inline="_m.tanh({x})", finite_at_finite=True),
     _real("sigmoid", ("x",), "logistic function 1 / (1 + exp (-x))", _sigmoid,
           ("r * (1 - r)",), result="r"),
     _real("asin", ("x",), "inverse sine, in [-pi/2, pi/2]; needs -1 <= x <= 1", _asin,
@@ -460,18 +469,19 @@ _ENTRIES: list[Primitive] = [
     _real("acos", ("x",), "inverse cosine, in [0, pi]; needs -1 <= x <= 1", _acos,
           ("-1 / sqrt (1 - x * x)",), domain=lambda x: abs(x) < 0.9),
     _real("atan", ("x",), "inverse tangent, in (-pi/2, pi/2)", math.atan,
-          ("1 / (1 + x * x)",), inline="_m.atan({x})"),
+          ("1 / (1 + x * x)",), inline="_m.atan({x})", finite_at_finite=True),
     _real("atan2", ("y", "x"),
           "the angle of the point (x, y), in (-pi, pi]; atan2 0 0 = 0. It jumps on the "
           "negative x axis", math.atan2, ("x / (x * x + y * y)", "-y / (x * x + y * y)"),
           inline="_m.atan2({y}, {x})", domain=lambda y, x: x * x + y * y > 0.01,
-          kink=lambda y, x: min(math.hypot(x, y), abs(y) if x < 0.0 else math.inf)),
+          kink=lambda y, x: min(math.hypot(x, y), abs(y) if x < 0.0 else math.inf),
+          finite_at_finite=True),
     _real("sinh", ("x",), "hyperbolic sine; overflow is a runtime error",
           _overflowing("sinh", math.sinh), ("cosh x",), domain=lambda x: abs(x) < 5),
     _real("cosh", ("x",), "hyperbolic cosine; overflow is a runtime error",
           _overflowing("cosh", math.cosh), ("sinh x",), domain=lambda x: abs(x) < 5),
     _real("asinh", ("x",), "inverse hyperbolic sine", math.asinh, ("1 / sqrt (x * x + 1)",),
-          inline="_m.asinh({x})"),
+          inline="_m.asinh({x})", finite_at_finite=True),
     _real("acosh", ("x",), "inverse hyperbolic cosine, >= 0; needs x >= 1", _acosh,
           ("1 / sqrt (x * x - 1)",), domain=lambda x: x > 1.1),
     _real("atanh", ("x",), "inverse hyperbolic tangent; needs -1 < x < 1", _atanh,
@@ -482,39 +492,41 @@ _ENTRIES: list[Primitive] = [
           _overflowing("expm1", math.expm1), ("r + 1",), result="r", domain=lambda x: x < 5),
     _real("erf", ("x",), "the error function, 2 / sqrt pi times the integral of exp (-t^2) "
           "from 0 to x", math.erf, ("1.1283791670955126 * exp (-(x * x))",),
-          inline="_m.erf({x})"),
+          inline="_m.erf({x})", finite_at_finite=True),
     _real("floor", ("x",), "the largest integer <= x; derivative 0 (away from its jumps)",
           lambda x: float(math.floor(x)), ("0",), inline="float(_m.floor({x}))",
-          kink=_whole_distance),
+          kink=_whole_distance, finite_at_finite=True),
     _real("ceil", ("x",), "the smallest integer >= x; derivative 0 (away from its jumps)",
           lambda x: float(math.ceil(x)), ("0",), inline="float(_m.ceil({x}))",
-          kink=_whole_distance),
+          kink=_whole_distance, finite_at_finite=True),
     _real("round", ("x",), "the nearest integer, halves to even (round 2.5 = 2); derivative "
           "0 (away from its jumps)", lambda x: float(round(x)), ("0",),
-          inline="float(round({x}))", kink=_half_distance),
+          inline="float(round({x}))", kink=_half_distance, finite_at_finite=True),
     _real("sign", ("x",), "-1, 0 or 1 as x is negative, zero or positive; derivative 0 "
-          "(away from 0)", _sign, ("0",), kink=abs),
+          "(away from 0)", _sign, ("0",), kink=abs, finite_at_finite=True),
     _real("relu", ("x",), "max x 0; derivative 0 at 0", lambda x: x if x > 0.0 else 0.0,
           ("if x > 0 then 1 else 0",), inline="({x} if {x} > 0.0 else 0.0)",
-          kink=lambda x: abs(x)),
+          kink=lambda x: abs(x), finite_at_finite=True),
     _real("abs", ("x",), "absolute value; derivative 0 at 0", abs,
           ("if x > 0 then 1 else if x < 0 then -1 else 0",), inline="abs({x})",
-          kink=lambda x: abs(x)),
+          kink=lambda x: abs(x), finite_at_finite=True),
     _real("max", ("x", "y"), "the larger argument; at ties the derivative is the first's",
           lambda x, y: x if x >= y else y,
           ("if x >= y then 1 else 0", "if x >= y then 0 else 1"),
-          inline="({x} if {x} >= {y} else {y})", kink=lambda x, y: abs(x - y)),
+          inline="({x} if {x} >= {y} else {y})", kink=lambda x, y: abs(x - y),
+          finite_at_finite=True),
     _real("min", ("x", "y"), "the smaller argument; at ties the derivative is the first's",
           lambda x, y: x if x <= y else y,
           ("if x <= y then 1 else 0", "if x <= y then 0 else 1"),
-          inline="({x} if {x} <= {y} else {y})", kink=lambda x, y: abs(x - y)),
+          inline="({x} if {x} <= {y} else {y})", kink=lambda x, y: abs(x - y),
+          finite_at_finite=True),
     _real("clip", ("lo", "hi", "x"),
           "x limited to [lo, hi]: lo when x < lo, else hi when x > hi, else x",
           _clip, ("if x < lo then 1 else 0", "if x < lo then 0 else if x > hi then 1 else 0",
                   "if x < lo then 0 else if x > hi then 0 else 1"),
           inline="({lo} if {x} < {lo} else {hi} if {x} > {hi} else {x})",
           domain=lambda lo, hi, x: hi - lo > 0.1,
-          kink=lambda lo, hi, x: min(abs(x - lo), abs(x - hi))),
+          kink=lambda lo, hi, x: min(abs(x - lo), abs(x - hi)), finite_at_finite=True),
     # ---- comparisons (on reals only)
     _test("lt", "<", "x < y", lambda x, y: x < y, "({x} < {y})"),
     _test("le", "<=", "x <= y", lambda x, y: x <= y, "({x} <= {y})"),

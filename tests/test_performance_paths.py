@@ -202,6 +202,17 @@ def source_of_function(value):
     return (value.func if hasattr(value, "func") else value).__globals__["__lambdad_source__"]
 
 
+def sources_made_by(action):
+    """The generated modules ``action()`` compiles (their sources), and what it returns."""
+    def modules():
+        return {id(found): found for found in gc.get_objects()
+                if isinstance(found, dict) and "__lambdad_source__" in found}
+    before = modules()
+    result = action()
+    return [module["__lambdad_source__"] for key, module in modules().items()
+            if key not in before], result
+
+
 def test_an_operation_on_operands_already_combined_so_is_not_computed_again():
     interpreter = Interpreter()
     shared = run("\\y -> let x = y * 3 in sin x + sin x + x * y + y * x", interpreter)
@@ -223,6 +234,27 @@ def test_an_operation_on_operands_already_combined_so_is_not_computed_again():
     assert [event.prim.name for event in events].count("sin") == 2
 
 
+def test_a_result_that_cannot_be_infinite_is_not_checked():
+    interpreter = Interpreter()
+    # sin of a value checked finite is finite: no check; of a parameter, checked
+    known = run("\\y -> let x = y * 3 in sin x + max x 2", interpreter)
+    assert len(re.findall(r"_nonfinite", source_of_function(known))) == 2  # y * 3, the sum
+    unknown = run("\\y -> sin y", interpreter)
+    assert "_nonfinite" in source_of_function(unknown)
+    with pytest.raises(lambdad.EvalError) as caught:
+        interpreter.guarded(unknown, math.inf)
+    assert "sin" in str(caught.value)
+    # a backpropagator's body computing `cos x` of a primal x checked where it was made
+    program = lambdad.loads("def f (y : R) : R = let x = y * 3 in sin x")
+    sources, gradient = sources_made_by(lambda: program.value_and_grad("f", 0.5))
+    assert gradient == (math.sin(1.5), 3 * math.cos(1.5))
+    sources = [text for text in sources if "_st(" in text]
+    assert sources
+    for text in sources:
+        cosine = re.search(r"(t\d+) = _m\.cos\((\w+)\)", text)
+        assert cosine and f"if {cosine.group(1)} - " not in text, text
+
+
 @pytest.mark.parametrize("strategy", [name for name in STRATEGIES if STRATEGIES[name].factored])
 def test_a_fold_step_computing_one_operation_twice_differentiates_alike(strategy):
     # (long enough to be batched: the step's operands are its own at every element; naive
@@ -237,12 +269,10 @@ def test_a_fold_step_computing_one_operation_twice_differentiates_alike(strategy
 
 def test_forward_over_reverse_checks_the_adjoint_arithmetic_where_it_leaves_the_body():
     program = lambdad.loads("def f (x : R) : R = let y = x * x * 0.5 + sin x in y * y")
-    _, _, product = program.hvp("f", 0.3, 1.0)
+    bodies, (_, _, product) = sources_made_by(lambda: program.hvp("f", 0.3, 1.0))
     y, dy, ddy = 0.3 * 0.3 * 0.5 + math.sin(0.3), 0.3 + math.cos(0.3), 1 - math.sin(0.3)
     assert product == pytest.approx(2 * (dy * dy + y * ddy), rel=1e-12)
-    bodies = [found["__lambdad_source__"] for found in gc.get_objects()
-              if isinstance(found, dict) and "_st(" in found.get("__lambdad_source__", "")
-              and "cos(" in found["__lambdad_source__"]]
+    bodies = [text for text in bodies if "_st(" in text and "cos(" in text]
     assert bodies
     # the linear bodies: functions of (captured, adjoint, stage)
     bodies = [function for text in bodies for function in re.split(r"\n(?=def )", text)

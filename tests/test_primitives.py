@@ -228,3 +228,31 @@ def test_value_at_literals_is_what_a_run_computes_or_none():
     assert PRIMITIVES["div"].value_at(1.0, 0.0) is None      # fails: left to the run
     assert PRIMITIVES["exp"].value_at(1000.0) is None       # not finite
     assert PRIMITIVES["mul"].value_at(1e200, 1e200) is None  # overflows to inf
+
+
+FINITE_AT_FINITE = [p for p in ENTRIES if p.finite_at_finite]
+EXTREMES = (0.0, -0.0, 5e-324, -5e-324, 1.0, -1.0, math.pi, 1e16 + 1, -1e16, 1.7976931348623157e308,
+            -1.7976931348623157e308)
+
+
+@pytest.mark.parametrize("prim", FINITE_AT_FINITE, ids=lambda p: p.name)
+def test_primitives_finite_at_finite_arguments_are_so_and_never_fail(prim):
+    """Generated code leaves out the finiteness check of such a primitive's result when its
+    operands are known finite: it must be finite for every finite argument, inline or not."""
+    assert prim.kind == "real"
+    rng = random.Random(prim.name)
+    points = [tuple(rng.choice(EXTREMES) for _ in prim.params) for _ in range(200)]
+    points += [tuple(rng.uniform(-1e3, 1e3) for _ in prim.params) for _ in range(200)]
+    code = prim.inline.format(**{p: f"_{p}" for p in prim.params}) if prim.inline else None
+    for args in points:
+        assert math.isfinite(prim.evaluate(*args)), (prim.name, args)
+        if code is not None:
+            scope = {f"_{p}": a for p, a in zip(prim.params, args)}
+            scope["_m"] = math
+            assert math.isfinite(eval(code, scope)), (prim.name, args)
+
+
+def test_the_primitives_that_overflow_or_fail_are_not_marked_finite_at_finite():
+    assert {p.name for p in FINITE_AT_FINITE} >= {"sin", "cos", "tanh", "neg", "abs", "max"}
+    assert not {"add", "sub", "mul", "div", "pow", "exp", "log", "sqrt", "sinh", "cosh", "tan",
+                "expm1"} & {p.name for p in FINITE_AT_FINITE}
