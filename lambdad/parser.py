@@ -143,10 +143,11 @@ class _Surface:
         self.parts = parts
 
 
-# The kinds of concrete nodes (:class:`_Concrete` names them) that stand for terms.
+# The kinds of concrete nodes (:class:`_Concrete` names them) that stand for terms.  A name
+# is its NAME token itself (of kind "NAME").
 _SURFACE_KINDS = frozenset({
     "let", "abstraction", "linear_abstraction", "conditional", "oplus", "disjunction",
-    "conjunction", "binary", "negation", "application", "number", "boolean", "name", "parens",
+    "conjunction", "binary", "negation", "application", "number", "boolean", "parens",
     "annotation", "tuple", "list"})
 
 
@@ -206,6 +207,13 @@ _TERMINAL_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 def _from_lark_token(token: lark.Token) -> _Token:
     return _token(token.type, str(token), token.start_pos, token.end_pos)
+
+
+def _passes_its_child(callback: Callable[[Any, list], Any]) -> Callable[[Any, list], Any]:
+    """Marks a callback of a one-child rule that returns that child unchanged: the fast
+    driver does not call it, as it does not call lark's one-child ``?rule`` reductions."""
+    callback.passes_its_child = True  # type: ignore[attr-defined]
+    return callback
 
 
 class _Concrete(lark.Transformer):
@@ -329,8 +337,10 @@ class _Concrete(lark.Transformer):
     def false(self, items):
         return _Surface("boolean", items[0].start, items[0].end, (False,))
 
+    @_passes_its_child
     def name(self, items):
-        return _Surface("name", items[0].start, items[0].end, (items[0],))
+        """A name: its NAME token is the concrete node (the most frequent reduction)."""
+        return items[0]
 
     def parens(self, items):
         """``(expr)``: kept, because parentheses end an application spine."""
@@ -426,8 +436,9 @@ class _Reduction:
 
 
 class _Pass:
-    """A one-child reduction whose single value lark passes through unchanged (a one-child
-    ``?rule``), on one terminal in one state: only the top state changes.
+    """A one-child reduction whose single value is passed through unchanged (by lark for a
+    one-child ``?rule``, or by a callback marked :func:`_passes_its_child`), on one terminal
+    in one state: only the top state changes.
 
     ``targets`` maps the state below to the top state after this reduction and the
     one-child reductions the same terminal triggers next (filled as met: a few entries)."""
@@ -508,8 +519,10 @@ class _Driver:
                     continue
                 rule = argument
                 build = callbacks[rule]
-                if (len(rule.expansion) == 1 and rule.alias is None
-                        and rule.options.expand1 and build([sentinel]) is sentinel):
+                if len(rule.expansion) == 1 and (
+                        getattr(build, "passes_its_child", False)
+                        or rule.alias is None and rule.options.expand1
+                        and build([sentinel]) is sentinel):
                     row[symbol] = _Pass(str(rule.origin.name))
                     continue
                 if rule not in reductions:
@@ -982,6 +995,7 @@ class _Desugarer:
         self.arms: dict[str, Callable[[_Surface], Step[Term] | Term]] = {
             name[1:]: getattr(self, name) for name in dir(type(self))
             if name.startswith("_") and name[1:] in _SURFACE_KINDS}
+        self.arms["NAME"] = self._name
 
     def span(self, pos: Position) -> Span:
         place = self.lines.place(pos)
@@ -1182,8 +1196,8 @@ class _Desugarer:
     def _name(self, s):
         """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
         a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error).
-        A leaf: no step."""
-        name = s.parts[0].text
+        A leaf: no step; ``s`` is the NAME token."""
+        name = s.text
         span = self.span_of(s)
         if name in self.scope.local and name != WILDCARD:  # most names: a local variable
             return Var(name, span=span)
@@ -1247,7 +1261,7 @@ class _Desugarer:
         spine.reverse()
         fn = None
         used = 0
-        name = head.parts[0].text if head.kind == "name" else None
+        name = head.text if head.kind == "NAME" else None
         if name in self.declared and not self.scope.binds_locally(name):
             arity = self.declared[name].arity
             if arity <= len(spine):
