@@ -996,27 +996,36 @@ class _Desugarer:
             name[1:]: getattr(self, name) for name in dir(type(self))
             if name.startswith("_") and name[1:] in _SURFACE_KINDS}
         self.arms["NAME"] = self._name
+        # The lines on which the last span started and ended, each as (offset of its first
+        # character, offset of the next line's, line number): the walk meets nodes in the
+        # order of the text, so most spans start on the line of the one before, and the
+        # lets of a chain all end where it ends.  Searched for only when they do not.
+        self.start_line = self.end_line = (0, 0, 0)
 
     def span(self, pos: Position) -> Span:
-        place = self.lines.place(pos)
-        if self.origin != (1, 1):  # a text of its own inside a file
-            place = _placed(place, self.origin)
-        return Span(self.file, *place)
+        return self.span_at(*pos)
 
-    def span_of(self, item: _Token | _Surface) -> Span:
-        """The span of ``item`` (:meth:`span` of its extent, inlined: one per node)."""
-        if self.placed:
-            return self.span((item.start, item.end))
-        start = item.start
-        end = item.end
-        starts = self.lines.starts
-        line = bisect_right(starts, start)
-        line_start = starts[line - 1]
-        if end < starts[line]:  # most nodes lie on one line: no second search
-            return Span(self.file, line, start - line_start + 1, line, end - line_start + 1)
-        end_line = bisect_right(starts, end)
-        return Span(self.file, line, start - line_start + 1,
-                    end_line, end - starts[end_line - 1] + 1)
+    def span_at(self, start: int, end: int) -> Span:
+        """The span from offset ``start`` to ``end`` (one per node: the lines' search is
+        mostly skipped, see ``start_line``)."""
+        if self.placed:  # a text of its own inside a file
+            return Span(self.file, *_placed(self.lines.place((start, end)), self.origin))
+        first, after, line = self.start_line
+        if not first <= start < after:
+            starts = self.lines.starts
+            line = bisect_right(starts, start)
+            first = starts[line - 1]
+            after = starts[line]
+            self.start_line = (first, after, line)
+        if end < after:  # most nodes lie on one line
+            return Span(self.file, line, start - first + 1, line, end - first + 1)
+        end_first, end_after, end_line = self.end_line
+        if not end_first <= end < end_after:
+            starts = self.lines.starts
+            end_line = bisect_right(starts, end)
+            end_first = starts[end_line - 1]
+            self.end_line = (end_first, starts[end_line], end_line)
+        return Span(self.file, line, start - first + 1, end_line, end - end_first + 1)
 
     def error(self, message: str, pos: Position) -> ParseError:
         return ParseError(message, self.span(pos))
@@ -1187,18 +1196,18 @@ class _Desugarer:
 
     def _number(self, s):
         """A real literal (a leaf: no step)."""
-        return Const(s.parts[0], span=self.span_of(s))
+        return Const(s.parts[0], span=self.span_at(s.start, s.end))
 
     def _boolean(self, s):
         """``true`` / ``false`` (a leaf: no step)."""
-        return BoolLit(s.parts[0], span=self.span_of(s))
+        return BoolLit(s.parts[0], span=self.span_at(s.start, s.end))
 
     def _name(self, s):
         """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
         a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error).
         A leaf: no step; ``s`` is the NAME token."""
         name = s.text
-        span = self.span_of(s)
+        span = self.span_at(s.start, s.end)
         if name in self.scope.local and name != WILDCARD:  # most names: a local variable
             return Var(name, span=span)
         if name == WILDCARD:
@@ -1291,7 +1300,7 @@ class _Desugarer:
             arg = self.term(node.parts[1])
             if arg.__class__ is GeneratorType:  # not a leaf
                 arg = yield arg
-            fn = App(fn, arg, span=self.span_of(node))
+            fn = App(fn, arg, span=self.span_at(node.start, node.end))
         return fn
 
     def _parens(self, s):
@@ -1346,7 +1355,7 @@ class _Desugarer:
                     break
                 node = nodes.pop()
                 term = Prim(_INFIX[node.parts[0].text], (lefts.pop(), term),
-                            span=self.span_of(node))
+                            span=self.span_at(node.start, node.end))
             else:
                 return term
 
@@ -1431,7 +1440,7 @@ class _Desugarer:
         for s, names, value in reversed(chain):
             self.scope.leave(names)
             bind = s.parts[0]
-            span = self.span_of(s)
+            span = self.span_at(s.start, s.end)
             if bind.kind == "bind_name":
                 term = Let(names[0], value, term, span=span)
             else:
