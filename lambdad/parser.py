@@ -441,13 +441,14 @@ class _Pass:
     in one state: only the top state changes.
 
     ``targets`` maps the state below to the top state after this reduction and the
-    one-child reductions the same terminal triggers next (filled as met: a few entries)."""
+    one-child reductions the same terminal triggers next, with the action that terminal
+    has there (None if none: a syntax error); filled as met: a few entries."""
 
     __slots__ = ("origin", "targets")
 
     def __init__(self, origin: str):
         self.origin = origin
-        self.targets: dict[int, int] = {}
+        self.targets: dict[int, tuple[int, Any]] = {}
 
 
 class _Accept:
@@ -581,7 +582,7 @@ class _Driver:
             if match is not None:
                 kind = match.lastgroup
                 pos = match.end()
-                value = match.group(kind)
+                value = match[kind]
                 if kind in unless:
                     retyped = unless[kind].get(value)
                     if retyped is not None and retyped in actions[state]:
@@ -592,11 +593,8 @@ class _Driver:
             else:
                 raise _Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
+            action = actions[state].get(kind)
             while True:
-                try:
-                    action = actions[state][kind]
-                except KeyError:
-                    raise _Refused from None
                 if action.__class__ is int:
                     state = action
                     states.append(state)
@@ -604,11 +602,13 @@ class _Driver:
                     break
                 if action.__class__ is _Pass:
                     below = states[-2]
-                    state = action.targets.get(below)
-                    if state is None:
-                        state = action.targets[below] = self.passed(below, action, kind)
+                    target = action.targets.get(below)
+                    if target is None:
+                        target = action.targets[below] = self.passed(below, action, kind)
+                    state, action = target
                     states[-1] = state
-                elif action.__class__ is _Reduction:
+                    continue
+                if action.__class__ is _Reduction:
                     size = action.size
                     if size:
                         children = values[-size:]
@@ -619,20 +619,21 @@ class _Driver:
                     values.append(action.build(children))
                     state = actions[states[-1]][action.origin]
                     states.append(state)
+                    action = actions[state].get(kind)
                 elif action is self.accepts[start]:
                     return values[-1]
-                else:  # pragma: no cover - another start symbol's end state is unreachable
+                else:  # no action: a syntax error (or another start symbol's end state)
                     raise _Refused
 
-    def passed(self, below: int, action: _Pass, kind: str) -> int:
+    def passed(self, below: int, action: _Pass, kind: str) -> tuple[int, Any]:
         """The top state after the one-child reduction ``action`` over ``below`` and those
         that ``kind`` triggers after it, one after the other (the state below never
-        changes)."""
+        changes), and the action of ``kind`` in that state (None if it has none)."""
         while True:
             top = self.actions[below][action.origin]
             action = self.actions[top].get(kind)
             if action.__class__ is not _Pass:
-                return top
+                return top, action
 
 
 @functools.cache
