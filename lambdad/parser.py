@@ -143,10 +143,11 @@ class _Surface:
         self.parts = parts
 
 
-# The kinds of concrete nodes (:class:`_Concrete` names them) that stand for terms.
+# The kinds of concrete nodes (:class:`_Concrete` names them) that stand for terms.  A name
+# is its NAME token itself (of kind "NAME").
 _SURFACE_KINDS = frozenset({
     "let", "abstraction", "linear_abstraction", "conditional", "oplus", "disjunction",
-    "conjunction", "binary", "negation", "application", "number", "boolean", "name", "parens",
+    "conjunction", "binary", "negation", "application", "number", "boolean", "parens",
     "annotation", "tuple", "list"})
 
 
@@ -206,6 +207,13 @@ _TERMINAL_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 def _from_lark_token(token: lark.Token) -> _Token:
     return _token(token.type, str(token), token.start_pos, token.end_pos)
+
+
+def _passes_its_child(callback: Callable[[Any, list], Any]) -> Callable[[Any, list], Any]:
+    """Marks a callback of a one-child rule that returns that child unchanged: the fast
+    driver does not call it, as it does not call lark's one-child ``?rule`` reductions."""
+    callback.passes_its_child = True  # type: ignore[attr-defined]
+    return callback
 
 
 class _Concrete(lark.Transformer):
@@ -329,8 +337,10 @@ class _Concrete(lark.Transformer):
     def false(self, items):
         return _Surface("boolean", items[0].start, items[0].end, (False,))
 
+    @_passes_its_child
     def name(self, items):
-        return _Surface("name", items[0].start, items[0].end, (items[0],))
+        """A name: its NAME token is the concrete node (the most frequent reduction)."""
+        return items[0]
 
     def parens(self, items):
         """``(expr)``: kept, because parentheses end an application spine."""
@@ -426,17 +436,19 @@ class _Reduction:
 
 
 class _Pass:
-    """A one-child reduction whose single value lark passes through unchanged (a one-child
-    ``?rule``), on one terminal in one state: only the top state changes.
+    """A one-child reduction whose single value is passed through unchanged (by lark for a
+    one-child ``?rule``, or by a callback marked :func:`_passes_its_child`), on one terminal
+    in one state: only the top state changes.
 
     ``targets`` maps the state below to the top state after this reduction and the
-    one-child reductions the same terminal triggers next (filled as met: a few entries)."""
+    one-child reductions the same terminal triggers next, with the action that terminal
+    has there (None if none: a syntax error); filled as met: a few entries."""
 
     __slots__ = ("origin", "targets")
 
     def __init__(self, origin: str):
         self.origin = origin
-        self.targets: dict[int, int] = {}
+        self.targets: dict[int, tuple[int, Any]] = {}
 
 
 class _Accept:
@@ -508,8 +520,10 @@ class _Driver:
                     continue
                 rule = argument
                 build = callbacks[rule]
-                if (len(rule.expansion) == 1 and rule.alias is None
-                        and rule.options.expand1 and build([sentinel]) is sentinel):
+                if len(rule.expansion) == 1 and (
+                        getattr(build, "passes_its_child", False)
+                        or rule.alias is None and rule.options.expand1
+                        and build([sentinel]) is sentinel):
                     row[symbol] = _Pass(str(rule.origin.name))
                     continue
                 if rule not in reductions:
@@ -568,7 +582,7 @@ class _Driver:
             if match is not None:
                 kind = match.lastgroup
                 pos = match.end()
-                value = match.group(kind)
+                value = match[kind]
                 if kind in unless:
                     retyped = unless[kind].get(value)
                     if retyped is not None and retyped in actions[state]:
@@ -579,11 +593,8 @@ class _Driver:
             else:
                 raise _Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
+            action = actions[state].get(kind)
             while True:
-                try:
-                    action = actions[state][kind]
-                except KeyError:
-                    raise _Refused from None
                 if action.__class__ is int:
                     state = action
                     states.append(state)
@@ -591,11 +602,13 @@ class _Driver:
                     break
                 if action.__class__ is _Pass:
                     below = states[-2]
-                    state = action.targets.get(below)
-                    if state is None:
-                        state = action.targets[below] = self.passed(below, action, kind)
+                    target = action.targets.get(below)
+                    if target is None:
+                        target = action.targets[below] = self.passed(below, action, kind)
+                    state, action = target
                     states[-1] = state
-                elif action.__class__ is _Reduction:
+                    continue
+                if action.__class__ is _Reduction:
                     size = action.size
                     if size:
                         children = values[-size:]
@@ -606,20 +619,21 @@ class _Driver:
                     values.append(action.build(children))
                     state = actions[states[-1]][action.origin]
                     states.append(state)
+                    action = actions[state].get(kind)
                 elif action is self.accepts[start]:
                     return values[-1]
-                else:  # pragma: no cover - another start symbol's end state is unreachable
+                else:  # no action: a syntax error (or another start symbol's end state)
                     raise _Refused
 
-    def passed(self, below: int, action: _Pass, kind: str) -> int:
+    def passed(self, below: int, action: _Pass, kind: str) -> tuple[int, Any]:
         """The top state after the one-child reduction ``action`` over ``below`` and those
         that ``kind`` triggers after it, one after the other (the state below never
-        changes)."""
+        changes), and the action of ``kind`` in that state (None if it has none)."""
         while True:
             top = self.actions[below][action.origin]
             action = self.actions[top].get(kind)
             if action.__class__ is not _Pass:
-                return top
+                return top, action
 
 
 @functools.cache
@@ -982,27 +996,37 @@ class _Desugarer:
         self.arms: dict[str, Callable[[_Surface], Step[Term] | Term]] = {
             name[1:]: getattr(self, name) for name in dir(type(self))
             if name.startswith("_") and name[1:] in _SURFACE_KINDS}
+        self.arms["NAME"] = self._name
+        # The lines on which the last span started and ended, each as (offset of its first
+        # character, offset of the next line's, line number): the walk meets nodes in the
+        # order of the text, so most spans start on the line of the one before, and the
+        # lets of a chain all end where it ends.  Searched for only when they do not.
+        self.start_line = self.end_line = (0, 0, 0)
 
     def span(self, pos: Position) -> Span:
-        place = self.lines.place(pos)
-        if self.origin != (1, 1):  # a text of its own inside a file
-            place = _placed(place, self.origin)
-        return Span(self.file, *place)
+        return self.span_at(*pos)
 
-    def span_of(self, item: _Token | _Surface) -> Span:
-        """The span of ``item`` (:meth:`span` of its extent, inlined: one per node)."""
-        if self.placed:
-            return self.span((item.start, item.end))
-        start = item.start
-        end = item.end
-        starts = self.lines.starts
-        line = bisect_right(starts, start)
-        line_start = starts[line - 1]
-        if end < starts[line]:  # most nodes lie on one line: no second search
-            return Span(self.file, line, start - line_start + 1, line, end - line_start + 1)
-        end_line = bisect_right(starts, end)
-        return Span(self.file, line, start - line_start + 1,
-                    end_line, end - starts[end_line - 1] + 1)
+    def span_at(self, start: int, end: int) -> Span:
+        """The span from offset ``start`` to ``end`` (one per node: the lines' search is
+        mostly skipped, see ``start_line``)."""
+        if self.placed:  # a text of its own inside a file
+            return Span(self.file, *_placed(self.lines.place((start, end)), self.origin))
+        first, after, line = self.start_line
+        if not first <= start < after:
+            starts = self.lines.starts
+            line = bisect_right(starts, start)
+            first = starts[line - 1]
+            after = starts[line]
+            self.start_line = (first, after, line)
+        if end < after:  # most nodes lie on one line
+            return Span(self.file, line, start - first + 1, line, end - first + 1)
+        end_first, end_after, end_line = self.end_line
+        if not end_first <= end < end_after:
+            starts = self.lines.starts
+            end_line = bisect_right(starts, end)
+            end_first = starts[end_line - 1]
+            self.end_line = (end_first, starts[end_line], end_line)
+        return Span(self.file, line, start - first + 1, end_line, end - end_first + 1)
 
     def error(self, message: str, pos: Position) -> ParseError:
         return ParseError(message, self.span(pos))
@@ -1173,18 +1197,18 @@ class _Desugarer:
 
     def _number(self, s):
         """A real literal (a leaf: no step)."""
-        return Const(s.parts[0], span=self.span_of(s))
+        return Const(s.parts[0], span=self.span_at(s.start, s.end))
 
     def _boolean(self, s):
         """``true`` / ``false`` (a leaf: no step)."""
-        return BoolLit(s.parts[0], span=self.span_of(s))
+        return BoolLit(s.parts[0], span=self.span_at(s.start, s.end))
 
     def _name(self, s):
         """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
         a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error).
-        A leaf: no step."""
-        name = s.parts[0].text
-        span = self.span_of(s)
+        A leaf: no step; ``s`` is the NAME token."""
+        name = s.text
+        span = self.span_at(s.start, s.end)
         if name in self.scope.local and name != WILDCARD:  # most names: a local variable
             return Var(name, span=span)
         if name == WILDCARD:
@@ -1247,7 +1271,7 @@ class _Desugarer:
         spine.reverse()
         fn = None
         used = 0
-        name = head.parts[0].text if head.kind == "name" else None
+        name = head.text if head.kind == "NAME" else None
         if name in self.declared and not self.scope.binds_locally(name):
             arity = self.declared[name].arity
             if arity <= len(spine):
@@ -1277,7 +1301,7 @@ class _Desugarer:
             arg = self.term(node.parts[1])
             if arg.__class__ is GeneratorType:  # not a leaf
                 arg = yield arg
-            fn = App(fn, arg, span=self.span_of(node))
+            fn = App(fn, arg, span=self.span_at(node.start, node.end))
         return fn
 
     def _parens(self, s):
@@ -1332,7 +1356,7 @@ class _Desugarer:
                     break
                 node = nodes.pop()
                 term = Prim(_INFIX[node.parts[0].text], (lefts.pop(), term),
-                            span=self.span_of(node))
+                            span=self.span_at(node.start, node.end))
             else:
                 return term
 
@@ -1417,7 +1441,7 @@ class _Desugarer:
         for s, names, value in reversed(chain):
             self.scope.leave(names)
             bind = s.parts[0]
-            span = self.span_of(s)
+            span = self.span_at(s.start, s.end)
             if bind.kind == "bind_name":
                 term = Let(names[0], value, term, span=span)
             else:

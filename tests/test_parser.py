@@ -577,6 +577,19 @@ def test_a_chain_of_lets_desugars_as_the_same_lets_one_inside_the_other():
         Span("<expr>", line, 1, 5, 2) for line in (2, 3, 4)]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab\n", max_size=40),
+       st.lists(st.tuples(st.integers(0, 45), st.integers(0, 45)), max_size=30))
+def test_spans_on_the_lines_of_the_last_ones_are_those_the_search_finds(text, extents):
+    """The desugarer remembers the lines of the last span it made: in any order of offsets,
+    each span is the one the search of the lines gives."""
+    desugarer = parser_module._desugarer(text, "f.lam", ())
+    lines = parser_module._Lines(text)
+    for start, end in extents:
+        start, end = sorted((min(start, len(text)), min(end, len(text))))
+        assert desugarer.span_at(start, end) == Span("f.lam", *lines.place((start, end)))
+
+
 def test_every_node_has_a_span():
     text = ("def f (a, b) (x : R) = let (u, v) = (a, b, [x]) in \\q -> if u && v || q < 1 "
             "then map sin [x ^ -2] else (seed 0 x <+> zero, cotangent x 1, (x : R))")
