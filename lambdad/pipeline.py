@@ -261,8 +261,11 @@ class Program:
                 # when a name of it is asked for (see _typed_with).
                 # Every name the program uses is a word of its text: the words name the
                 # prelude definitions it may use (a few mentioned in comments are typed in
-                # vain) at a fraction of the cost of walking its terms.
-                words = frozenset(_WORD.findall(text)) & frozenset(self.prelude_names)
+                # vain) at a fraction of the cost of walking its terms.  A name the text
+                # does not contain is none of its words: a long program mentioning none is
+                # not split into words at all.
+                spelled = frozenset(name for name in self.prelude_names if name in text)
+                words = frozenset(_WORD.findall(text)) & spelled if spelled else spelled
                 self._own: ModuleTyping | None = None
                 self._prelude_typed = frozenset()
                 self._typed_with(words, user)
