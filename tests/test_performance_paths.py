@@ -279,11 +279,10 @@ def test_forward_over_reverse_checks_the_adjoint_arithmetic_where_it_leaves_the_
               if re.match(r"def \w+\(_c, \w+, _st\):", function)]
     assert bodies
     for text in bodies:
-        lines = text.splitlines()
         checked = re.findall(r"if (\w+) - \1: _nonfinite", text)
         # what leaves the linear body: the staged pair's parts (or the staged value)
         leaving = set()
-        for index, line in enumerate(lines):
+        for line in text.splitlines():
             staged = re.search(r"_st\(\w+, (\w+)\)", line)
             if staged:
                 leaving.add(staged.group(1))
