@@ -800,8 +800,9 @@ class _CodeGenerator:
     def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str],
                      names: "itertools.count[int]", indexed: bool) -> str:
         """The loop function of a batched fold: ``(steps, a_1 .. a_n, stage)``, where each
-        step is the tuple of what its slots' bodies capture (with ``indexed``, those tuples
-        in a tuple or list, one per slot) and ``a_j`` is the adjoint of
+        step is the tuple of what its slots' bodies capture, or the value itself when a body
+        captures one (with ``indexed``, those in a tuple or list, one per slot) and ``a_j``
+        is the adjoint of
         slot ``j`` of the last step (None if nothing reached it); it runs the bodies of
         each step, latest first, a body only when its slot received something, and
         returns what the first step sent to the start's slots."""
@@ -818,12 +819,20 @@ class _CodeGenerator:
                                (current[slot],)))
             if captured:
                 record = f"_r[{slot}]" if indexed else "_r"
-                loop.lines.append((3, f"{', '.join(captured)}, = {record}", None, (), ()))
+                targets = captured[0] if len(captured) == 1 else f"{', '.join(captured)},"
+                loop.lines.append((3, f"{targets} = {record}", None, (), ()))
             loop.lines.append((3, f"{param} = {current[slot]}", None, (), (current[slot],)))
             loop.lines.extend((indent + 2, text, site, pure, uses)
                               for indent, text, site, pure, uses in body.lines)
         loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (), tuple(sent)))
         loop.emit(f"return ({', '.join(current)},)", current)
+        # A slot of the previous step that one statement sends to is None before it (each
+        # step starts them so): that sum is its one term.
+        sums = [_SENT_SUM.fullmatch(line[1]) for line in loop.lines]
+        terms = collections.Counter(found[1] for found in sums if found is not None)
+        loop.lines = [line if found is None or terms[found[1]] > 1
+                      else (line[0], f"{found[1]} = {found[2]}", *line[2:])
+                      for line, found in zip(loop.lines, sums)]
         name = self.fresh("_f")
         # Kept whole (one `for`), and run again with every check to locate an error when
         # its checks were deferred (lambdad.guard).
@@ -1126,7 +1135,8 @@ class _CodeGenerator:
     def batched_slot(self, term: LinLam, fn: _Function):
         """A backpropagator of a batched fold's step (:meth:`batched_fold`): its body goes
         to the fold's loop function, what it sends to the previous step's slots into the
-        loop's locals; its value here is the tuple of what the body captures."""
+        loop's locals; its value here is the tuple of what the body captures (the value
+        itself when it captures one)."""
         plan, previous, bodies, loop_names = self.batching
         child = _Function(fn, loop_names)  # (its lines go to the loop function)
         param = child.fresh("v")
@@ -1143,6 +1153,8 @@ class _CodeGenerator:
         captured = list(child.captures.items())
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
         bodies[plan.slots[id(term)]] = (child, param, [inner for _, inner in captured])
+        if len(values) == 1:  # the one value is the record (no tuple a step)
+            return values[0]
         t = fn.fresh("t")
         fn.emit(f"{t} = ({', '.join(values)},)" if values else f"{t} = ()", values, pure=(t,))
         return t
@@ -1347,6 +1359,10 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
 # same in every function) and the numbered globals (functions `_f3`, constants `_k4`): what
 # differs between two pieces of long functions that compute alike.
 _LOCAL_OR_NUMBERED_NAME = re.compile(r"\b([tvc][0-9]+|_[fk][0-9]+)\b")
+# What a batched fold's step sends to a slot of the previous step, added to what it has
+# (see _CodeGenerator.staged): the slot's local and the term.
+_SENT_SUM = re.compile(r"(t[0-9]+) = (\S+) if \1 is None else \1 \+ \2 "
+                       r"if type\(\2\) is float else _ssum\(\1, \2\)")
 # Lines of generated code compiled at once: CPython's compiler holds the syntax tree of
 # what it compiles (kilobytes a line), so a bounded batch keeps memory bounded.
 _LINES_PER_COMPILE = 4000

@@ -267,6 +267,26 @@ def test_a_fold_step_computing_one_operation_twice_differentiates_alike(strategy
     assert gradient == pytest.approx(factor, rel=1e-12)
 
 
+def test_a_batched_step_records_a_lone_captured_value_and_assigns_a_lone_sum():
+    """A slot whose body captures one value records that value, not a 1-tuple of it; a
+    previous step's slot sent to by one statement of a step is assigned, not added to."""
+    chain = lambdad.loads("def f (x : R) : R = fold (\\acc i -> acc * acc * 0.5 + sin acc) "
+                          "x (range 30)")
+    sources, (value, gradient) = sources_made_by(lambda: chain.value_and_grad("f", -0.5))
+    text = "\n".join(sources)
+    assert re.search(r"\.append\(v\d+\)", text) and re.search(r"\n +c\d+ = _r\n", text)
+    assert " is None else " not in text
+    expected = chain.value_and_grad("f", -0.5, strategy="factored")
+    assert value == expected[0] and gradient == pytest.approx(expected[1], rel=1e-12)
+    # two slots sending to the same previous slot: their sum stays a sum
+    pairs = lambdad.loads("def g (x : R) : R = let (a, b) = fold (\\(a, b) i -> "
+                          "(a * 0.9 + i / 100, a + b * 0.5)) (x, x) (range 30) in a + b")
+    sources, (value, gradient) = sources_made_by(lambda: pairs.value_and_grad("g", 0.3))
+    assert " is None else " in "\n".join(sources)
+    expected = pairs.value_and_grad("g", 0.3, strategy="factored")
+    assert value == expected[0] and gradient == pytest.approx(expected[1], rel=1e-12)
+
+
 def test_forward_over_reverse_checks_the_adjoint_arithmetic_where_it_leaves_the_body():
     program = lambdad.loads("def f (x : R) : R = let y = x * x * 0.5 + sin x in y * y")
     bodies, (_, _, product) = sources_made_by(lambda: program.hvp("f", 0.3, 1.0))
