@@ -719,17 +719,27 @@ class _CodeGenerator:
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
         acc, records, element, t = fn.fresh("t"), fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
+        # The accumulator is nested pairs (scalars with their backpropagators, the slots at
+        # plan.paths): its leaves are carried from step to step in locals, not as pairs
+        # made at every step and taken apart at the next; the step sees the pairs made of
+        # them, each made only if the step uses it whole.
+        nodes = sorted({path[:end] for path in plan.paths for end in range(len(path))},
+                       key=len)
+        leaves = [node + (side,) for node in nodes for side in (0, 1)
+                  if node + (side,) not in nodes]
+        carried = {leaf: fn.fresh("v") for leaf in leaves}
         # (the length first, inline: most short folds are many, as the MLP's dot products)
         fn.emit(f"if len({xs}) >= {BATCHED_FOLD_MIN_STEPS} and _batches({z}, {xs}):", (z, xs))
         enclosing, indent = fn.blocks, fn.indent
         fn.blocks = enclosing + (next(self.counter),)
         fn.indent += 1
         fn.if_depth += 2
-        fn.emit(f"{acc} = {z}", (z,))
+        self.carry(carried, nodes, z, fn)
         fn.emit(f"{records} = []")
         fn.emit(f"for {element} in {xs}:", (xs,))
         fn.indent += 1
         fn.blocks += (next(self.counter),)
+        step = self.carried_pairs(carried, nodes, fn, pure=True)
         saved = self.batching
         # (one Python function, the loop, holds them and the bodies: one numbering)
         loop_names = itertools.count()
@@ -737,16 +747,17 @@ class _CodeGenerator:
         self.batching = (plan, {name: sent[slot] for name, slot in plan.previous.items()},
                          [None] * len(plan.paths), loop_names)
         lam = plan.step
-        previous = self.bind(fn, lam.param, acc)
+        previous = self.bind(fn, lam.param, step)
         returned, made = yield self.step_spine(lam.body, fn, element)
         self.unbind(fn, lam.param, previous)
         bodies = self.batching[2]
         self.batching = saved
         record = made[0] if len(made) == 1 else f"({', '.join(made)},)"
         fn.emit(f"{records}.append({record})", (records, *made))
-        fn.emit(f"{acc} = {returned}", (returned,))
+        self.carry(carried, nodes, returned, fn)  # (last in the loop: see apply_primitive)
         fn.indent -= 1
         fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
+        acc = self.carried_pairs(carried, nodes, fn, pure=False)
         loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1)
         # batched_fold_result, written for these slots: the fold's backpropagator, then
         # the slots', in the accumulator of the last step
@@ -777,6 +788,30 @@ class _CodeGenerator:
         fn.blocks = enclosing
         fn.if_depth -= 2
         return t
+
+    def carry(self, carried: dict[tuple[int, ...], str], nodes: list[tuple[int, ...]],
+              value: str, fn: _Function) -> None:
+        """Assigns the leaves of the nested pairs ``value`` (pairs at the paths ``nodes``)
+        to their locals ``carried``, in one statement: the atoms a pair was made of when it
+        was made in ``fn`` (:meth:`unpack`), else unpacked."""
+        atoms = {(): value}
+        for node in nodes:  # (shortest first: a pair before its parts)
+            atoms[node + (0,)], atoms[node + (1,)] = self.unpack(atoms[node], fn)
+        sources = [atoms[leaf] for leaf in carried]
+        fn.emit(f"{', '.join(carried.values())}, = {', '.join(sources)},", sources)
+
+    def carried_pairs(self, carried: dict[tuple[int, ...], str], nodes: list[tuple[int, ...]],
+                      fn: _Function, pure: bool) -> str:
+        """The nested pairs of the leaves ``carried`` (pairs at the paths ``nodes``), made
+        by a statement each (``pure``: dropped where unused) and known to :meth:`unpack`:
+        the atom of the whole."""
+        atoms = dict(carried)
+        for node in reversed(nodes):  # (longest first: its parts before a pair)
+            parts = (atoms[node + (0,)], atoms[node + (1,)])
+            atoms[node] = t = fn.fresh("t")
+            fn.emit(f"{t} = ({parts[0]}, {parts[1]})", parts, pure=(t,) if pure else ())
+            self.pairs[(fn, t)] = parts
+        return atoms[()]
 
     def step_spine(self, term: Term, fn: _Function, element: str):
         """The statements of a batched step's body ``lets in \\x -> lets in (e, [g1 .. gk])``

@@ -287,6 +287,23 @@ def test_a_batched_step_records_a_lone_captured_value_and_assigns_a_lone_sum():
     assert value == expected[0] and gradient == pytest.approx(expected[1], rel=1e-12)
 
 
+def test_a_batched_fold_carries_its_accumulator_as_its_leaves():
+    """Inline, a batched fold's accumulator (nested pairs of scalars and backpropagators)
+    goes from step to step as its leaves in locals: no step makes a pair of it."""
+    program = lambdad.loads("def wide (xs : [R]) : R = fst (fold (\\(acc, prev) x -> "
+                            "(acc + sin (prev * x) + x ^ 2, x)) (0, 0) xs)")
+    xs = [0.1 * k - 0.7 for k in range(12)]
+    sources, (value, gradient) = sources_made_by(lambda: program.value_and_grad("wide", xs))
+    loops = [match for text in sources
+             for match in re.finditer(r"\n( +)for v\d+ in \w+:\n((?:\1 .*\n)+)", text)]
+    assert len(loops) == 1
+    body = loops[0].group(2)
+    assert not re.search(r"= \(\w+, \w+\)\n", body), body
+    assert re.search(r"\n +(v\d+, ){3}= \w+, \w+, \w+,\n", "\n" + body), body
+    expected = program.value_and_grad("wide", xs, strategy="factored")
+    assert value == expected[0] and gradient == pytest.approx(expected[1], rel=1e-12)
+
+
 def test_forward_over_reverse_checks_the_adjoint_arithmetic_where_it_leaves_the_body():
     program = lambdad.loads("def f (x : R) : R = let y = x * x * 0.5 + sin x in y * y")
     bodies, (_, _, product) = sources_made_by(lambda: program.hvp("f", 0.3, 1.0))
