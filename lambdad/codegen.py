@@ -704,11 +704,12 @@ class _CodeGenerator:
         """The batched fold of :meth:`batched_fold`, its steps inline::
 
             if batches(z, xs):
-                acc = z; records = []
+                l1, .., lk = <the leaves of z>; records = []
                 for x in xs:
-                    <the step's statements, with p = acc>
-                    records.append(<its backpropagators' tuples>); acc = <what it returns>
-                t = batched_fold_result(acc, records, loop, z, ...)
+                    <the step's statements, with p = the pairs of l1 .. lk>
+                    records.append(<its backpropagators' records>)
+                    l1, .., lk = <the leaves of what it returns>
+                t = batched_fold_result(<the pairs of l1 .. lk>, records, loop, z, ...)
             else:
                 t = fold(f, z, xs)
         """
@@ -718,7 +719,7 @@ class _CodeGenerator:
         primitive = PRIMITIVES[FOLD.name]
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
-        acc, records, element, t = fn.fresh("t"), fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
+        records, element, t = fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
         # The accumulator is nested pairs (scalars with their backpropagators, the slots at
         # plan.paths): its leaves are carried from step to step in locals, not as pairs
         # made at every step and taken apart at the next; the step sees the pairs made of
