@@ -912,6 +912,12 @@ class _CodeGenerator:
         elif primitive.inline is not None:
             fn.emit(f"{t} = {primitive.inline.format(**dict(zip(primitive.params, atoms)))}",
                     atoms, site)
+        elif primitive.inline_at_literals is not None and \
+                primitive.inline_at_literals[0](*map(_literal_real, atoms)):
+            # (an overflow there is reported with the evaluation's message: guard.describe)
+            fn.emit(f"{t} = "
+                    f"{primitive.inline_at_literals[1].format(**dict(zip(primitive.params, atoms)))}",
+                    atoms, site)
         elif primitive.evaluate is not None:
             evaluator = self.evaluators.get(primitive.name)
             if evaluator is None:

@@ -71,6 +71,12 @@ def describe(primitive: Primitive, args: Sequence[Any], exc: BaseException) -> s
     """The message of a failed primitive evaluation, naming the operation."""
     if isinstance(exc, DomainError):
         return str(exc)
+    if primitive.inline_at_literals is not None and isinstance(exc, OverflowError):
+        # raised by the inline form: the evaluation says it as it does everywhere else
+        try:
+            primitive.evaluate(*args)
+        except DomainError as own:
+            return str(own)
     shown = ", ".join(_short(a) for a in args)
     return f"`{primitive.spelling.symbol}` failed on {shown}: {exc}"
 

@@ -117,6 +117,12 @@ class Primitive:
     # used by code generation for speed; ``None`` means call ``evaluate``.  Only for
     # primitives that cannot fail.
     inline: str | None = None
+    # An inline expression (as ``inline``) for the applications whose literal operands make
+    # every failure but an overflow impossible, with that condition: it is given each
+    # operand's literal value, None for an operand that is not a literal (``x ^ 2``: a
+    # whole exponent >= 0 is defined at every base).  An overflow raised there is reported
+    # with the message of ``evaluate``.
+    inline_at_literals: "tuple[Callable[..., bool], str] | None" = None
     partials: tuple[str, ...] = ()
     result: str | None = None
     # Where the primitive is defined, as a predicate on its real arguments (sampling).
@@ -199,6 +205,12 @@ def _pow(x: float, y: float) -> float:
         return math.pow(x, y)
     except OverflowError:
         raise DomainError(f"overflow in {_num(x)} ^ {_num(y)}") from None
+
+
+def _whole_exponent(x: float | None, y: float | None) -> bool:
+    """Whether ``x ^ y`` is defined at every base ``x``: ``y`` is a literal whole number
+    >= 0 (then :func:`_pow` is ``math.pow`` but for its message on an overflow)."""
+    return y is not None and y >= 0.0 and float(y).is_integer()
 
 
 def _log(x: float) -> float:
@@ -381,7 +393,7 @@ def _concat(xss: list) -> list:
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
           domain=None, kink=None, commutative=False, laws=None,
-          finite_at_finite=False) -> Primitive:
+          finite_at_finite=False, inline_at_literals=None) -> Primitive:
     arity = len(params)
     return Primitive(
         name=name,
@@ -392,6 +404,7 @@ def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, sp
         doc=doc,
         evaluate=evaluate,
         inline=inline,
+        inline_at_literals=inline_at_literals,
         partials=partials,
         result=result,
         domain=domain,
@@ -441,6 +454,7 @@ _ENTRIES: list[Primitive] = [
           "integer y); a literal exponent is never differentiated",
           _pow, ("if y == 0 then 0 else y * x ^ (y - 1)", "if x > 0 then log x * r else 0"),
           result="r", spelling=_infix("^", LEVEL_POW, "right"), laws=Laws(right_unit=1.0),
+          inline_at_literals=(_whole_exponent, "_m.pow({x}, {y})"),
           # Far from 0, and a negative base only with a whole exponent (x ^ 2 at -1).
           domain=lambda x, y: (x > 0.1 or (x < -0.1 and float(y).is_integer()))
           and abs(y) < 4),

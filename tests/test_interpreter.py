@@ -105,6 +105,37 @@ def test_each_real_and_test_primitive_evaluates_as_its_table_entry(name):
     assert f == expected
 
 
+@pytest.mark.parametrize("name", sorted(n for n, p in PRIMITIVES.items()
+                                         if p.inline_at_literals is not None))
+def test_an_inline_form_at_literals_computes_what_the_evaluation_computes(name):
+    """Where the literal operands meet its condition, generated code computes the primitive
+    by its inline form: bit for bit the value of ``evaluate``, at every non-literal operand."""
+    primitive = PRIMITIVES[name]
+    condition = primitive.inline_at_literals[0]
+    literals = [0.0, 1.0, 2.0, 3.0, 7.0, 0.5, -1.0, -2.0]
+    operands = [0.0, -0.0, 1.0, -1.0, 0.3, -2.5, 1e-200, 1e100, -1e100, 123.456]
+    for position in range(primitive.arity):
+        for literal in literals:
+            mask = [None] * primitive.arity
+            mask[position] = literal
+            if not condition(*mask):
+                continue
+            for operand in operands:
+                args = [literal if i == position else operand for i in range(primitive.arity)]
+                if primitive.arity > 2:  # (one operand for all the others)
+                    pytest.skip("written for binary primitives")
+                try:
+                    expected = primitive.evaluate(*args)
+                except Exception:
+                    continue
+                # the other operands are parameters: unknown when the code is generated
+                function = evaluate(Lam("a", Prim(name, tuple(
+                    Const(literal) if i == position else Var("a")
+                    for i in range(primitive.arity)))))
+                got = function(operand)
+                assert got == expected and math.copysign(1, got) == math.copysign(1, expected)
+
+
 @pytest.mark.parametrize("text, expected", [
     ("1 + 2 * 3", 7.0),
     ("2 ^ 10", 1024.0),
@@ -281,6 +312,7 @@ def test_modules_evaluate_in_order_up_to_a_name():
     ("length (range (0 - 1))", "range (0 - 1)", "range needs a non-negative integer, got -1"),
     ("(0 - 2) ^ 0.5", "(0 - 2) ^ 0.5", "negative base"),
     ("exp 1000", "exp 1000", "overflow in exp 1000"),
+    ("let y = 1e200 in 1 + y ^ 2", "y ^ 2", "overflow in 1e+200 ^ 2"),
     ("sin (exp 700 * exp 700)", "exp 700 * exp 700", "is inf: an overflow"),
     ("map (\\x -> 2 * log x) [1, 0]", "log x", "log of a non-positive number (0)"),
     ("map log [1, 0]", "log", "log of a non-positive number (0)"),

@@ -744,3 +744,21 @@ def test_repeated_restricted_gradients_reuse_the_program_of_the_fixed_values():
 def test_a_linear_body_staging_nothing_compiles(body):
     program = lambdad.loads(f"def f (x : R) : R = cotangent (x, seed 0) ((\\a -o {body}) 1)")
     assert program.call("f", 2.0) == 0.0
+
+
+def test_a_whole_literal_exponent_is_computed_inline_with_the_same_value_and_message():
+    program = lambdad.loads("def f (x : R) : R = x ^ 2 + x ^ 3\n"
+                            "def g (x : R) (y : R) : R = x ^ y + x ^ 0.5\n")
+    value, gradient = program.value_and_grad("f", 1.7)
+    assert (value, gradient) == (math.pow(1.7, 2.0) + math.pow(1.7, 3.0),
+                                 2.0 * 1.7 + 3.0 * math.pow(1.7, 2.0))
+    texts, _ = sources_made_by(lambda: program.value_and_grad("f", 1.3))
+    assert texts == []  # made by the first gradient already
+    f_sources, _ = sources_made_by(lambda: lambdad.loads(
+        "def f (x : R) : R = x ^ 2 + x ^ 3").value_and_grad("f", 1.3))
+    assert all("_m.pow(" in text for text in f_sources)
+    # an exponent that is not a whole literal >= 0 may fail otherwise: the evaluation runs
+    g_sources, _ = sources_made_by(lambda: program.value_and_grad("g", (1.3, 2.0)))
+    assert g_sources and not any("_m.pow(" in text for text in g_sources)
+    with pytest.raises(lambdad.EvalError, match=r"overflow in 1e\+200 \^ 2"):
+        program.value_and_grad("f", 1e200)
