@@ -24,8 +24,11 @@ lark exception escapes.
 from __future__ import annotations
 
 import functools
+import hashlib
 import operator
+import os
 import re
+import sys
 from collections.abc import Callable, Container, Iterable, Mapping, Set
 from pathlib import Path
 from bisect import bisect_right
@@ -406,7 +409,12 @@ class _Concrete(lark.Transformer):
 
 @functools.cache
 def _parser() -> lark.Lark:
-    """The LALR parser of ``grammar.lark`` (built once; it holds no per-parse state)."""
+    """The LALR parser of ``grammar.lark`` (built once; it holds no per-parse state).
+
+    lark's analysis of the grammar, two thirds of the time ``import lambdad`` takes, is
+    kept between processes in the user's cache directory (lark's ``cache`` option; lark
+    checks the file against the grammar, its options and its version, and analyses the
+    grammar again when they differ or the file cannot be read)."""
     grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
     return lark.Lark(
         grammar,
@@ -415,7 +423,25 @@ def _parser() -> lark.Lark:
         start=["module", "repl_entry", "expr_entry", "type_entry"],
         transformer=_Concrete(),
         maybe_placeholders=False,
+        cache=_cache_file(grammar),
     )
+
+
+def _cache_file(grammar: str) -> str | bool:
+    """Where lark keeps its analysis of ``grammar``: a file of the user's cache directory
+    (``$XDG_CACHE_HOME``, else ``~/.cache``) named after the grammar and the versions of
+    lark and Python, so that versions of lambdad installed side by side keep their own;
+    False (no cache) if that directory cannot be made."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if base.startswith("~"):  # no home directory to expand
+        return False
+    folder = os.path.join(base, "lambdad")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    digest = hashlib.sha256(f"{grammar}{lark.__version__}{sys.version_info[:2]}".encode())
+    return os.path.join(folder, f"grammar-{digest.hexdigest()[:16]}.lark-cache")
 
 
 class _Refused(Exception):
@@ -555,9 +581,13 @@ class _Driver:
         key = tuple(t.name for t in terminals)
         match = self.by_terminals.get(key)
         if match is None:
-            alternatives = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals)
+            # Each terminal's group is an empty one after its pattern, not one around it:
+            # the regular expression engine skips an alternative whose first character
+            # cannot match without entering it, which a group opening it would prevent.
+            alternatives = "|".join(f"(?:{t.pattern.to_regexp()})(?P<{t.name}>)"
+                                    for t in terminals)
             match = self.by_terminals[key] = re.compile(
-                self.blanks + "(?:" + alternatives + ")", self.flags).match
+                "(" + self.blanks + ")(?:" + alternatives + ")", self.flags).match
         self.scanners[state] = match
         return match
 
@@ -581,13 +611,14 @@ class _Driver:
             match = scan(text, pos)
             if match is not None:
                 kind = match.lastgroup
+                first = match.end(1)  # after the blanks and comments
                 pos = match.end()
-                value = match[kind]
+                value = text[first:pos]
                 if kind in unless:
                     retyped = unless[kind].get(value)
                     if retyped is not None and retyped in actions[state]:
                         kind = retyped
-                token = new(_Token, (kind, value, pos - len(value), pos))
+                token = new(_Token, (kind, value, first, pos))
             elif self.skip.match(text, pos).end() == len(text):
                 kind = "$END"
             else:

@@ -758,3 +758,36 @@ def test_the_fast_driver_lexes_by_context():
                         ("(x : R * R)", "expr_entry"), ("", "module"), ("  -- only\n", "module")]:
         assert _outcome(lambda: driver.parse(text, start)) == \
             _outcome(lambda: reference.parse(text, start=start)), text
+
+
+def _import_and_parse(cache_home: str) -> str:
+    """What a fresh process prints parsing a program, with its cache directory at
+    ``cache_home``."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "XDG_CACHE_HOME": cache_home}
+    done = subprocess.run(
+        [sys.executable, "-c", "import lambdad; p = lambdad.loads('def f (x : R) : R = "
+         "let y = x * x in y ^ 2 - sin y'); print(p.value_and_grad('f', 1.5))"],
+        capture_output=True, text=True, env=env, check=True)
+    assert done.stderr == ""
+    return done.stdout
+
+
+def test_the_grammar_analysis_is_kept_between_processes_and_read_back(tmp_path):
+    first = _import_and_parse(str(tmp_path))
+    (kept,) = (tmp_path / "lambdad").iterdir()
+    assert kept.name.startswith("grammar-") and kept.stat().st_size > 0
+    written = kept.stat().st_mtime_ns
+    assert _import_and_parse(str(tmp_path)) == first  # read back, not written again
+    assert kept.stat().st_mtime_ns == written
+    kept.write_bytes(b"not a parser\n")  # a damaged file: analysed again
+    assert _import_and_parse(str(tmp_path)) == first
+
+
+def test_no_cache_directory_is_no_error(tmp_path):
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    reference = _import_and_parse(str(tmp_path / "cache"))
+    assert _import_and_parse(str(blocked)) == reference
