@@ -312,7 +312,7 @@ def _zip(xs: list, ys: list) -> list:
 def _range(n: float) -> list:
     if not (n >= 0.0 and float(n).is_integer()):
         raise DomainError(f"range needs a non-negative integer, got {_num(n)}")
-    return [float(i) for i in range(int(n))]
+    return list(map(float, range(int(n))))
 
 
 def _map(f: Callable, xs: list) -> list:
