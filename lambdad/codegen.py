@@ -103,7 +103,9 @@ _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinst
 # long straight-line program, is cut into pieces called one after the other (see _pieces).
 _MAX_PIECE_LINES = 500
 # The names a statement of generated code may read or bind locally.
-_LOCAL_OR_PARAMETER = re.compile(r"\b(?:[tvc][0-9]+|_c|_st)\b")
+# (Written to start with a character class, which the engine looks for before trying a
+# match, rather than with `\b`: the lookbehind after it checks what `\b` would.)
+_LOCAL_OR_PARAMETER = re.compile(r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st))\b")
 # The names a statement assigns: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`.
 _TARGETS = re.compile(r"^((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?) = ", re.MULTILINE)
 
@@ -1400,7 +1402,8 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
 # Names local to a generated function (parameters and temporaries; `_c` and `_st` are the
 # same in every function) and the numbered globals (functions `_f3`, constants `_k4`): what
 # differs between two pieces of long functions that compute alike.
-_LOCAL_OR_NUMBERED_NAME = re.compile(r"\b([tvc][0-9]+|_[fk][0-9]+)\b")
+_LOCAL_OR_NUMBERED_NAME = re.compile(  # `\b([tvc][0-9]+|_[fk][0-9]+)\b`, as above
+    r"([tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)[fk][0-9]+))\b")
 # What a batched fold's step sends to a slot of the previous step, added to what it has
 # (see _CodeGenerator.staged): the slot's local and the term.
 _SENT_SUM = re.compile(r"(t[0-9]+) = (\S+) if \1 is None else \1 \+ \2 "

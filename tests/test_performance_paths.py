@@ -762,3 +762,23 @@ def test_a_whole_literal_exponent_is_computed_inline_with_the_same_value_and_mes
     assert g_sources and not any("_m.pow(" in text for text in g_sources)
     with pytest.raises(lambdad.EvalError, match=r"overflow in 1e\+200 \^ 2"):
         program.value_and_grad("f", 1e200)
+
+
+@pytest.mark.parametrize("pattern, plain", [
+    ("_LOCAL_OR_PARAMETER", r"\b(?:[tvc][0-9]+|_c|_st)\b"),
+    ("_LOCAL_OR_NUMBERED_NAME", r"\b([tvc][0-9]+|_[fk][0-9]+)\b"),
+])
+def test_the_name_patterns_of_code_generation_find_what_word_boundaries_would(pattern, plain):
+    import random
+    from lambdad import codegen
+    fast, slow = getattr(codegen, pattern), re.compile(plain)
+    generated, _ = sources_made_by(lambda: lambdad.loads(
+        "def f (x : R) : R = let y = x * x in let z = sin y * x in y * z - z ^ 2")
+        .value_and_grad("f", 0.3))
+    rng = random.Random(7)
+    pieces = ["t", "v", "c", "_", "f", "k", "st", "1", "0", "9", "a", "x", " ", "(", ".", "é"]
+    samples = generated + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+                           for _ in range(20000)]
+    for text in samples:
+        assert fast.findall(text) == slow.findall(text), text
+        assert fast.split(text) == slow.split(text), text
