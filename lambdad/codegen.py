@@ -271,6 +271,19 @@ def _folded_literals(primitive: Primitive, atoms: list[str]) -> str | None:
     return _real_atom(result)
 
 
+def _literal_reals_with_backprops(term: Term) -> bool:
+    """Whether ``term`` is pairs of a real literal with a linear λ (``(0, \a -o zero)``),
+    or pairs of such: then its value is one that :func:`~lambdad.tape.batches` accepts as a
+    batched fold's start, whatever the run (a literal is a real, a linear λ a
+    backpropagator)."""
+    if not isinstance(term, Pair):
+        return False
+    if isinstance(term.second, LinLam):
+        return isinstance(term.first, Const)
+    return _literal_reals_with_backprops(term.first) and \
+        _literal_reals_with_backprops(term.second)
+
+
 def _literal_real(atom: str) -> float | None:
     """The finite real an atom made by :func:`_real_atom` stands for, else None."""
     text = atom[2:-1] if atom.startswith("(-") else atom
@@ -731,8 +744,11 @@ class _CodeGenerator:
         leaves = [node + (side,) for node in nodes for side in (0, 1)
                   if node + (side,) not in nodes]
         carried = {leaf: fn.fresh("v") for leaf in leaves}
-        # (the length first, inline: most short folds are many, as the MLP's dot products)
-        fn.emit(f"if len({xs}) >= {BATCHED_FOLD_MIN_STEPS} and _batches({z}, {xs}):", (z, xs))
+        # (the length first, inline: most short folds are many, as the MLP's dot products;
+        # a start written as literals with linear λs, `(0, \a -o zero)`, is known to batch)
+        known = not self.generic and _literal_reals_with_backprops(start)
+        fn.emit(f"if len({xs}) >= {BATCHED_FOLD_MIN_STEPS}"
+                + ("" if known else f" and _batches({z}, {xs})") + ":", (z, xs))
         enclosing, indent = fn.blocks, fn.indent
         fn.blocks = enclosing + (next(self.counter),)
         fn.indent += 1

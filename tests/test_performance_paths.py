@@ -782,3 +782,19 @@ def test_the_name_patterns_of_code_generation_find_what_word_boundaries_would(pa
     for text in samples:
         assert fast.findall(text) == slow.findall(text), text
         assert fast.split(text) == slow.split(text), text
+
+
+def test_a_fold_started_by_literals_batches_without_looking_at_its_start():
+    source = ("def wide (xs : [R]) : R =\n"
+              "  fst (fold (\\(acc, prev) x -> (acc + sin (prev * x) + x ^ 2, x)) (0, 0) xs)\n"
+              "def chain (x0 : R) : R = fold (\\x k -> x * x * 0.5 + sin x) x0 (range 5)\n")
+    program = lambdad.loads(source)
+    point = [0.5, -0.3, 0.8, 1.1]
+    texts, fused = sources_made_by(lambda: program.value_and_grad("wide", point))
+    assert fused == program.value_and_grad("wide", point, strategy="factored")
+    looped = [text for text in texts if "for " in text and "_bfoldbody" in text]
+    assert looped and all("_batches(" not in text for text in looped)
+    # a start that is a variable is looked at (in nested differentiation it may not batch)
+    texts, fused = sources_made_by(lambda: program.value_and_grad("chain", 0.7))
+    assert fused == program.value_and_grad("chain", 0.7, strategy="factored")
+    assert any("_batches(" in text for text in texts)
