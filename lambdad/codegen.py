@@ -298,16 +298,12 @@ def _part(atom: str, path: tuple[int, ...]) -> str:
     return atom + "".join(f"[{index}]" for index in path)
 
 
-def _replaced_parts(atom: str, new: dict[tuple[int, ...], str], at: tuple[int, ...] = ()
-                    ) -> str:
-    """The Python expression of the nested pairs ``atom`` with the part at each path of
-    ``new`` replaced by the atom it maps to (``at``: the path of ``atom`` reached so far)."""
-    if at in new:
-        return new[at]
-    if not any(path[:len(at)] == at for path in new):
-        return _part(atom, at)
-    return (f"({_replaced_parts(atom, new, at + (0,))}, "
-            f"{_replaced_parts(atom, new, at + (1,))})")
+def _pairs_of(leaves: dict[tuple[int, ...], str], at: tuple[int, ...] = ()) -> str:
+    """The Python expression of the nested pairs whose leaves are the atoms ``leaves``, by
+    path (``at``: the path of the part being written)."""
+    if at in leaves:
+        return leaves[at]
+    return f"({_pairs_of(leaves, at + (0,))}, {_pairs_of(leaves, at + (1,))})"
 
 
 def _lifted_reals(f: Term) -> str | None:
@@ -776,7 +772,6 @@ class _CodeGenerator:
         self.carry(carried, nodes, returned, fn)  # (last in the loop: see apply_primitive)
         fn.indent -= 1
         fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
-        acc = self.carried_pairs(carried, nodes, fn, pure=False)
         loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1)
         # batched_fold_result, written for these slots: the fold's backpropagator, then
         # the slots', in the accumulator of the last step
@@ -797,7 +792,9 @@ class _CodeGenerator:
                 slots[path] = fn.fresh("t")
                 fn.emit(f"{slots[path]} = _newbp(_bslot, ({cells}, {slot}, {fold}), {span})",
                         (cells, fold))
-        fn.emit(f"{t} = {_replaced_parts(acc, slots)}", (acc, *slots.values()))
+        # (the last step's accumulator made of the carried leaves, its slots replaced)
+        leaves = {path: atom for path, atom in carried.items() if path not in slots}
+        fn.emit(f"{t} = {_pairs_of(carried | slots)}", (*leaves.values(), *slots.values()))
         fn.indent = indent
         fn.blocks = enclosing + (next(self.counter),)
         fn.emit("else:")
