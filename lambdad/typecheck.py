@@ -386,6 +386,10 @@ _READ_OFF = "cotangent"
 # --------------------------------------------------------------------------- inference
 
 
+# The deepest tree of primitive applications typed by recursion rather than by steps.
+_PRIMITIVE_TREE_DEPTH = 16
+
+
 class _Inference:
     """The state of one inference run: variable bindings and levels, and the scope.
 
@@ -730,10 +734,13 @@ class _Inference:
         if leaf is None:
             if term.__class__ is not Prim:
                 return self._visit_node(term)
+            leaf = self._prim_of_leaves  # most primitive applications: no step either
             for arg in term.args:
                 if arg.__class__ not in self.leaves:
-                    return self._prim(term)
-            leaf = self._prim_of_leaves  # most primitive applications: no step either
+                    if not self._shallow_primitives(term, 1):
+                        return self._prim(term)
+                    leaf = self._prim_tree  # arithmetic over leaves: no step either
+                    break
         try:
             result = leaf(term)
         except LambdadError as error:
@@ -819,6 +826,35 @@ class _Inference:
         primitive, remaining = self._prim_instance(term)
         for arg in term.args:
             remaining = self._prim_argument(primitive, remaining, arg, self._visit(arg))
+        return remaining
+
+    def _shallow_primitives(self, term: Prim, depth: int) -> bool:
+        """Whether ``term``'s arguments are leaves or primitive applications whose own are,
+        and so on, at most _PRIMITIVE_TREE_DEPTH deep: typed by recursion (:meth:`_prim_tree`),
+        within a bounded depth of the Python stack."""
+        for arg in term.args:
+            if arg.__class__ is Prim:
+                if depth >= _PRIMITIVE_TREE_DEPTH or not self._shallow_primitives(arg, depth + 1):
+                    return False
+            elif arg.__class__ not in self.leaves:
+                return False
+        return True
+
+    def _prim_tree(self, term: Prim) -> Type:
+        """:meth:`_prim` of a tree of primitive applications over leaves (a leaf itself: no
+        step), each inner application recorded and its errors located as :meth:`_visit`
+        does (the arithmetic of a line such as ``x * x * 0.5 + sin x``)."""
+        primitive, remaining = self._prim_instance(term)
+        for arg in term.args:
+            if arg.__class__ is Prim:
+                try:
+                    arg_type = self._prim_tree(arg)
+                except LambdadError as error:
+                    raise error.with_span(_span(arg))
+                self.visited.append((arg, arg_type))
+            else:
+                arg_type = self._visit(arg)
+            remaining = self._prim_argument(primitive, remaining, arg, arg_type)
         return remaining
 
     def _prim_instance(self, term: Prim) -> tuple[Primitive, Type]:

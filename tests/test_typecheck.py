@@ -419,6 +419,28 @@ def test_every_node_has_a_type():
             assert id(node) in typing.types
 
 
+@pytest.mark.parametrize("depth", [2, 15, 16, 17, 60])
+def test_arithmetic_of_any_depth_types_every_node_and_locates_its_errors(depth):
+    """Trees of primitive applications over leaves, typed by recursion up to a bound and by
+    steps beyond it: every node gets its type, and an error is located at its culprit."""
+    body = "x"
+    for i in range(depth):
+        body = f"(sin {body} * {i} + x)"
+    module = parse_module(f"def f (x : R) : R = {body}\n"
+                          f"def g (x : R) = map (\\y -> {body} + y) [x]", FILE)
+    typing = infer_module(module)
+    for decl in module.decls:
+        for node in walk(decl.value):
+            assert id(node) in typing.types
+            if isinstance(node, Prim) and PRIMITIVES[node.op].kind == "real":
+                assert typing.types[id(node)] == REAL
+    wrong = body.replace("sin x", "sin true", 1)
+    with pytest.raises(TypeCheckError) as caught:
+        infer_module(parse_module(f"def f (x : R) : R = {wrong}", FILE))
+    assert caught.value.span.col == len("def f (x : R) : R = ") + wrong.index("true") + 1
+    assert "`sin` expects R, but this has type Bool" in caught.value.message
+
+
 def test_equal_nodes_at_different_places_have_their_own_types():
     first, second = Var("id"), Var("id")
     term = Let("id", Lam("x", Var("x")), Pair(App(first, Const(1.0)), App(second, BoolLit(True))))
