@@ -44,7 +44,7 @@ import attrs
 from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
-from .primitives import (ADD, FOLD, MAP, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
+from .primitives import (ADD, FOLD, MAP, MUL, NEG, ZIP, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
                          TWO_ARGUMENTS, Primitive)
 from .syntax import (
     Annot,
@@ -726,10 +726,22 @@ class _CodeGenerator:
         """
         _, start, items = term.args
         z = yield self.gen(start, fn)
-        xs = yield self.gen(items, fn)
+        # A fold over `zip ys ws` (a dot product) runs over the two lists at once: no list
+        # of pairs is made but where the steps run one by one.
+        zipped = None
+        if isinstance(items, Prim) and items.op == ZIP.name and not self.instrumented:
+            lists = []
+            for operand in items.args:
+                lists.append((yield self.gen(operand, fn)))
+            zipped = (lists, PrimSite(ZIP, items.span, items, tuple(lists),
+                                      _source_atoms(items.span, fn)))
+            # (zip's own error, where zip would raise it)
+            fn.emit(f"if len({lists[0]}) != len({lists[1]}): "
+                    f"{self.evaluator(ZIP)}({lists[0]}, {lists[1]})", lists, zipped[1])
+            xs = lists[0]  # (its length is the steps')
+        else:
+            xs = yield self.gen(items, fn)
         primitive = PRIMITIVES[FOLD.name]
-        site = PrimSite(primitive, term.span, term, (normal, z, xs),
-                        _source_atoms(term.span, fn))
         records, element, t = fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
         # The accumulator is nested pairs (scalars with their backpropagators, the slots at
         # plan.paths): its leaves are carried from step to step in locals, not as pairs
@@ -751,9 +763,16 @@ class _CodeGenerator:
         fn.if_depth += 2
         self.carry(carried, nodes, z, fn)
         fn.emit(f"{records} = []")
-        fn.emit(f"for {element} in {xs}:", (xs,))
+        if zipped is None:
+            fn.emit(f"for {element} in {xs}:", (xs,))
+        else:
+            parts = (fn.fresh("v"), fn.fresh("v"))
+            fn.emit(f"for {parts[0]}, {parts[1]} in zip({', '.join(zipped[0])}):", zipped[0])
         fn.indent += 1
         fn.blocks += (next(self.counter),)
+        if zipped is not None:  # the element, made only if the step uses it whole
+            fn.emit(f"{element} = ({parts[0]}, {parts[1]})", parts, pure=(element,))
+            self.pairs[(fn, element)] = parts
         step = self.carried_pairs(carried, nodes, fn, pure=True)
         saved = self.batching
         # (one Python function, the loop, holds them and the bodies: one numbering)
@@ -799,11 +818,22 @@ class _CodeGenerator:
         fn.blocks = enclosing + (next(self.counter),)
         fn.emit("else:")
         fn.indent += 1
+        if zipped is not None:
+            xs = self.apply_primitive(ZIP, zipped[0], items, items.span, fn)
+        site = PrimSite(primitive, term.span, term, (normal, z, xs),
+                        _source_atoms(term.span, fn))
         fn.emit(f"{t} = {evaluator}({normal}, {z}, {xs})", (normal, z, xs), site)
         fn.indent = indent
         fn.blocks = enclosing
         fn.if_depth -= 2
         return t
+
+    def evaluator(self, primitive: Primitive) -> str:
+        """The global of generated code holding ``primitive``'s evaluation function."""
+        found = self.evaluators.get(primitive.name)
+        if found is None:
+            found = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
+        return found
 
     def carry(self, carried: dict[tuple[int, ...], str], nodes: list[tuple[int, ...]],
               value: str, fn: _Function) -> None:

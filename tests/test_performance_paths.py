@@ -798,3 +798,27 @@ def test_a_fold_started_by_literals_batches_without_looking_at_its_start():
     texts, fused = sources_made_by(lambda: program.value_and_grad("chain", 0.7))
     assert fused == program.value_and_grad("chain", 0.7, strategy="factored")
     assert any("_batches(" in text for text in texts)
+
+
+def test_a_fold_over_zip_runs_over_both_lists_and_fails_as_zip_does():
+    program = lambdad.loads("def dot (xs : [R]) (ys : [R]) : R =\n"
+                            "  fold (\\acc (x, y) -> acc + x * y) 0 (zip xs ys)\n"
+                            "def pairs (xs : [R]) : R =\n"
+                            "  fold (\\acc p -> acc + fst p * snd p) 0 (zip xs xs)\n")
+    for name, point in [("dot", ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0])), ("dot", ([2.0], [3.0])),
+                        ("pairs", [1.5, -2.0, 0.25])]:
+        texts, fused = sources_made_by(lambda: program.value_and_grad(name, point))
+        assert fused == program.value_and_grad(name, point, strategy="factored")
+    texts, _ = sources_made_by(lambda: lambdad.loads(
+        "def dot (xs : [R]) (ys : [R]) : R = fold (\\acc (x, y) -> acc + x * y) 0 (zip xs ys)")
+        .value_and_grad("dot", ([1.0, 2.0], [3.0, 4.0])))
+    looped = [text for text in texts if "_bfoldbody" in text]
+    assert looped and all(re.search(r"for v\d+, v\d+ in zip\(", text) for text in looped)
+    errors = []
+    for strategy in ("fused", "factored"):
+        with pytest.raises(lambdad.EvalError) as caught:
+            program.value_and_grad("dot", ([1.0, 2.0, 3.0], [1.0, 2.0]), strategy=strategy)
+        errors.append((caught.value.message, caught.value.span))
+    assert errors[0] == errors[1]
+    assert "zip of lists of different lengths (3 and 2)" in errors[0][0]
+    assert (errors[0][1].line, errors[0][1].col) == (2, 40)  # at `zip`
