@@ -677,9 +677,7 @@ class _CodeGenerator:
         step_term = step if isinstance(step, Lam) else self.lambda_terms.get((fn, normal))
         plan = batched_fold_step(step_term) if step_term is not None else None
         primitive = PRIMITIVES[FOLD.name]
-        evaluator = self.evaluators.get(primitive.name)
-        if evaluator is None:
-            evaluator = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
+        evaluator = self.evaluator(primitive)
         if plan is not None and fn.if_depth + 2 <= _MAX_IF_DEPTH:
             return (yield from self.inline_batched_fold(term, plan, normal, evaluator, fn))
         batched = loop = None
@@ -960,14 +958,11 @@ class _CodeGenerator:
         elif primitive.inline_at_literals is not None and \
                 primitive.inline_at_literals[0](*map(_literal_real, atoms)):
             # (an overflow there is reported with the evaluation's message: guard.describe)
-            fn.emit(f"{t} = "
-                    f"{primitive.inline_at_literals[1].format(**dict(zip(primitive.params, atoms)))}",
-                    atoms, site)
+            template = primitive.inline_at_literals[1]
+            fn.emit(f"{t} = {template.format(**dict(zip(primitive.params, atoms)))}", atoms,
+                    site)
         elif primitive.evaluate is not None:
-            evaluator = self.evaluators.get(primitive.name)
-            if evaluator is None:
-                evaluator = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
-            fn.emit(f"{t} = {evaluator}({args})", atoms, site)
+            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
         if (primitive.kind == "real" and fn.deferred is not None and not self.generic
