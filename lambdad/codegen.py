@@ -272,16 +272,23 @@ def _folded_literals(primitive: Primitive, atoms: list[str]) -> str | None:
 
 
 def _literal_reals_with_backprops(term: Term) -> bool:
-    """Whether ``term`` is pairs of a real literal with a linear λ (``(0, \a -o zero)``),
-    or pairs of such: then its value is one that :func:`~lambdad.tape.batches` accepts as a
-    batched fold's start, whatever the run (a literal is a real, a linear λ a
-    backpropagator)."""
+    """Whether ``term`` is pairs of a literal scalar with a linear λ (``(0, \\a -o zero)``;
+    a scalar is a real or, in forward mode over reverse mode, a pair of scalars), or pairs
+    of such: then its value is one that :func:`~lambdad.tape.batches` accepts as a batched
+    fold's start, whatever the run (a literal is a real, a linear λ a backpropagator)."""
     if not isinstance(term, Pair):
         return False
     if isinstance(term.second, LinLam):
-        return isinstance(term.first, Const)
+        return _literal_scalar(term.first)
     return _literal_reals_with_backprops(term.first) and \
         _literal_reals_with_backprops(term.second)
+
+
+def _literal_scalar(term: Term) -> bool:
+    """Whether ``term`` is a real literal or pairs of them."""
+    if isinstance(term, Pair):
+        return _literal_scalar(term.first) and _literal_scalar(term.second)
+    return isinstance(term, Const)
 
 
 def _literal_real(atom: str) -> float | None:

@@ -794,6 +794,18 @@ def test_a_fold_started_by_literals_batches_without_looking_at_its_start():
     assert fused == program.value_and_grad("wide", point, strategy="factored")
     looped = [text for text in texts if "for " in text and "_bfoldbody" in text]
     assert looped and all("_batches(" not in text for text in looped)
+    # the same in forward mode over reverse mode, its start a pair of dual numbers
+    stepped = lambdad.loads(
+        "def wide (xs : [R]) : R =\n"
+        "  let step = \\(acc, prev) x -> (acc + sin (prev * x) + x ^ 2, x) in\n"
+        "  fst (fold step (0, 0) xs)\n")
+    direction = [1.0, -0.5, 0.25, 2.0]
+    texts, (_, _, product) = sources_made_by(lambda: stepped.hvp("wide", point, direction))
+    looped = [text for text in texts if "for " in text and "_newbp(_b" in text]
+    assert looped and all("_batches(" not in text for text in looped)
+    _, _, rows = stepped.hessian("wide", point, mode="forward-over-forward")
+    expected = [sum(h * v for h, v in zip(row, direction)) for row in rows]
+    assert product == pytest.approx(expected, rel=1e-12)
     # a start that is a variable is looked at (in nested differentiation it may not batch)
     texts, fused = sources_made_by(lambda: program.value_and_grad("chain", 0.7))
     assert fused == program.value_and_grad("chain", 0.7, strategy="factored")
