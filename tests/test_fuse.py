@@ -172,7 +172,9 @@ def test_forward_over_reverse_runs_a_batched_fold_batched_in_dual_numbers(monkey
     program = lambdad.loads(BATCHED)
     direction = direction_like(point)
     value, gradient, product = program.hvp(name, point, direction)
-    monkeypatch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 10**6)  # step by step
+    # step by step: the threshold as the run reads it and as code generation writes it
+    monkeypatch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 10**6)
+    monkeypatch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 10**6)
     assert runs
     runs.clear()
     step_by_step = lambdad.loads(BATCHED).hvp(name, point, direction)
