@@ -108,6 +108,8 @@ _MAX_PIECE_LINES = 500
 _LOCAL_OR_PARAMETER = re.compile(r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st))\b")
 # The names a statement assigns: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`.
 _TARGETS = re.compile(r"^((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?) = ", re.MULTILINE)
+# A backpropagator body's first statement, unpacking the values it captures.
+_CAPTURED_UNPACK = re.compile(r"((?:c[0-9]+, )+)= _c")
 
 Line = tuple[int, str, "PrimSite | None", tuple[str, ...], tuple[str, ...]]
 
@@ -116,45 +118,112 @@ def _pieces(name: str, params: list[str], lines: list[Line], fresh: Callable[[st
             ) -> list[tuple[str, list[str], list[Line]]]:
     """The function ``name(params)`` with body ``lines`` as functions of at most about
     _MAX_PIECE_LINES statements each (name, parameters, body): a long body is cut between
-    top-level statements into pieces, each a function of the locals it reads from earlier
-    ones, returning those that later pieces read; the function itself calls them in turn.
-    CPython's compiler holds the syntax tree of a whole function at once and slows down on
-    very long ones; pieces keep both bounded.  Lines keep their sites (errors)."""
+    top-level statements into pieces, called in turn by the function itself.  CPython's
+    compiler holds the syntax tree of a whole function at once and slows down on very long
+    ones; pieces keep both bounded.  Lines keep their sites (errors).
+
+    Frames stay small too, however long the body.  CPython keeps frames in chunks of a
+    stack that it maps from the system when a frame does not fit, and unmaps when the
+    frame at a chunk's start returns: a piece called where its frame does not fit pays a
+    mapping per call, tens of microseconds, and a function holding every value that
+    crosses between its pieces has a frame that large programs make too big.  So each
+    piece returns the values later pieces read as one tuple, which the function keeps
+    (``_o0``, ``_o1``, ...) and passes on, and a later piece takes them out by index (its
+    parameters ``_i0``, ``_i1``, ...); the captured values unpacked from ``_c`` reach a
+    piece as the slice of ``_c`` it reads.  A value read once, by a statement with no site,
+    is read in place (the tuple of a long program's backpropagator, built from all its
+    captured values); any other is first loaded into a local of its own name, where an
+    error finds it.  Pieces alike stay the same text up to their local names."""
     if len(lines) <= _MAX_PIECE_LINES:
         return [(name, params, lines)]
-    segments: list[list[Line]] = [[]]
+    source: dict[str, tuple[str, int]] = {}  # a value from outside a piece -> (tuple, index)
+    body = []
     for line in lines:
+        match = _CAPTURED_UNPACK.fullmatch(line[1]) \
+            if line[0] == 1 and not source and "_c" in params else None
+        if match is not None:
+            source.update((local, ("_c", index))
+                          for index, local in enumerate(match.group(1).split(", ")[:-1]))
+        else:
+            body.append(line)
+    segments: list[list[Line]] = [[]]
+    for line in body:
         if (len(segments[-1]) >= _MAX_PIECE_LINES and line[0] == 1
                 and not line[1].startswith("else:")):
             segments.append([])
         segments[-1].append(line)
-    read: list[list[str]] = []
-    bound: list[set[str]] = []
+    # Per segment: the names it reads from outside with their number of reads, in order
+    # of first appearance, and the names it binds, in order.
+    reads: list[dict[str, int]] = []
+    binds: list[list[str]] = []
     for segment in segments:
         # (the segment's statements as one text: a regular expression run once, not per line)
         text = "\n".join([line[1] for line in segment])
-        names = dict.fromkeys(_LOCAL_OR_PARAMETER.findall(text))
-        targets = set(_LOCAL_OR_PARAMETER.findall(" ".join(_TARGETS.findall(text))))
-        read.append([local for local in names if local not in targets])
-        bound.append(targets)
+        targets = dict.fromkeys(_LOCAL_OR_PARAMETER.findall(" ".join(_TARGETS.findall(text))))
+        counts = collections.Counter(_LOCAL_OR_PARAMETER.findall(text))
+        reads.append({local: count for local, count in counts.items() if local not in targets})
+        binds.append(list(targets))
     later: set[str] = set()
     returned: list[list[str]] = [[] for _ in segments]
     for index in range(len(segments) - 1, -1, -1):
-        returned[index] = sorted(bound[index] & later)
-        later.update(read[index])
+        returned[index] = [local for local in binds[index] if local in later]
+        later.update(reads[index])
+        source.update((local, (f"_o{index}", position))
+                      for position, local in enumerate(returned[index]))
     pieces: list[tuple[str, list[str], list[Line]]] = []
     calls: list[Line] = []
     for index, segment in enumerate(segments):
         piece = fresh("_f")
-        call = f"{piece}({', '.join(read[index])})"
+        arguments: list[str] = []
+        piece_params: list[str] = []
+        # The tuples it reads, in order of first use; a slice of `_c` from the first
+        # captured value it reads (so pieces alike read alike).
+        tuples: dict[str, str] = {}
+        first_captured = min((source[local][1] for local in reads[index]
+                              if local in source and source[local][0] == "_c"), default=0)
+        last_captured = first_captured
+        place: dict[str, str] = {}  # a value read from a tuple -> its expression there
+        for local in reads[index]:
+            if local not in source:  # a parameter of the function
+                arguments.append(local)
+                piece_params.append(local)
+                continue
+            outer, position = source[local]
+            if outer not in tuples:
+                tuples[outer] = f"_i{len(tuples)}"
+            if outer == "_c":
+                last_captured = max(last_captured, position)
+                position -= first_captured
+            place[local] = f"{tuples[outer]}[{position}]"
+        for outer, param in tuples.items():
+            arguments.append(f"_c[{first_captured}:{last_captured + 1}]" if outer == "_c"
+                             else outer)
+            piece_params.append(param)
+        in_place = {local for local in place if reads[index][local] == 1}
+        for line in segment:
+            if in_place and line[2] is not None:
+                in_place.difference_update(_LOCAL_OR_PARAMETER.findall(line[1]))
+        loads: list[Line] = [(1, f"{local} = {where}", None, (), ())
+                             for local, where in place.items() if local not in in_place]
+        if in_place:
+            def in_its_tuple(match: re.Match) -> str:
+                found = match.group(0)
+                return place[found] if found in in_place else found
+
+            segment = [(indent, _LOCAL_OR_PARAMETER.sub(in_its_tuple, text), site, pure, uses)
+                       for indent, text, site, pure, uses in segment]
+        call = f"{piece}({', '.join(arguments)})"
         if index == len(segments) - 1:
             calls.append((1, f"return {call}", None, (), ()))
-            body = segment
-        else:
+            piece_body = loads + segment
+        elif returned[index]:
+            calls.append((1, f"_o{index} = {call}", None, (), ()))
             names = "".join(f"{local}, " for local in returned[index])
-            calls.append((1, f"{names}= {call}" if names else call, None, (), ()))
-            body = segment + [(1, f"return ({names})", None, (), ())]
-        pieces.append((piece, read[index], body))
+            piece_body = loads + segment + [(1, f"return ({names})", None, (), ())]
+        else:
+            calls.append((1, call, None, (), ()))
+            piece_body = loads + segment
+        pieces.append((piece, piece_params, piece_body))
     return [(name, params, calls), *pieces]
 
 
