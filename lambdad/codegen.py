@@ -101,7 +101,7 @@ _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinst
 
 # Longest function generated in one piece (in statements): a longer one, the body of a
 # long straight-line program, is cut into pieces called one after the other (see _pieces).
-_MAX_PIECE_LINES = 500
+_MAX_PIECE_LINES = 250
 # The names a statement of generated code may read or bind locally.
 # (Written to start with a character class, which the engine looks for before trying a
 # match, rather than with `\b`: the lookbehind after it checks what `\b` would.)

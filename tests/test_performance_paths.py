@@ -10,6 +10,7 @@ same counts, the same events, no recursion on deep terms.
 import gc
 import math
 import re
+import types
 
 import pytest
 
@@ -633,6 +634,32 @@ def test_an_error_in_a_piece_of_a_long_fused_body_is_located_as_in_one_piece(mon
     assert reruns[0]  # the fused report came from a piece
     assert errors[0] == errors[1]
     assert "1e+300 * 1e+300" in errors[0][0] and errors[0][1].line == 704
+
+
+@pytest.mark.parametrize("strategy", ["fused", "factored"])
+def test_the_frames_of_a_long_program_stay_as_small_as_a_piece(monkeypatch, strategy):
+    """Values crossing between the pieces of a long function go from piece to piece in
+    tuples, not through the function's locals: no generated function of a 4800-binding
+    chain has a larger frame than those of a 1200-binding chain, about a piece's.  (A
+    frame too large for the chunk of CPython's frame stack in use costs a chunk mapped and
+    unmapped per call.)"""
+    from lambdad import codegen, interpreter
+    made = []
+    compile_term = interpreter.compile_term
+    monkeypatch.setattr(interpreter, "compile_term", lambda *args, **options: made.append(
+        compile_term(*args, **options)) or made[-1])
+
+    def largest_frame(depth):
+        program = lambdad.loads(_chain(depth))
+        made.clear()
+        value, gradient = program.value_and_grad("chain", -0.5, strategy=strategy)
+        assert math.isfinite(value) and math.isfinite(gradient)
+        return max(found.__code__.co_nlocals + found.__code__.co_stacksize
+                   for entry, _ in made for found in entry.__globals__.values()
+                   if isinstance(found, types.FunctionType))
+
+    short, long = largest_frame(1200), largest_frame(4800)
+    assert long <= short < 2 * codegen._MAX_PIECE_LINES
 
 
 def test_functions_alike_share_one_compilation(monkeypatch):
