@@ -199,19 +199,26 @@ def _pieces(name: str, params: list[str], lines: list[Line], fresh: Callable[[st
             arguments.append(f"_c[{first_captured}:{last_captured + 1}]" if outer == "_c"
                              else outer)
             piece_params.append(param)
-        in_place = {local for local in place if reads[index][local] == 1}
-        for line in segment:
-            if in_place and line[2] is not None:
-                in_place.difference_update(_LOCAL_OR_PARAMETER.findall(line[1]))
-        loads: list[Line] = [(1, f"{local} = {where}", None, (), ())
-                             for local, where in place.items() if local not in in_place]
-        if in_place:
+        # Values read once, by a statement with no site that says it uses them, are read
+        # in place there; the others are loaded.
+        once = {local for local in place if reads[index][local] == 1}
+        in_place: set[str] = set()
+        if once:
+            once.difference_update(itertools.chain.from_iterable(
+                [line[4] for line in segment if line[2] is not None]))
+
             def in_its_tuple(match: re.Match) -> str:
                 found = match.group(0)
-                return place[found] if found in in_place else found
+                if found not in once:
+                    return found
+                in_place.add(found)
+                return place[found]
 
-            segment = [(indent, _LOCAL_OR_PARAMETER.sub(in_its_tuple, text), site, pure, uses)
-                       for indent, text, site, pure, uses in segment]
+            segment = [line if line[2] is not None or once.isdisjoint(line[4]) else
+                       (line[0], _LOCAL_OR_PARAMETER.sub(in_its_tuple, line[1]), *line[2:])
+                       for line in segment]
+        loads: list[Line] = [(1, f"{local} = {where}", None, (), ())
+                             for local, where in place.items() if local not in in_place]
         call = f"{piece}({', '.join(arguments)})"
         if index == len(segments) - 1:
             calls.append((1, f"return {call}", None, (), ()))
