@@ -105,9 +105,13 @@ _MAX_PIECE_LINES = 250
 # The names a statement of generated code may read or bind locally.
 # (Written to start with a character class, which the engine looks for before trying a
 # match, rather than with `\b`: the lookbehind after it checks what `\b` would.)
-_LOCAL_OR_PARAMETER = re.compile(r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st))\b")
-# The names a statement assigns: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`.
-_TARGETS = re.compile(r"^((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?) = ", re.MULTILINE)
+# (`_r0` is the steps a batched fold's loop function receives, see batched_loop.)
+_LOCAL_OR_PARAMETER = re.compile(
+    r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st|r0))\b")
+# The names a statement binds: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`, and the targets
+# of a loop, `for v6 in ...:`, `for v7, v8 in zip(...):`.
+_TARGETS = re.compile(r"^(?:for )?((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?)(?: = | in )",
+                      re.MULTILINE)
 # A backpropagator body's first statement, unpacking the values it captures.
 _CAPTURED_UNPACK = re.compile(r"((?:c[0-9]+, )+)= _c")
 
@@ -156,13 +160,32 @@ def _pieces(name: str, params: list[str], lines: list[Line], fresh: Callable[[st
     # of first appearance, and the names it binds, in order.
     reads: list[dict[str, int]] = []
     binds: list[list[str]] = []
-    for segment in segments:
+    # An error at a site reads its source primitive's arguments from the frame by name
+    # (lambdad.guard; its operands are in its text): those a piece does not read.
+    unread: list[tuple[int, str]] = []
+    for index, segment in enumerate(segments):
         # (the segment's statements as one text: a regular expression run once, not per line)
         text = "\n".join([line[1] for line in segment])
         targets = dict.fromkeys(_LOCAL_OR_PARAMETER.findall(" ".join(_TARGETS.findall(text))))
         counts = collections.Counter(_LOCAL_OR_PARAMETER.findall(text))
+        for line in segment:
+            if line[2] is not None and line[2].source_atoms:
+                unread.extend((index, atom) for atom in line[2].source_atoms
+                              if atom not in counts and atom not in targets
+                              and _LOCAL_OR_PARAMETER.fullmatch(atom))
         reads.append({local: count for local, count in counts.items() if local not in targets})
         binds.append(list(targets))
+    if unread:
+        # Loaded too where bound before the piece whatever runs: a parameter, a captured
+        # value, a statement of the body itself (not of a branch).
+        bound_in = dict.fromkeys([*params, *source], -1)  # name -> segment binding it
+        for index, segment in enumerate(segments):
+            bound_in.update(dict.fromkeys(_LOCAL_OR_PARAMETER.findall(" ".join(
+                _TARGETS.findall("\n".join([line[1] for line in segment
+                                             if line[0] == 1])))), index))
+        for index, atom in unread:
+            if bound_in.get(atom, index) < index:
+                reads[index][atom] = 2  # (loaded, never read in place)
     later: set[str] = set()
     returned: list[list[str]] = [[] for _ in segments]
     for index in range(len(segments) - 1, -1, -1):

@@ -636,6 +636,59 @@ def test_an_error_in_a_piece_of_a_long_fused_body_is_located_as_in_one_piece(mon
     assert "1e+300 * 1e+300" in errors[0][0] and errors[0][1].line == 704
 
 
+def _with_and_without_pieces(monkeypatch, source, name, point):
+    """The value, and the gradients under both strategies, of ``name`` at ``point``, as
+    the code cut into pieces computes them and as the same code in one piece does; and
+    whether the first was cut."""
+    from lambdad import codegen
+
+    def results():
+        program = lambdad.loads(source)
+        texts, value = sources_made_by(lambda: program.call(name, point))
+        made, grads = sources_made_by(lambda: [
+            program.value_and_grad(name, point, strategy=strategy)
+            for strategy in ("fused", "factored")])
+        return (value, grads), texts + made
+
+    cut, texts = results()
+    monkeypatch.setattr(codegen, "_MAX_PIECE_LINES", 10 ** 9)
+    whole, _ = results()
+    return cut, whole, any("_o0 = _f" in text for text in texts)
+
+
+def test_a_long_function_with_loops_is_cut_into_pieces_that_compute_the_same(monkeypatch):
+    """A loop's targets (`for v3 in ...`) are bound where the loop is, not read from the
+    pieces before it: a long function holding folds gives what it gives in one piece."""
+    lines = ["def f (x0 : R) (xs : [R]) : R ="]
+    lines += [f"  let x{k + 1} = x{k} * x{k} * 0.5 + sin x{k} in" for k in range(150)]
+    lines += ["  let d = fold (\\acc (a, b) -> acc + a * b * x150) 0 (zip xs xs) in",
+              "  let e = fold (\\acc a -> acc + a * d) 0 xs in"]
+    lines += [f"  let x{k + 1} = x{k} * x{k} * 0.5 + sin x{k} + d * 0.001 in"
+              for k in range(150, 300)]
+    source = "\n".join(lines + ["  x300 + e"]) + "\n"
+    cut, whole, was_cut = _with_and_without_pieces(
+        monkeypatch, source, "f", (-0.5, [0.1 * i for i in range(12)]))
+    assert was_cut and cut == whole
+
+
+def test_a_batched_fold_whose_step_is_long_is_cut_into_pieces_that_compute_the_same(
+        monkeypatch):
+    """A fold whose step is a long straight-line region: its loop function, which reads
+    the steps it receives (`_r0`), is cut like any long function."""
+    body = "".join(f"let a{k + 1} = a{k} * 0.999 + sin a{k} * x * 0.001 in "
+                   for k in range(100))
+    source = f"def f (xs : [R]) : R =\n  fold (\\acc x -> let a0 = acc in {body} a100) 0.5 xs\n"
+    cut, whole, was_cut = _with_and_without_pieces(
+        monkeypatch, source, "f", [0.1 * i for i in range(12)])
+    assert was_cut and cut == whole
+    value, gradient = cut[1][0]
+    h = 1e-6
+    shifted = [0.1 * i for i in range(12)]
+    shifted[1] += h
+    assert gradient[1] == pytest.approx(
+        (lambdad.loads(source).call("f", shifted) - value) / h, rel=1e-4)
+
+
 @pytest.mark.parametrize("strategy", ["fused", "factored"])
 def test_the_frames_of_a_long_program_stay_as_small_as_a_piece(monkeypatch, strategy):
     """Values crossing between the pieces of a long function go from piece to piece in
@@ -792,7 +845,7 @@ def test_a_whole_literal_exponent_is_computed_inline_with_the_same_value_and_mes
 
 
 @pytest.mark.parametrize("pattern, plain", [
-    ("_LOCAL_OR_PARAMETER", r"\b(?:[tvc][0-9]+|_c|_st)\b"),
+    ("_LOCAL_OR_PARAMETER", r"\b(?:[tvc][0-9]+|_c|_st|_r0)\b"),
     ("_LOCAL_OR_NUMBERED_NAME", r"\b([tvc][0-9]+|_[fk][0-9]+)\b"),
 ])
 def test_the_name_patterns_of_code_generation_find_what_word_boundaries_would(pattern, plain):
@@ -803,7 +856,8 @@ def test_the_name_patterns_of_code_generation_find_what_word_boundaries_would(pa
         "def f (x : R) : R = let y = x * x in let z = sin y * x in y * z - z ^ 2")
         .value_and_grad("f", 0.3))
     rng = random.Random(7)
-    pieces = ["t", "v", "c", "_", "f", "k", "st", "1", "0", "9", "a", "x", " ", "(", ".", "é"]
+    pieces = ["t", "v", "c", "_", "f", "k", "st", "r", "1", "0", "9", "a", "x", " ", "(", ".",
+              "é"]
     samples = generated + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
                            for _ in range(20000)]
     for text in samples:

@@ -119,6 +119,19 @@ def test_every_route_agrees_with_every_fold_batched(case):
         run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
 
 
+@examples(60)
+@given(testing.cases())
+def test_every_route_agrees_with_every_function_cut_into_pieces(case):
+    # the generated functions are short: cut every one longer than three statements into
+    # pieces (lambdad.codegen._pieces), folds batched too, to check what crosses them
+    generated, point = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codegen, "_MAX_PIECE_LINES", 3)
+        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
+        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+        run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
+
+
 # ---------------------------------------------------------------- 2. finite differences
 
 
@@ -317,6 +330,22 @@ def test_nested_programs_agree_with_every_fold_batched(case):
     # forward mode over reverse mode batches folds in dual numbers: batch every fold
     generated, point = case
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
+        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+        try:
+            testing.check_nested_programs(generated, point, lambdad.loads)
+        except testing.PointRejected:
+            assume(False)
+
+
+@examples(6)
+@given(testing.cases(max_depth=3))
+def test_nested_programs_agree_with_every_function_cut_into_pieces(case):
+    # forward mode over reverse mode runs generated code too: cut every function longer
+    # than three statements into pieces, folds batched
+    generated, point = case
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codegen, "_MAX_PIECE_LINES", 3)
         patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
         patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
         try:
