@@ -692,8 +692,8 @@ def test_a_batched_fold_whose_step_is_long_is_cut_into_pieces_that_compute_the_s
 @pytest.mark.parametrize("strategy", ["fused", "factored"])
 def test_the_frames_of_a_long_program_stay_as_small_as_a_piece(monkeypatch, strategy):
     """Values crossing between the pieces of a long function go from piece to piece in
-    tuples, not through the function's locals: no generated function of a 4800-binding
-    chain has a larger frame than those of a 1200-binding chain, about a piece's.  (A
+    tuples, not through the function's locals: no generated function of a 2400-binding
+    chain has a larger frame than those of a 600-binding chain, about a piece's.  (A
     frame too large for the chunk of CPython's frame stack in use costs a chunk mapped and
     unmapped per call.)"""
     from lambdad import codegen, interpreter
@@ -711,7 +711,7 @@ def test_the_frames_of_a_long_program_stay_as_small_as_a_piece(monkeypatch, stra
                    for entry, _ in made for found in entry.__globals__.values()
                    if isinstance(found, types.FunctionType))
 
-    short, long = largest_frame(1200), largest_frame(4800)
+    short, long = largest_frame(600), largest_frame(2400)
     assert long <= short < 2 * codegen._MAX_PIECE_LINES
 
 
