@@ -13,6 +13,7 @@ of examples per property, which also draws them from a random seed:
 ``LAMBDAD_PROPERTY_EXAMPLES=10000 python -m pytest tests/test_properties.py``.
 """
 
+import contextlib
 import os
 
 import pytest
@@ -108,27 +109,25 @@ def test_forward_and_both_reverse_strategies_agree(case):
     run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
 
 
-@examples(60)
-@given(testing.cases())
-def test_every_route_agrees_with_every_fold_batched(case):
-    # the generated lists are short: batch every fold, however short, to check the loop
-    generated, point = case
+@contextlib.contextmanager
+def every_fold_batched(piece_lines=None):
+    """Every fold batched, however short (the generated lists are short: this checks the
+    loop), and with ``piece_lines`` every function longer than that many statements cut
+    into pieces (lambdad.codegen._pieces: this checks what crosses them)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
         patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
-        run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
+        if piece_lines is not None:
+            patch.setattr(codegen, "_MAX_PIECE_LINES", piece_lines)
+        yield
 
 
+@pytest.mark.parametrize("piece_lines", [None, 3], ids=["whole", "cut into pieces"])
 @examples(60)
 @given(testing.cases())
-def test_every_route_agrees_with_every_function_cut_into_pieces(case):
-    # the generated functions are short: cut every one longer than three statements into
-    # pieces (lambdad.codegen._pieces), folds batched too, to check what crosses them
+def test_every_route_agrees_with_every_fold_batched(piece_lines, case):
     generated, point = case
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(codegen, "_MAX_PIECE_LINES", 3)
-        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
-        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+    with every_fold_batched(piece_lines):
         run_or_skip(testing.check_modes_agree, lambdad.loads(generated.source()), point)
 
 
@@ -324,30 +323,13 @@ def test_printed_nested_programs_round_trip_check_and_run(case):
         assume(False)
 
 
+@pytest.mark.parametrize("piece_lines", [None, 3], ids=["whole", "cut into pieces"])
 @examples(6)
 @given(testing.cases(max_depth=3))
-def test_nested_programs_agree_with_every_fold_batched(case):
-    # forward mode over reverse mode batches folds in dual numbers: batch every fold
+def test_nested_programs_agree_with_every_fold_batched(piece_lines, case):
+    # forward mode over reverse mode batches folds in dual numbers too
     generated, point = case
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
-        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
-        try:
-            testing.check_nested_programs(generated, point, lambdad.loads)
-        except testing.PointRejected:
-            assume(False)
-
-
-@examples(6)
-@given(testing.cases(max_depth=3))
-def test_nested_programs_agree_with_every_function_cut_into_pieces(case):
-    # forward mode over reverse mode runs generated code too: cut every function longer
-    # than three statements into pieces, folds batched
-    generated, point = case
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(codegen, "_MAX_PIECE_LINES", 3)
-        patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
-        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+    with every_fold_batched(piece_lines):
         try:
             testing.check_nested_programs(generated, point, lambdad.loads)
         except testing.PointRejected:
