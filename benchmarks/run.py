@@ -78,8 +78,9 @@ def measure(functions: dict[str, Callable[[], Any]], budget: float = 0.2, min_ru
             no_gc: bool = False) -> dict[str, dict[str, float]]:
     """``{label: {"median": s, "runs": k}}`` for each zero-argument callable.
 
-    Each callable is warmed up once (that run also sizes k: about ``budget`` seconds, at
-    least ``min_runs``), then all are run interleaved: in each of R rounds (R = the smallest
+    Each callable is warmed up once, untimed (the first gradient of a strategy compiles
+    it), then run for a tenth of ``budget`` to size k (about ``budget`` seconds, at least
+    ``min_runs``); then all are run interleaved: in each of R rounds (R = the smallest
     k), callable i runs k_i / R times, each call timed on its own.  ``clock`` is ``wall``
     (time.perf_counter) or ``cpu`` (time.process_time, this process's CPU time: steadier on
     a loaded machine); ``no_gc`` switches Python's cyclic garbage collector off while the
@@ -90,13 +91,22 @@ def measure(functions: dict[str, Callable[[], Any]], budget: float = 0.2, min_ru
     timer = CLOCKS[clock]
     own_cost = clock_cost(clock)
     gc.collect()
-    first = {}
+    # k is sized by warm calls: sized by the first call, which compiles, a quick callable
+    # got a handful of runs, each right after another callable's batch (cold caches).
+    warm = {}
     for label, fn in functions.items():
-        start = timer()
         fn()
-        first[label] = timer() - start
+        calls = 0
+        start = timer()
+        while True:
+            fn()
+            calls += 1
+            elapsed = timer() - start
+            if elapsed >= budget / 10 or calls >= max_runs:
+                break
+        warm[label] = elapsed / calls
     runs = {label: max(min_runs, min(max_runs, math.ceil(budget / max(t, 1e-9))))
-            for label, t in first.items()}
+            for label, t in warm.items()}
     rounds = min(runs.values())
     per_round = {label: math.ceil(k / rounds) for label, k in runs.items()}
     samples: dict[str, list[float]] = {label: [] for label in functions}
