@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import weakref
 from collections.abc import Generator, Iterator
 from types import GeneratorType
 from typing import Any, TypeVar
@@ -48,7 +49,12 @@ def run(root: Step[T] | T) -> T:
         try:
             if error is not None:
                 pending, error = error, None
-                child = top.throw(pending)
+                try:
+                    child = top.throw(pending)
+                finally:
+                    # (the exception's traceback holds this frame: kept here, it would make
+                    # a cycle holding every frame it passed through, and their locals)
+                    pending = None
             else:
                 child = top.send(send_value)
         except StopIteration as stop:
@@ -91,21 +97,57 @@ FREEZE_ABOVE = 100_000
 
 
 class FreezeRecord:
-    """Whether blocks run for one owner (a program) froze objects out of the cyclic
-    collector (see :func:`resume_collector`); :meth:`thaw` is the owner's finalizer."""
+    """Whether blocks run for one owner (a program and the programs extended from it, which
+    share its runtime) froze objects out of the cyclic collector (see
+    :func:`resume_collector`).  Each owner registers :meth:`thaw` as its finalizer through
+    :meth:`own`; the record gives its objects back when the last of them is dropped."""
 
-    __slots__ = ("froze",)
+    __slots__ = ("froze", "owners", "__weakref__")
 
     def __init__(self) -> None:
         self.froze = False
+        self.owners = 0
+
+    def own(self, owner: object) -> None:
+        """Makes ``owner`` one of the record's owners: :meth:`thaw` runs when it is dropped
+        (not at exit: the interpreter's last collection would scan everything for nothing)."""
+        self.owners += 1
+        weakref.finalize(owner, self.thaw).atexit = False
 
     def thaw(self) -> None:
-        """Gives every frozen object back to the collector (its oldest generation), if
-        this record's owner froze some: the owner is dropped, and the cyclic garbage it
-        leaves (a compiled unit's functions and their namespace) must be collectable."""
-        if self.froze:
-            self.froze = False
-            gc.unfreeze()
+        """An owner is dropped.  When it was the last, and the record froze objects, they
+        are given back to the collector, so the cyclic garbage they leave (a compiled unit's
+        functions and their namespace) is collectable.
+
+        ``gc.unfreeze`` gives back every frozen object, not only this record's: those of
+        another program that froze, and those frozen outside lambdad (a server's
+        ``gc.freeze`` before forking, a benchmark's), which every full collection would
+        scan from then on.  So, while such objects exist, the next block that resumes the
+        collector (:func:`resume_collector`) collects the garbage and freezes what is
+        still alive again.  (Not here: the owner being dropped still holds what it made.)"""
+        self.owners -= 1
+        if self.owners > 0 or not self.froze:
+            return
+        self.froze = False
+        _FROZEN.records.discard(self)
+        gc.unfreeze()
+        if _FROZEN.records or _FROZEN.outside:
+            _FROZEN.refreeze = True
+
+
+class _Frozen:
+    """What is frozen out of the cyclic collector: by which live records (weakly held: a
+    record is dropped with its owners), whether by anyone else (objects were frozen when
+    none of them had frozen any), and whether they are to be frozen again (see
+    :meth:`FreezeRecord.thaw`)."""
+
+    def __init__(self) -> None:
+        self.records: weakref.WeakSet[FreezeRecord] = weakref.WeakSet()
+        self.outside = False
+        self.refreeze = False
+
+
+_FROZEN = _Frozen()
 
 
 def resume_collector(collecting: bool, frozen: FreezeRecord | None = None) -> None:
@@ -119,7 +161,14 @@ def resume_collector(collecting: bool, frozen: FreezeRecord | None = None) -> No
     frees them meanwhile when they are dropped, only cyclic garbage waits."""
     if not collecting:
         return
+    if _FROZEN.refreeze:  # a frozen program was dropped while other objects were frozen
+        _FROZEN.refreeze = False
+        gc.collect()
+        gc.freeze()
     if frozen is not None and gc.get_count()[0] > FREEZE_ABOVE:
+        if not _FROZEN.records:
+            _FROZEN.outside = gc.get_freeze_count() > 0
         gc.freeze()
         frozen.froze = True
+        _FROZEN.records.add(frozen)
     gc.enable()

@@ -10,7 +10,6 @@ import functools
 import math
 import os
 import re
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -246,9 +245,8 @@ class Program:
         self.prelude_names = tuple(d.name for d in prelude.decls)
         # What loading and running this program freeze out of the cyclic collector is given
         # back to it when the program is dropped (see lambdad.iterate.resume_collector).
-        # (Not at exit: the interpreter's last collection would scan them all for nothing.)
         self._frozen = FreezeRecord()
-        weakref.finalize(self, self._frozen.thaw).atexit = False
+        self._frozen.own(self)
         with collector_paused(self._frozen):
             user = parse_module(text, file, predefined=self.prelude_names,
                                 allow_redefinition=True)
@@ -535,7 +533,7 @@ class Program:
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
         # (the runtime, and its record, are shared)
-        weakref.finalize(new, new._frozen.thaw).atexit = False
+        new._frozen.own(new)
         new._adapters = {}
         new._plans = {}
         new._gradients = {}

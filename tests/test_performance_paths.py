@@ -582,6 +582,77 @@ def test_what_a_large_program_leaves_alive_is_frozen_until_it_is_dropped(monkeyp
         gc.unfreeze()
 
 
+def test_a_dropped_program_is_freed_at_once_whatever_it_computed():
+    # Freed by reference counting, not by the cyclic collector: a program whose objects are
+    # frozen (a large one) and that sits in a cycle would never be freed.  A Hessian-vector
+    # product used to leave one: the error by which it finds that it must nest, kept by the
+    # driver of recursive passes, whose traceback held every frame up to the program's.
+    import weakref
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        uses = {
+            "gradient": lambda p: p.value_and_grad("f", 0.5),
+            "factored gradient": lambda p: p.value_and_grad("f", 0.5, strategy="factored"),
+            "Hessian-vector product": lambda p: p.hvp("f", 0.5, 1.0),
+            "Hessian": lambda p: p.hessian("f", 0.5),
+            "nested in the program": lambda p: p.value_of("second"),
+            "a run-time error": lambda p: p.value_and_grad("g", 0.0),
+        }
+        for use, run in uses.items():
+            prog = lambdad.loads("def f (x : R) : R = x * x * sin x\n"
+                                 "def g (x : R) : R = sqrt x\n"
+                                 "def second : R = grad (grad f) 0.5\n")
+            try:
+                run(prog)
+            except lambdad.LambdadError:
+                pass
+            dropped = weakref.ref(prog)
+            del prog
+            assert dropped() is None, use
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _frozen_large_program(depth):
+    """A program taken for large (see the test below): what it makes is frozen."""
+    prog = lambdad.loads(_chain(depth))
+    prog.value_and_grad("chain", -0.5)
+    return prog
+
+
+def test_dropping_a_large_program_keeps_other_frozen_objects_frozen(monkeypatch):
+    # gc.unfreeze gives back every frozen object: another program's, and those frozen
+    # outside lambdad (a server before it forks, a benchmark's), which every full collection
+    # would scan from then on.  The dropped program's cyclic garbage is collected all the same.
+    import weakref
+    from lambdad import iterate
+    if not gc.isenabled() or gc.get_freeze_count():
+        pytest.skip("the collector is off, or objects are frozen, in this process")
+    monkeypatch.setattr(iterate, "FREEZE_ABOVE", 1000)  # as if these were large
+    try:
+        first, second = _frozen_large_program(60), _frozen_large_program(61)
+        garbage = weakref.ref(first.runtime.interpreter)  # in cycles: the collector frees it
+        del first
+        # the next run collects the garbage and freezes the second one's objects again
+        value, gradient = second.value_and_grad("chain", -0.5)
+        assert math.isfinite(value) and gradient != 0.0
+        assert garbage() is None and gc.get_freeze_count() > 0
+        del second
+        assert gc.get_freeze_count() == 0  # the last one: nothing was frozen before
+
+        gc.freeze()  # outside lambdad
+        assert gc.get_freeze_count() > 0
+        prog, small = _frozen_large_program(62), lambdad.loads("def f (x : R) : R = x")
+        garbage = weakref.ref(prog.runtime.interpreter)
+        del prog
+        assert small.call("f", 2.0) == 2.0
+        assert garbage() is None and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def _chain(depth, result="x{k}"):
     lines = ["def chain (x0 : R) : R ="]
     for k in range(depth):
