@@ -995,6 +995,10 @@ _INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if
 _LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
 assert set(_LINEAR_ARITY) == set(LINEAR_NAMES)
 
+# The built-in names of one argument (`sin`, `exp`, ...): applied to a leaf, a leaf.
+_BUILTIN_ONE_ARGUMENT = frozenset(name for name in [*NAMED, *_LINEAR_ARITY]
+                                  if _builtin_arity(name) == 1)
+
 
 class _Desugarer:
     """The core term of a concrete tree, with names resolved (stage 2; see the module docstring).
@@ -1028,6 +1032,8 @@ class _Desugarer:
             name[1:]: getattr(self, name) for name in dir(type(self))
             if name.startswith("_") and name[1:] in _SURFACE_KINDS}
         self.arms["NAME"] = self._name
+        # A built-in applied to a leaf is a leaf too (see _binary for operators).
+        self.arms["application"] = self._application_at_once
         # The lines on which the last span started and ended, each as (offset of its first
         # character, offset of the next line's, line number): the walk meets nodes in the
         # order of the text, so most spans start on the line of the one before, and the
@@ -1292,6 +1298,18 @@ class _Desugarer:
             return ReadOff(args[0], args[1], span=span)
         raise AssertionError(f"no such built-in {name!r}")  # pragma: no cover
 
+    def _application_at_once(self, s):
+        """``f a`` of a built-in ``f`` of one argument and a leaf ``a`` (``sin x``), as a
+        leaf; any other application is the step :meth:`_application`."""
+        head = s.parts[0]
+        if head.__class__ is _Token and head[1] in _BUILTIN_ONE_ARGUMENT:
+            name = head[1]
+            if name not in self.scope and name not in self.declared:
+                arg = self.term(s.parts[1])
+                if arg.__class__ is not GeneratorType:
+                    return self.saturate(name, [arg], (s.start, s.end))
+        return self._application(s)
+
     def _application(self, s):
         """``f a1 ... an``: see the module docstring for built-in heads."""
         spine = []
@@ -1363,22 +1381,47 @@ class _Desugarer:
         return ListLit(tuple(items), span=self.span(_pos(s)))
 
     def _binary(self, s):
-        """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is one step: its
-        operands are converted left to right, as recursion would, by a loop over the tree."""
-        arms = self.arms
-        # The operator nodes whose right operand is next or being converted, and the term of
-        # each one's left operand (None while that is being converted).
+        """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is converted by a
+        loop, its operands left to right as recursion would: at once when they are all
+        leaves (most of a long program's lines), else as one step from the first operand
+        that is not a leaf on."""
         nodes: list[_Surface] = []
         lefts: list[Term | None] = []
-        node = s
+        found = self._operators(nodes, lefts, s)
+        if found.__class__ is GeneratorType:
+            return self._operators_by_steps(nodes, lefts, found)
+        return found
+
+    def _operators_by_steps(self, nodes: list[_Surface], lefts: list[Term | None], step):
+        """The rest of the tree of :meth:`_operators` whose operand ``step`` is next."""
         while True:
-            while node.kind == "binary":  # down to the leftmost operand
-                nodes.append(node)
-                lefts.append(None)
-                node = node.parts[1]
-            term = arms[node.kind](node)
-            if term.__class__ is GeneratorType:  # not a leaf
-                term = yield term
+            found = self._operators(nodes, lefts, None, (yield step))
+            if found.__class__ is not GeneratorType:
+                return found
+            step = found
+
+    def _operators(self, nodes: list[_Surface], lefts: list[Term | None], node: Any,
+                   term: Term | None = None):
+        """Converts a tree of operators from its operand ``node`` (or, if ``term`` is given,
+        from the operand just converted to ``term``) until it is done, giving its term, or
+        until an operand is not a leaf, giving that operand's step.  ``nodes`` are the
+        operator nodes whose right operand is next or being converted, ``lefts`` the term
+        of each one's left operand (None while that is being converted)."""
+        arms = self.arms
+        local = self.scope.local
+        while True:
+            if term is None:
+                while node.kind == "binary":  # down to the leftmost operand
+                    nodes.append(node)
+                    lefts.append(None)
+                    node = node.parts[1]
+                if node.__class__ is _Token and node[1] in local and node[1] != WILDCARD:
+                    # (what _name gives a local variable, inline: most operands are one)
+                    term = Var(node[1], span=self.span_at(node[2], node[3]))
+                else:
+                    term = arms[node.kind](node)
+                    if term.__class__ is GeneratorType:  # not a leaf
+                        return term
             # up while ``term`` completes a right operand
             while nodes:
                 if lefts[-1] is None:
@@ -1390,6 +1433,7 @@ class _Desugarer:
                             span=self.span_at(node.start, node.end))
             else:
                 return term
+            term = None
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""

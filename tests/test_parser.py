@@ -791,3 +791,49 @@ def test_no_cache_directory_is_no_error(tmp_path):
     blocked.write_text("")
     reference = _import_and_parse(str(tmp_path / "cache"))
     assert _import_and_parse(str(blocked)) == reference
+
+
+_AT_ONCE_PROGRAMS = [
+    "def f (x : R) : R = x * x * 0.5 + sin x",
+    "def f (x : R) : R = (x + 1) * (let y = x in y) - exp (x * 2) / cos (sin x)",
+    "def f (x : R) : R = let sin = \\y -> y * 2 in sin x + sin (sin x)",
+    "def f (x : R) : R = if x < 0 then -x else x ^ 2 + log (1 + x)",
+    "def f (g : R -> R) (x : R) : R = g x + g (g x) * abs x",
+    "def f (xs : [R]) : R = fold (\\a x -> a + x * x) 0 xs + sum xs",
+    "primitive sq x = x * x\n  partial x = 2 * x\ndef f (x : R) : R = sq x + sq (sq x)",
+]
+
+
+def _as_step(arm):
+    def step(self, node):
+        return arm(self, node)
+        yield  # a generator function
+
+    return step
+
+
+@pytest.mark.parametrize("text", _AT_ONCE_PROGRAMS)
+def test_leaves_converted_at_once_are_those_of_the_steps(text, monkeypatch):
+    # operators over leaves, and built-ins applied to a leaf, are converted without a
+    # step of the recursion driver: the same terms, with the same spans, as the steps give
+    def spans(module):
+        return [(type(node).__name__, node.span) for decl in module.decls
+                for node in walk(decl.value)]
+
+    at_once = parse_module(text, "f.lam", predefined=["sum"])
+    desugarer = parser_module._Desugarer
+    for arm in ("_name", "_number"):  # every leaf a step (one that returns at once)
+        monkeypatch.setattr(desugarer, arm, _as_step(getattr(desugarer, arm)))
+    by_steps = parse_module(text, "f.lam", predefined=["sum"])
+    assert at_once == by_steps
+    assert spans(at_once) == spans(by_steps)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("def f (x : R) : R = x * _ + sin x", "`_` is not a value"),
+    ("def f (x : R) : R = x + f x", "no recursion"),
+    ("def f (x : R) : R = x + seed 1.5", "`seed` expects a whole number"),
+])
+def test_errors_of_leaves_converted_at_once(text, message):
+    with pytest.raises((ParseError, TypeCheckError), match=message):
+        parse_module(text, "f.lam")
