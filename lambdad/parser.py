@@ -1003,7 +1003,8 @@ _BUILTIN_ONE_ARGUMENT = frozenset(name for name in [*NAMED, *_LINEAR_ARITY]
 class _Desugarer:
     """The core term of a concrete tree, with names resolved (stage 2; see the module docstring).
 
-    One arm per grammar alias; every arm is a generator driven by :func:`run`.
+    One arm per grammar alias; an arm gives the term itself (a leaf, converted at once) or
+    a generator driven by :func:`run`.
     """
 
     def __init__(self, file: str, lines: _Lines, names: _FreshNames, scope: _Scope,
