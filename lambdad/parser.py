@@ -1245,8 +1245,8 @@ class _Desugarer:
         """A bound name is a ``Var``; a free built-in name not applied to all its arguments is
         a ``Builtin`` (or ``zero``); any other free name is a ``Var`` (unbound: a type error).
         A leaf: no step; ``s`` is the NAME token."""
-        name = s.text
-        span = self.span_at(s.start, s.end)
+        name = s[1]  # (s.text, s.start, s.end, read as the tuple's items: most nodes)
+        span = self.span_at(s[2], s[3])
         if name in self.scope.local and name != WILDCARD:  # most names: a local variable
             return Var(name, span=span)
         if name == WILDCARD:
@@ -1306,7 +1306,8 @@ class _Desugarer:
         if head.__class__ is _Token and head[1] in _BUILTIN_ONE_ARGUMENT:
             name = head[1]
             if name not in self.scope and name not in self.declared:
-                arg = self.term(s.parts[1])
+                arg_tree = s.parts[1]
+                arg = self.arms[arg_tree.kind](arg_tree)
                 if arg.__class__ is not GeneratorType:
                     return self.saturate(name, [arg], (s.start, s.end))
         return self._application(s)
@@ -1430,7 +1431,7 @@ class _Desugarer:
                     node = nodes[-1].parts[2]
                     break
                 node = nodes.pop()
-                term = Prim(_INFIX[node.parts[0].text], (lefts.pop(), term),
+                term = Prim(_INFIX[node.parts[0][1]], (lefts.pop(), term),
                             span=self.span_at(node.start, node.end))
             else:
                 return term

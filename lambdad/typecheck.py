@@ -422,7 +422,7 @@ class _Inference:
         self.scope: dict[str, Scheme | Type] = {}
         self.visited: list[tuple[Term, Type]] = []
         self.primitive_schemes: dict[str, Scheme] = {}
-        self.primitive_entries: dict[str, tuple[Primitive, int]] = {}
+        self.primitive_entries: dict[str, tuple[Primitive, int, Type | None]] = {}
         # The arms of nodes without sub-terms: plain functions, not steps.
         self.leaves: dict[type, Callable[[Any], Type]] = {
             Const: self._const,
@@ -642,6 +642,8 @@ class _Inference:
     def _generalise(self, t: Type) -> Scheme | Type:
         """``t`` with the variables younger than the current level quantified (the ``let``
         rule of HM); ``t`` itself when there are none."""
+        if t is REAL or t is BOOL:  # (most values: nothing to look at)
+            return t
         names: list[str] = []
 
         def visit(v: VarT) -> None:
@@ -852,9 +854,16 @@ class _Inference:
                 except LambdadError as error:
                     raise error.with_span(_span(arg))
                 self.visited.append((arg, arg_type))
+            elif arg.__class__ is Var and self.scope.get(arg.name) is REAL:
+                # (what _visit gives a local real variable, inline: most operands are one)
+                arg_type = REAL
+                self.visited.append((arg, arg_type))
             else:
                 arg_type = self._visit(arg)
-            remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+            if arg_type is remaining.arg:  # (_prim_argument's first test, inline)
+                remaining = remaining.result
+            else:
+                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
         return remaining
 
     def _prim_instance(self, term: Prim) -> tuple[Primitive, Type]:
@@ -868,14 +877,18 @@ class _Inference:
             primitive = PRIMITIVES.get(op)
             if primitive is None:
                 raise TypeCheckError(f"unknown primitive `{op}`", term.span)
-            entry = (primitive, primitive.arity)
+            # (a type without variables is its own instance: most primitives' types)
+            entry = (primitive, primitive.arity,
+                     None if _ordered_vars(primitive.type) else primitive.type)
             if op.__class__ is str:
                 self.primitive_entries[op] = entry
-        primitive, arity = entry
+        primitive, arity, monotype = entry
         if len(term.args) != arity:
             raise TypeCheckError(
                 f"`{primitive.spelling.symbol}` takes {arity} argument(s), but is given "
                 f"{len(term.args)}", term.span)
+        if monotype is not None:
+            return primitive, monotype
         return primitive, self._primitive_type(primitive)
 
     def _prim_argument(self, primitive: Primitive, remaining: Type, arg: Term,
