@@ -441,6 +441,22 @@ def test_arithmetic_of_any_depth_types_every_node_and_locates_its_errors(depth):
     assert "`sin` expects R, but this has type Bool" in caught.value.message
 
 
+def test_a_let_chain_of_reals_and_booleans_types_every_node():
+    # real and boolean let values, and real variable operands, are typed inline
+    module = parse_module("def f (x : R) : R =\n  let y = x * x * 0.5 + sin x in\n"
+                          "  let b = y < 1 in\n  let z = if b then sin y else y - x in\n"
+                          "  z * y + z", FILE)
+    typing = infer_module(module)
+    for node in walk(module.decls[0].value):
+        assert id(node) in typing.types
+        if isinstance(node, Var):
+            assert typing.types[id(node)] == (BOOL if node.name == "b" else REAL)
+    assert print_type(typing.schemes["f"].type) == "R -> R"
+    wrong = parse_module("def f (x : R) : R = let b = x < 1 in b * x", FILE)
+    with pytest.raises(TypeCheckError, match="`\\*` expects R, but this has type Bool"):
+        infer_module(wrong)
+
+
 def test_equal_nodes_at_different_places_have_their_own_types():
     first, second = Var("id"), Var("id")
     term = Let("id", Lam("x", Var("x")), Pair(App(first, Const(1.0)), App(second, BoolLit(True))))
