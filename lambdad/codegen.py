@@ -69,7 +69,8 @@ from .syntax import (
 )
 from .fuse import BatchedFold, batched_fold_step
 from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_fold_body,
-                   batched_slot_body, batched_steps_body, batches, scalar_sum)
+                   batched_slot_body, batched_steps_body, batched_zip_body, batches,
+                   scalar_sum)
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -105,9 +106,10 @@ _MAX_PIECE_LINES = 250
 # The names a statement of generated code may read or bind locally.
 # (Written to start with a character class, which the engine looks for before trying a
 # match, rather than with `\b`: the lookbehind after it checks what `\b` would.)
-# (`_r0` is the steps a batched fold's loop function receives, see batched_loop.)
+# (`_r0` is the steps a batched fold's loop function receives, `_r1` the second list of
+# a zip whose steps keep no record, see batched_loop.)
 _LOCAL_OR_PARAMETER = re.compile(
-    r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st|r0))\b")
+    r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st|r[01]))\b")
 # The names a statement binds: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`, and the targets
 # of a loop, `for v6 in ...:`, `for v7, v8 in zip(...):`.
 _TARGETS = re.compile(r"^(?:for )?((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?)(?: = | in )",
@@ -495,6 +497,7 @@ class _CodeGenerator:
             "_batches": batches,
             "_bsteps": batched_steps_body,
             "_bfoldbody": batched_fold_body,
+            "_bzipbody": batched_zip_body,
             "_ssum": scalar_sum,
             "_bslot": batched_slot_body,
             "_Z": ZERO,
@@ -828,6 +831,9 @@ class _CodeGenerator:
                 t = batched_fold_result(<the pairs of l1 .. lk>, records, loop, z, ...)
             else:
                 t = fold(f, z, xs)
+
+        A step whose records would hold parts of its element only appends nothing: the
+        loop reads them from ``xs`` again (see :meth:`element_reads`).
         """
         _, start, items = term.args
         z = yield self.gen(start, fn)
@@ -867,7 +873,7 @@ class _CodeGenerator:
         fn.indent += 1
         fn.if_depth += 2
         self.carry(carried, nodes, z, fn)
-        fn.emit(f"{records} = []")
+        fn.emit(f"{records} = []", pure=(records,))  # (dropped when the steps keep none)
         if zipped is None:
             fn.emit(f"for {element} in {xs}:", (xs,))
         else:
@@ -891,12 +897,25 @@ class _CodeGenerator:
         self.unbind(fn, lam.param, previous)
         bodies = self.batching[2]
         self.batching = saved
-        record = made[0] if len(made) == 1 else f"({', '.join(made)},)"
-        fn.emit(f"{records}.append({record})", (records, *made))
-        self.carry(carried, nodes, returned, fn)  # (last in the loop: see apply_primitive)
+        # A step whose one backpropagator captures parts of the element only (a dot
+        # product's: both operands with their backpropagators) keeps no record: the loop
+        # reads them from the list(s) again, latest first.
+        roots = [element] if zipped is None else list(parts)
+        reads = (self.element_reads(bodies[0], roots, fn)
+                 if len(made) == 1 and len(plan.paths) == 1 else None)
+        if reads is None:
+            record = made[0] if len(made) == 1 else f"({', '.join(made)},)"
+            fn.emit(f"{records}.append({record})", (records, *made))
+            steps, steps_uses = records, [records]
+        else:
+            steps_uses = [xs] if zipped is None else zipped[0]
+            steps = xs if zipped is None else ", ".join(zipped[0])
+        # (last in the loop: see apply_primitive)
+        self.carry(carried, nodes, returned, fn, slots=plan.paths)
         fn.indent -= 1
         fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
-        loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1)
+        loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1,
+                                 reads=reads)
         # batched_fold_result, written for these slots: the fold's backpropagator, then
         # the slots', in the accumulator of the last step
         # (one slot: its backpropagator is the fold's, running the loop)
@@ -904,14 +923,15 @@ class _CodeGenerator:
         if len(plan.paths) == 1:
             (path,) = plan.paths
             slots[path] = fn.fresh("t")
-            fn.emit(f"{slots[path]} = _newbp(_bfoldbody, ({loop}, {records}, "
-                    f"{_part(z, path)}), {span})", (records, z))
+            body = "_bfoldbody" if reads is None or zipped is None else "_bzipbody"
+            fn.emit(f"{slots[path]} = _newbp({body}, ({loop}, {steps}, "
+                    f"{_part(z, path)}), {span})", (*steps_uses, z))
         else:
             cells, fold = fn.fresh("t"), fn.fresh("t")
             starts = "".join(f"{_part(z, path)}, " for path in plan.paths)
             fn.emit(f"{cells} = [{', '.join(['None'] * len(plan.paths))}]")
-            fn.emit(f"{fold} = _newbp(_bsteps, ({loop}, {records}, {cells}, ({starts})), "
-                    f"{span})", (records, cells, z))
+            fn.emit(f"{fold} = _newbp(_bsteps, ({loop}, {steps}, {cells}, ({starts})), "
+                    f"{span})", (*steps_uses, cells, z))
             for slot, path in enumerate(plan.paths):
                 slots[path] = fn.fresh("t")
                 fn.emit(f"{slots[path]} = _newbp(_bslot, ({cells}, {slot}, {fold}), {span})",
@@ -941,15 +961,22 @@ class _CodeGenerator:
         return found
 
     def carry(self, carried: dict[tuple[int, ...], str], nodes: list[tuple[int, ...]],
-              value: str, fn: _Function) -> None:
+              value: str, fn: _Function, slots: Sequence[tuple[int, ...]] = ()) -> None:
         """Assigns the leaves of the nested pairs ``value`` (pairs at the paths ``nodes``)
         to their locals ``carried``, in one statement: the atoms a pair was made of when it
-        was made in ``fn`` (:meth:`unpack`), else unpacked."""
+        was made in ``fn`` (:meth:`unpack`), else unpacked.  The leaves at ``slots`` (a
+        batched step's records) are assigned by a statement of their own, dropped when no
+        step reads them (see :meth:`dead_statements`)."""
         atoms = {(): value}
         for node in nodes:  # (shortest first: a pair before its parts)
             atoms[node + (0,)], atoms[node + (1,)] = self.unpack(atoms[node], fn)
-        sources = [atoms[leaf] for leaf in carried]
-        fn.emit(f"{', '.join(carried.values())}, = {', '.join(sources)},", sources)
+        for pure in (False, True):
+            leaves = [leaf for leaf in carried if (leaf in slots) is pure]
+            if leaves:
+                targets = [carried[leaf] for leaf in leaves]
+                sources = [atoms[leaf] for leaf in leaves]
+                fn.emit(f"{', '.join(targets)}, = {', '.join(sources)},", sources,
+                        pure=tuple(targets) if pure else ())
 
     def carried_pairs(self, carried: dict[tuple[int, ...], str], nodes: list[tuple[int, ...]],
                       fn: _Function, pure: bool) -> str:
@@ -983,27 +1010,97 @@ class _CodeGenerator:
             return returned, made
         raise EvalError(f"not a batched step: a {type(term).__name__} term", term.span)
 
-    def batched_loop(self, bodies: list[tuple[_Function, str, list[str]]], sent: list[str],
-                     names: "itertools.count[int]", indexed: bool) -> str:
+    def element_reads(self, body: tuple[_Function, str, list[str], list[str]],
+                      roots: list[str], fn: _Function
+                      ) -> tuple[int, dict[str, tuple[int, ...]]] | None:
+        """Where each value the one backpropagator of a batched step captures (``body``,
+        see :meth:`batched_slot`) lies in the step's element: its path from the element's
+        ``roots`` (the loop's variables; one, or the two lists of a ``zip``), root index
+        first; None unless every one lies there, each at a path of its own."""
+        found: dict[str, tuple[int, ...]] = {}
+        work = [(root, (index,)) for index, root in enumerate(roots)]
+        while work:
+            atom, path = work.pop()
+            if atom in found:
+                continue
+            found[atom] = path
+            parts = self.pairs.get((fn, atom))
+            if parts is None:
+                unpacked = self.unpacked.get((fn, atom))
+                if unpacked is not None and unpacked[0] is fn:
+                    parts = unpacked[2]
+            if parts is not None:
+                work.append((parts[0], path + (0,)))
+                work.append((parts[1], path + (1,)))
+        _, _, inner, values = body
+        if not values:
+            return None
+        paths = [found.get(value) for value in values]
+        if None in paths or len(set(paths)) < len(paths):
+            return None
+        return len(roots), dict(zip(inner, paths))
+
+    @staticmethod
+    def element_unpacking(reads: dict[str, tuple[int, ...]], roots: list[str],
+                          fresh: Callable[[str], str]) -> list[str]:
+        """The statements assigning the captured locals ``reads`` from the element, whose
+        roots are ``roots``: pairs unpacked one by one (into new locals ``fresh`` makes
+        where a part is not read, or is taken apart further), as :data:`_TARGETS` reads
+        them."""
+        by_path = {path: name for name, path in reads.items()}
+        inner = {path[:end] for path in reads.values() for end in range(1, len(path))}
+        statements = []
+        work = [(path, root) for path, root in zip([(i,) for i in range(len(roots))], roots)
+                if path in inner]
+        while work:
+            path, atom = work.pop()
+            parts = []
+            for side in (0, 1):
+                part = by_path.get(path + (side,))
+                if part is None:
+                    part = fresh("v")
+                    if path + (side,) in inner:
+                        work.append((path + (side,), part))
+                parts.append(part)
+            statements.append(f"{parts[0]}, {parts[1]} = {atom}")
+        statements.extend(f"{by_path[(index,)]} = {root}" for index, root in enumerate(roots)
+                          if (index,) in by_path)
+        return statements
+
+    def batched_loop(self, bodies: list[tuple[_Function, str, list[str], list[str]]],
+                     sent: list[str], names: "itertools.count[int]", indexed: bool,
+                     reads: tuple[int, dict[str, tuple[int, ...]]] | None = None) -> str:
         """The loop function of a batched fold: ``(steps, a_1 .. a_n, stage)``, where each
         step is the tuple of what its slots' bodies capture, or the value itself when a body
         captures one (with ``indexed``, those in a tuple or list, one per slot) and ``a_j``
         is the adjoint of
         slot ``j`` of the last step (None if nothing reached it); it runs the bodies of
         each step, latest first, a body only when its slot received something, and
-        returns what the first step sent to the start's slots."""
+        returns what the first step sent to the start's slots.  With ``reads`` (see
+        :meth:`element_reads`) the steps are the folded list, or the two lists zipped
+        (``(xs, ys, a, stage)``), and the one body's captured values are read from each
+        element."""
         loop = _Function(None, names)
         adjoints = [loop.fresh("v") for _ in bodies]
         current = [loop.fresh("t") for _ in bodies]
         for a, c in zip(adjoints, current):
             loop.emit(f"{c} = {a}", (a,))  # parameters stay as given (lambdad.guard)
-        loop.emit("for _r in reversed(_r0):")
+        if reads is None or reads[0] == 1:
+            roots = ["_r"]
+            loop.emit("for _r in reversed(_r0):")
+        else:
+            # (by index: short folds are many, and zip and reversed cost more to make)
+            roots = ["_r0[_n]", "_r1[_n]"]
+            loop.emit("for _n in range(len(_r0) - 1, -1, -1):")
         for target in sent:
             loop.lines.append((2, f"{target} = None", None, (), ()))
-        for slot, (body, param, captured) in enumerate(bodies):
+        for slot, (body, param, captured, _) in enumerate(bodies):
             loop.lines.append((2, f"if {current[slot]} is not None:", None, (),
                                (current[slot],)))
-            if captured:
+            if captured and reads is not None:
+                loop.lines.extend((3, statement, None, (), ()) for statement
+                                  in self.element_unpacking(reads[1], roots, loop.fresh))
+            elif captured:
                 record = f"_r[{slot}]" if indexed else "_r"
                 targets = captured[0] if len(captured) == 1 else f"{', '.join(captured)},"
                 loop.lines.append((3, f"{targets} = {record}", None, (), ()))
@@ -1023,7 +1120,8 @@ class _CodeGenerator:
         # Kept whole (one `for`), and run again with every check to locate an error when
         # its checks were deferred (lambdad.guard).
         self.namespace["__lambdad_deferred__"].add(name)
-        self.write_out(name, loop, ["_r0", *adjoints, "_st"])
+        lists = ["_r0", "_r1"] if reads is not None and reads[0] == 2 else ["_r0"]
+        self.write_out(name, loop, [*lists, *adjoints, "_st"])
         return name
 
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
@@ -1341,7 +1439,8 @@ class _CodeGenerator:
             self.deferred_checks(child)
         captured = list(child.captures.items())
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
-        bodies[plan.slots[id(term)]] = (child, param, [inner for _, inner in captured])
+        bodies[plan.slots[id(term)]] = (child, param, [inner for _, inner in captured],
+                                        values)
         if len(values) == 1:  # the one value is the record (no tuple a step)
             return values[0]
         t = fn.fresh("t")
