@@ -329,6 +329,11 @@ def test_a_batched_step_capturing_parts_of_its_element_only_keeps_no_record():
         assert value == expected[0] and gradient == pytest.approx(expected[1], rel=1e-12)
         assert gradient == pytest.approx(program.value_and_grad(name, xs, strategy="naive")[1],
                                          rel=1e-12)
+    # forward mode over the loop (a Hessian) agrees with forward mode over forward mode
+    _, _, rows = program.hessian("f", xs)
+    _, _, expected_rows = program.hessian("f", xs, mode="forward-over-forward")
+    assert [row == pytest.approx(want, rel=1e-12) for row, want in zip(rows, expected_rows)] \
+        == [True] * len(xs)
     # an error in the loop (`y * a` of the first step) is still located at its source
     with pytest.raises(lambdad.LambdadError, match=r"`10000000000 \* 1e\+300` is inf") as info:
         program.value_and_grad("h", [1e-20, 1e-30, 1e-30])
