@@ -330,6 +330,21 @@ class _Function:
 
 
 
+_POSITIONAL: dict[tuple[str, tuple[str, ...]], str] = {}
+
+
+def _positional(template: str, params: tuple[str, ...]) -> str:
+    """A primitive's inline ``template`` (``({x} * {y})``) with its fields numbered in the
+    order of ``params`` (``({0} * {1})``): filled from the atoms by position, without a
+    dictionary of them at every application."""
+    key = (template, params)
+    found = _POSITIONAL.get(key)
+    if found is None:
+        found = _POSITIONAL[key] = template.format(
+            **{param: f"{{{index}}}" for index, param in enumerate(params)})
+    return found
+
+
 def _literal_atom(text: str) -> str | None:
     """The atom of the real ``text`` names when it is a number (no variable is), else None."""
     if not text[:1] or text[0] not in "-.0123456789":
@@ -1158,14 +1173,13 @@ class _CodeGenerator:
         elif self.generic and primitive.kind in GENERIC_KINDS:
             fn.emit(f"{t} = _gp({self.constant(primitive)}, {args})", atoms, site)
         elif primitive.inline is not None:
-            fn.emit(f"{t} = {primitive.inline.format(**dict(zip(primitive.params, atoms)))}",
+            fn.emit(f"{t} = {_positional(primitive.inline, primitive.params).format(*atoms)}",
                     atoms, site)
         elif primitive.inline_at_literals is not None and \
                 primitive.inline_at_literals[0](*map(_literal_real, atoms)):
             # (an overflow there is reported with the evaluation's message: guard.describe)
-            template = primitive.inline_at_literals[1]
-            fn.emit(f"{t} = {template.format(**dict(zip(primitive.params, atoms)))}", atoms,
-                    site)
+            template = _positional(primitive.inline_at_literals[1], primitive.params)
+            fn.emit(f"{t} = {template.format(*atoms)}", atoms, site)
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
         else:
