@@ -1020,21 +1020,23 @@ class PreparedGradient:
         """``(f x, ∇f(x))`` for the reals ``x`` of a point of the shape; raises as
         :meth:`Differentiator.grad`."""
         differentiator = self.differentiator
-        value, gradient, tape = differentiator.interpreter.restartable(self._run, x)
-        differentiator._last_costs = [[_REVERSE_ONLY, tape.created, tape.bodies_run]]
+        count = len(x) if self.shape else 1
+        tape = self._tape
+        if tape is None or len(self._seeds) != count:
+            tape = self._tape = Tape()
+            self._seeds = dict(enumerate(tape.seeds(0, count)))
+        value, gradient = differentiator.interpreter.restartable_on(tape, self._run, x)
+        differentiator._last_costs = [[_REVERSE_ONLY, tape.stamps - tape.bodiless,
+                                       tape.bodies_run]]
         return value, gradient
 
-    def _run(self, x: Any) -> tuple[float, Any, Tape]:
-        """One run from the start, on a tape started afresh (so it may be run again)."""
-        interpreter = self.differentiator.interpreter
+    def _run(self, x: Any) -> tuple[float, Any]:
+        """One run from the start, on the tape started afresh (so it may be run again)."""
         shape = self.shape
-        count = len(x) if shape else 1
-        tape, seeds = self._tape, self._seeds
-        if tape is not None and len(seeds) == count:
-            tape.restart(seeds)
-        else:
-            tape = self._tape = Tape()
-            seeds = self._seeds = dict(enumerate(tape.seeds(0, count)))
+        seeds = self._seeds
+        tape = self._tape
+        tape.restart(seeds)
+        count = len(seeds)
         if shape == 0:
             seeded: Any = (x, seeds[0])
         elif shape > 0:
@@ -1043,30 +1045,26 @@ class PreparedGradient:
                 seeded = ((x[i], seeds[i]), seeded)
         else:
             seeded = list(zip(x, seeds.values()))
-        saved = interpreter.pin_tape(tape)
-        try:
-            # Under the guard of __call__, as a program run: errors located, deep calls
-            # allowed.  (First-order code, which this is, does not look at run depths.)
-            out = self.image(seeded)
-            if not (type(out) is tuple and type(out[0]) in SCALAR_TYPES
-                    and isinstance(out[1], Backprop)):  # is_reverse_real, inlined
-                raise DifferentiationError("grad needs a function whose result is a real")
-            value, back = out
-            if self.run_first_seeds is not None:  # the seeds are stamps 0 .. count - 1
-                flat = self.run_first_seeds(tape, back, count)
-            else:
-                adjoints = self.run_backward(tape, back(1.0), None, None)
-                flat = [adjoints.get(i, 0.0) for i in range(count)]
-        finally:
-            interpreter.unpin_tape(saved)
+        # Under the guard of __call__, as a program run: errors located, deep calls
+        # allowed.  (First-order code, which this is, does not look at run depths.)
+        out = self.image(seeded)
+        if not (type(out) is tuple and type(out[0]) in SCALAR_TYPES
+                and isinstance(out[1], Backprop)):  # is_reverse_real, inlined
+            raise DifferentiationError("grad needs a function whose result is a real")
+        value, back = out
+        if self.run_first_seeds is not None:  # the seeds are stamps 0 .. count - 1
+            flat = self.run_first_seeds(tape, back, count)
+        else:
+            adjoints = self.run_backward(tape, back(1.0), None, None)
+            flat = [adjoints.get(i, 0.0) for i in range(count)]
         if shape < 0:
-            return value, flat, tape
+            return value, flat
         if shape == 0:
-            return value, flat[0], tape
+            return value, flat[0]
         gradient: Any = flat[shape - 1]
         for i in range(shape - 2, -1, -1):
             gradient = (flat[i], gradient)
-        return value, gradient, tape
+        return value, gradient
 
 
 class PreparedProduct:

@@ -110,9 +110,10 @@ class Interpreter:
                  max_steps: int | None = None, timeout: float | None = None):
         self.strategy = strategy_named(strategy).name
         self.ad_hooks: dict[str, Callable[..., Any]] = dict(ad_hooks or {})
-        self.on_event = on_event
-        self.max_steps = max_steps
-        self.timeout = timeout
+        self._on_event = on_event
+        self._max_steps = max_steps
+        self._timeout = timeout
+        self._note_instrumented()
         self.tape = Tape()
         self.steps = 0
         self._run_tapes: dict[int, Tape] = {id(self.tape): self.tape}
@@ -233,10 +234,38 @@ class Interpreter:
         apply = self._apply_builtin_generic if self.generic else self._apply_builtin
         return BuiltinFunction(primitive, args, span, apply)
 
+    # Whether terms compile with event, step and time checks: kept in ``instrumented``
+    # (a plain attribute, read at every API call) whenever one of the three is set.
     @property
-    def instrumented(self) -> bool:
-        """Whether terms compile with event, step and time checks."""
-        return self.on_event is not None or self.max_steps is not None or self.timeout is not None
+    def on_event(self) -> Callable[[Any], None] | None:
+        return self._on_event
+
+    @on_event.setter
+    def on_event(self, hook: Callable[[Any], None] | None) -> None:
+        self._on_event = hook
+        self._note_instrumented()
+
+    @property
+    def max_steps(self) -> int | None:
+        return self._max_steps
+
+    @max_steps.setter
+    def max_steps(self, steps: int | None) -> None:
+        self._max_steps = steps
+        self._note_instrumented()
+
+    @property
+    def timeout(self) -> float | None:
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float | None) -> None:
+        self._timeout = seconds
+        self._note_instrumented()
+
+    def _note_instrumented(self) -> None:
+        self.instrumented = (self._on_event is not None or self._max_steps is not None
+                             or self._timeout is not None)
 
     @property
     def stats(self) -> Stats:
@@ -434,14 +463,30 @@ class Interpreter:
             return self.guarded(function, *args)
         return self._outermost(function, args, 0, raising=False)
 
+    def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any) -> Any:
+        """:meth:`restartable` ``function(arg)`` with ``tape`` the current tape meanwhile
+        (as :meth:`pin_tape` makes it): a prepared gradient's run, pinned and guarded in
+        one frame rather than three, since a small program's run costs little more."""
+        if self._guarded or self.instrumented:
+            saved = self.pin_tape(tape)
+            try:
+                return self.guarded(function, arg)
+            finally:
+                self.unpin_tape(saved)
+        return self._outermost(function, (arg,), 0, raising=False, tape=tape)
+
     def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,
-                   raising: bool = True) -> Any:
+                   raising: bool = True, tape: Tape | None = None) -> Any:
         """``function(*args)`` as the outermost guarded call, at run depth ``depth`` (0 for
         :meth:`guarded`: work around program runs, not one of them).  Without ``raising``
         the limits stay as they are and a RecursionError runs it again with them raised
-        (see :meth:`restartable`)."""
+        (see :meth:`restartable`).  A ``tape`` is the current tape during the call."""
+        saved_tape = self.tape
+        if tape is not None:
+            self.tape = tape
+            self._pinned += 1
         self.steps = 0
-        self._deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        self._deadline = None if self._timeout is None else time.monotonic() + self._timeout
         saved = raise_limits() if raising else None
         self._depth = depth
         self._guarded = True
@@ -471,8 +516,11 @@ class Interpreter:
             self._guarded = False
             if saved is not None:
                 restore_limits(saved)
+            if tape is not None:
+                self.tape = saved_tape
+                self._pinned -= 1
         # Only after a RecursionError without raised limits: again, with them raised.
-        return self._outermost(function, args, depth)
+        return self._outermost(function, args, depth, tape=tape)
 
     # ---- called by generated code
     def _backprop_maker(self) -> Callable[[Callable[..., Any], tuple, Span | None], Backprop]:

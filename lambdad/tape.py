@@ -175,13 +175,14 @@ class Tape:
     (:meth:`own_constant`).  ``bodiless`` counts the stamps of seeds and such constants.
     """
 
-    __slots__ = ("stamps", "bodies_run", "bodiless", "_seeds")
+    __slots__ = ("stamps", "bodies_run", "bodiless", "_seeds", "_restarted_from")
 
     def __init__(self) -> None:
         self.stamps = 0
         self.bodies_run = 0
         self.bodiless = 0
         self._seeds: dict[int, Backprop] = {}
+        self._restarted_from: Mapping[int, Backprop] | None = None  # see restart
 
     @property
     def created(self) -> int:
@@ -224,13 +225,18 @@ class Tape:
     def restart(self, seeds: Mapping[int, Backprop]) -> None:
         """Makes this tape what a new one is once ``seeds`` (``seed 0`` .. ``seed n-1``,
         made on this tape first, in that order) are made on it, for another run of the
-        same code: seeds are made once for many runs.  Only for runs none of whose
-        backpropagators outlives them, so that nothing stamped before reaches the next."""
+        same code: seeds are made once for many runs (given as the same mapping, never
+        changed).  Only for runs none of whose backpropagators outlives them, so that
+        nothing stamped before reaches the next."""
         count = len(seeds)
         self.stamps = count
         self.bodies_run = 0
         self.bodiless = count
-        self._seeds = dict(seeds)  # a seed the run makes itself is not kept for the next
+        # A seed the run makes itself is not kept for the next.  (A run only adds seeds:
+        # with as many as the last restart left, they are still those.)
+        if self._restarted_from is not seeds or len(self._seeds) != count:
+            self._seeds = dict(seeds)
+            self._restarted_from = seeds
 
     def seeds(self, first: int, count: int) -> list[Backprop]:
         """``seed first`` ... ``seed (first + count - 1)``, made in that order if new."""

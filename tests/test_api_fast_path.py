@@ -118,8 +118,9 @@ def test_a_prepared_run_that_needs_the_raised_limits_gets_them(low_recursion_lim
     first = program.value_and_grad("f", 1.0, stats=True)
     prepared = program._gradients[("f", 0, None)]
     assert isinstance(prepared, PreparedGradient)
+    assert prepared(1.0) == first[:2]  # (which makes its tape and seeds)
     with pytest.raises(RecursionError):  # at the process's limit the run cannot finish
-        prepared._run(1.0)
+        prepared.image((1.0, prepared._seeds[0]))
     assert program.value_and_grad("f", 1.0, stats=True) == first
     assert sys.getrecursionlimit() == low_recursion_limit  # and the limits are put back
     assert first[1] == pytest.approx(1.0001 ** 500)
