@@ -13,7 +13,8 @@ checker and the trace all go through these functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from .errors import EvalError, LambdadError, UsageError
@@ -76,37 +77,42 @@ def from_python(value: Any, finite: bool = True) -> Any:
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
 
 
-def real_point(point: Any) -> tuple[int, Any] | None:
-    """For a point of Python reals (a float or int, a tuple of them, or a non-empty list of
-    floats): its shape (0 for a real, n for an n-tuple, -1 for a list) and its runtime
-    value, made in one pass (what
-    :func:`from_python` makes of it).  None for any other point, and for one holding a NaN,
-    an infinity or an integer too large for a real: :func:`from_python` says what is wrong.
-    Repeated calls with such points skip the general conversion and fitting (the shape
-    decides how the point fits a function)."""
+def real_point(point: Any) -> tuple[Shape, Any] | None:
+    """For a point of Python reals (a float or int, a tuple of them, a non-empty list of
+    floats, or reals nested in tuples and lists: see :func:`point_shape`): its shape (0
+    for a real, n for an n-tuple, -1 for a list; else what :func:`point_shape` gives) and
+    its runtime value (what :func:`from_python` makes of it), made in one pass or two.
+    None for any other point, and for one holding a NaN, an infinity or an integer too
+    large for a real: :func:`from_python` says what is wrong.  Repeated calls with such
+    points skip the general conversion and fitting (the shape decides how the point fits
+    a function)."""
     kind = type(point)
     if kind is list:
         # Not an empty list: it fits lists of any item type, a list of reals only [R].
-        if point and all_reals(point) and all(map(math.isfinite, point)):
-            return -1, point[:]
-        return None
-    if kind is tuple and len(point) >= 2:
+        if point and all_reals(point):
+            return (-1, point[:]) if all(map(math.isfinite, point)) else None
+    elif kind is tuple and len(point) >= 2:
         value = None
         for item in reversed(point):
             item = _finite_real(item)
             if item is None:
-                return None
+                break
             value = item if value is None else (item, value)
-        return len(point), value
-    point = _finite_real(point)
-    return None if point is None else (0, point)
+        else:
+            return len(point), value
+    else:
+        point = _finite_real(point)
+        return None if point is None else (0, point)
+    found = point_shape(point)
+    return None if found is None else (found[0], shaped(found[0], iter(found[1])))
 
 
-def real_inputs(point: Any) -> tuple[int, Any] | None:
+def real_inputs(point: Any) -> tuple[Shape, Any] | None:
     """For a point :func:`real_point` takes: the same shape, and the point's reals flat,
     as a prepared gradient seeds them (no right-nested pairs made): the real (shape 0), a
     tuple of the n reals (shape n; the point itself when its items are floats already), a
-    copy of the list (shape -1).  None when :func:`real_point` gives None."""
+    copy of the list (shape -1), a list of the reals left to right (any other shape).
+    None when :func:`real_point` gives None."""
     kind = type(point)
     if kind is float:
         return (0, point) if point - point == 0.0 else None
@@ -117,13 +123,96 @@ def real_inputs(point: Any) -> tuple[int, Any] | None:
         else:
             return len(point), point
         reals = tuple(map(_finite_real, point))
-        return None if None in reals else (len(point), reals)
-    if kind is list:
-        if point and all_reals(point) and all(map(math.isfinite, point)):
-            return -1, point[:]
+        if None not in reals:
+            return len(point), reals
+    elif kind is list:
+        if point and all_reals(point):
+            return (-1, point[:]) if all(map(math.isfinite, point)) else None
+    else:
+        point = _finite_real(point)
+        return None if point is None else (0, point)
+    return point_shape(point)
+
+
+# The shape of a point of reals nested in tuples and lists, as point_shape gives it: None
+# for a real, ("t", (s1, ..., sk)) for a k-tuple of items of shapes s1 ... sk, ("l", n) for
+# a list of n reals, ("L", n, s) for a list of n items of shape s.  Points of the shapes
+# real_inputs knows first have the numbers 0, n and -1 instead.
+Shape = Any
+_NO_SHAPE = object()
+# Deeper points take the general path (and Python's stack is not at risk).
+_MAX_SHAPE_DEPTH = 32
+
+
+def point_shape(point: Any) -> tuple[Shape, list[float]] | None:
+    """The shape of ``point``, finite reals (floats or ints) nested in tuples of two or
+    more items and in non-empty lists whose items all have one shape, and its reals flat,
+    left to right; None for any other point.  The shape says how the point fits a
+    function (its types, hence the curried parameters it covers) and how to build a value
+    like it from reals (:func:`shaped`): prepared calls and gradients key on it."""
+    flat: list[float] = []
+    shape = _shape_of(point, flat, 0)
+    return None if shape is _NO_SHAPE else (shape, flat)
+
+
+def _shape_of(value: Any, flat: list[float], depth: int) -> Shape:
+    kind = type(value)
+    if kind is float:
+        if value - value != 0.0:  # NaN for a NaN or an infinity
+            return _NO_SHAPE
+        flat.append(value)
         return None
-    point = _finite_real(point)
-    return None if point is None else (0, point)
+    if depth > _MAX_SHAPE_DEPTH:
+        return _NO_SHAPE
+    if kind is list:
+        if not value:  # it fits every list type: the general path sees which
+            return _NO_SHAPE
+        if all_reals(value):
+            if not all(map(math.isfinite, value)):
+                return _NO_SHAPE
+            flat.extend(value)
+            return ("l", len(value))
+        first = _shape_of(value[0], flat, depth + 1)
+        if first is _NO_SHAPE:
+            return _NO_SHAPE
+        for index in range(1, len(value)):
+            if _shape_of(value[index], flat, depth + 1) != first:
+                return _NO_SHAPE
+        return ("L", len(value), first)
+    if kind is tuple:
+        if len(value) < 2:
+            return _NO_SHAPE
+        parts = []
+        for item in value:
+            part = _shape_of(item, flat, depth + 1)
+            if part is _NO_SHAPE:
+                return _NO_SHAPE
+            parts.append(part)
+        return ("t", tuple(parts))
+    real = _finite_real(value)
+    if real is None:
+        return _NO_SHAPE
+    flat.append(real)
+    return None
+
+
+def shaped(shape: Shape, items: Iterator[Any]) -> Any:
+    """The value of the :func:`point_shape` ``shape`` whose reals are the next of
+    ``items`` in order (a tuple as right-nested pairs): the runtime value of a point from
+    its reals, a seeded point from pairs of reals and seeds, a gradient from adjoints."""
+    if shape is None:
+        return next(items)
+    kind = shape[0]
+    if kind == "l":
+        return list(islice(items, shape[1]))
+    if kind == "L":
+        inner = shape[2]
+        return [shaped(inner, items) for _ in range(shape[1])]
+    parts = [shaped(part, items) for part in shape[1]]
+    value = parts.pop()
+    while parts:
+        value = (parts.pop(), value)
+    return value
 
 
 def _finite_real(x: Any) -> float | None:
@@ -149,6 +238,24 @@ def finite_reals(value: Any) -> bool:
             return False
         value = value[1]
     return type(value) is float and value - value == 0.0
+
+
+def finite_data(value: Any) -> bool:
+    """Whether the runtime value ``value`` is a finite real, or pairs and lists of values
+    that are (a gradient of a point of any :func:`point_shape`): then it is its own Python
+    data."""
+    while type(value) is tuple and len(value) == 2:  # (the spine of a tuple, by a loop)
+        if not finite_data(value[0]):
+            return False
+        value = value[1]
+    kind = type(value)
+    if kind is float:
+        return value - value == 0.0
+    if kind is list:
+        if all_reals(value):
+            return all(map(math.isfinite, value))
+        return all(map(finite_data, value))
+    return False
 
 
 def abridged(text: str, limit: int = 60) -> str:

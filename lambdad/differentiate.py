@@ -32,6 +32,7 @@ from . import forward as forward_mode
 from .errors import DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting, rules
+from .calling import Shape, shaped
 from .parser import parse_expr
 from .typecheck import infer_term
 from .primitives import PRIMITIVES
@@ -537,7 +538,7 @@ class Differentiator:
         tape.release()  # the run is over: its seeds need not wait for the cyclic collector
         return value, self._read_off(x, adjoints)
 
-    def prepared_grad(self, f: Any, shape: int) -> "PreparedGradient | None":
+    def prepared_grad(self, f: Any, shape: Shape) -> "PreparedGradient | None":
         """:meth:`grad` of the closure ``f`` at points of ``shape`` (see
         :class:`PreparedGradient`) by the strategy set now, once a :meth:`grad` of ``f`` by
         that strategy kept the image of ``f`` (see :meth:`transform_function`); None when
@@ -907,7 +908,7 @@ class Differentiator:
         (value, gradient), (_, product) = self.jvp(self._value_and_gradient(f), x, v)
         return value, gradient, product
 
-    def prepared_hvp(self, f: Any, x: Any, shape: int) -> "PreparedProduct | None":
+    def prepared_hvp(self, f: Any, x: Any, shape: Shape) -> "PreparedProduct | None":
         """:meth:`hvp` of the closure ``f`` at points of ``shape`` (see
         :class:`PreparedProduct`) like ``x``, by the strategy set now; None when it has no
         prepared form: runs are instrumented, ``f`` has no target program, or making the
@@ -990,8 +991,9 @@ class PreparedGradient:
     for the shape, under the restartable guard of the interpreter.
 
     ``shape`` is 0 for a real, n for an n-tuple of reals (right-nested pairs), -1 for a
-    list of reals; a call takes the point's reals flat (a real, a tuple or a list of
-    them) and gives the gradient in the point's runtime shape.  It gives what
+    list of reals, or the shape of reals nested in tuples and lists
+    (:func:`lambdad.calling.point_shape`); a call takes the point's reals flat (a real, a
+    tuple or a list of them) and gives the gradient in the point's runtime shape.  It gives what
     :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same order, the
     same run, the same backward phase), records the same costs as ``last_stats`` and
     raises the same located errors.  ``strategy`` is the name of the strategy it runs.
@@ -1003,7 +1005,7 @@ class PreparedGradient:
     __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward",
                  "run_first_seeds", "_tape", "_seeds")
 
-    def __init__(self, differentiator: Differentiator, image: Any, shape: int, strategy: str,
+    def __init__(self, differentiator: Differentiator, image: Any, shape: Shape, strategy: str,
                  run_backward: Callable[..., dict[int, Any]],
                  run_first_seeds: Callable[[Tape, Any, int], list[Any]] | None = None):
         self.differentiator = differentiator
@@ -1037,8 +1039,10 @@ class PreparedGradient:
         tape = self._tape
         tape.restart(seeds)
         count = len(seeds)
-        if shape == 0:
-            seeded: Any = (x, seeds[0])
+        if type(shape) is not int:
+            seeded: Any = shaped(shape, zip(x, seeds.values()))
+        elif shape == 0:
+            seeded = (x, seeds[0])
         elif shape > 0:
             seeded = (x[-1], seeds[shape - 1])
             for i in range(shape - 2, -1, -1):
@@ -1057,6 +1061,8 @@ class PreparedGradient:
         else:
             adjoints = self.run_backward(tape, back(1.0), None, None)
             flat = [adjoints.get(i, 0.0) for i in range(count)]
+        if type(shape) is not int:
+            return value, shaped(shape, iter(flat))
         if shape < 0:
             return value, flat
         if shape == 0:
@@ -1079,7 +1085,7 @@ class PreparedProduct:
 
     __slots__ = ("differentiator", "image", "shape")
 
-    def __init__(self, differentiator: Differentiator, image: Any, shape: int):
+    def __init__(self, differentiator: Differentiator, image: Any, shape: Shape):
         self.differentiator = differentiator
         self.image = image
         self.shape = shape
@@ -1094,8 +1100,10 @@ class PreparedProduct:
         differentiator = self.differentiator
         interpreter = differentiator.interpreter
         shape = self.shape
-        if shape == 0:
-            seeded: Any = (x, v)
+        if type(shape) is not int:
+            seeded: Any = shaped(shape, zip(x, v))
+        elif shape == 0:
+            seeded = (x, v)
         elif shape > 0:
             seeded = (x[-1], v[-1])
             for i in range(shape - 2, -1, -1):

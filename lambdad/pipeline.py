@@ -51,6 +51,7 @@ from .calling import (
     check_functions,
     curried_call,
     curried_parts,
+    finite_data,
     finite_reals,
     first_non_finite,
     from_python,
@@ -60,6 +61,7 @@ from .calling import (
     packed,
     point_source,
     point_term,
+    Shape,
     real_inputs,
     real_point,
     real_term,
@@ -200,6 +202,17 @@ def loads(text: str, file: str = "<string>") -> "Program":
 _RESTRICTIONS_KEPT = 8
 
 
+_PREPARED_SHAPES = 256
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """``cache[key] = value``, the cache emptied first when it is full (see
+    Program._plans)."""
+    if len(cache) >= _PREPARED_SHAPES:
+        cache.clear()
+    cache[key] = value
+
+
 def _fixed_key(values: Sequence[Any]) -> str | None:
     """A key telling apart the runtime values ``values`` (reals, booleans, pairs, lists):
     their text, exact for reals; None when one holds a function (no key)."""
@@ -285,15 +298,17 @@ class Program:
         self._adapters: dict[tuple[str, int], Any] = {}
         # Calls with points of Python reals, by (name, shape of the point; see real_point):
         # the function to apply (adapter included) and its result type, found by the first.
-        self._plans: dict[tuple[str, int], tuple[Any, Type]] = {}
+        # (A shape names its lists' lengths: caches past _PREPARED_SHAPES entries start
+        # again, so points of ever new lengths do not fill them.)
+        self._plans: dict[tuple[str, Shape], tuple[Any, Type]] = {}
         # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
         # strategy asked for): the prepared path, found after the first general run (see
         # Differentiator.prepared_grad), or None when there is none.
-        self._gradients: dict[tuple[str, int, str | None], Any] = {}
+        self._gradients: dict[tuple[str, Shape, str | None], Any] = {}
         # Hessian-vector products at points and directions of Python reals, by (name, shape
         # of the point, strategy): the prepared path, found after the first general run
         # (see Differentiator.prepared_hvp), or None when there is none.
-        self._products: dict[tuple[str, int, str], Any] = {}
+        self._products: dict[tuple[str, Shape, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Program] = {}
 
@@ -670,7 +685,7 @@ class Program:
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
         result = result_after(self._scheme(name).type, k)
         if reals is not None:
-            self._plans[(name, reals[0])] = (f, result)
+            _remember(self._plans, (name, reals[0]), (f, result))
         return f, value, result
 
     def input_names(self, name: str, point: Any) -> list[str]:
@@ -748,8 +763,8 @@ class Program:
             value, gradient = self.runtime.differentiator.grad(f, x)
             run_stats = self.runtime.differentiator.last_stats
             if reals is not None:
-                self._gradients[(name, reals[0], strategy)] = (
-                    self.runtime.differentiator.prepared_grad(f, reals[0]))
+                _remember(self._gradients, (name, reals[0], strategy),
+                          self.runtime.differentiator.prepared_grad(f, reals[0]))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
         else:
@@ -768,8 +783,10 @@ class Program:
         value, gradient = prepared(inputs)
         # The gradient is made afresh (floats, right-nested pairs of them, or a new list of
         # them): once found finite, it is the Python data already.
+        shape = prepared.shape
         if type(value) is float and value - value == 0.0 and (
-                all(map(math.isfinite, gradient)) if prepared.shape < 0
+                finite_data(gradient) if type(shape) is not int
+                else all(map(math.isfinite, gradient)) if shape < 0
                 else finite_reals(gradient)):
             out = (value, gradient)
         else:
@@ -846,7 +863,7 @@ class Program:
         along = real_inputs(direction) if inputs is not None else None
         key = (name, inputs[0], runtime.interpreter.strategy) if inputs is not None else None
         if along is not None and along[0] == inputs[0] and (
-                inputs[0] >= 0 or len(along[1]) == len(inputs[1])):
+                inputs[0] != -1 or len(along[1]) == len(inputs[1])):
             prepared = self._products.get(key)
             # (instrumented runs, under a step or time limit, report events: general path)
             if prepared is not None and not runtime.interpreter.instrumented:
@@ -860,7 +877,7 @@ class Program:
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
         if key is not None and key not in self._products:
-            self._products[key] = runtime.differentiator.prepared_hvp(f, x, inputs[0])
+            _remember(self._products, key, runtime.differentiator.prepared_hvp(f, x, inputs[0]))
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, name: str, point: Any) -> tuple[Any, Any]:

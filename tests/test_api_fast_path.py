@@ -25,12 +25,22 @@ def logged (x : R) : R = 2 * log x
 def differentiates (x : R) : R = grad (\\y -> x * y * y) x
 def unreached (xs : [R]) : R = let n = fold (\\acc x -> acc + 1) 0 xs in n * n + 2 * head xs
 def second (p : R * R * R) : R = let (a, b, c) = p in b * b
+def net (w : [[R]] * [R] * R) : R =
+  let (m, b, c) = w in fold (\\acc (row, bi) -> acc + tanh (fold (\\s x -> s + x * x) bi row)) c (zip m b)
+def pairs (ps : [R * R]) : R = fold (\\acc (x, y) -> acc + x * sin y) 0 ps
+def mixed (p : R * (R * R) * [R]) : R = let (a, q, xs) = p in let (b, c) = q in a * b / c + fold (\\s x -> s * x) 1 xs
+def two (xs : [R]) (p : R * R) : R = let (a, b) = p in fold (\\s x -> s + a * x) b xs
 """
 
 POINTS = [("real", 0.7), ("real", 3), ("curried", (1.25, -0.5, 2.0)), ("pair", (1.5, 0.25)),
           ("total", [0.5, -1.25, 2.0, 3.5]), ("differentiates", 1.5),
           # inputs nothing reaches: their gradient is 0
-          ("unreached", [0.5] * 9), ("second", (1.0, -2.0, 3.0))]
+          ("unreached", [0.5] * 9), ("second", (1.0, -2.0, 3.0)),
+          # reals nested in tuples and lists: prepared for their shape
+          ("net", ([[0.5, -1.0], [0.25, 2.0], [1.5, 0.75]], [0.1, -0.2, 0.3], 0.5)),
+          ("pairs", [(0.5, 1.0), (2.0, -0.5), (1, 3)]),
+          ("mixed", (1.5, (2.0, -4.0), [0.5, 3.0, -1.0])),
+          ("two", ([1.0, -2.0, 0.5], (3.0, 0.25)))]
 
 
 def exact(value):
@@ -53,8 +63,10 @@ def general(name, point, strategy=None):
 def test_the_prepared_path_gives_the_general_results_bit_for_bit(name, point, strategy):
     program = lambdad.loads(SOURCE)
     first = program.value_and_grad(name, point, strategy=strategy, stats=True)
-    shape = 0 if not isinstance(point, (tuple, list)) else \
-        len(point) if isinstance(point, tuple) else -1
+    shape = real_inputs(point)[0]
+    assert shape == (0 if not isinstance(point, (tuple, list)) else
+                     -1 if name in ("total", "unreached") else
+                     len(point) if name in ("curried", "pair", "second") else shape)
     prepared = program._gradients[(name, shape, strategy)]
     # a function that differentiates runs on a level: it has no prepared path
     assert isinstance(prepared, PreparedGradient) == (name != "differentiates")
@@ -148,6 +160,10 @@ def test_repeated_calls_raise_the_limits_only_when_a_run_needs_them(low_recursio
 
 
 def _flattened(shape, value):
+    if not isinstance(shape, int):  # reals nested in pairs and lists: left to right
+        reals = []
+        lambdad.values.map_value(value, lambda v: type(v) is float, reals.append)
+        return reals
     if shape <= 0:
         return value
     reals = []
@@ -231,3 +247,70 @@ def test_a_step_limit_applies_to_each_run_of_a_forward_gradient():
     program.set_max_steps(None)
     assert exact((value, gradient)) == exact(program.value_and_grad("curried", point,
                                                                     mode="forward"))
+
+
+@pytest.mark.parametrize("point, shape, reals", [
+    ([[1.0, 2.0], [3.0, 4.0]], ("L", 2, ("l", 2)), [1.0, 2.0, 3.0, 4.0]),
+    (([1.0], 2), ("t", (("l", 1), None)), [1.0, 2.0]),
+    ([(1.0, [2.0]), (3, [4.0])], ("L", 2, ("t", (None, ("l", 1)))), [1.0, 2.0, 3.0, 4.0]),
+    ((1.0, (2.0, 3.0)), ("t", (None, ("t", (None, None)))), [1.0, 2.0, 3.0]),
+    ([1, 2], ("L", 2, None), [1.0, 2.0]),
+    # not of one shape, or holding what is not a finite real: the general path
+    ([[1.0], [1.0, 2.0]], None, None), ([[]], None, None), ([[1.0], []], None, None),
+    ((1.0, [math.nan]), None, None), ([(1.0, True)], None, None), ((1.0, "x"), None, None),
+    ([[10 ** 400]], None, None), ((1.0, (2.0,)), None, None)])
+def test_the_shape_of_a_point_of_nested_reals(point, shape, reals):
+    found = lambdad.calling.point_shape(point)
+    if shape is None:
+        assert found is None and real_point(point) is None and real_inputs(point) is None
+        return
+    assert found == (shape, reals)
+    assert all(type(r) is float for r in found[1])
+    assert real_inputs(point) == found
+    assert real_point(point) == (shape, lambdad.calling.from_python(point))
+    assert lambdad.calling.shaped(shape, iter(reals)) == lambdad.calling.from_python(point)
+
+
+def test_a_point_nested_too_deep_takes_the_general_path():
+    point = 1.0
+    for _ in range(40):
+        point = [point]
+    assert lambdad.calling.point_shape(point) is None and real_point(point) is None
+    program = lambdad.loads("def f (x : " + "[" * 40 + "R" + "]" * 40 + ") : R = 1")
+    assert program.call("f", point) == 1.0
+
+
+def test_nested_points_of_other_lengths_are_prepared_for_their_own_shape():
+    program = lambdad.loads(SOURCE)
+    points = [([[0.5, -1.0]], [0.1], 0.5), ([[0.5, -1.0, 2.0]] * 4, [0.1, 0.2, 0.3, 0.4], 1.0),
+              ([[0.5, -1.0]], [0.1], -0.5)]
+    for point in points * 2:
+        assert exact(program.value_and_grad("net", point)) == exact(general("net", point)[:2])
+        assert exact(program.call("net", point)) == exact(lambdad.loads(SOURCE).call("net", point))
+    shapes = {key[1] for key in program._gradients}
+    assert shapes == {("t", (("L", 1, ("l", 2)), ("l", 1), None)),
+                      ("t", (("L", 4, ("l", 3)), ("l", 4), None))}
+    assert all(isinstance(prepared, PreparedGradient) for prepared in program._gradients.values())
+    assert {key[1] for key in program._plans} == shapes
+
+
+def test_prepared_caches_start_again_when_points_of_many_shapes_fill_them():
+    program = lambdad.loads(SOURCE)
+    for n in range(1, 300):
+        point = ([1.0] * n, (0.5, 2.0))
+        assert program.value_and_grad("two", point) == ((n * 0.5 + 2.0), ([0.5] * n, (n, 1.0)))
+        assert len(program._gradients) <= 256 and len(program._plans) <= 256
+
+
+def test_hessian_vector_products_of_nested_points_are_prepared_and_agree():
+    program = lambdad.loads(SOURCE)
+    point = ([[0.5, -1.0], [0.25, 2.0]], [0.1, -0.2], 0.5)
+    direction = ([[1.0, 0.0], [0.5, -1.0]], [0.0, 2.0], 1.0)
+    first = program.hvp("net", point, direction)
+    shape = real_inputs(point)[0]
+    assert program._products[("net", shape, "fused")] is not None
+    assert exact(program.hvp("net", point, direction)) == exact(first) == \
+        exact(lambdad.loads(SOURCE).hvp("net", point, direction))
+    # a direction of another shape is the general path's to refuse
+    with pytest.raises(lambdad.UsageError):
+        program.hvp("net", point, ([[1.0, 0.0]], [0.0], 1.0))
