@@ -66,6 +66,7 @@ from .syntax import (
     Term,
     Var,
     Zero,
+    free_vars,
 )
 from .fuse import BatchedFold, batched_fold_step
 from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_fold_body,
@@ -451,6 +452,15 @@ def _lifted_reals(f: Term) -> str | None:
     if isinstance(second, Const) and second.value == 0.0 and math.copysign(1.0, second.value) > 0:
         return "0.0"
     return None
+
+
+def _reads_element(step: Lam) -> bool:
+    """Whether the batched step ``step`` (``\\acc -> lets in \\x -> e``, see
+    :class:`~lambdad.fuse.BatchedFold`) reads its element ``x``."""
+    body: Term = step.body
+    while isinstance(body, (Let, LetPair)):
+        body = body.body
+    return not isinstance(body, Lam) or body.param in free_vars(body.body)
 
 
 def _stageable(body: Term) -> bool:
@@ -865,8 +875,16 @@ class _CodeGenerator:
             fn.emit(f"if len({lists[0]}) != len({lists[1]}): "
                     f"{self.evaluator(ZIP)}({lists[0]}, {lists[1]})", lists, zipped[1])
             xs = lists[0]  # (its length is the steps')
+        elif (isinstance(items, Prim) and items.op == MAP.name
+              and _lifted_reals(items.args[0]) == "zero" and not _reads_element(plan.step)):
+            # A fold over a list made constant (`range n` under ←D) whose step never reads
+            # its element, the loop of the language: the batched steps run over the list
+            # itself (the same length), which is lifted only where they run one by one.
+            xs = yield self.gen(items.args[1], fn)
+            lifted = xs
         else:
             xs = yield self.gen(items, fn)
+            lifted = None
         primitive = PRIMITIVES[FOLD.name]
         records, element, t = fn.fresh("t"), fn.fresh("v"), fn.fresh("t")
         # The accumulator is nested pairs (scalars with their backpropagators, the slots at
@@ -960,6 +978,9 @@ class _CodeGenerator:
         fn.indent += 1
         if zipped is not None:
             xs = self.apply_primitive(ZIP, zipped[0], items, items.span, fn)
+        elif lifted is not None:
+            xs = fn.fresh("t")
+            fn.emit(f"{xs} = [(_i, _Z) for _i in {lifted}]", (lifted,), pure=(xs,))
         site = PrimSite(primitive, term.span, term, (normal, z, xs),
                         _source_atoms(term.span, fn))
         fn.emit(f"{t} = {evaluator}({normal}, {z}, {xs})", (normal, z, xs), site)

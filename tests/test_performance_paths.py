@@ -340,6 +340,35 @@ def test_a_batched_step_capturing_parts_of_its_element_only_keeps_no_record():
     assert (info.value.span.line, info.value.span.col) == (1, 64)  # at `x * y`
 
 
+def test_a_batched_fold_over_a_range_it_does_not_read_runs_over_the_range_itself():
+    """The loop of the language, `fold (\\x k -> ...) x0 (range n)`: ←D lifts the range's
+    reals to constants, which a step that never reads its element does not need.  The
+    batched steps run over the range itself; the lifted list is made only where the
+    steps run one by one (a range of one element)."""
+    program = lambdad.loads(
+        "def loop (x0 : R) (n : R) : R = fold (\\x k -> x * x * 0.5 + sin x) x0 (range n)\n"
+        "def reads (x0 : R) (n : R) : R = fold (\\x k -> x * k + sin x) x0 (range n)")
+    for name, lifted_in_loop in (("loop", False), ("reads", True)):
+        sources, _ = sources_made_by(lambda: program.value_and_grad(name, (0.3, 6.0)))
+        text = "\n".join(sources)
+        batched = text.split("else:")[0]
+        assert ("[(_i, _Z) for _i in " in batched) is lifted_in_loop, text
+        assert text.count("= [(_i, _Z) for _i in ") == 1, text
+        for n in (6.0, 1.0, 0.0):  # batched, then step by step
+            value, gradient = program.value_and_grad(name, (0.3, n))
+            for strategy in ("factored", "naive"):
+                expected = program.value_and_grad(name, (0.3, n), strategy=strategy)
+                assert value == expected[0]
+                assert gradient == pytest.approx(expected[1], rel=1e-12, abs=1e-300)
+            assert gradient == pytest.approx(
+                program.value_and_grad(name, (0.3, n), mode="forward")[1], rel=1e-12,
+                abs=1e-300)
+    # forward mode over the loop (a Hessian) agrees with forward mode over forward mode
+    _, _, rows = program.hessian("loop", (0.3, 6.0))
+    _, _, expected_rows = program.hessian("loop", (0.3, 6.0), mode="forward-over-forward")
+    assert rows == [pytest.approx(row, rel=1e-12, abs=1e-300) for row in expected_rows]
+
+
 def test_forward_over_reverse_checks_the_adjoint_arithmetic_where_it_leaves_the_body():
     program = lambdad.loads("def f (x : R) : R = let y = x * x * 0.5 + sin x in y * y")
     bodies, (_, _, product) = sources_made_by(lambda: program.hvp("f", 0.3, 1.0))
