@@ -481,10 +481,6 @@ class Interpreter:
         :meth:`guarded`: work around program runs, not one of them).  Without ``raising``
         the limits stay as they are and a RecursionError runs it again with them raised
         (see :meth:`restartable`).  A ``tape`` is the current tape during the call."""
-        saved_tape = self.tape
-        if tape is not None:
-            self.tape = tape
-            self._pinned += 1
         self.steps = 0
         self._deadline = None if self._timeout is None else time.monotonic() + self._timeout
         saved = raise_limits() if raising else None
@@ -495,6 +491,10 @@ class Interpreter:
         # ever-growing graph of backpropagators, which can double the cost of a run.
         collecting = gc.isenabled()
         gc.disable()
+        saved_tape = self.tape
+        if tape is not None:
+            self.tape = tape
+            self._pinned += 1
         try:
             return function(*args)
         except DomainError as exc:  # raised by a primitive, unlocated: locate it
@@ -511,14 +511,14 @@ class Interpreter:
         except MemoryError:
             raise ResourceError("the program ran out of memory") from None
         finally:
+            if tape is not None:
+                self.tape = saved_tape
+                self._pinned -= 1
             resume_collector(collecting, self.freeze_record)
             self._depth = 0
             self._guarded = False
             if saved is not None:
                 restore_limits(saved)
-            if tape is not None:
-                self.tape = saved_tape
-                self._pinned -= 1
         # Only after a RecursionError without raised limits: again, with them raised.
         return self._outermost(function, args, depth, tape=tape)
 
