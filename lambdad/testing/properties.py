@@ -175,9 +175,9 @@ def check_primal(program: Any, name: str, point: Any) -> None:
 def check_modes_agree(program: Any, name: str, point: Any) -> None:
     """Property 1: forward mode, reverse mode (factored) and reverse mode (naive) give the
     same gradient to ``gradcheck.AGREEMENT`` relative; the factored strategy runs each
-    backpropagator body at most once; each route run again (by the prepared path of a
-    repeated call, at a point of Python reals) gives its first run's value, gradient and
-    costs bit for bit.  Raises PointRejected if the source program fails."""
+    backpropagator body at most once; each reverse route run again (by the prepared path
+    of a repeated call, at a point of Python reals) gives its first run's value, gradient
+    and costs bit for bit.  Raises PointRejected if the source program fails."""
     _source_value(program, name, point)
     program = program.extended(())  # (no run of it yet: its first runs take the general path)
     gradients = {}
@@ -185,11 +185,13 @@ def check_modes_agree(program: Any, name: str, point: Any) -> None:
         try:
             value, gradient, stats = program.value_and_grad(name, point, mode=mode,
                                                             strategy=strategy, stats=True)
+            # (forward mode has no prepared path: its repeated runs are its first)
             again = program.value_and_grad(name, point, mode=mode, strategy=strategy,
-                                           stats=True)
+                                           stats=True) if mode == "reverse" else None
         except LambdadError as exc:
             raise PropertyViolation("modes agree", f"{mode} ({strategy}) fails: {exc}") from None
-        if repr(again[:2]) != repr((value, gradient)) or again[2] != stats:
+        if again is not None and (repr(again[:2]) != repr((value, gradient))
+                                  or again[2] != stats):
             raise PropertyViolation("modes agree", f"{mode} ({strategy}) run again gives "
                                     f"{again!r}, the first run {(value, gradient, stats)!r}")
         gradients[(mode, strategy)] = gradcheck.leaves(gradient)
