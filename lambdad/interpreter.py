@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import operator
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -91,6 +92,18 @@ class _OpenTerm:
 
     def __call__(self, *values: Any) -> Any:
         return self.interpreter._run(self.function, values)
+
+
+def _instrumenting(name: str) -> property:
+    """The attribute ``name`` of an :class:`Interpreter`, kept in ``_<name>``, whose
+    setting decides with the others whether runs are instrumented."""
+    private = "_" + name
+
+    def set_value(self: "Interpreter", value: Any) -> None:
+        setattr(self, private, value)
+        self._note_instrumented()
+
+    return property(operator.attrgetter(private), set_value)
 
 
 class Interpreter:
@@ -234,34 +247,12 @@ class Interpreter:
         apply = self._apply_builtin_generic if self.generic else self._apply_builtin
         return BuiltinFunction(primitive, args, span, apply)
 
-    # Whether terms compile with event, step and time checks: kept in ``instrumented``
-    # (a plain attribute, read at every API call) whenever one of the three is set.
-    @property
-    def on_event(self) -> Callable[[Any], None] | None:
-        return self._on_event
-
-    @on_event.setter
-    def on_event(self, hook: Callable[[Any], None] | None) -> None:
-        self._on_event = hook
-        self._note_instrumented()
-
-    @property
-    def max_steps(self) -> int | None:
-        return self._max_steps
-
-    @max_steps.setter
-    def max_steps(self, steps: int | None) -> None:
-        self._max_steps = steps
-        self._note_instrumented()
-
-    @property
-    def timeout(self) -> float | None:
-        return self._timeout
-
-    @timeout.setter
-    def timeout(self, seconds: float | None) -> None:
-        self._timeout = seconds
-        self._note_instrumented()
+    # The event hook, the step limit and the time limit: setting one notes whether terms
+    # compile with event, step and time checks in ``instrumented`` (a plain attribute, read
+    # at every API call).
+    on_event = _instrumenting("on_event")
+    max_steps = _instrumenting("max_steps")
+    timeout = _instrumenting("timeout")
 
     def _note_instrumented(self) -> None:
         self.instrumented = (self._on_event is not None or self._max_steps is not None
