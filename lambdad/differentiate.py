@@ -993,10 +993,11 @@ class PreparedGradient:
     ``shape`` is 0 for a real, n for an n-tuple of reals (right-nested pairs), -1 for a
     list of reals, or the shape of reals nested in tuples and lists
     (:func:`lambdad.calling.point_shape`); a call takes the point's reals flat (a real, a
-    tuple or a list of them) and gives the gradient in the point's runtime shape.  It gives what
-    :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same order, the
-    same run, the same backward phase), records the same costs as ``last_stats`` and
-    raises the same located errors.  ``strategy`` is the name of the strategy it runs.
+    tuple or a list of them) and gives the gradient in the point's runtime shape.  It
+    gives what :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same
+    order, the same run, the same backward phase), records the same costs as
+    ``last_stats`` and raises the same located errors.  ``strategy`` is the name of the
+    strategy it runs.
 
     Its runs share one tape, started afresh by each (:meth:`Tape.restart`) with the seeds
     of the last run's number of inputs: nothing of a run outlives it (the gradient is made
