@@ -240,24 +240,6 @@ def finite_reals(value: Any) -> bool:
     return type(value) is float and value - value == 0.0
 
 
-def finite_data(value: Any) -> bool:
-    """Whether the runtime value ``value`` is a finite real, or pairs and lists of values
-    that are (a gradient of a point of any :func:`point_shape`): then it is its own Python
-    data."""
-    while type(value) is tuple and len(value) == 2:  # (the spine of a tuple, by a loop)
-        if not finite_data(value[0]):
-            return False
-        value = value[1]
-    kind = type(value)
-    if kind is float:
-        return value - value == 0.0
-    if kind is list:
-        if all_reals(value):
-            return all(map(math.isfinite, value))
-        return all(map(finite_data, value))
-    return False
-
-
 def abridged(text: str, limit: int = 60) -> str:
     """``text`` cut to about ``limit`` characters for a message."""
     return text if len(text) <= limit else text[:limit] + "..."

@@ -51,7 +51,6 @@ from .calling import (
     check_functions,
     curried_call,
     curried_parts,
-    finite_data,
     finite_reals,
     first_non_finite,
     from_python,
@@ -781,11 +780,12 @@ class Program:
         if runtime.interpreter.strategy != prepared.strategy:
             runtime.set_strategy(prepared.strategy)
         value, gradient = prepared(inputs)
-        # The gradient is made afresh (floats, right-nested pairs of them, or a new list of
-        # them): once found finite, it is the Python data already.
+        # The gradient is made afresh (floats, right-nested pairs of them, new lists of
+        # them, nested in the point's shape): once found finite, it is the Python data
+        # already.
         shape = prepared.shape
         if type(value) is float and value - value == 0.0 and (
-                finite_data(gradient) if type(shape) is not int
+                first_non_finite(gradient) is None if type(shape) is not int
                 else all(map(math.isfinite, gradient)) if shape < 0
                 else finite_reals(gradient)):
             out = (value, gradient)

@@ -314,3 +314,18 @@ def test_hessian_vector_products_of_nested_points_are_prepared_and_agree():
     # a direction of another shape is the general path's to refuse
     with pytest.raises(lambdad.UsageError):
         program.hvp("net", point, ([[1.0, 0.0]], [0.0], 1.0))
+
+
+def test_a_gradient_at_a_nested_point_that_overflows_is_reported_as_by_the_general_path():
+    source = "def o (p : [R] * R) : R = let (xs, c) = p in fold (\\acc x -> acc + c * x) 0 xs\n"
+    program = lambdad.loads(source)
+    assert program.value_and_grad("o", ([1.0, 2.0], 3.0)) == (9.0, ([3.0, 3.0], 3.0))
+    assert isinstance(program._gradients[("o", real_inputs(([1.0, 2.0], 3.0))[0], None)],
+                      PreparedGradient)
+    overflowing = ([1e308, 1e308], 1e-10)  # the value is finite, c's adjoint is not
+    with pytest.raises(lambdad.EvalError) as fast:
+        program.value_and_grad("o", overflowing)
+    with pytest.raises(lambdad.EvalError) as slow:
+        lambdad.loads(source).value_and_grad("o", overflowing)
+    assert fast.value.message == slow.value.message
+    assert "(p.1 = inf): adjoints summed to an overflow" in fast.value.message
