@@ -69,9 +69,8 @@ from .syntax import (
     free_vars,
 )
 from .fuse import BatchedFold, batched_fold_step
-from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_fold_body,
-                   batched_slot_body, batched_steps_body, batched_zip_body, batches,
-                   scalar_sum)
+from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_slot_body,
+                   batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
 
 __all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
@@ -521,8 +520,6 @@ class _CodeGenerator:
             "_bfold": batched_fold,
             "_batches": batches,
             "_bsteps": batched_steps_body,
-            "_bfoldbody": batched_fold_body,
-            "_bzipbody": batched_zip_body,
             "_ssum": scalar_sum,
             "_bslot": batched_slot_body,
             "_Z": ZERO,
@@ -948,17 +945,16 @@ class _CodeGenerator:
         fn.indent -= 1
         fn.blocks = enclosing + fn.blocks[len(enclosing):len(enclosing) + 1]
         loop = self.batched_loop(bodies, sent, loop_names, indexed=len(made) > 1,
-                                 reads=reads)
+                                 reads=reads, own_body=len(plan.paths) == 1)
         # batched_fold_result, written for these slots: the fold's backpropagator, then
         # the slots', in the accumulator of the last step
-        # (one slot: its backpropagator is the fold's, running the loop)
+        # (one slot: its backpropagator is the fold's, the loop its body)
         span, slots = self.constant(term.span), {}
         if len(plan.paths) == 1:
             (path,) = plan.paths
             slots[path] = fn.fresh("t")
-            body = "_bfoldbody" if reads is None or zipped is None else "_bzipbody"
-            fn.emit(f"{slots[path]} = _newbp({body}, ({loop}, {steps}, "
-                    f"{_part(z, path)}), {span})", (*steps_uses, z))
+            fn.emit(f"{slots[path]} = _newbp({loop}, ({steps}, {_part(z, path)}), {span})",
+                    (*steps_uses, z))
         else:
             cells, fold = fn.fresh("t"), fn.fresh("t")
             starts = "".join(f"{_part(z, path)}, " for path in plan.paths)
@@ -1105,7 +1101,8 @@ class _CodeGenerator:
 
     def batched_loop(self, bodies: list[tuple[_Function, str, list[str], list[str]]],
                      sent: list[str], names: "itertools.count[int]", indexed: bool,
-                     reads: tuple[int, dict[str, tuple[int, ...]]] | None = None) -> str:
+                     reads: tuple[int, dict[str, tuple[int, ...]]] | None = None,
+                     own_body: bool = False) -> str:
         """The loop function of a batched fold: ``(steps, a_1 .. a_n, stage)``, where each
         step is the tuple of what its slots' bodies capture, or the value itself when a body
         captures one (with ``indexed``, those in a tuple or list, one per slot) and ``a_j``
@@ -1115,19 +1112,31 @@ class _CodeGenerator:
         returns what the first step sent to the start's slots.  With ``reads`` (see
         :meth:`element_reads`) the steps are the folded list, or the two lists zipped
         (``(xs, ys, a, stage)``), and the one body's captured values are read from each
-        element."""
+        element.
+
+        With ``own_body`` (one slot) the loop is the body of the fold's backpropagator
+        itself, ``(captured, a, stage)``, capturing the steps (or the two lists) and the
+        backpropagator of the start's slot, to which it sends what the first step sent
+        (what :func:`lambdad.tape.batched_fold_body` does around a loop, without a call)."""
         loop = _Function(None, names)
+        if own_body:
+            # (unpacked as a backpropagator body unpacks what it captures: see _pieces)
+            lists = [loop.fresh("c") for _ in range(1 if reads is None else reads[0])]
+            start = loop.fresh("c")
+            loop.emit(f"{', '.join(lists)}, {start}, = _c", ("_c",))
+        else:
+            lists = ["_r0", "_r1"] if reads is not None and reads[0] == 2 else ["_r0"]
         adjoints = [loop.fresh("v") for _ in bodies]
         current = [loop.fresh("t") for _ in bodies]
         for a, c in zip(adjoints, current):
             loop.emit(f"{c} = {a}", (a,))  # parameters stay as given (lambdad.guard)
         if reads is None or reads[0] == 1:
             roots = ["_r"]
-            loop.emit("for _r in reversed(_r0):")
+            loop.emit(f"for _r in reversed({lists[0]}):", (lists[0],))
         else:
             # (by index: short folds are many, and zip and reversed cost more to make)
-            roots = ["_r0[_n]", "_r1[_n]"]
-            loop.emit("for _n in range(len(_r0) - 1, -1, -1):")
+            roots = [f"{lists[0]}[_n]", f"{lists[1]}[_n]"]
+            loop.emit(f"for _n in range(len({lists[0]}) - 1, -1, -1):", lists)
         for target in sent:
             loop.lines.append((2, f"{target} = None", None, (), ()))
         for slot, (body, param, captured, _) in enumerate(bodies):
@@ -1144,7 +1153,12 @@ class _CodeGenerator:
             loop.lines.extend((indent + 2, text, site, pure, uses)
                               for indent, text, site, pure, uses in body.lines)
         loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (), tuple(sent)))
-        loop.emit(f"return ({', '.join(current)},)", current)
+        if own_body:
+            (reached,) = current
+            loop.emit(f"if {reached} is not None:", (reached,))
+            loop.lines.append((2, f"_st({start}, {reached})", None, (), (start, reached)))
+        else:
+            loop.emit(f"return ({', '.join(current)},)", current)
         # A slot of the previous step that one statement sends to is None before it (each
         # step starts them so): that sum is its one term.
         sums = [_SENT_SUM.fullmatch(line[1]) for line in loop.lines]
@@ -1156,8 +1170,7 @@ class _CodeGenerator:
         # Kept whole (one `for`), and run again with every check to locate an error when
         # its checks were deferred (lambdad.guard).
         self.namespace["__lambdad_deferred__"].add(name)
-        lists = ["_r0", "_r1"] if reads is not None and reads[0] == 2 else ["_r0"]
-        self.write_out(name, loop, [*lists, *adjoints, "_st"])
+        self.write_out(name, loop, [*(["_c"] if own_body else lists), *adjoints, "_st"])
         return name
 
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,

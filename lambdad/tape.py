@@ -404,16 +404,6 @@ def batched_fold_body(captured: tuple, a: float, stage: Callable) -> None:
         stage(start, b)
 
 
-def batched_zip_body(captured: tuple, a: float, stage: Callable) -> None:
-    """:func:`batched_fold_body` for a fold over ``zip xs ys`` whose steps keep no record
-    of their own (``lambdad.codegen`` reads what they capture from the lists): the loop
-    over the two lists, captured side by side rather than as one more tuple."""
-    loop, xs, ys, start = captured
-    (b,) = loop(xs, ys, a, stage)
-    if b is not None:
-        stage(start, b)
-
-
 def batched_steps_body(captured: tuple, a: float, stage: Callable) -> None:
     """The body of a batched fold's backpropagator: the loop over the steps with what the
     slots' cells hold (taken: a second run adds only what came since), then what reached

@@ -1,6 +1,7 @@
 """The fused form of ←D (lambdad.fuse) and the `fused` strategy that runs it: one
 backpropagator per straight-line region, the same numbers, a printable target program."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -162,26 +163,49 @@ def test_forward_over_reverse_runs_a_batched_fold_batched_in_dual_numbers(monkey
                                                                           point):
     # →D of the fused step shadows names (its rules do): renamed apart, it is batched too,
     # its adjoints pairs of reals added componentwise
-    runs = []
-    by_loop = codegen.batched_fold_body
-    monkeypatch.setattr(codegen, "batched_fold_body",
-                        lambda *args: runs.append(1) or by_loop(*args))
-    by_cells = codegen.batched_steps_body
-    monkeypatch.setattr(codegen, "batched_steps_body",
-                        lambda *args: runs.append(1) or by_cells(*args))
+    runs = LoopRuns(monkeypatch)
     program = lambdad.loads(BATCHED)
     direction = direction_like(point)
-    value, gradient, product = program.hvp(name, point, direction)
+    with runs:
+        value, gradient, product = program.hvp(name, point, direction)
     # step by step: the threshold as the run reads it and as code generation writes it
     monkeypatch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 10**6)
     monkeypatch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 10**6)
-    assert runs
-    runs.clear()
-    step_by_step = lambdad.loads(BATCHED).hvp(name, point, direction)
-    assert not runs
+    assert runs.count
+    runs.count = 0
+    with runs:
+        step_by_step = lambdad.loads(BATCHED).hvp(name, point, direction)
+    assert not runs.count
     assert value == step_by_step[0]
     assert flat(gradient) == pytest.approx(flat(step_by_step[1]), rel=1e-12, abs=1e-15)
     assert flat(product) == pytest.approx(flat(step_by_step[2]), rel=1e-12, abs=1e-15)
+
+
+class LoopRuns:
+    """Counts, while entered, the runs of the loop functions batched folds compile to
+    (:meth:`lambdad.codegen._CodeGenerator.batched_loop`) from now on: their calls, seen by
+    a profile function, told apart by name and module."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        self.loops: set[tuple[int, str]] = set()
+        made = codegen._CodeGenerator.batched_loop
+
+        def recording(generator, *args, **kwargs):
+            name = made(generator, *args, **kwargs)
+            self.loops.add((id(generator.namespace), name))
+            return name
+        monkeypatch.setattr(codegen._CodeGenerator, "batched_loop", recording)
+
+    def profile(self, frame, event, _):
+        if event == "call" and (id(frame.f_globals), frame.f_code.co_name) in self.loops:
+            self.count += 1
+
+    def __enter__(self):
+        sys.setprofile(self.profile)
+
+    def __exit__(self, *_):
+        sys.setprofile(None)
 
 
 def direction_like(point):
