@@ -1155,7 +1155,8 @@ class _CodeGenerator:
         loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (), tuple(sent)))
         if own_body:
             (reached,) = current
-            loop.emit(f"if {reached} is not None:", (reached,))
+            # (a start of literals, a dot product's `0`, has the zero: nothing to send)
+            loop.emit(f"if {reached} is not None and {start} is not _Z:", (reached, start))
             loop.lines.append((2, f"_st({start}, {reached})", None, (), (start, reached)))
         else:
             loop.emit(f"return ({', '.join(current)},)", current)

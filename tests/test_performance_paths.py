@@ -1043,6 +1043,14 @@ def test_a_fold_over_zip_runs_over_both_lists_and_fails_as_zip_does():
         .value_and_grad("dot", ([1.0, 2.0], [3.0, 4.0])))
     looped = [text for text in texts if "for _n in range(len(" in text]  # (over two lists)
     assert looped and all(re.search(r"for v\d+, v\d+ in zip\(", text) for text in looped)
+    # the loop is the fold's backpropagator's body, capturing both lists and the start's
+    # backpropagator, which it sends to unless it is the zero (a start of `0`'s)
+    for text in looped:
+        loop, start = re.search(r"\ndef (_f\d+)\(_c, v\d+, _st\):\n    c\d+, c\d+, (c\d+), = _c\n"
+                                r"    t\d+ = v\d+\n    for _n in range\(len\(", text).groups()
+        assert f"_newbp({loop}, (" in text
+        assert re.search(rf"\n    if t\d+ is not None and {start} is not _Z:\n"
+                         rf"        _st\({start}, t\d+\)\n", text), text
     errors = []
     for strategy in ("fused", "factored"):
         with pytest.raises(lambdad.EvalError) as caught:
