@@ -1117,7 +1117,9 @@ class _CodeGenerator:
         With ``own_body`` (one slot) the loop is the body of the fold's backpropagator
         itself, ``(captured, a, stage)``, capturing the steps (or the two lists) and the
         backpropagator of the start's slot, to which it sends what the first step sent
-        (what :func:`lambdad.tape.batched_fold_body` does around a loop, without a call)."""
+        (what :func:`lambdad.tape.batched_fold_body` does around a loop, without a call);
+        when each step sends the previous one just what reached it
+        (:meth:`passing_statement`), nothing is carried from step to step."""
         loop = _Function(None, names)
         if own_body:
             # (unpacked as a backpropagator body unpacks what it captures: see _pieces)
@@ -1130,29 +1132,52 @@ class _CodeGenerator:
         current = [loop.fresh("t") for _ in bodies]
         for a, c in zip(adjoints, current):
             loop.emit(f"{c} = {a}", (a,))  # parameters stay as given (lambdad.guard)
+        passing = self.passing_statement(*bodies[0][:2], sent[0]) if own_body else None
+        passed = passing is not None
+        if passed:
+            # Each step sends the previous one what reached it, unchanged (a sum's
+            # accumulator, a dot product's): that adjoint is the same for every step, so
+            # the test of it and the copy are made once, before the loop.
+            (body, param, _, _), (reached,) = bodies[0], current
+            body.lines = [line for line in body.lines if line is not passing]
+            loop.emit(f"if {reached} is not None:", (reached,))
+            loop.lines.append((2, f"{param} = {reached}", None, (), (reached,)))
+            loop.indent = 2
+            if not body.lines:  # (a step that does nothing else: `\acc x -> acc + 1`)
+                bodies = []
         if reads is None or reads[0] == 1:
             roots = ["_r"]
-            loop.emit(f"for _r in reversed({lists[0]}):", (lists[0],))
+            if bodies:
+                loop.emit(f"for _r in reversed({lists[0]}):", (lists[0],))
         else:
             # (by index: short folds are many, and zip and reversed cost more to make)
             roots = [f"{lists[0]}[_n]", f"{lists[1]}[_n]"]
-            loop.emit(f"for _n in range(len({lists[0]}) - 1, -1, -1):", lists)
-        for target in sent:
+            if bodies:
+                loop.emit(f"for _n in range(len({lists[0]}) - 1, -1, -1):", lists)
+        # (the statements of a step: one level in from the `for` when the adjoint passes)
+        level = loop.indent + 1 if passed else 3
+        for target in sent if not passed else ():
             loop.lines.append((2, f"{target} = None", None, (), ()))
         for slot, (body, param, captured, _) in enumerate(bodies):
-            loop.lines.append((2, f"if {current[slot]} is not None:", None, (),
-                               (current[slot],)))
+            if not passed:
+                loop.lines.append((2, f"if {current[slot]} is not None:", None, (),
+                                   (current[slot],)))
             if captured and reads is not None:
-                loop.lines.extend((3, statement, None, (), ()) for statement
+                loop.lines.extend((level, statement, None, (), ()) for statement
                                   in self.element_unpacking(reads[1], roots, loop.fresh))
             elif captured:
                 record = f"_r[{slot}]" if indexed else "_r"
                 targets = captured[0] if len(captured) == 1 else f"{', '.join(captured)},"
-                loop.lines.append((3, f"{targets} = {record}", None, (), ()))
-            loop.lines.append((3, f"{param} = {current[slot]}", None, (), (current[slot],)))
-            loop.lines.extend((indent + 2, text, site, pure, uses)
+                loop.lines.append((level, f"{targets} = {record}", None, (), ()))
+            if not passed:
+                loop.lines.append((3, f"{param} = {current[slot]}", None, (),
+                                   (current[slot],)))
+            loop.lines.extend((indent + level - 1, text, site, pure, uses)
                               for indent, text, site, pure, uses in body.lines)
-        loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (), tuple(sent)))
+        loop.indent = 1
+        if not passed:
+            loop.lines.append((2, f"{', '.join(current)}, = {', '.join(sent)},", None, (),
+                               tuple(sent)))
         if own_body:
             (reached,) = current
             # (a start of literals, a dot product's `0`, has the zero: nothing to send)
@@ -1173,6 +1198,18 @@ class _CodeGenerator:
         self.namespace["__lambdad_deferred__"].add(name)
         self.write_out(name, loop, [*(["_c"] if own_body else lists), *adjoints, "_st"])
         return name
+
+    @staticmethod
+    def passing_statement(body: _Function, param: str, sent: str) -> Line | None:
+        """The statement of the batched step's body ``body`` (of parameter ``param``)
+        sending to the previous step's slot (its local ``sent``) exactly what the body
+        received, if that is all it sends there, outside any branch, and it uses ``sent``
+        nowhere else; else None."""
+        mentions = [line for line in body.lines if re.search(rf"\b{sent}\b", line[1])]
+        if len(mentions) != 1 or mentions[0][0] != 1:
+            return None
+        found = _SENT_SUM.fullmatch(mentions[0][1])
+        return mentions[0] if found is not None and found[2] == param else None
 
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
                         span: Span | None, fn: _Function) -> str:

@@ -1029,6 +1029,36 @@ def test_a_fold_started_by_literals_batches_without_looking_at_its_start():
     assert any("_batches(" in text for text in texts)
 
 
+@pytest.mark.parametrize("step, passes", [
+    ("\\acc x -> acc + sin (x * x)", True),             # reads its element again
+    ("\\acc x -> let y = exp x in acc + y * y", True),  # keeps a record of its own
+    ("\\acc x -> sin x + acc", True),                   # the accumulator on the right
+    ("\\acc x -> acc + 1", True),                       # nothing else: no loop at all
+    ("\\acc x -> acc * 0.5 + x", False),                # scales what it sends back
+    ("\\acc x -> acc + acc * x", False),                # sends back a sum
+])
+def test_a_batched_step_sending_back_what_reached_it_carries_nothing(step, passes):
+    """A step that sends the previous step exactly the adjoint that reached it (a sum's
+    accumulator): that adjoint is the same for every step, tested and copied once before
+    the backward loop, and nothing is carried from step to step."""
+    program = lambdad.loads(f"def f (xs : [R]) : R = fold ({step}) 0.5 xs")
+    xs = [0.3, -1.2, 0.7, 0.1, 2.0]
+    texts, (value, gradient) = sources_made_by(lambda: program.value_and_grad("f", xs))
+    loops = [found for text in texts for found in re.findall(
+        r"\ndef _f\d+\(_c, v\d+, _st\):\n    c\d+, c\d+, = _c\n    t\d+ = v\d+\n(?: .*\n)+", text)]
+    assert len(loops) == 1
+    carried = re.search(r"\n +(t\d+), = t\d+,\n", loops[0])
+    assert (carried is None) is passes, loops[0]
+    assert ("reversed(" in loops[0]) is ("+ 1" not in step), loops[0]
+    for strategy in ("factored", "naive"):
+        expected = program.value_and_grad("f", xs, strategy=strategy)
+        assert value == expected[0] and gradient == pytest.approx(expected[1], rel=1e-12)
+    _, _, rows = program.hessian("f", xs)
+    _, _, expected_rows = program.hessian("f", xs, mode="forward-over-forward")
+    assert [row == pytest.approx(want, rel=1e-12) for row, want in zip(rows, expected_rows)] \
+        == [True] * len(xs)
+
+
 def test_a_fold_over_zip_runs_over_both_lists_and_fails_as_zip_does():
     program = lambdad.loads("def dot (xs : [R]) (ys : [R]) : R =\n"
                             "  fold (\\acc (x, y) -> acc + x * y) 0 (zip xs ys)\n"
@@ -1044,11 +1074,15 @@ def test_a_fold_over_zip_runs_over_both_lists_and_fails_as_zip_does():
     looped = [text for text in texts if "for _n in range(len(" in text]  # (over two lists)
     assert looped and all(re.search(r"for v\d+, v\d+ in zip\(", text) for text in looped)
     # the loop is the fold's backpropagator's body, capturing both lists and the start's
-    # backpropagator, which it sends to unless it is the zero (a start of `0`'s)
+    # backpropagator, which it sends to unless it is the zero (a start of `0`'s); each
+    # step sends the previous one what reached it: nothing is carried from step to step
     for text in looped:
         loop, start = re.search(r"\ndef (_f\d+)\(_c, v\d+, _st\):\n    c\d+, c\d+, (c\d+), = _c\n"
-                                r"    t\d+ = v\d+\n    for _n in range\(len\(", text).groups()
+                                r"    (t\d+) = v\d+\n    if \3 is not None:\n        v\d+ = \3\n"
+                                r"        for _n in range\(len\(", text).group(1, 2)
         assert f"_newbp({loop}, (" in text
+        body = text[text.index(f"def {loop}("):].split("\ndef ")[0]
+        assert " = None" not in body and ", = " not in body.replace(", = _c", ""), body
         assert re.search(rf"\n    if t\d+ is not None and {start} is not _Z:\n"
                          rf"        _st\({start}, t\d+\)\n", text), text
     errors = []
