@@ -548,6 +548,8 @@ class _CodeGenerator:
         self.pairs: dict[str, tuple[str, str]] = {}
         # Atoms already unpacked: the function and blocks of the unpacking, and the parts.
         self.unpacked: dict[str, tuple[_Function, tuple[int, ...], tuple[str, str]]] = {}
+        # Globals holding pairs of literals and the zero backpropagator, by their values.
+        self.constant_pairs: dict[str, Any] = {}
 
     # ---- names
     def fresh(self, prefix: str) -> str:
@@ -1408,10 +1410,24 @@ class _CodeGenerator:
         second = self.gen(term.second, fn)
         if second.__class__ is types.GeneratorType:
             second = yield second
-        t = fn.fresh("t")
-        fn.emit(f"{t} = ({first}, {second})", (first, second), pure=(t,))
+        value = self.constant_value(first), self.constant_value(second)
+        if None not in value and not self.generic:
+            # A literal lifted by ←D, `(0, \a -o zero)`, and pairs of such (a fold's
+            # start, mostly): one tuple made when compiled, not at every evaluation.
+            t = self.constant(value)
+            self.constant_pairs[t] = value
+        else:
+            t = fn.fresh("t")
+            fn.emit(f"{t} = ({first}, {second})", (first, second), pure=(t,))
         self.pairs[(fn, t)] = (first, second)
         return t
+
+    def constant_value(self, atom: str) -> Any:
+        """The value of ``atom`` when it is a real literal, the zero backpropagator or a
+        pair of such made constant by :meth:`pair`, else None."""
+        if atom == "_Z":
+            return ZERO
+        return self.constant_pairs.get(atom, _literal_real(atom))
 
     def if_(self, term: If, fn: _Function):
         """``if c then e1 else e2``: Python ``if``/``else``; only the branch taken runs."""

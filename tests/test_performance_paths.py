@@ -1081,6 +1081,8 @@ def test_a_fold_over_zip_runs_over_both_lists_and_fails_as_zip_does():
                                 r"    (t\d+) = v\d+\n    if \3 is not None:\n        v\d+ = \3\n"
                                 r"        for _n in range\(len\(", text).group(1, 2)
         assert f"_newbp({loop}, (" in text
+        # the start `0`, lifted by ←D to `(0, \a -o zero)`, is one tuple made when compiled
+        assert "(0.0, _Z)" not in text, text
         body = text[text.index(f"def {loop}("):].split("\ndef ")[0]
         assert " = None" not in body and ", = " not in body.replace(", = _c", ""), body
         assert re.search(rf"\n    if t\d+ is not None and {start} is not _Z:\n"
