@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
+from itertools import chain
 from typing import Any
 
 import attrs
@@ -316,7 +317,7 @@ def _range(n: float) -> list:
 
 
 def _map(f: Callable, xs: list) -> list:
-    return [f(x) for x in xs]
+    return list(map(f, xs))  # (no comprehension frame: map runs in every MLP layer)
 
 
 # A function value ``f`` of two curried arguments may offer, under this attribute of itself
@@ -358,7 +359,7 @@ def _scan(f: Callable, z: Any, xs: list) -> list:
 
 
 def _filter(keep: Callable, xs: list) -> list:
-    return [x for x in xs if keep(x)]
+    return list(filter(keep, xs))
 
 
 def _position(xs: list, i: float) -> int:
@@ -388,7 +389,7 @@ def _last(xs: list) -> Any:
 
 
 def _concat(xss: list) -> list:
-    return [x for xs in xss for x in xs]
+    return list(chain.from_iterable(xss))
 
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
