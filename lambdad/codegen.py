@@ -513,6 +513,7 @@ class _CodeGenerator:
             "__lambdad_lines__": self.lines,
             "_m": math,
             "_partial": functools.partial,
+            "_getattr": getattr,
             "_Sum": Sum,
             "_inf": math.inf,
             "_nan": math.nan,
@@ -1334,7 +1335,10 @@ class _CodeGenerator:
 
     def app(self, term: App, fn: _Function):
         """``f a``: a call; ``p a1 .. ak`` with a built-in ``p`` of arity k is evaluated as
-        the primitive application it is."""
+        the primitive application it is.  ``f a b`` calls the function of both arguments
+        that ``f`` offers (see :meth:`lam`) when it has one, instead of building the
+        closure ``f a``; ``b`` is then a variable or a literal, whose evaluation before the
+        call ``f a`` cannot fail."""
         head: Term = term
         args: list[Term] = []
         while isinstance(head, App) and len(args) < _MAX_ARITY:
@@ -1347,6 +1351,15 @@ class _CodeGenerator:
                 for arg in reversed(args):
                     atoms.append((yield self.gen(arg, fn)))
                 return self.apply_primitive(primitive, atoms, None, term.span, fn)
+        if isinstance(term.fn, App) and isinstance(term.arg, (Var, Const, BoolLit)):
+            f = yield self.gen(term.fn.fn, fn)
+            first = yield self.gen(term.fn.arg, fn)
+            second = yield self.gen(term.arg, fn)
+            both, t = fn.fresh("t"), fn.fresh("t")
+            fn.emit(f"{both} = _getattr({f}, {TWO_ARGUMENTS!r}, None)", (f,), pure=(both,))
+            fn.emit(f"{t} = {both}({first}, {second}) if {both} is not None "
+                    f"else {f}({first})({second})", (both, f, first, second))
+            return t
         f = yield self.gen(term.fn, fn)
         x = yield self.gen(term.arg, fn)
         t = fn.fresh("t")

@@ -10,6 +10,7 @@ same counts, the same events, no recursion on deep terms.
 import gc
 import math
 import re
+import sys
 import types
 
 import pytest
@@ -577,6 +578,57 @@ def test_two_argument_forms_are_offered_by_short_curried_closures_only():
     assert not hasattr(run("\\x -> x + 1"), TWO_ARGUMENTS)
     long_body = "".join(f"let y{k} = x * {k} in " for k in range(40))
     assert not hasattr(run(f"\\x -> {long_body}\\y -> y0 + y"), TWO_ARGUMENTS)
+
+
+class Calls:
+    """Counts, while entered, the calls of the Python function ``function``."""
+
+    def __init__(self, function):
+        self.code = function.__code__
+        self.count = 0
+
+    def profile(self, frame, event, _):
+        if event == "call" and frame.f_code is self.code:
+            self.count += 1
+
+    def __enter__(self):
+        sys.setprofile(self.profile)
+        return self
+
+    def __exit__(self, *_):
+        sys.setprofile(None)
+
+
+CURRIED = """
+def shift (k : R) : R -> R = let c = log k in \\x -> c + x * x
+def twice (a : R) : R = shift a 3
+def later (a : R) : R = shift a (log a)
+"""
+
+
+def test_a_call_of_two_arguments_calls_the_two_argument_form_of_a_curried_definition():
+    prog = lambdad.loads(CURRIED)
+    expected = math.log(2.0) + 9.0
+    assert prog.call("twice", 2.0) == expected
+    shift = prog.value_of("shift")  # its application to one argument builds the closure
+    with Calls(shift) as applied:
+        assert prog.call("twice", 2.0) == expected
+    assert applied.count == 0  # the form of both arguments ran instead
+    assert prog.value_and_grad("twice", 2.0) == pytest.approx((expected, 0.5), rel=1e-15)
+    with Calls(shift) as applied:
+        assert prog.call("later", 2.0) == math.log(2.0) + math.log(2.0) * math.log(2.0)
+    assert applied.count == 1  # an argument that is computed: `shift a` first, as written
+
+
+def test_a_call_of_two_arguments_fails_where_its_first_application_fails():
+    from lambdad.errors import EvalError
+
+    prog = lambdad.loads(CURRIED)
+    for name in ("twice", "later"):
+        with pytest.raises(EvalError, match="log") as caught:
+            prog.call(name, -1.0)
+        # in `shift`, the `log` of its first argument: `shift a` is applied before `log a`
+        assert caught.value.span.line == 2
 
 
 def test_errors_inside_a_fold_step_are_located_in_the_step():
