@@ -1338,7 +1338,8 @@ class _CodeGenerator:
         the primitive application it is.  ``f a b`` calls the function of both arguments
         that ``f`` offers (see :meth:`lam`) when it has one, instead of building the
         closure ``f a``; ``b`` is then a variable or a literal, whose evaluation before the
-        call ``f a`` cannot fail."""
+        call ``f a`` cannot fail.  In ``f a b c`` that is ``f a b``, the pair nearest
+        ``f``, whose ``f`` is the function most likely to offer it."""
         head: Term = term
         args: list[Term] = []
         while isinstance(head, App) and len(args) < _MAX_ARITY:
@@ -1351,7 +1352,8 @@ class _CodeGenerator:
                 for arg in reversed(args):
                     atoms.append((yield self.gen(arg, fn)))
                 return self.apply_primitive(primitive, atoms, None, term.span, fn)
-        if isinstance(term.fn, App) and isinstance(term.arg, (Var, Const, BoolLit)):
+        if (isinstance(term.fn, App) and not isinstance(term.fn.fn, App)
+                and isinstance(term.arg, (Var, Const, BoolLit))):
             f = yield self.gen(term.fn.fn, fn)
             first = yield self.gen(term.fn.arg, fn)
             second = yield self.gen(term.arg, fn)

@@ -603,6 +603,8 @@ CURRIED = """
 def shift (k : R) : R -> R = let c = log k in \\x -> c + x * x
 def twice (a : R) : R = shift a 3
 def later (a : R) : R = shift a (log a)
+def scaled (k : R) (s : R) : R -> R = let c = log k in \\x -> s * (c + x)
+def thrice (a : R) : R = scaled a 2 a
 """
 
 
@@ -618,6 +620,9 @@ def test_a_call_of_two_arguments_calls_the_two_argument_form_of_a_curried_defini
     with Calls(shift) as applied:
         assert prog.call("later", 2.0) == math.log(2.0) + math.log(2.0) * math.log(2.0)
     assert applied.count == 1  # an argument that is computed: `shift a` first, as written
+    with Calls(prog.value_of("scaled")) as applied:
+        assert prog.call("thrice", 2.0) == 2.0 * (math.log(2.0) + 2.0)
+    assert applied.count == 0  # `scaled a 2` by its form of both, then its closure on `a`
 
 
 def test_a_call_of_two_arguments_fails_where_its_first_application_fails():
