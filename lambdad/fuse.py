@@ -128,19 +128,27 @@ def batched_fold_step(step: Term) -> BatchedFold | None:
     if not isinstance(inner, Lam):
         return None
     spine, end = _flat_spine(inner.body)
-    # the place in the accumulator of each name bound from it
+    # The place in the accumulator of each name bound from it, wherever it is bound (a
+    # binder comes before its uses in pre-order), and the occurrences that bind them
+    # (`let (a, b) = p`): every use of such a name is checked below, so none escapes.
     from_p: dict[str, tuple[int, ...]] = {step.param: ()}
+    taking_apart: set[int] = set()
+    for node in walk(step):
+        if isinstance(node, (Let, LetPair)) and isinstance(node.value, Var) \
+                and node.value.name in from_p:
+            taking_apart.add(id(node.value))
+            path = from_p[node.value.name]
+            if isinstance(node, Let):
+                from_p[node.name] = path
+            else:
+                from_p[node.first] = path + (0,)
+                from_p[node.second] = path + (1,)
     marked: dict[str, LinLam] = {}
     pairs: dict[str, Term] = {}
     for in_region, binding in [(False, b) for b in outer] + [(True, b) for b in spine]:
         value = binding.value
         if isinstance(value, Var) and value.name in from_p:
-            path = from_p[value.name]
-            if binding.second is None:
-                from_p[binding.name] = path
-            else:
-                from_p[binding.name] = path + (0,)
-                from_p[binding.second] = path + (1,)
+            continue
         elif binding.second is None and isinstance(value, LinLam) \
                 and not isinstance(value.body, Zero):
             if not in_region or _normal_form(value) is None:
@@ -164,7 +172,7 @@ def batched_fold_step(step: Term) -> BatchedFold | None:
             if name in from_p:
                 if in_marked and isinstance(parent, App) and parent.fn is node:
                     heads.add(name)
-                elif not ((isinstance(parent, (Let, LetPair)) and parent.value is node)
+                elif not (id(node) in taking_apart
                           or (isinstance(parent, Prim)
                               and PRIMITIVES[parent.op].kind in REAL_EXPRESSION_KINDS)):
                     return None

@@ -78,6 +78,8 @@ def passed (xs : [R]) : R =
   let (a, b) = fold (\\(a, b) x -> (b, a * x)) (1, 2) xs in a + b
 def captured (c : R) (xs : [R]) : R = fold (\\acc x -> acc * c + x * x) c xs
 def root (xs : [R]) : R = fold (\\acc x -> acc + sqrt (x * x + acc)) 0 xs
+def hidden (xs : [R]) : R =
+  fold (\\acc x -> let g z = z in x + fst (g (let y = acc in y, x))) 1 xs
 """
 
 
@@ -96,6 +98,7 @@ def folds():
     ("swap", LONG),            # each slot sends to the other's previous one
     ("passed", LONG),          # a slot passed on from the accumulator: not batched
     ("captured", (0.9, LONG)),  # sends to a value from outside the fold
+    ("hidden", LONG),          # the accumulator bound by a `let` off the spine: not batched
 ])
 def test_batched_folds_give_the_factored_gradient(folds, name, point):
     value, gradient = folds.value_and_grad(name, point)
@@ -133,8 +136,9 @@ def test_only_a_fold_whose_accumulator_stays_in_its_slots_is_batched(folds):
     xs = LONG
     _, _, batched = folds.value_and_grad("both", xs, stats=True)
     _, _, passed = folds.value_and_grad("passed", xs, stats=True)
+    _, _, hidden = folds.value_and_grad("hidden", xs, stats=True)
     assert batched.created == 4  # two slots, the fold and `a * b`
-    assert passed.created >= len(xs)
+    assert passed.created >= len(xs) and hidden.created >= len(xs)
 
 
 def test_an_error_in_a_batched_fold_is_located_as_in_the_factored_form(folds):
