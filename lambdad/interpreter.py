@@ -531,6 +531,7 @@ class Interpreter:
             backprop.captured = captured
             backprop.span = span
             backprop.tape = tape
+            backprop.seed_index = None
             return backprop
 
         return new_backprop
