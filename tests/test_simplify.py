@@ -8,7 +8,7 @@ Programs are compared as syntax (the printer's layout does not matter).
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lambdad.backward import backward_term
@@ -294,11 +294,20 @@ def test_forward_programs_compute_the_same_numbers(source, point):
 
 @settings(max_examples=60, deadline=None)
 @given(PROGRAMS, POINTS, st.sampled_from(["factored", "naive"]))
+@example(r"\x y -> ((((\z -> z * (let s = y in s * s + 1)) ((let s = 1 in s * s + y)))) ^ 2) ^ 2",
+         (0.0, 0.015625), "factored")  # the gradient's last bit differs (see below)
 def test_backward_programs_compute_the_same_numbers(source, point, strategy):
     raw = backward_term(parse_expr(source))
     simple = simplify(raw)
     assert real_primitives(simple) <= real_primitives(raw)
-    assert gradient(simple, point, strategy) == gradient(raw, point, strategy)
+    value, grad = gradient(simple, point, strategy)
+    raw_value, raw_grad = gradient(raw, point, strategy)
+    assert value == raw_value
+    # The same sums, but not always added in the same order: a backpropagator of the raw
+    # program that only passes on what it receives (`(1 + y, y_)` for a sum with a
+    # constant) is gone from the simplified one, so factored evaluation may add an
+    # input's cotangents in another order, which can change the last bit.
+    assert grad == pytest.approx(raw_grad, rel=1e-13, abs=1e-300)
 
 
 @pytest.mark.parametrize("source", [
