@@ -531,7 +531,6 @@ class Interpreter:
             backprop.captured = captured
             backprop.span = span
             backprop.tape = tape
-            backprop.seed_index = None
             return backprop
 
         return new_backprop

@@ -37,11 +37,11 @@ class Backprop:
     tuple of values the body closes over, ``a`` the cotangent it is run with, and
     ``stage(g, b)`` hands the application ``g b`` to the backward phase.  A body returns
     the cotangent data it did not stage (``None`` when it staged everything).  Seeds
-    (``seed i``, whose ``seed_index`` is i: :meth:`Tape.seed`) and the zero backpropagator
-    of a tape (:meth:`Tape.constant`) have no function; ``seed_index`` is None but for
-    seeds.  ``tape`` is the :class:`Tape` that stamped it.
+    (``seed i``: :meth:`Tape.seed`) and the zero backpropagator of a tape
+    (:meth:`Tape.constant`) have no function.  ``tape`` is the :class:`Tape` that stamped
+    it.
 
-    Generated code makes these with ``object.__new__`` and six slot stores, which costs
+    Generated code makes these with ``object.__new__`` and five slot stores, which costs
     less than a call of ``__init__`` (this runs once per primitive of a reverse-mode
     program); ``__init__`` is for everything else.  Seeds are of this class too, not of a
     subclass: the backward phase reads the same attributes of both, and CPython's
@@ -50,16 +50,23 @@ class Backprop:
     subclass of seeds).
     """
 
-    __slots__ = ("stamp", "function", "captured", "span", "tape", "seed_index")
+    __slots__ = ("stamp", "function", "captured", "span", "tape")
 
     def __init__(self, stamp: int, function: Callable[..., Any] | None, captured: tuple,
-                 span: Span | None, tape: "Tape | None" = None, seed_index: int | None = None):
+                 span: Span | None, tape: "Tape | None" = None):
         self.stamp = stamp
         self.function = function
         self.captured = captured
         self.span = span
         self.tape = tape
-        self.seed_index = seed_index
+
+    @property
+    def seed_index(self) -> int | None:
+        """Which input real this backpropagator is the seed of (None if it is no seed).  A
+        seed, which has no body, keeps its index where a body's captured values would be:
+        the backpropagators made for every operation of a run need no slot for it."""
+        captured = self.captured
+        return captured if type(captured) is int else None
 
     def __call__(self, a: float) -> "Call":
         # Applied as a value (outside a staging body) it returns the call as data;
@@ -204,8 +211,8 @@ class Tape:
         if found is None:
             # made as Tape.seeds makes them (no __init__ call): one per input real per run
             found = object.__new__(Backprop)
-            found.stamp, found.function, found.captured = self.stamps, None, ()
-            found.span, found.tape, found.seed_index = span, self, index
+            found.stamp, found.function, found.captured = self.stamps, None, index
+            found.span, found.tape = span, self
             self.stamps += 1
             self._seeds[index] = found
             self.bodiless += 1
@@ -237,8 +244,8 @@ class Tape:
         new = object.__new__  # as generated code does (see Backprop): one per input real
         for i in range(count):
             seed = new(Backprop)
-            seed.stamp, seed.function, seed.captured = stamp + i, None, ()
-            seed.span, seed.tape, seed.seed_index = None, self, first + i
+            seed.stamp, seed.function, seed.captured = stamp + i, None, first + i
+            seed.span, seed.tape = None, self
             made.append(seed)
         self.stamps = stamp + count
         self.bodiless += count
