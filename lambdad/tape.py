@@ -41,24 +41,28 @@ class Backprop:
     (:meth:`Tape.constant`) have no function.  ``tape`` is the :class:`Tape` that stamped
     it.
 
-    Generated code makes these with ``object.__new__`` and five slot stores, which costs
-    less than a call of ``__init__`` (this runs once per primitive of a reverse-mode
-    program); ``__init__`` is for everything else.  Seeds are of this class too, not of a
-    subclass: the backward phase reads the same attributes of both, and CPython's
-    specialised attribute reads serve one class only (the MLP's gradient, which stages
-    into seeds and other backpropagators in turn, ran 2.6% more instructions with a
-    subclass of seeds).
+    The class has no ``__init__``: generated code makes these with ``Backprop()`` and five
+    slot stores, which costs less than a call of ``__init__`` or of ``object.__new__``
+    (this runs once per primitive of a reverse-mode program); :meth:`create` is for
+    everything else.  Seeds are of this class too, not of a subclass: the backward phase
+    reads the same attributes of both, and CPython's specialised attribute reads serve
+    one class only (the MLP's gradient, which stages into seeds and other
+    backpropagators in turn, ran 2.6% more instructions with a subclass of seeds).
     """
 
     __slots__ = ("stamp", "function", "captured", "span", "tape")
 
-    def __init__(self, stamp: int, function: Callable[..., Any] | None, captured: tuple,
-                 span: Span | None, tape: "Tape | None" = None):
-        self.stamp = stamp
-        self.function = function
-        self.captured = captured
-        self.span = span
-        self.tape = tape
+    @classmethod
+    def create(cls, stamp: int, function: Callable[..., Any] | None, captured: Any,
+               span: Span | None, tape: "Tape | None" = None) -> "Backprop":
+        """A backpropagator of this class with these fields."""
+        made = cls()
+        made.stamp = stamp
+        made.function = function
+        made.captured = captured
+        made.span = span
+        made.tape = tape
+        return made
 
     @property
     def seed_index(self) -> int | None:
@@ -110,7 +114,8 @@ class ConstantZero(Backprop):
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__(-1, None, (), None, None)
+        self.stamp, self.function, self.captured = -1, None, ()
+        self.span, self.tape = None, None
 
     def __repr__(self) -> str:
         return "<backpropagator zero>"
@@ -202,15 +207,15 @@ class Tape:
         ``body(a)``, returning cotangent data."""
         stamp = self.stamps
         self.stamps = stamp + 1
-        return Backprop(stamp, _run_data_body, (body,), span, self)
+        return Backprop.create(stamp, _run_data_body, (body,), span, self)
 
     def seed(self, index: int, span: Span | None = None) -> Backprop:
         """``seed index``: the backpropagator of the index-th input real, the same object on
         every request."""
         found = self._seeds.get(index)
         if found is None:
-            # made as Tape.seeds makes them (no __init__ call): one per input real per run
-            found = object.__new__(Backprop)
+            # made as Tape.seeds makes them: one per input real per run
+            found = Backprop()
             found.stamp, found.function, found.captured = self.stamps, None, index
             found.span, found.tape = span, self
             self.stamps += 1
@@ -241,9 +246,8 @@ class Tape:
             return [self.seed(first + i) for i in range(count)]
         stamp = self.stamps
         made = []
-        new = object.__new__  # as generated code does (see Backprop): one per input real
         for i in range(count):
-            seed = new(Backprop)
+            seed = Backprop()  # as generated code makes them: one per input real
             seed.stamp, seed.function, seed.captured = stamp + i, None, first + i
             seed.span, seed.tape = None, self
             made.append(seed)
@@ -255,7 +259,7 @@ class Tape:
     def own_constant(self, span: Span | None) -> ConstantBackprop:
         """A stamped ``\\a -o zero`` of its own, for instrumented runs (not ``created``)."""
         self.bodiless += 1
-        return ConstantBackprop(self.next_stamp(), None, (), span, self)
+        return ConstantBackprop.create(self.next_stamp(), None, (), span, self)
 
     @staticmethod
     def constant() -> Backprop:
@@ -517,7 +521,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                         return
                     raise _foreign(g)
                 s = g.stamp
-                acc[s] += a
+                acc[s] = acc[s] + a  # (not `+=`: two bytecodes fewer)
                 pending[s] = g
             except AttributeError:
                 # Not a backpropagator: a function into d, applied; walk what it returns.
@@ -715,7 +719,7 @@ def ring_adder(tape: Tape) -> Callable[[Any, Any], Any]:
                 return y
             if isinstance(y, Backprop) and y.function is None and y.seed_index is None:
                 return x
-            return Backprop(tape.next_stamp(), _run_sum_body, (x, y), None, tape)
+            return Backprop.create(tape.next_stamp(), _run_sum_body, (x, y), None, tape)
         return x + y
 
     return add

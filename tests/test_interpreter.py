@@ -598,7 +598,7 @@ def test_format_value(value, text):
 def test_format_value_of_runtime_objects():
     assert format_value(run("\\x -> x")) == "<function>"
     assert format_value(run("max 1")) == "<function>"
-    assert format_value(Backprop(7, None, (), None)) == "<backpropagator #7>"
+    assert format_value(Backprop.create(7, None, (), None)) == "<backpropagator #7>"
 
 
 def test_deep_and_long_values_print_and_convert():

@@ -461,7 +461,7 @@ def test_every_backward_phase_drops_the_zero_of_no_tape(strategy):
     u = tape.backprop(lambda a: add_cotangents(zero(a), tape.seed(0)(2.0 * a)))
     assert backward(tape, add_cotangents(zero(1.0), u(1.5)), strategy) == {0: 3.0}
     assert tape.created == 1 and tape.bodies_run == 1
-    stray = Backprop(-1, lambda captured, a, stage: None, (), None)  # a body, but no tape
+    stray = Backprop.create(-1, lambda captured, a, stage: None, (), None)  # a body, but no tape
     with pytest.raises(DifferentiationError, match="another differentiation"):
         backward(tape, stray(1.0), strategy)
 
