@@ -421,6 +421,20 @@ def test_a_backpropagator_made_during_the_backward_phase_is_an_error():
         run("cotangent (1, seed 0) ((\\a -o (\\b -o seed 0 b) a) 1)")
 
 
+def test_seeds_and_other_backpropagators_are_one_class():
+    # The backward phase reads the same attributes of seeds and of bodies in turn; CPython
+    # specialises such a read for one class, so a class of seeds of its own would slow it.
+    interpreter = Interpreter()
+    tape = Tape()
+    with interpreter.using_tape(tape):
+        g = run("let s = seed 2 in \\a -o s (2 * a)", interpreter)
+    first, second = tape.seeds(0, 2)
+    made = [first, second, tape.seed(2), g, tape.backprop(lambda a: None)]
+    assert {type(b) for b in made} == {Backprop}
+    assert [b.seed_index for b in made] == [0, 1, 2, None, None]
+    assert backward(tape, g(1.0)) == {2: 2.0}
+
+
 def test_backward_rejects_a_foreign_backpropagator_in_a_staged_body():
     mine, theirs = Tape(), Tape()
     interpreter = Interpreter()
