@@ -516,8 +516,9 @@ class Interpreter:
     # ---- called by generated code
     def _backprop_maker(self) -> Callable[[Callable[..., Any], tuple, Span | None], Backprop]:
         """The function generated code calls for ``\\a -o e``: a :class:`Backprop` with the
-        next stamp of the current tape (made by ``Backprop()`` and slot stores, the cheapest
-        way in CPython: this runs once per primitive of a reverse-mode program)."""
+        next stamp of the current tape (what :meth:`Backprop.create` makes, written out:
+        ``Backprop()`` and slot stores are the cheapest way in CPython, and this runs once
+        per primitive of a reverse-mode program)."""
 
         def new_backprop(function: Callable[..., Any], captured: tuple,
                          span: Span | None) -> Backprop:

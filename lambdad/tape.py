@@ -57,11 +57,8 @@ class Backprop:
                span: Span | None, tape: "Tape | None" = None) -> "Backprop":
         """A backpropagator of this class with these fields."""
         made = cls()
-        made.stamp = stamp
-        made.function = function
-        made.captured = captured
-        made.span = span
-        made.tape = tape
+        made.stamp, made.function, made.captured, made.span, made.tape = \
+            stamp, function, captured, span, tape
         return made
 
     @property
