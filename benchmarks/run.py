@@ -322,16 +322,16 @@ class Bench:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     def child_median(self, spec: dict[str, Any], processes: int = 3,
-                     up_to: int = 2000) -> dict[str, Any]:
+                     up_to: int = 2000, by: str = "value+grad") -> dict[str, Any]:
         """:meth:`child` in ``processes`` fresh processes (one above size ``up_to``): the
-        record whose value+gradient median is the middle one.  Medians differ more from
+        record whose median of ``by`` is the middle one.  Medians differ more from
         process to process than within one (memory layout), so small sizes take three."""
         count = processes if spec["size"] <= up_to else 1
         records = [self.child(spec) for _ in range(count)]
         good = [r for r in records if "error" not in r]
         if not good:
             return records[0]
-        good.sort(key=lambda r: r["times"]["value+grad"])
+        good.sort(key=lambda r: r["times"][by])
         return good[len(good) // 2]
 
 
@@ -344,12 +344,25 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
     them), and the stamps counted on the tape of that run.  That run is by ``strategy``
     (``factored`` unless the spec says ``"strategy": "fused"``); the peak memory after it is
     the first gradient's.
+
+    With ``"peer": "tape"`` it times the minimal hand-written tape and the plain Python
+    primal instead, loading no program: a process like lambdad's, for the tape's growth
+    with depth beside lambdad's (table 3a).
     """
     make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
             "mlp": workloads.mlp}
     workload = make[spec["workload"]](spec["size"])
     bench = Bench(args)
     name, point = workload.name, workload.point
+    if spec.get("peer") == "tape":
+        functions = {peer.name: peer.prepare(workload.python, point)[0]
+                     for peer in (peer_tools.PlainPython(), peer_tools.MinimalTape())}
+        timings = bench.measure(functions)
+        print(json.dumps({**spec, "label": workload.label,
+                          "times": {label: t["median"] for label, t in timings.items()},
+                          "runs": {label: t["runs"] for label, t in timings.items()},
+                          "peak_rss_mb": _peak_rss_mb()}))
+        return
     if spec.get("once"):
         timer = CLOCKS[args.clock]
         start = timer()
@@ -517,21 +530,32 @@ def sharing(bench: Bench) -> dict[str, Any]:
                      for d in chain_depths]
     doubling_records = [bench.child_median({"workload": "doubling", "size": d})
                         for d in doubling_depths]
+    # The minimal hand-written tape (a record per operation, as `factored` makes) in
+    # processes of its own at the same depths: how such records grow in CPython.
+    tape_records = {kind: [bench.child_median({"workload": kind, "size": d, "peer": "tape"},
+                                              by="tape") for d in depths]
+                    for kind, depths in (("chain", chain_depths),
+                                         ("doubling", doubling_depths))}
     if bench.peers:
         # The peers' rows (table 7) for the chains, measured here side by side.
         for make in (workloads.chain, workloads.doubling):
             for depth in (100, 1000):
                 bench.run(make(depth))
-    for title, depths, records in (
+    for title, depths, records, tapes in (
             ("3a. Sharing: chain x_{k+1} = x_k * x_k * 0.5 + sin x_k (let-bound), factored",
-             chain_depths, chain_records),
+             chain_depths, chain_records, tape_records["chain"]),
             ("3b. Sharing: doubling chain x_{k+1} = x_k + x_k (let-bound), factored",
-             doubling_depths, doubling_records)):
+             doubling_depths, doubling_records, tape_records["doubling"])):
         by_depth = dict(zip(depths, records))
+        tape_by_depth = dict(zip(depths, tapes))
         rows = []
         for d, r in zip(depths, records):
+            tape, tape_before = tape_by_depth[d], tape_by_depth.get(d // 2)
+            tape_growth = (ratio(tape["times"]["tape"], tape_before["times"]["tape"])
+                           if d % 2 == 0 and tape_before and "times" in tape_before
+                           and "times" in tape else None)
             if "error" in r:
-                rows.append([str(d)] + ["error: " + r["error"]] + [""] * 13)
+                rows.append([str(d)] + ["error: " + r["error"]] + [""] * 14)
                 continue
             t = r["times"]
             previous = by_depth.get(d // 2) if d % 2 == 0 else None
@@ -545,15 +569,19 @@ def sharing(bench: Bench) -> dict[str, Any]:
                          fmt_ratio(growth) if growth else "",
                          fmt_ratio(ratio(t.get(FUSED), t["primal"])),
                          fmt_ratio(fused_growth) if fused_growth else "",
+                         fmt_ratio(tape_growth) if tape_growth else "",
                          str(r["created"]), str(r["bodies_run"]), str(r.get("created_fused", "")),
                          fmt_time(setup.get("load")), fmt_time(setup.get("first_call")),
                          fmt_time(setup.get("first_grad")),
                          fmt_time(setup.get("first_grad_fused")), f"{r['peak_rss_mb']:.0f} MB"])
         print_table(title, ["depth", "primal", "value+grad", "grad/primal", "t(d)/t(d/2)",
-                            "fused/primal", "fused t(d)/t(d/2)", "created", "bodies run",
+                            "fused/primal", "fused t(d)/t(d/2)", "tape t(d)/t(d/2)",
+                            "created", "bodies run",
                             "created (fused)", "load", "1st call", "1st grad",
                             "1st grad (fused)", "peak RSS"], rows,
                     ["target: t(2d)/t(d) <= 2.3; bodies run <= created",
+                     "tape: the minimal hand-written Python tape (a record per operation) "
+                     "in processes of its own",
                      "each depth in fresh processes (the middle of 3 up to depth 2000); "
                      "load = parse + type check; 1st call / "
                      "1st grad include compiling (and transforming) the program, not part of "
@@ -576,6 +604,7 @@ def sharing(bench: Bench) -> dict[str, Any]:
                             "bodies (factored)", "bodies (naive)", "naive growth per step"],
                     rows, [f"naive stops after the first depth whose run takes over {limit} s"])
     return {"chain": chain_records, "doubling": doubling_records,
+            "tape_chain": tape_records["chain"], "tape_doubling": tape_records["doubling"],
             "naive_chain": naive_chain, "naive_doubling": naive_doubling}
 
 
