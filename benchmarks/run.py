@@ -347,7 +347,7 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
 
     With ``"peer": "tape"`` it times the minimal hand-written tape and the plain Python
     primal instead, loading no program: a process like lambdad's, for the tape's growth
-    with depth beside lambdad's (table 3a).
+    with depth beside lambdad's (tables 3a and 3b).
     """
     make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
             "mlp": workloads.mlp}
