@@ -1,5 +1,6 @@
 """lambdad benchmarks: cheap gradient, forward vs reverse, sharing, reference programs, MLP,
-scale, and peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python).
+scale, peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python), and setup beside
+JAX's jit.
 
     python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
                              [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
@@ -53,7 +54,8 @@ import peers as peer_tools  # noqa: E402
 import workloads  # noqa: E402
 from workloads import Workload  # noqa: E402
 
-SECTIONS = ("cheap-gradient", "forward-vs-reverse", "sharing", "reference", "mlp", "scale")
+SECTIONS = ("cheap-gradient", "forward-vs-reverse", "sharing", "reference", "mlp", "scale",
+            "first-gradient")
 
 # Peers are skipped above these operation counts (their cost would dominate the benchmark's
 # time: JAX eager costs ~0.5 ms per operation here, and jit compiles the unrolled Python
@@ -347,7 +349,10 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
 
     With ``"peer": "tape"`` it times the minimal hand-written tape and the plain Python
     primal instead, loading no program: a process like lambdad's, for the tape's growth
-    with depth beside lambdad's (tables 3a and 3b).
+    with depth beside lambdad's (tables 3a and 3b).  With ``"peer": "jax-jit"`` it times
+    JAX's first call of ``jit(value_and_grad)`` (tracing, XLA's compilation and one run,
+    JAX imported before the clock starts), then checks its value and gradient against
+    lambdad's (table 9).
     """
     make = {"wide": workloads.wide, "chain": workloads.chain, "doubling": workloads.doubling,
             "mlp": workloads.mlp}
@@ -362,6 +367,9 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
                           "times": {label: t["median"] for label, t in timings.items()},
                           "runs": {label: t["runs"] for label, t in timings.items()},
                           "peak_rss_mb": _peak_rss_mb()}))
+        return
+    if spec.get("peer") == "jax-jit":
+        print(json.dumps({**spec, "label": workload.label, **_jit_first_call(workload, args)}))
         return
     if spec.get("once"):
         timer = CLOCKS[args.clock]
@@ -418,6 +426,26 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
         "rss_first_grad_mb": rss_first_grad,
         "peak_rss_mb": _peak_rss_mb(),
     }))
+
+
+def _jit_first_call(workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
+    """JAX's first ``jit(value_and_grad)`` call of ``workload``: its time by the clock of
+    ``args``, the process's peak memory after it, and whether its value and gradient are
+    lambdad's (computed after both are measured)."""
+    jax = peer_tools._jax()
+    import jax.numpy as jnp
+
+    timer = CLOCKS[args.clock]
+    point = workload.point
+    start = timer()
+    value_and_grad = jax.jit(jax.value_and_grad(lambda p: workload.python(p, jnp)))
+    out = jax.block_until_ready(value_and_grad(point))
+    first_call = timer() - start
+    peak = _peak_rss_mb()
+    program = lambdad.loads(workload.source, workload.file)
+    value, gradient = program.value_and_grad(workload.name, point)
+    return {"setup": {"first_grad": first_call}, "peak_rss_mb": peak,
+            "agrees": _agrees(out, value, gradient)}
 
 
 def _peak_rss_mb() -> float:
@@ -680,6 +708,46 @@ def scale(bench: Bench, sharing_records: dict[str, Any] | None) -> list[dict[str
                  "gradients (factored, then fused) and before the timed runs",
                  "a row with 1 run (wide n=10^6) is timed once, right after loading: its "
                  "primal and value+grad times include compiling"])
+    return records
+
+
+# The let chains whose first gradient is set beside JAX's first jit call (table 9).  JAX
+# compiles the unrolled chain for several seconds at 1000 bindings, and its time grows
+# faster than the chain's (docs/performance.md), so larger chains are not run.
+JIT_CHAIN_DEPTHS = (100, 1000)
+
+
+def first_gradient(bench: Bench) -> list[dict[str, Any]]:
+    """The setup of a let chain beside JAX's: lambdad's load and first gradient (default
+    strategy) and JAX's first ``jit(value_and_grad)`` call, each in a fresh process,
+    alternating.  Runs only when the ``jax-jit`` peer is installed and peers are on."""
+    if not any(peer.name == "jax-jit" for peer in bench.peers):
+        return []
+    rows, records = [], []
+    for depth in JIT_CHAIN_DEPTHS:
+        spec = {"workload": "chain", "size": depth, "once": True}
+        ours = bench.child({**spec, "strategy": "fused"})
+        jit = bench.child({**spec, "peer": "jax-jit"})
+        records.append({"lambdad": ours, "jax-jit": jit})
+        if "error" in ours or "error" in jit:
+            rows.append([f"chain d={depth}", "error: " + (ours.get("error")
+                                                          or jit.get("error"))] + [""] * 6)
+            continue
+        load, first = ours["setup"]["load"], ours["setup"]["first_grad"]
+        rows.append([ours["label"], fmt_time(load), fmt_time(first), fmt_time(load + first),
+                     f"{ours['rss_first_grad_mb']:.0f} MB",
+                     fmt_time(jit["setup"]["first_grad"]) + ("" if jit["agrees"] else " (!)"),
+                     f"{jit['peak_rss_mb']:.0f} MB",
+                     fmt_ratio(ratio(jit["setup"]["first_grad"], load + first))])
+    print_table("9. Setup beside JAX's jit: the let chain's first gradient (fresh processes, "
+                "alternating)",
+                ["workload", "load", "1st grad", "load + 1st grad", "peak RSS",
+                 "jax-jit 1st call", "peak RSS jax-jit", "jax-jit / (load + 1st grad)"], rows,
+                ["load: parsing and type checking; 1st grad: ←D, fusion, code generation and "
+                 "one run (the default strategy)",
+                 "jax-jit 1st call: tracing the Python function, XLA's compilation of "
+                 "value_and_grad and one run (JAX imported before); (!) marks a value or "
+                 "gradient that is not lambdad's"])
     return records
 
 
@@ -1008,6 +1076,8 @@ def main(argv: list[str] | None = None) -> int:
         peers_table(bench)
     if args.baseline:
         results["before-after"] = before_after(bench, args.baseline)
+    if "first-gradient" in only:
+        results["first-gradient"] = first_gradient(bench)
     elapsed = time.perf_counter() - start
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     print(f"\ntotal {elapsed:.0f} s; load average at end: {', '.join(f'{x:.2f}' for x in load)}")
