@@ -720,8 +720,12 @@ JIT_CHAIN_DEPTHS = (100, 1000)
 def first_gradient(bench: Bench) -> list[dict[str, Any]]:
     """The setup of a let chain beside JAX's: lambdad's load and first gradient (default
     strategy) and JAX's first ``jit(value_and_grad)`` call, each in a fresh process,
-    alternating.  Runs only when the ``jax-jit`` peer is installed and peers are on."""
+    alternating.  Runs only when the ``jax-jit`` peer is installed and peers are on (else
+    says why it did not)."""
     if not any(peer.name == "jax-jit" for peer in bench.peers):
+        why = ("peers are off (--no-peers)" if not bench.use_peers
+               else "JAX is not installed: pip install -e '.[bench]'")
+        print(f"\n## 9. Setup beside JAX's jit: not run, {why}")
         return []
     rows, records = [], []
     for depth in JIT_CHAIN_DEPTHS:
