@@ -6,6 +6,7 @@ JAX's jit.
                              [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
     python benchmarks/run.py --profile chain:2000     (cProfile of one workload)
     python benchmarks/run.py --phases chain:10000     (setup time by stage of the pipeline)
+    python benchmarks/run.py --floor chain:10000      (each stage beside the least it must do)
     python benchmarks/run.py --baseline /tmp/base     (before/after against another tree)
 
 Every figure of a table row is measured in the same run, side by side and interleaved
@@ -918,43 +919,60 @@ PHASES = (
 )
 
 
+class StageClock:
+    """Times lambdad's pipeline by stage: every module of lambdad that holds a function of
+    :data:`PHASES` gets a wrapper that adds the function's own time (without the stages it
+    runs) to ``spent[label]``.  With ``keep``, ``kept[function name]`` also lists the
+    arguments and the result of each of the function's calls, for :func:`floor_main`."""
+
+    def __init__(self, timer: Callable[[], float], keep: bool = False):
+        import importlib
+
+        self.spent: Counter[str] = Counter()
+        self.kept: dict[str, list[tuple[tuple, Any]]] = {}
+        running: list[float] = []  # time of the stages run inside the current one, per level
+
+        def timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(function)
+            def wrapper(*a: Any, **k: Any) -> Any:
+                running.append(0.0)
+                start = timer()
+                try:
+                    result = function(*a, **k)
+                    if keep:
+                        self.kept.setdefault(function.__name__, []).append((a, result))
+                    return result
+                finally:
+                    elapsed = timer() - start
+                    inner = running.pop()
+                    self.spent[label] += elapsed - inner
+                    if running:
+                        running[-1] += elapsed
+            return wrapper
+
+        modules = [module for name, module in list(sys.modules.items())
+                   if name == "lambdad" or name.startswith("lambdad.")]
+        for label, module_name, function_name in PHASES:
+            original = getattr(importlib.import_module(module_name), function_name)
+            replacement = timed(label, original)
+            for module in modules:
+                for attribute, value in list(vars(module).items()):
+                    if value is original:
+                        setattr(module, attribute, replacement)
+
+    @staticmethod
+    def labels() -> list[str]:
+        return list(dict.fromkeys(label for label, _, _ in PHASES))
+
+
 def phases_main(target: str, args: argparse.Namespace) -> None:
     """Times the setup of one workload by stage of the pipeline: loading, the first call
     and the first gradient (``factored``, then ``fused``), each split into the time spent
     in each stage of :data:`PHASES` (its own time, without the stages it runs) and the
-    rest ("other": the API's conversions, running the code, freeing what a stage built).
-    Every module of lambdad that holds a stage's function gets the timed one."""
-    import importlib
-
+    rest ("other": the API's conversions, running the code, freeing what a stage built)."""
     workload = _workload_of(target, "--phases")
     timer = CLOCKS[args.clock]
-    spent: Counter[str] = Counter()
-    running: list[float] = []  # time of the stages run inside the current one, per level
-
-    def timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(function)
-        def wrapper(*a: Any, **k: Any) -> Any:
-            running.append(0.0)
-            start = timer()
-            try:
-                return function(*a, **k)
-            finally:
-                elapsed = timer() - start
-                inner = running.pop()
-                spent[label] += elapsed - inner
-                if running:
-                    running[-1] += elapsed
-        return wrapper
-
-    modules = [module for name, module in list(sys.modules.items())
-               if name == "lambdad" or name.startswith("lambdad.")]
-    for label, module_name, function_name in PHASES:
-        original = getattr(importlib.import_module(module_name), function_name)
-        replacement = timed(label, original)
-        for module in modules:
-            for attribute, value in list(vars(module).items()):
-                if value is original:
-                    setattr(module, attribute, replacement)
+    stages = StageClock(timer)
     name, point = workload.name, workload.point
     steps = (("load", lambda: lambdad.loads(workload.source, workload.file)),
              ("first call", lambda: program.call(name, point)),
@@ -962,23 +980,179 @@ def phases_main(target: str, args: argparse.Namespace) -> None:
               lambda: program.value_and_grad(name, point, strategy=FACTORED)),
              ("first gradient (fused)",
               lambda: program.value_and_grad(name, point, strategy="fused")))
+    labels = stages.labels()
     print(f"{workload.label}: setup by stage ({args.clock} time)\n")
-    print(f"| step | total | {' | '.join(dict.fromkeys(label for label, _, _ in PHASES))} "
-          "| other | peak RSS |")
-    print("|---|" + "---|" * (len(dict.fromkeys(p[0] for p in PHASES)) + 3))
+    print(f"| step | total | {' | '.join(labels)} | other | peak RSS |")
+    print("|---|" + "---|" * (len(labels) + 3))
     program = None
     for step, run_step in steps:
-        spent.clear()
+        stages.spent.clear()
         start = timer()
         result = run_step()
         total = timer() - start
         if program is None:
             program = result
-        cells = [fmt_time(spent[label]) if spent[label] else "-"
-                 for label in dict.fromkeys(p[0] for p in PHASES)]
-        other = total - sum(spent.values())
+        cells = [fmt_time(stages.spent[label]) if stages.spent[label] else "-"
+                 for label in labels]
+        other = total - sum(stages.spent.values())
         print(f"| {step} | {fmt_time(total)} | {' | '.join(cells)} | {fmt_time(other)} "
               f"| {_peak_rss_mb():.0f} MB |")
+
+
+# ---------------------------------------------------------------- the floor under setup
+
+
+def floor_main(target: str, args: argparse.Namespace) -> None:
+    """Sets each stage of one workload's setup beside the least work a stage of its kind
+    must do on the same terms, in one process.
+
+    Loading: lambdad's parse and type inference beside lark's own lexer and LALR parser
+    reading the same text with lambdad's grammar (lambdad drives lark's tables with its own
+    scanner and callbacks).  The first gradient (default strategy): each stage beside its
+    floor, made of three operations timed on the terms the stage really read and built,
+    each the best of three runs:
+
+    - *build* the nodes of a term: every node's constructor called once with the node's
+      own fields (nothing decided, nothing looked up);
+    - *walk* a term: every node visited once through :func:`lambdad.syntax.children`;
+    - *emit* a term: a walk that appends one string per node, then joins them.
+
+    ←D must walk the source and build ←D's output; fusion must walk ←D's output and build
+    the fused program; code generation must emit the fused program; Python's compile is
+    counted as lambdad does it (its own time).  The last two rows are the floors of a
+    pipeline that would build the fused program straight from the source, skipping ←D's
+    output, and then compile it, or run it by one walk (an interpreter of it visits every
+    node at least once)."""
+    import attrs
+
+    from lambdad import syntax
+
+    workload = _workload_of(target, "--floor")
+    timer = CLOCKS[args.clock]
+    name, point = workload.name, workload.point
+    stages = StageClock(timer, keep=True)
+    start = timer()
+    program = lambdad.loads(workload.source, workload.file)
+    load_time = timer() - start
+    load_split = dict(stages.spent)
+    lark_lex, lark_parse = _lark_floor(workload.source, timer)
+    program.call(name, point)
+    stages.spent.clear()
+    start = timer()
+    program.value_and_grad(name, point)
+    gradient_time = timer() - start
+    spent = dict(stages.spent)
+    sources = [call[0][0] for call in stages.kept.get("backward_term", [])]
+    backward = [call[1] for call in stages.kept.get("backward_term", [])]
+    fused = [call[1] for call in stages.kept.get("fused_backward_term", [])]
+    stages.kept.clear()
+    if not fused:
+        raise SystemExit(f"{workload.label}: its first gradient fused nothing; no floor to show")
+
+    def best(operation: Callable[[], Any]) -> float:
+        times = []
+        for _ in range(3):
+            begin = timer()
+            operation()
+            times.append(timer() - begin)
+        return min(times)
+
+    def nodes(terms: list[Any]) -> list[Any]:
+        found, work = [], list(terms)
+        while work:
+            node = work.pop()
+            found.append(node)
+            work.extend(syntax.children(node))
+        return found
+
+    def build(terms: list[Any]) -> float:
+        calls = []
+        for node in nodes(terms):
+            fields = attrs.fields(type(node))
+            calls.append((type(node), tuple(getattr(node, f.name) for f in fields if not f.kw_only),
+                          {f.name: getattr(node, f.name) for f in fields if f.kw_only}))
+
+        def run() -> None:
+            for cls, positional, keywords in calls:
+                cls(*positional, **keywords)
+        return best(run)
+
+    def walk(terms: list[Any]) -> float:
+        def run() -> None:
+            work = list(terms)
+            while work:
+                work.extend(syntax.children(work.pop()))
+        return best(run)
+
+    def emit(terms: list[Any]) -> float:
+        def run() -> None:
+            out, work = [], list(terms)
+            while work:
+                node = work.pop()
+                out.append(type(node).__name__)
+                work.extend(syntax.children(node))
+            "\n".join(out)
+        return best(run)
+
+    counts = {what: len(nodes(terms)) for what, terms in
+              (("source", sources), ("←D", backward), ("fused", fused))}
+    was_enabled = gc.isenabled()
+    gc.disable()  # (the floors allocate and drop a million nodes; lambdad's stages are
+    try:          # timed as they ran, with the collector as lambdad sets it)
+        walk_source, walk_backward, walk_fused = walk(sources), walk(backward), walk(fused)
+        build_backward, build_fused, emit_fused = build(backward), build(fused), emit(fused)
+    finally:
+        if was_enabled:
+            gc.enable()
+    compile_time = spent.get("Python compile", 0.0)
+    rows = [("←D", spent.get("←D", 0.0), walk_source + build_backward,
+             "walk the source, build ←D's output"),
+            ("fusion", spent.get("fusion", 0.0), walk_backward + build_fused,
+             "walk ←D's output, build the fused program"),
+            ("code generation", spent.get("code generation", 0.0), emit_fused,
+             "emit the fused program"),
+            ("Python compile", compile_time, compile_time, "lambdad's own (shapes compiled once)")]
+    print(f"{workload.label}: the floor under setup ({args.clock} time, one process)\n")
+    print(f"nodes: source {counts['source']}, ←D's output {counts['←D']}, fused program "
+          f"{counts['fused']} ({counts['←D'] / counts['source']:.1f} and "
+          f"{counts['fused'] / counts['source']:.1f} a source node)\n")
+    print("| load | lambdad | lark alone |")
+    print("|---|---|---|")
+    print(f"| total | {fmt_time(load_time)} | {fmt_time(lark_parse)} (parse to a tree) |")
+    print(f"| parse | {fmt_time(load_split.get('parse', 0.0))} | lexing alone: {fmt_time(lark_lex)} |")
+    print(f"| type inference | {fmt_time(load_split.get('type inference', 0.0))} | - |\n")
+    print("| first gradient | lambdad | floor | lambdad / floor | the floor's work |")
+    print("|---|---|---|---|---|")
+    for label, actual, floor, work in rows:
+        ratio = f"{actual / floor:.1f}" if floor > 0 else "-"
+        print(f"| {label} | {fmt_time(actual)} | {fmt_time(floor)} | {ratio} | {work} |")
+    other = gradient_time - sum(actual for _, actual, _, _ in rows)
+    total_floor = sum(floor for _, _, floor, _ in rows)
+    print(f"| other (running it, the API) | {fmt_time(other)} | - | - | - |")
+    print(f"| **total** | {fmt_time(gradient_time)} | {fmt_time(total_floor)} | "
+          f"{gradient_time / total_floor:.1f} | the four floors above |")
+    print(f"| without ←D's output | - | {fmt_time(walk_source + build_fused + emit_fused + compile_time)} "
+          f"| - | walk the source, build and emit the fused program, compile |")
+    print(f"| … nor compiling | - | {fmt_time(walk_source + build_fused + walk_fused)} "
+          f"| - | walk the source, build the fused program, walk it once to run it |")
+
+
+def _lark_floor(text: str, timer: Callable[[], float]) -> tuple[float, float]:
+    """lark's own time over ``text`` with lambdad's grammar: (lexing alone, by lark's
+    basic lexer; lexing and parsing to a tree, by its LALR parser with the contextual
+    lexer the grammar is written for)."""
+    import lark
+
+    grammar = (Path(lambdad.__file__).parent / "grammar.lark").read_text()
+    lexer, parser = (lark.Lark(grammar, parser="lalr", lexer=kind, start="module",
+                               maybe_placeholders=False) for kind in ("basic", "contextual"))
+    start = timer()
+    for _ in lexer.lex(text):
+        pass
+    lexing = timer() - start
+    start = timer()
+    parser.parse(text)
+    return lexing, timer() - start
 
 
 def _workload_of(target: str, option: str) -> Workload:
@@ -1034,6 +1208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", metavar="KIND:SIZE",
                         help="instead of the tables, time the setup of one workload (load, "
                              "first call, first gradients) by stage of the pipeline")
+    parser.add_argument("--floor", metavar="KIND:SIZE",
+                        help="instead of the tables, set each stage of one workload's setup "
+                             "beside the least work a stage of its kind must do")
     parser.add_argument("--baseline", metavar="CHECKOUT",
                         help="also compare with the lambdad of another source tree (e.g. "
                              "`git worktree add /tmp/base 54fd1ad`), in fresh processes")
@@ -1047,6 +1224,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.phases:
         phases_main(args.phases, args)
+        return 0
+    if args.floor:
+        floor_main(args.floor, args)
         return 0
     bench = Bench(args)
     only = set(args.only or SECTIONS)
