@@ -1022,7 +1022,9 @@ def floor_main(target: str, args: argparse.Namespace) -> None:
     counted as lambdad does it (its own time).  The last two rows are the floors of a
     pipeline that would build the fused program straight from the source, skipping ←D's
     output, and then compile it, or run it by one walk (an interpreter of it visits every
-    node at least once)."""
+    node at least once).  Keeping the terms for the floors holds ←D's output alive through
+    fusion, which otherwise lets go of it as it goes; ``--phases`` times the stages without
+    that."""
     import attrs
 
     from lambdad import syntax
