@@ -172,6 +172,8 @@ def local_name(base: str, taken: Iterable[str]) -> str:
 
     For binders whose scope only mentions names the rule itself chose (``r``, ``a``).
     """
+    if isinstance(taken, AbstractSet) and base not in taken and base not in RESERVED:
+        return base  # (most calls: the set of what the rule chose lacks it)
     taken = set(taken) | RESERVED
     return base if base not in taken else numbered(base, taken)
 
@@ -326,11 +328,51 @@ def _parse_partials() -> Mapping[str, tuple[Term, ...]]:
 PARTIALS: Mapping[str, tuple[Term, ...]] = _parse_partials()
 """Each real primitive's partial derivatives, as terms over its parameters (and ``result``)."""
 
+# A term that binds no name, renamed by a mapping and with every node located at a span
+# (see _builder).
+_Builder = Callable[[Mapping[str, str], "Span | None"], Term]
+
+
+def _builder(term: Term) -> _Builder:
+    """The function giving ``term`` with its variables renamed by a mapping (no capture to
+    avoid: ``term`` binds nothing) and every node located at a span: a nest of closures
+    calling the constructors directly, one a node, made once per term of the table.  Most
+    of the table's partials are variables, literals, primitive applications and
+    conditionals (``cos x``, ``y * x ^ (y - 1)``); any other node is rebuilt with its fields."""
+    kind = type(term)
+    if kind is Var:
+        name = term.name
+        return lambda renaming, span: Var(renaming.get(name, name), span=span)
+    if kind is Const:
+        value = term.value
+        return lambda renaming, span: Const(value, span=span)
+    parts = [_builder(child) for child in children(term)]
+    if kind is Prim:
+        op = term.op
+        if len(parts) == 1:
+            only = parts[0]
+            return lambda renaming, span: Prim(op, (only(renaming, span),), span=span)
+        if len(parts) == 2:
+            left, right = parts
+            return lambda renaming, span: Prim(op, (left(renaming, span), right(renaming, span)),
+                                               span=span)
+        return lambda renaming, span: Prim(op, tuple([part(renaming, span) for part in parts]),
+                                           span=span)
+    if kind is If:
+        cond, then, orelse = parts
+        return lambda renaming, span: If(cond(renaming, span), then(renaming, span),
+                                         orelse(renaming, span), span=span)
+    if not parts:
+        return lambda renaming, span: _relocate(term, span)
+    return lambda renaming, span: _relocate(
+        with_children(term, [part(renaming, span) for part in parts]), span)
+
+
 # The partials of PARTIALS that bind no name (most: `cos x`, `y * x ^ (y - 1)`), by id (they
-# live as long as the table): they are renamed without scopes.
-_BINDER_FREE_PARTIALS = frozenset(
-    id(term) for terms in PARTIALS.values() for term in terms
-    if not any(bound for node in walk(term) for bound in binders(node)))
+# live as long as the table), each with the function building it renamed (no scopes).
+_BINDER_FREE_PARTIALS: Mapping[int, _Builder] = MappingProxyType({
+    id(term): _builder(term) for terms in PARTIALS.values() for term in terms
+    if not any(bound for node in walk(term) for bound in binders(node))})
 
 
 def rename(term: Term, renaming: Mapping[str, str], span: Span | None) -> Term:
@@ -368,31 +410,6 @@ def _relocate(term: Term, span: Span | None) -> Term:
     return attrs.evolve(term, span=span)
 
 
-def _renamed_without_binders(term: Term, renaming: Mapping[str, str],
-                             span: Span | None) -> Term:
-    """:func:`rename` of a term that binds nothing (no capture to avoid): each node rebuilt,
-    children first, by one loop over an explicit stack (no scopes, no generator per node)."""
-    work: list[tuple[Term, bool]] = [(term, False)]
-    done: list[Term] = []
-    while work:
-        t, expanded = work.pop()
-        if isinstance(t, Var):
-            done.append(Var(renaming.get(t.name, t.name), span=span))
-            continue
-        kids = children(t)
-        if kids and not expanded:
-            work.append((t, True))
-            work.extend((kid, False) for kid in reversed(kids))
-            continue
-        if kids:
-            made = done[len(done) - len(kids):]
-            del done[len(done) - len(kids):]
-            done.append(_relocate(with_children(t, made), span))
-        else:
-            done.append(_relocate(t, span))
-    return done[0]
-
-
 def partials(prim: Primitive, primals: Sequence[str], result: str | None,
              span: Span | None) -> list[Term]:
     """``∂1 f, ..., ∂k f`` of the real primitive ``prim`` at the variables ``primals`` (the
@@ -405,7 +422,8 @@ def partials(prim: Primitive, primals: Sequence[str], result: str | None,
         span = DerivativeSpan.of(span, prim.spelling.symbol, tuple(primals), result)
     # a primitive the program declares holds its partials as terms already
     terms = PARTIALS[prim.name] if prim.declaration is None else prim.declaration.partials
-    return [_renamed_without_binders(term, renaming, span) if id(term) in _BINDER_FREE_PARTIALS
+    builders = _BINDER_FREE_PARTIALS
+    return [build(renaming, span) if (build := builders.get(id(term))) is not None
             else rename(term, renaming, span) for term in terms]
 
 

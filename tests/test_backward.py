@@ -317,7 +317,8 @@ def test_deep_terms_transform():
 
 @pytest.mark.parametrize("name", sorted(n for n, p in PRIMITIVES.items() if p.kind == "real"))
 def test_partials_instantiate_as_the_general_renaming_does(name):
-    # most partials bind nothing and are renamed by one loop; the result is the same term
+    # most partials bind nothing and are built by closures made once per term; the result is
+    # the same term
     from lambdad.errors import Span
     from lambdad.rules import PARTIALS, partials, rename
 
