@@ -95,6 +95,10 @@ class DerivativeSpan(Span):
                    tuple(arguments), value)
 
 
+# (one per primitive application differentiated, on every derivative's terms)
+DerivativeSpan.__init__ = direct_init(DerivativeSpan)  # type: ignore[method-assign]
+
+
 @attrs.frozen
 class BatchedFoldSpan(Span):
     """The span of a ``fold`` of a fused program whose step fusion found batchable
