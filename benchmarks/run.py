@@ -1105,7 +1105,9 @@ def floor_main(target: str, args: argparse.Namespace) -> None:
     was_enabled = gc.isenabled()
     gc.disable()  # (the floors allocate and drop a million nodes; lambdad's stages are
     try:          # timed as they ran, with the collector as lambdad sets it)
-        scan_text, build_core, walk_core = best(_scanner(workload.source)), build(core), walk(core)
+        scan = _scanner(workload.source)
+        scan_text, build_core, walk_core = best(scan), build(core), walk(core)
+        tokens = len(scan())
         walk_source, walk_backward, walk_fused = walk(sources), walk(backward), walk(fused)
         build_backward, build_fused, emit_fused = build(backward), build(fused), emit(fused)
     finally:
@@ -1122,7 +1124,8 @@ def floor_main(target: str, args: argparse.Namespace) -> None:
     print(f"{workload.label}: the floor under setup ({args.clock} time, one process)\n")
     print(f"nodes: source {counts['source']}, ←D's output {counts['←D']}, fused program "
           f"{counts['fused']} ({counts['←D'] / counts['source']:.1f} and "
-          f"{counts['fused'] / counts['source']:.1f} a source node)\n")
+          f"{counts['fused'] / counts['source']:.1f} a source node); tokens {tokens}, "
+          f"scanned in {fmt_time(scan_text)}\n")
     parse_time, inference_time = load_split.get("parse", 0.0), load_split.get("type inference", 0.0)
     load_floor = scan_text + build_core + walk_core
     print("| load | lambdad | floor | lambdad / floor | the floor's work | lark alone |")
@@ -1157,16 +1160,11 @@ def _scanner(text: str) -> Callable[[], list[tuple[str, str, int, int]]]:
     one regular expression of every terminal of lambdad's grammar (blanks and comments
     skipped in the same match, as lambdad's scanner of a parser state does), and makes each
     a tuple of its kind, text and offsets."""
-    import re
-
     from lambdad.parser import _driver, _parser
 
     driver = _driver()
-    terminals = [terminal for terminal in _parser().parser.lexer.root_lexer.terminals
-                 if terminal.name not in driver.ignored]
-    match = re.compile("(" + driver.blanks + ")(?:" + "|".join(
-        f"(?:{terminal.pattern.to_regexp()})(?P<{terminal.name}>)" for terminal in terminals)
-        + ")", driver.flags).match
+    match = driver.matcher([terminal for terminal in _parser().parser.lexer.root_lexer.terminals
+                            if terminal.name not in driver.ignored])
 
     def scan() -> list[tuple[str, str, int, int]]:
         tokens, found = [], match(text, 0)

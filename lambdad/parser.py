@@ -581,15 +581,18 @@ class _Driver:
         key = tuple(t.name for t in terminals)
         match = self.by_terminals.get(key)
         if match is None:
-            # Each terminal's group is an empty one after its pattern, not one around it:
-            # the regular expression engine skips an alternative whose first character
-            # cannot match without entering it, which a group opening it would prevent.
-            alternatives = "|".join(f"(?:{t.pattern.to_regexp()})(?P<{t.name}>)"
-                                    for t in terminals)
-            match = self.by_terminals[key] = re.compile(
-                "(" + self.blanks + ")(?:" + alternatives + ")", self.flags).match
+            match = self.by_terminals[key] = self.matcher(terminals)
         self.scanners[state] = match
         return match
+
+    def matcher(self, terminals: list[Any]) -> Any:
+        """The match method of one regular expression: blanks and comments (group 1), then
+        one of lark's ``terminals``, in their order, as the named group of its terminal."""
+        # Each terminal's group is an empty one after its pattern, not one around it: the
+        # regular expression engine skips an alternative whose first character cannot
+        # match without entering it, which a group opening it would prevent.
+        alternatives = "|".join(f"(?:{t.pattern.to_regexp()})(?P<{t.name}>)" for t in terminals)
+        return re.compile("(" + self.blanks + ")(?:" + alternatives + ")", self.flags).match
 
     def parse(self, text: str, start: str) -> Any:
         """What lark's ``parse(text, start=start)`` returns; raises _Refused on a syntax
