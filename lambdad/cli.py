@@ -288,7 +288,7 @@ def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
     point = _point(session, program, args.at, "--at")
     with _limits(program, args):
         result = trace(program, args.name, point, mode=args.mode, strategy="factored")
-    graph = graph_of(result, title=f"{args.name} at {args.at}")
+    graph = graph_of(result, title=f"{args.name} at {args.at}", constants=args.constants)
     if args.output is None:
         sys.stdout.write(graph.dot())
     else:
@@ -517,6 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="label nodes with adjoints (reverse, default) or tangents (forward)")
     p.add_argument("-o", "--output", metavar="OUT",
                    help="OUT.dot, OUT.svg (no Graphviz needed), OUT.png or OUT.pdf (Graphviz)")
+    p.add_argument("--constants", action="store_true",
+                   help="also draw the operations that read no input (`1 - 0`) as nodes with "
+                        "their adjoints (default: their values are written where they are used)")
     timeout(p)
 
     p = add("check", cmd_check, "gradient check: forward mode, both reverse strategies and "

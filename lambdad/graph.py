@@ -2,11 +2,17 @@
 
 A :class:`Graph` has one node per input real and one per primitive evaluation (a trace
 row), and an edge from each operand's node to the operation that read it.  Labels are for
-reading: every operand is written out (``v2 = 2 * v-1``, so a constant operand is visible
-even though it has no node), edges into an operation whose argument order matters (``-``,
-``/``, ``^``; every primitive not marked ``commutative`` in the table) carry the argument's
-position, numbers are rounded to four significant digits, with full precision in the hover
-text (SVG ``<title>``, DOT ``tooltip``), and inputs carry the names the user wrote.
+reading: every operand is written out (``v2 = 2 * x``, so a constant operand is visible
+even though it has no node), inputs are called by the names the user wrote (``x``,
+``w.1[2]``) and operations ``v1``, ``v2``, … (no minus sign in a name, so ``v1 = x * 0.5``
+cannot read as a subtraction), edges into an operation whose argument order matters
+(``-``, ``/``, ``^``; every primitive not marked ``commutative`` in the table) carry the
+argument's position, numbers are rounded to four significant digits (a zero's sign
+dropped), with full precision in the hover text (SVG ``<title>``, DOT ``tooltip``).
+
+An operation that reads no input, directly or not (``1 - 0``), is a constant: by default
+it gets no box of its own (it carries no derivative worth reading) and its value is
+written into the labels of the operations that read it; ``constants=True`` draws it.
 
 SVG is drawn without any system package: the layered (Sugiyama) layout of ``grandalf``, a
 pure-Python library, places the nodes; this module writes the SVG.  When Graphviz's ``dot``
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,12 +41,14 @@ GRAPHVIZ_HINT = ("install Graphviz (Debian/Ubuntu: `apt-get install graphviz`, m
 
 @attrs.frozen
 class Node:
-    """One box: ``lines`` are its label, ``title`` the hover text (full precision)."""
+    """One box: ``lines`` are its label, ``title`` the hover text (full precision),
+    ``name`` what the other labels call it (``x``, ``v3``)."""
 
     id: str
     lines: tuple[str, ...]
     title: str
     kind: str  # "input", "operation" or "output"
+    name: str = ""
 
 
 @attrs.frozen
@@ -74,8 +83,9 @@ class Graph:
     def text(self) -> str:
         """A terminal's view: one line per node with the nodes it reads."""
         reads: dict[str, list[str]] = {}
+        names = self.names()
         for edge in self.edges:
-            source = _display_name(edge.source)
+            source = names[edge.source]
             reads.setdefault(edge.target, []).append(
                 f"{source} ({edge.label})" if edge.label else source)
         lines = [self.title] if self.title else []
@@ -85,6 +95,10 @@ class Graph:
                 line += "   <- " + ", ".join(reads[node.id])
             lines.append(line)
         return "\n".join(lines)
+
+    def names(self) -> dict[str, str]:
+        """What the labels call each node, by node id."""
+        return {node.id: node.name or node.id for node in self.nodes}
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(self.text())
@@ -97,35 +111,53 @@ class Graph:
 
 
 def rounded(x: float) -> str:
-    """``x`` to four significant digits for a label (integral values as integers)."""
+    """``x`` to four significant digits for a label (integral values as integers; a zero
+    is ``0`` whatever its sign, which in a picture is noise: ``0 * (0 - 1)`` is ``-0``)."""
+    if isinstance(x, float) and x == 0.0:
+        return "0"
     if isinstance(x, float) and math.isfinite(x) and not (x.is_integer() and abs(x) < 1e6):
         return f"{x:.4g}"
     return format_real(x) if isinstance(x, float) else str(x)
 
 
-def _node_id(index: int) -> str:
-    return f"v{index}" if index > 0 else f"vm{-index}"
+_OPERATION_NAME = re.compile(r"v\d+")
 
 
-def _display_name(node_id: str) -> str:
-    """``v-1`` for the node id ``vm1`` (ids avoid the minus sign DOT does not allow)."""
-    return f"v{-int(node_id[2:])}" if node_id.startswith("vm") else node_id
+def input_names(tr: "Trace") -> list[str]:
+    """What the labels call the inputs: the names the user wrote (``x``, ``w.1[2]``), or
+    ``x1``, ``x2``, … by position when those are not distinct or look like an
+    operation's ``v3``."""
+    names = [name for name, _ in tr.inputs]
+    if len(set(names)) == len(names) and all(name and not _OPERATION_NAME.fullmatch(name)
+                                             for name in names):
+        return names
+    return [f"x{position + 1}" for position in range(len(names))]
 
 
-def _operand_text(row: Any, position: int) -> str:
+def constant_rows(tr: "Trace") -> set[int]:
+    """The indices of the rows that read no input, directly or through other rows."""
+    constant: set[int] = set()
+    for row in tr.rows:  # a row comes after the rows it reads (rows are by level)
+        if all(parent in constant for parent in row.parents):
+            constant.add(row.index)
+    return constant
+
+
+def _operand_text(row: Any, position: int, names: dict[int, str]) -> str:
     producer = row.operands[position] if position < len(row.operands) else None
-    if producer is not None:
-        return f"v{producer}"
+    if producer in names:
+        return names[producer]
     value = row.args[position]
     text = rounded(value) if isinstance(value, float) else str(value)
     return f"({text})" if text.startswith("-") else text
 
 
-def operation_text(row: Any) -> str:
-    """The row's operation with its operands written out: ``v4 - v3``, ``2 * v-1``,
-    ``sin v0``."""
+def operation_text(row: Any, names: dict[int, str]) -> str:
+    """The row's operation with its operands written out: ``v4 - v3``, ``2 * x``,
+    ``sin v1``.  ``names`` maps the row indices of the operands' producers to what the
+    labels call them; an operand whose producer has no name is written as its value."""
     spelling = PRIMITIVES[row.primitive].spelling if row.primitive else None
-    operands = [_operand_text(row, i) for i in range(len(row.args))]
+    operands = [_operand_text(row, i, names) for i in range(len(row.args))]
     if spelling is not None and spelling.fixity == "infix" and len(operands) == 2:
         return f"{operands[0]} {spelling.symbol} {operands[1]}"
     if spelling is not None and spelling.fixity == "prefix":
@@ -133,10 +165,12 @@ def operation_text(row: Any) -> str:
     return " ".join([row.symbol, *operands])
 
 
-def graph_of(tr: "Trace", title: str = "") -> Graph:
+def graph_of(tr: "Trace", title: str = "", constants: bool = False) -> Graph:
     """The computational graph of the trace ``tr`` (a :class:`lambdad.trace.Trace`, which
     this module reads without importing), labelled with primal values and the tangents
-    (forward trace) or adjoints (reverse trace)."""
+    (forward trace) or adjoints (reverse trace).  Constant operations (see
+    :func:`constant_rows`) read by another operation are folded into its label unless
+    ``constants`` is true."""
     derivative_name = "adjoint" if tr.mode == "reverse" else "tangent"
     n = len(tr.inputs)
     nodes: list[Node] = []
@@ -149,31 +183,45 @@ def graph_of(tr: "Trace", title: str = "") -> Graph:
         show = format_real if full else rounded
         return [f"{derivative_name} " + ", ".join(show(d) for d in values)]
 
+    used = {parent for row in tr.rows for parent in row.parents}
+    folded = set() if constants else constant_rows(tr) & used
+    # names by row index (inputs are -(n-1) .. 0); node ids avoid DOT's forbidden minus
+    names: dict[int, str] = {}
+    ids: dict[int, str] = {}
+    for position, name in enumerate(input_names(tr)):
+        names[position - n + 1] = name
+        ids[position - n + 1] = f"in{position + 1}"
+    shown = [row for row in tr.rows if row.index not in folded]
+    for number, row in enumerate(shown, 1):
+        names[row.index] = ids[row.index] = f"v{number}"
+
     for position, (name, value) in enumerate(tr.inputs):
         index = position - n + 1
         derivs = tr.input_derivatives[position] if tr.input_derivatives else ()
-        nodes.append(Node(_node_id(index),
-                          (name, f"v{index} = {rounded(value)}", *derivative_lines(derivs, False)),
+        first = names[index] if names[index] == name else f"{names[index]} ({name})"
+        nodes.append(Node(ids[index],
+                          (first, f"value {rounded(value)}", *derivative_lines(derivs, False)),
                           "\n".join([f"input {name}", f"value {format_real(value)}",
-                                     *derivative_lines(derivs, True)]),
-                          "input"))
-    used = {parent for row in tr.rows for parent in row.parents}
-    for row in tr.rows:
+                                      *derivative_lines(derivs, True)]),
+                          "input", names[index]))
+    for row in shown:
         source = tr.source_excerpt(row.span)
         where = f" ({row.span.line}:{row.span.col})" if row.span is not None else ""
         kind = "operation" if row.index in used else "output"
-        nodes.append(Node(_node_id(row.index),
-                          (f"v{row.index} = {operation_text(row)}", f"value {rounded(row.value)}",
+        operation = operation_text(row, names)
+        nodes.append(Node(ids[row.index],
+                          (f"{names[row.index]} = {operation}", f"value {rounded(row.value)}",
                            *derivative_lines(row.derivatives, False)),
-                          "\n".join([f"{source}{where}".strip() or operation_text(row),
-                                     f"value {format_real(row.value)}",
-                                     *derivative_lines(row.derivatives, True)]),
-                          kind))
+                          "\n".join([f"{source}{where}".strip() or operation,
+                                      f"value {format_real(row.value)}",
+                                      *derivative_lines(row.derivatives, True)]),
+                          kind, names[row.index]))
         ordered = row.primitive and not PRIMITIVES[row.primitive].commutative
-        producers = [(position, p) for position, p in enumerate(row.operands) if p is not None]
+        producers = [(position, p) for position, p in enumerate(row.operands)
+                     if p is not None and p in ids]
         for position, producer in producers:
             label = str(position + 1) if ordered and len(row.args) > 1 else ""
-            edges.append(Edge(_node_id(producer), _node_id(row.index), label))
+            edges.append(Edge(ids[producer], ids[row.index], label))
     return Graph(title, tuple(nodes), tuple(edges))
 
 
@@ -196,10 +244,13 @@ _DOT_STYLE = {
 def to_dot(graph: Graph) -> str:
     """The graph in Graphviz DOT, left to right."""
     lines = ["digraph lambdad {", "  rankdir=LR;",
-             '  node [shape=box, fontname="Helvetica", fontsize=11];',
-             "  edge [fontsize=9, fontcolor=\"#b03000\"];"]
+             '  node [shape=box, fontname="Helvetica", fontsize=12];',
+             # argument positions, as large as the labels and bold, beside the arrowhead
+             '  edge [fontname="Helvetica-Bold", fontsize=12, labelfontsize=12, '
+             'labelfontcolor="#b03000", labeldistance=1.6, labelangle=35];']
     if graph.title:
-        lines.append(f"  label={_dot_string(graph.title)}; labelloc=t;")
+        lines.append(f"  label={_dot_string(graph.title)}; labelloc=t; "
+                     'fontname="Helvetica-Bold"; fontsize=14;')
     for node in graph.nodes:
         lines.append(f"  {node.id} [label={_dot_string(chr(10).join(node.lines))}, "
                      f"tooltip={_dot_string(node.title)}, {_DOT_STYLE[node.kind]}];")
@@ -276,8 +327,15 @@ def layout(graph: Graph) -> tuple[dict[str, tuple[float, float, float, float]],
         sugiyama.init_all(roots=roots, inverted_edges=[])
         sugiyama.draw(3)
         members = list(component.sV)
-        low = min(v.view.xy[0] - v.view.w / 2 for v in members)
-        top = min(v.view.xy[1] - v.view.h / 2 for v in members)
+        # The component's extent: its boxes, and its edges' routes, which may pass outside
+        # them (an edge across several layers bends around the boxes between).
+        routes = [point for e in component.sE for point in e.view.points]
+        low = min([v.view.xy[0] - v.view.w / 2 for v in members]
+                  + [gx for gx, _ in routes])
+        top = min([v.view.xy[1] - v.view.h / 2 for v in members]
+                  + [gy for _, gy in routes])
+        high = max([v.view.xy[0] + v.view.w / 2 for v in members]
+                   + [gx for gx, _ in routes])
         # transposed: grandalf's layer axis (y) is our x
         for v in members:
             gx, gy = v.view.xy
@@ -286,7 +344,7 @@ def layout(graph: Graph) -> tuple[dict[str, tuple[float, float, float, float]],
             key = (layout_edge.v[0].data, layout_edge.v[1].data)
             paths[key] = [(gy - top + MARGIN, gx - low + left + MARGIN)
                           for gx, gy in layout_edge.view.points]
-        left += max(v.view.xy[0] + v.view.w / 2 for v in members) - low + NODE_GAP
+        left += high - low + NODE_GAP
     # Edges end at ports spread down the target's left side in argument order, so that
     # "1" is above "2" and neither arrow hides the other.
     incoming: dict[str, list[int]] = {}
@@ -326,8 +384,12 @@ def to_svg_builtin(graph: Graph) -> str:
     """The graph as a standalone SVG document, laid out by grandalf, drawn here."""
     boxes, polylines = layout(graph)
     title_height = LINE_HEIGHT + 8 if graph.title else 0
-    width = max((x + w / 2 for x, _, w, _ in boxes.values()), default=0.0) + MARGIN
-    height = max((y + h / 2 for _, y, _, h in boxes.values()), default=0.0) + MARGIN
+    # Everything drawn lies within the boxes and the edges' points (a curve between two
+    # points stays in their rectangle), so the picture holds every edge.
+    width = max([x + w / 2 for x, _, w, _ in boxes.values()]
+                + [x for points in polylines for x, _ in points], default=0.0) + MARGIN
+    height = max([y + h / 2 for _, y, _, h in boxes.values()]
+                 + [y for points in polylines for _, y in points], default=0.0) + MARGIN
     width = max(width, len(graph.title) * CHAR_WIDTH + 2 * MARGIN)
     total_height = height + title_height
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
@@ -342,15 +404,17 @@ def to_svg_builtin(graph: Graph) -> str:
         out.append(f'<text x="{width / 2:.1f}" y="{LINE_HEIGHT + 2}" text-anchor="middle" '
                    f'font-weight="bold">{html.escape(graph.title)}</text>')
     out.append(f'<g transform="translate(0,{title_height})">')
+    names = graph.names()
     for edge, points in zip(graph.edges, polylines):
-        out.append(f'<g class="edge"><title>{html.escape(edge.source)} → '
-                   f'{html.escape(edge.target)}</title>'
+        out.append(f'<g class="edge"><title>{html.escape(names[edge.source])} → '
+                   f'{html.escape(names[edge.target])}</title>'
                    f'<path d="{_path_data(points)}" fill="none" stroke="#555" '
                    f'stroke-width="1.2" marker-end="url(#lambdad-arrow)"/>')
         if edge.label:
             x, y = points[-1]
             out.append(f'<text x="{x - 5:.1f}" y="{y - 4:.1f}" text-anchor="end" '
-                       f'font-size="10" fill="#b03000">{html.escape(edge.label)}</text>')
+                       f'font-size="{FONT_SIZE}" font-weight="bold" fill="#b03000">'
+                       f'{html.escape(edge.label)}</text>')
         out.append("</g>")
     for node in graph.nodes:
         x, y, w, h = boxes[node.id]

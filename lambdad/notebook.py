@@ -5,13 +5,13 @@ at the REPL: a redefinition replaces the old definition for what follows.  A cel
 one expression instead prints its value and type.  Line magics run the REPL's commands on
 that program and return rich results — HTML in a notebook, text in a terminal:
 
-    %grad NAME POINT [forward]            value and gradient
-    %show NAME [POINT] [forward|raw]      the backpropagation (or forward-mode) program
-    %trace NAME POINT [reverse]           the trace table (forward mode by default)
-    %graph NAME POINT [forward]           the computational graph, drawn as SVG
-    %check [NAME [POINT]]                 the gradient check
-    %hessian NAME POINT                   value, gradient and Hessian
-    %lambdad EXPR                         the value and type of an expression
+    %grad NAME POINT [forward]               value and gradient
+    %show NAME [POINT] [forward|raw]         the backpropagation (or forward-mode) program
+    %trace NAME POINT [reverse]              the trace table (forward mode by default)
+    %graph NAME POINT [forward] [constants]  the computational graph, drawn as SVG
+    %check [NAME [POINT]]                    the gradient check
+    %hessian NAME POINT                      value, gradient and Hessian
+    %lambdad EXPR                            the value and type of an expression
 
 Errors show as the command line shows them (``<cell 2>:3:9: type error: ...`` with a
 caret), never as a Python traceback.
@@ -126,14 +126,20 @@ class NotebookSession:
         return trace(self.program, name, point, mode=word or "forward")
 
     def graph(self, line: str) -> Graph:
-        """``%graph NAME POINT [forward]``: the computational graph (adjoints by default)."""
-        name, point, word = self._arguments(line, "%graph", "%graph NAME POINT [forward]",
+        """``%graph NAME POINT [forward] [constants]``: the computational graph (adjoints by
+        default; ``constants`` also draws the operations that read no input)."""
+        words = line.split()
+        constants = len(words) > 2 and words[-1] == "constants"
+        if constants:
+            line = line.rstrip()[:-len("constants")]
+        name, point, word = self._arguments(line, "%graph",
+                                            "%graph NAME POINT [forward] [constants]",
                                             words=MODES)
         point_text = line.strip().partition(" ")[2]
         if word is not None:
             point_text = point_text.rsplit(None, 1)[0]
         return graph_of(trace(self.program, name, point, mode=word or "reverse"),
-                        f"{name} at {point_text.strip()}")
+                        f"{name} at {point_text.strip()}", constants)
 
     def check(self, line: str) -> gradcheck.Report:
         """``%check [NAME [POINT]]``: the gradient check (every function without a name)."""
@@ -207,7 +213,7 @@ class LambdadMagics(Magics):
 
     @line_magic("graph")
     def graph(self, line: str) -> Graph:
-        """%graph NAME POINT [forward]: the computational graph as SVG."""
+        """%graph NAME POINT [forward] [constants]: the computational graph as SVG."""
         return self.session.graph(line)
 
     @line_magic("check")

@@ -14,8 +14,14 @@ from typing import Any
 
 from . import highlight
 
-_TABLE_STYLE = ("border-collapse:collapse; font-family:monospace; font-size:12px; "
+# A notebook's stylesheet may set the font of tables and preformatted text to its own
+# (proportional) one: reports and tables name a monospace font themselves, so that their
+# columns line up.
+MONOSPACE = "ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace"
+_TABLE_STYLE = (f"border-collapse:collapse; font-family:{MONOSPACE}; font-size:12px; "
                 "margin:4px 0")
+_PRE_STYLE = (f"margin:0; font-family:{MONOSPACE}; font-size:12px; white-space:pre; "
+              "text-align:left; overflow-x:auto")
 _CELL_STYLE = "border:1px solid #ccc; padding:2px 8px; text-align:left"
 _NUMBER_STYLE = "border:1px solid #ccc; padding:2px 8px; text-align:right"
 
@@ -112,7 +118,7 @@ class Report:
         verdict = "agree" if self.ok else "disagree or were not all checked"
         return (f'<div class="lambdad-report"><div style="color:{colour}; font-weight:bold">'
                 f"derivatives {verdict}</div>"
-                f'<pre style="margin:0">{html.escape(self.text)}</pre></div>')
+                f'<pre style="{_PRE_STYLE}">{html.escape(self.text)}</pre></div>')
 
 
 class Matrix:

@@ -85,9 +85,9 @@ class Trace:
         return rich.html_table(header, table, caption=f"{self.mode} trace: values and "
                                f"{derivative}", numeric_from=3)
 
-    def graph(self, title: str = "") -> Graph:
-        """The computational graph of this evaluation."""
-        return graph_of(self, title)
+    def graph(self, title: str = "", constants: bool = False) -> Graph:
+        """The computational graph of this evaluation (see :func:`lambdad.graph.graph_of`)."""
+        return graph_of(self, title, constants)
 
     def source_excerpt(self, span: Span | None) -> str:
         """The source text ``span`` covers when it is one line, else its location."""
@@ -356,8 +356,8 @@ def trace_table(tr: Trace, sources: dict[str, str] | None = None
     table: list[list[str]] = []
     for position, (name, value) in enumerate(tr.inputs):
         derivs = tr.input_derivatives[position] if tr.input_derivatives else ()
-        table.append([f"v{position - n + 1}", "input", name, format_real(value),
-                      *(format_real(d) for d in derivs)])
+        table.append([f"v{position - n + 1}", "input", name, _number(value),
+                      *(_number(d) for d in derivs)])
 
     for row in tr.rows:
         args = ", ".join(f"v{p}" for p in row.parents)
@@ -369,5 +369,11 @@ def trace_table(tr: Trace, sources: dict[str, str] | None = None
                 location = f"{row.span.file}:{location}"
         source = _source_text(row.span, sources)
         table.append([f"v{row.index}", operation, f"{source}  ({location})" if location else source,
-                      format_real(row.value), *(format_real(d) for d in row.derivatives)])
+                      _number(row.value), *(_number(d) for d in row.derivatives)])
     return header, table
+
+
+def _number(x: float) -> str:
+    """A table's number: a zero is ``0`` whatever its sign (``0 * (0 - 1)`` is ``-0``), a
+    sign that only says which way an underflow went."""
+    return format_real(x + 0.0)

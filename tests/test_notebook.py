@@ -82,6 +82,18 @@ def test_magics_return_rich_results_with_a_text_form(session):
     assert report.ok and "agree" in report._repr_html_() and str(report) == report.render()
 
 
+def test_graph_folds_constants_unless_asked_and_check_is_monospace(session):
+    session.run_cell("def c (x : R) : R = x * (1 - 0)\n")
+    assert [n.lines[0] for n in session.graph("c 2").nodes] == ["x", "v1 = x * 1"]
+    drawn = session.graph("c 2 constants")
+    assert [n.lines[0] for n in drawn.nodes] == ["x", "v1 = 1 - 0", "v2 = x * v1"]
+    assert drawn.title == "c at 2"
+    assert [n.lines[0] for n in session.graph("c 2 forward constants").nodes][1] == "v1 = 1 - 0"
+    report = session.check("f 2,5")._repr_html_()
+    pre = re.search(r'<pre style="([^"]*)"', report).group(1)
+    assert "font-family:" in pre and "monospace" in pre and "white-space:pre" in pre
+
+
 def test_the_python_api_results_show_richly():
     program = lambdad.load(ROOT / "programs" / "baydin.lam")
     html = program._repr_html_()
