@@ -2,7 +2,7 @@
 
 Results go to stdout, diagnostics to stderr.  Exit status: 0 success, 1 an error in the
 program (parse, type, runtime), 2 a usage error, 4 a missing optional tool (Graphviz for
-PNG).  No Python traceback reaches the user unless
+PNG, matplotlib for plots).  No Python traceback reaches the user unless
 ``LAMBDAD_DEBUG=1`` is set.
 """
 
@@ -301,6 +301,23 @@ def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plot(session: _Session, args: argparse.Namespace) -> int:
+    from . import plot
+
+    program = session.load(args.file)
+    start, stop = ((None if text is None else plot.bound_of(program, text, flag))
+                   for flag, text in (("--from", args.start), ("--to", args.stop)))
+    with _limits(program, args):
+        drawn = plot.plot_of(program, args.name, start, stop, args.order, args.samples)
+    if args.output is None:
+        print(drawn.text())
+    else:
+        print(plot.write_plot(drawn, args.output), file=sys.stderr)
+    for note in drawn.notes():
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def cmd_check(session: _Session, args: argparse.Namespace) -> int:
     from . import gradcheck
 
@@ -522,6 +539,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "their adjoints (default: their values are written where they are used)")
     timeout(p)
 
+    p = add("plot", cmd_plot, "draw a function of one real and its derivatives over an "
+                              "interval, or a list of reals (a loss per step) against its "
+                              "index (pictures need matplotlib: the plot extra)")
+    file_and_name(p)
+    p.add_argument("--from", dest="start", metavar="A",
+                   help="the interval's left end (a function R -> R)")
+    p.add_argument("--to", dest="stop", metavar="B", help="the interval's right end")
+    p.add_argument("--order", type=int, default=None, metavar="K",
+                   help="also draw the first K derivatives, by nested forward mode "
+                        "(default 1; 0 draws the function alone)")
+    p.add_argument("--samples", type=_positive, default=None, metavar="N",
+                   help="evaluate at N evenly spaced points (default 401)")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="OUT.svg, OUT.png or OUT.pdf (default: print the points as a table)")
+    timeout(p)
+
     p = add("check", cmd_check, "gradient check: forward mode, both reverse strategies and "
                                 "central finite differences must agree")
     program_file(p)
@@ -632,7 +665,7 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     index = 0
     while index < len(argv):
         arg = argv[index]
-        if (arg in ("--at", "--dir") and index + 1 < len(argv) and argv[index + 1] != "--"
+        if (arg in ("--at", "--dir", "--from", "--to") and index + 1 < len(argv) and argv[index + 1] != "--"
                 and argv[index + 1].startswith("-")):
             out.append(f"{arg}={argv[index + 1]}")
             index += 2

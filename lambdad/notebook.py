@@ -9,6 +9,8 @@ that program and return rich results — HTML in a notebook, text in a terminal:
     %show NAME [POINT] [forward|raw]         the backpropagation (or forward-mode) program
     %trace NAME POINT [reverse]              the trace table (forward mode by default)
     %graph NAME POINT [forward] [constants]  the computational graph, drawn as SVG
+    %plot NAME A B [ORDER]                   NAME and its derivatives over [A, B] (a list
+                                             [R]: %plot NAME, against its index)
     %check [NAME [POINT]]                    the gradient check
     %hessian NAME POINT                      value, gradient and Hessian
     %lambdad EXPR                            the value and type of an expression
@@ -23,10 +25,11 @@ from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from . import gradcheck, rich
+from . import gradcheck, plot, rich
 from .errors import LambdadError, ParseError, UsageError, render
 from .graph import Graph, graph_of
 from .parser import parse_entry, parse_module
+from .plot import Plot
 from .pipeline import Program, format_python
 from .printer import print_type
 from .syntax import Decl
@@ -141,6 +144,23 @@ class NotebookSession:
         return graph_of(trace(self.program, name, point, mode=word or "reverse"),
                         f"{name} at {point_text.strip()}", constants)
 
+    def plot(self, line: str) -> Plot:
+        """``%plot NAME A B [ORDER]``: a function ``R -> R`` and its first ORDER derivatives
+        (default 1) over [A, B]; ``%plot NAME``: a list ``[R]`` against its index."""
+        words = line.split()
+        if len(words) not in (1, 3, 4):
+            raise UsageError("usage: %plot NAME A B [ORDER] (a function R -> R), or "
+                             "%plot NAME (a list [R])")
+        name, bounds = words[0], words[1:3]
+        start, stop = (plot.bound_of(self.program, text, "%plot") for text in bounds) \
+            if bounds else (None, None)
+        order = None
+        if len(words) == 4:
+            if not words[3].isdigit():
+                raise UsageError(f"%plot: the order is a whole number, not {words[3]!r}")
+            order = int(words[3])
+        return plot.plot_of(self.program, name, start, stop, order)
+
     def check(self, line: str) -> gradcheck.Report:
         """``%check [NAME [POINT]]``: the gradient check (every function without a name)."""
         if not line.strip():
@@ -215,6 +235,11 @@ class LambdadMagics(Magics):
     def graph(self, line: str) -> Graph:
         """%graph NAME POINT [forward] [constants]: the computational graph as SVG."""
         return self.session.graph(line)
+
+    @line_magic("plot")
+    def plot(self, line: str) -> Plot:
+        """%plot NAME A B [ORDER] | %plot NAME: a function and its derivatives, or a list."""
+        return self.session.plot(line)
 
     @line_magic("check")
     def check(self, line: str) -> gradcheck.Report:

@@ -23,7 +23,7 @@ LAYERS = [
     {"graph", "calling"},
     {"differentiate"},
     {"runtime"},
-    {"trace", "gradcheck", "testing"},
+    {"trace", "gradcheck", "testing", "plot"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},
 ]

@@ -10,6 +10,7 @@ retakes the screenshot shown in docs/notebook.md.
 from __future__ import annotations
 
 import base64
+import os
 import re
 import shutil
 import subprocess
@@ -92,6 +93,22 @@ def test_graph_folds_constants_unless_asked_and_check_is_monospace(session):
     report = session.check("f 2,5")._repr_html_()
     pre = re.search(r'<pre style="([^"]*)"', report).group(1)
     assert "font-family:" in pre and "monospace" in pre and "white-space:pre" in pre
+
+
+def test_plot_draws_a_function_with_its_derivatives_or_a_list(session):
+    session.run_cell("def h (x : R) : R = x * x * x\ndef losses = [4, 2, 1, 0.5]\n")
+    drawn = session.plot("h -1 1 2")
+    assert [c.label for c in drawn.curves] == ["h", "h′", "h″"]
+    assert drawn.curves[2].ys[-1] == 6.0  # h'' = 6 x, at x = 1
+    svg = ElementTree.fromstring(drawn._repr_svg_())
+    assert len([g for g in svg.iter("{http://www.w3.org/2000/svg}g")
+                if (g.get("id") or "").startswith("lambdad-curve-")]) == 3
+    assert session.plot("losses").curves[0].ys == (4.0, 2.0, 1.0, 0.5)
+    assert session.plot("h -1 1 0").curves[0].name == "h"
+    with pytest.raises(UsageError, match="usage: %plot NAME A B"):
+        session.plot("h 1")
+    with pytest.raises(UsageError, match="is a list, drawn against its index"):
+        session.plot("losses 0 1")
 
 
 def test_the_python_api_results_show_richly():
@@ -272,3 +289,67 @@ if __name__ == "__main__":
         take_screenshot(Path(sys.argv[2]).resolve())
     else:
         raise SystemExit(__doc__)
+
+
+# A notebook of its own for the plot, so that the tutorial's pictures are counted apart.
+PLOT_CELLS = [
+    "%load_ext lambdad",
+    "%%lambdad\ndef wave (x : R) : R = sin x * exp (0 - x * x / 8)",
+    "%plot wave -6 6 2",
+    "%check wave 1",
+]
+
+# Run in the page once it has loaded: the size at which each picture was decoded, and
+# whether the check report's font gives every character one width (its columns line up).
+MEASURE_PLOT_PAGE = """<script>
+window.addEventListener("load", () => {
+  for (const image of document.images)
+    image.setAttribute("data-drawn", image.naturalWidth + "x" + image.naturalHeight);
+  for (const pre of document.querySelectorAll(".lambdad-report pre")) {
+    const widths = ["iiiiiiiiii", "mmmmmmmmmm"].map(text => {
+      const probe = document.createElement("span");
+      probe.textContent = text;
+      pre.appendChild(probe);
+      const width = probe.getBoundingClientRect().width;
+      probe.remove();
+      return width;
+    });
+    pre.setAttribute("data-widths", widths.join(","));
+  }
+});
+</script>"""
+
+
+def test_a_plot_and_the_check_report_are_drawn_in_a_browser(tmp_path, monkeypatch):
+    if chromium() is None:
+        pytest.skip(CHROMIUM_HINT)
+    pytest.importorskip("nbclient", reason="the notebook extra is not installed")
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    import nbformat
+    from nbclient import NotebookClient
+
+    # the kernel imports this checkout's lambdad
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(source) for source in PLOT_CELLS])
+    NotebookClient(notebook, timeout=60, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    page = tmp_path / "plot.html"
+    page.write_text(render_html(notebook).replace("</body>", MEASURE_PLOT_PAGE + "</body>"),
+                    encoding="utf-8")
+    dom = run_chromium("--dump-dom", page.as_uri()).stdout
+    pictures = re.findall(r'<img [^>]*src="data:image/svg\+xml;base64,([^"]+)"[^>]*'
+                          r'data-drawn="(\d+)x(\d+)"', dom)
+    assert len(pictures) == 1
+    data, width, height = pictures[0]
+    assert int(width) > 500 and int(height) > 300  # decoded and drawn at full size
+    svg = ElementTree.fromstring(base64.b64decode(data))
+    curves = [g for g in svg.iter("{http://www.w3.org/2000/svg}g")
+              if (g.get("id") or "").startswith("lambdad-curve-")]
+    assert len(curves) == 3 and all(g.find("{http://www.w3.org/2000/svg}path") is not None
+                                    for g in curves)
+    widths = re.search(r'<pre [^>]*data-widths="([\d.]+),([\d.]+)"', dom)
+    assert widths is not None and "derivatives agree" in dom
+    narrow, wide = map(float, widths.groups())
+    assert narrow > 0 and narrow == wide  # monospace: the report's columns line up
