@@ -112,7 +112,8 @@ class Plot:
 
 
 def _cell(y: float) -> str:
-    return "undefined" if y != y else format_real(y)
+    """A table's number (a zero without its sign, as in trace tables), or ``undefined``."""
+    return "undefined" if y != y else format_real(y + 0.0)
 
 
 # ------------------------------------------------------------------ sampling
@@ -190,7 +191,7 @@ def function_plot(program: Any, name: str, start: float, stop: float, order: int
                           bound=program.decls)
         program = program.extended([Decl(hidden, term)])
         names.append(hidden)
-    xs = tuple(start + (stop - start) * i / (samples - 1) for i in range(samples))
+    xs = tuple(start + (stop - start) * i / (samples - 1) for i in range(samples - 1)) + (stop,)
     curves, failures = [], []
     for k, defined in enumerate(names):
         ys, first = [], None
