@@ -27,6 +27,8 @@ VALID = {
     "graph": [PROGRAM, "f", "--at", "2,5"],
     "check": [PROGRAM, "f", "--at", "2,5"],
     "jacobian": [PROGRAM, "f", "--at", "2,5"],
+    "plot": [str(PROGRAMS / "combinators.lam"), "wave", "--from", "-1", "--to", "1",
+             "--samples", "5"],
     "fuzz": ["--programs", "1"],
 }
 
