@@ -126,12 +126,16 @@ _OPERATION_NAME = re.compile(r"v\d+")
 def input_names(tr: "Trace") -> list[str]:
     """What the labels call the inputs: the names the user wrote (``x``, ``w.1[2]``), or
     ``x1``, ``x2``, … by position when those are not distinct or look like an
-    operation's ``v3``."""
+    operation's ``v3`` (``in1``, ``in2``, … if the user's names include ``x1``, …)."""
     names = [name for name, _ in tr.inputs]
     if len(set(names)) == len(names) and all(name and not _OPERATION_NAME.fullmatch(name)
                                              for name in names):
         return names
-    return [f"x{position + 1}" for position in range(len(names))]
+    for prefix in ("x", "in", "input_"):
+        positional = [f"{prefix}{position + 1}" for position in range(len(names))]
+        if not set(positional) & set(names):
+            break
+    return positional
 
 
 def constant_rows(tr: "Trace") -> set[int]:

@@ -144,6 +144,9 @@ def test_an_input_name_that_could_be_misread_is_replaced_by_its_position():
     program = lambdad.loads("def g (v1 : R) (y : R) : R = v1 * y\n")
     graph = graphs.graph_of(trace(program, "g", (1.0, 2.0), mode="reverse"))
     assert [node.lines[0] for node in graph.nodes] == ["x1 (v1)", "x2 (y)", "v1 = x1 * x2"]
+    program = lambdad.loads("def g (v1 : R) (x1 : R) : R = v1 * x1\n")
+    graph = graphs.graph_of(trace(program, "g", (1.0, 2.0), mode="reverse"))
+    assert [node.lines[0] for node in graph.nodes] == ["in1 (v1)", "in2 (x1)", "v1 = in1 * in2"]
 
 
 def test_the_cli_draws_constants_when_asked(tmp_path, capsys):
