@@ -591,7 +591,7 @@ class Program:
                 added = ((decl.name, hidden), added)
                 entry = declared_by(hidden, old.value)
                 if entry is not None:
-                    declared = tuple(entry if d.name == decl.name else d for d in declared)
+                    declared = tuple(entry if str(d.name) == decl.name else d for d in declared)
             typed = infer_module(Module((decl,)), env)
             needed = [name for name in free_vars(decl.value) if name in decls_map]
             for name in needed:
@@ -608,7 +608,7 @@ class Program:
             serial += 1
             order = order.set(decl.name, serial)
             entry = declared_by(decl.name, decl.value)
-            declared = tuple(d for d in declared if d.name != decl.name) + (
+            declared = tuple(d for d in declared if str(d.name) != decl.name) + (
                 (entry,) if entry is not None else ())
         new.decls = decls_map
         new.typing = ModuleTyping(schemes, types, env)
@@ -981,7 +981,7 @@ class Program:
             if decl.name in needed:
                 needed |= free_vars(decl.value) & defined
                 # the declarations of the primitives it uses, so a printed program parses
-                needed |= {p.name for p in declared_primitives(decl.value)}
+                needed |= {str(p.name) for p in declared_primitives(decl.value)}
         return [d for d in self.module.decls if d.name in needed]
 
     def expanded_dependencies(self, name: str) -> list[Decl]:
@@ -1006,7 +1006,7 @@ class Program:
                 value = nesting.expand(value, definitions, self.typing.env)
             values[current] = value
             pending.extend(free_vars(value) & by_name.keys())
-            pending.extend(p.name for p in declared_primitives(value))
+            pending.extend(str(p.name) for p in declared_primitives(value))
         return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
 
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
