@@ -39,6 +39,7 @@ from .errors import (
     Span,
     TypeCheckError,
     UsageError,
+    source_line,
 )
 from .fuse import fused_backward_term
 from .iterate import FreezeRecord, collector_paused, run
@@ -446,7 +447,7 @@ class Program:
                     found.append(ShadowWarning(
                         f"this definition of `{name}` shadows {what}, which a definition "
                         f"above uses (`{user.name}`, line {user.span.line}): from here on "
-                        f"`{name}` means this definition", decl.span))
+                        f"`{name}` means this definition", _name_span(decl, self.sources)))
             entry = declared_by(name, decl.value)
             terms = [decl.value] if entry is None else [entry.declaration.body,
                                                        *entry.declaration.partials]
@@ -1174,6 +1175,19 @@ class Program:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _name_span(decl: Decl, sources: Mapping[str, str]) -> Span:
+    """The span of the name in ``decl``'s ``def NAME`` or ``primitive NAME`` (the whole
+    declaration's if its text is not at hand)."""
+    span = decl.span
+    text = sources.get(span.file)
+    line = source_line(text, span.line) if text is not None else None
+    found = re.compile(rf"\w+\s+({re.escape(decl.name)})(?![\w'])").match(
+        line or "", span.col - 1)
+    if found is None:
+        return span
+    return Span(span.file, span.line, found.start(1) + 1, span.line, found.end(1) + 1)
 
 
 def _hidden_name(name: str, used: Mapping[str, Any]) -> str:

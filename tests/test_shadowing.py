@@ -26,6 +26,17 @@ def test_every_builtin_name_can_be_defined_and_then_means_the_definition(name):
     assert program.warnings() == []
 
 
+@pytest.mark.parametrize("name", BUILTIN_NAMES)
+def test_every_builtin_name_can_be_declared_a_primitive(name):
+    program = lambdad.loads(f"primitive {name} x = x * 3\n  partial x = 3\n"
+                            f"def f x = {name} x * {name} x\ndef main = f 2\n")
+    assert program.run() == 36
+    assert program.grad("f", 1.0) == 18 and program.grad("f", 1.0, mode="forward") == 18
+    assert program.hessian("f", 1.0, mode="reverse-over-reverse")[2] == [18]
+    shown = program.show("f", reverse=True, at=1.0)
+    assert lambdad.loads(shown).run() == (9, 18)
+
+
 # Names added as built-ins in the last release, as programs translated from other AD
 # libraries' test suites define them.
 LAST_RELEASE = {
@@ -172,7 +183,8 @@ def test_a_name_meaning_both_in_one_program_is_a_located_warning(tmp_path, lambd
                     "def new x = sin x\n", encoding="utf-8")
     program = lambdad.load(str(path))
     warnings = program.warnings()
-    assert [(w.span.line, w.kind) for w in warnings] == [(2, "warning"), (3, "warning")]
+    assert [(w.span.line, w.span.col, w.span.end_col, w.kind) for w in warnings] == [
+        (2, 5, 8, "warning"), (3, 5, 8, "warning")]  # at the names defined
     assert "shadows the built-in `sin`, which a definition above uses (`old`, line 1)" in \
         warnings[0].message
     assert "shadows the prelude's `sum`" in warnings[1].message
@@ -180,6 +192,6 @@ def test_a_name_meaning_both_in_one_program_is_a_located_warning(tmp_path, lambd
     assert done.returncode == 0
     assert done.stdout.splitlines() == ["old : R -> R", "sin : R -> R", "sum : a -> R",
                                         "new : R -> R"]
-    assert f"{path}:2:1: warning: this definition of `sin` shadows" in done.stderr
+    assert f"{path}:2:5: warning: this definition of `sin` shadows" in done.stderr
     done = lambdad_cli("grad", str(path), "new", "--at", "1")  # other commands: quiet
     assert (done.returncode, done.stdout, done.stderr) == (0, "value: 2\ngradient: 2\n", "")
