@@ -73,7 +73,8 @@ from .syntax import (
     with_children,
 )
 
-__all__ = ["print_type", "print_term", "print_decl", "print_module"]
+__all__ = ["print_type", "print_term", "print_decl", "print_module", "unshadowed",
+           "builtin_uses"]
 
 
 # Longest type text printed in full: types share structure, so `def p1 x = p0 (p0 x)` ...
@@ -199,6 +200,7 @@ def unshadowed(decls: Sequence[Decl], used_after: Iterable[str] = (),
     uses with it; so is a definition of a ``reserved`` name (``main``, when a ``main`` is
     printed after the declarations).  Never fails."""
     reserved = frozenset(reserved)
+    used_after = frozenset(used_after)
     later = set(used_after)
     # The built-in names used by each declaration and all those after it.
     uses_from: list[set[str]] = [set() for _ in decls]
@@ -219,7 +221,7 @@ def unshadowed(decls: Sequence[Decl], used_after: Iterable[str] = (),
             else:
                 decl = attrs.evolve(decl, value=_renamed(decl.value, variables, primitives))
         name = decl.name
-        after = uses_from[index + 1] if index + 1 < len(decls) else set(used_after)
+        after = uses_from[index + 1] if index + 1 < len(decls) else used_after
         if (name in _BUILTIN_NAMES and name in after) or name in reserved:
             if taken is None:
                 taken = {d.name for d in decls} | names_in(*(d.value for d in decls))
