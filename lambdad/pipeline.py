@@ -1062,21 +1062,15 @@ class Program:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
         reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
         strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified)."""
-        transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
-        if fused:
-            if mode == FORWARD:
-                raise UsageError("--fused is a form of reverse mode; use it with --reverse")
-            transform = fused_backward_term
-            raw = True
+        if fused and mode == FORWARD:
+            raise UsageError("--fused is a form of reverse mode; use it with --reverse")
         out = []
         for decl in self.expanded_dependencies(name):
             if declared_by(decl.name, decl.value) is not None:
                 out.append(decl)  # a primitive is declared as it is; the rules use it
                 continue
-            term = transform(decl.value)
-            if not raw:
-                term = simplify(term)
-            out.append(Decl(decl.name, term, span=decl.span))
+            out.append(Decl(decl.name, _transformed(decl.value, mode, raw, fused),
+                            span=decl.span))
         return out
 
     def show(self, name: str, forward: bool = False, reverse: bool = False,
@@ -1095,13 +1089,19 @@ class Program:
         transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
         decls = self.transformed_decls(name, mode, raw, fused)
         source_names = [decl.name for decl in decls]
+        wrapped = at is not None and declared_by(name, decls[-1].value) is not None
+        if wrapped:
+            # main calls a primitive through its transformed application, `f'1`
+            wrapper = _unused_name(name, decls)
+            decls.append(Decl(wrapper, _transformed(decls[-1].value, mode, raw, fused)))
+            source_names.append(name)
         used_after: set[str] = set()
         if at is not None:  # the built-ins main uses, whatever the entry is printed as
             used_after = builtin_uses(self._show_main(name, name, at, mode, set())[1])
         # A definition named `main`, or shadowing a built-in used after it, is printed
         # renamed (`main'1`, `cosh'1`), its uses with it.
         decls, renamed = unshadowed(decls, used_after, ("main",) if at is not None else ())
-        entry = renamed.get(name, name)
+        entry = decls[-1].name if wrapped else renamed.get(name, name)
         main = None
         if at is not None:
             # main refers to the entry alone: its locals need only avoid the top-level names.
@@ -1175,6 +1175,15 @@ class Program:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _transformed(term: Term, mode: str, raw: bool, fused: bool) -> Term:
+    """``term`` transformed by ``mode`` (``fused``: reverse mode in the form the fused
+    strategy runs, not simplified), simplified for reading unless ``raw``."""
+    if fused:
+        return fused_backward_term(term)
+    term = (forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term)(term)
+    return term if raw else simplify(term)
 
 
 def _name_span(decl: Decl, sources: Mapping[str, str]) -> Span:

@@ -324,3 +324,12 @@ def test_an_infinite_intermediate_in_a_body_is_a_located_error_as_in_a_def():
     steep = lambdad.loads("primitive h x = x\n  partial x = x * 1e300 * 1e300\n")
     with pytest.raises(lambdad.EvalError, match="inf"):
         steep.grad("h", 1.0)
+
+
+@pytest.mark.parametrize("form", ["forward", "reverse", "fused"])
+def test_a_shown_primitive_with_a_point_runs_through_its_transformed_application(form):
+    program = lambdad.loads("primitive sq x = x * x\n  partial x = 2 * x\n")
+    text = program.show("sq", forward=form == "forward", reverse=form != "forward",
+                        fused=form == "fused", at=0.5)
+    assert "primitive sq x = x * x" in text and "def sq'1 x" in text
+    assert lambdad.loads(text).run() == (0.25, 1)
