@@ -320,10 +320,15 @@ def test_an_infinite_intermediate_in_a_body_is_a_located_error_as_in_a_def():
     assert (caught.value.span.line, caught.value.span.col) == (3, 12)  # the call `f 1`
     with pytest.raises(lambdad.EvalError, match="is inf in a declared primitive's body"):
         declared.grad("f", 1.0)
+    for mode in ("reverse-over-reverse", "forward-over-reverse"):  # nested routes too
+        with pytest.raises(lambdad.EvalError, match="is inf in a declared primitive's body"):
+            declared.hessian("f", 1.0, mode=mode)
     # the partials are checked as everywhere else
     steep = lambdad.loads("primitive h x = x\n  partial x = x * 1e300 * 1e300\n")
     with pytest.raises(lambdad.EvalError, match="inf"):
         steep.grad("h", 1.0)
+    with pytest.raises(lambdad.EvalError, match="`1e\\+300 \\* 1e\\+300` is inf"):
+        steep.evaluate_text("grad (grad h) 1")
 
 
 @pytest.mark.parametrize("form", ["forward", "reverse", "fused"])
