@@ -106,6 +106,8 @@ def cmd_run(session: _Session, args: argparse.Namespace) -> int:
 
 def cmd_check_types(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
+    for warning in program.warnings():
+        print(render(warning, session.sources), file=sys.stderr)
     listed = program.types()
     if args.prelude:
         listed = program.builtin_types() + program.prelude_types() + listed

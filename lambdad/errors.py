@@ -169,6 +169,15 @@ class UsageError(LambdadError):
     exit_code = 2
 
 
+class ShadowWarning(LambdadError):
+    """Never raised: a remark on a program that loads, located and rendered as errors are
+    (``file:line:col: warning: ...``): a definition of a built-in's or the prelude's name
+    in a program that also uses the name's other meaning (see ``Program.warnings``)."""
+
+    kind = "warning"
+    exit_code = 0
+
+
 class ToolError(LambdadError):
     """An optional outside tool that the request needs is not installed (or failed); the
     message says how to install it."""

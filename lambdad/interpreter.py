@@ -144,7 +144,8 @@ class Interpreter:
         # Each real primitive's partial derivatives as terms over its parameters (and its
         # result), given by the differentiator; compiled on first use by generic_apply.
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
-        self._partials: dict[tuple[str, bool], tuple[Callable[..., Any], ...]] = {}
+        self._partials: dict[tuple[Any, bool], tuple[Callable[..., Any], ...]] = {}
+        self._declared_partials: list[Primitive] = []  # the declared entries of _partials
         self._new_backprop = self._backprop_maker()
         # the arithmetic of tagged reals (AD.md writes the rules with these operations)
         self.arithmetic = Arithmetic(self.apply_real, ADD, MUL, SUB, DIV, NEG)
@@ -207,7 +208,9 @@ class Interpreter:
         # Plain primals take the plain evaluation and partials compiled without the
         # generic dispatch.
         value = primitive.evaluate(*primals) if plain else self.apply_real(primitive, primals)
-        partials = self._partials.get((primitive.name, not plain))
+        partials = self._partials.get((primitive.name, not plain)
+                                      if primitive.declaration is None
+                                      else (id(primitive), not plain))
         if partials is None:
             partials = self._partial_functions(primitive, not plain)
         if primitive.result is not None:
@@ -230,14 +233,20 @@ class Interpreter:
     def _partial_functions(self, primitive: Primitive, generic: bool
                            ) -> tuple[Callable[..., Any], ...]:
         """The primitive's partials compiled as functions of its parameters (and result):
-        the generic variant for tagged inputs, the plain one for floats."""
-        key = (primitive.name, generic)
+        the generic variant for tagged inputs, the plain one for floats.  A built-in's are
+        read from ``partial_terms``; a declared primitive holds its own (and is cached by
+        its entry: a redefinition of the name is another primitive)."""
+        declaration = primitive.declaration
+        key = (primitive.name, generic) if declaration is None else (id(primitive), generic)
         found = self._partials.get(key)
         if found is None:
             names = primitive.params + ((primitive.result,) if primitive.result else ())
-            found = tuple(self._function(term, names, generic=generic)[0]
-                          for term in self.partial_terms[primitive.name])
+            terms = (self.partial_terms[primitive.name] if declaration is None
+                     else declaration.partials)
+            found = tuple(self._function(term, names, generic=generic)[0] for term in terms)
             self._partials[key] = found
+            if declaration is not None:  # its id stays its own while the entry is kept
+                self._declared_partials.append(primitive)
         return found
 
     def builtin_function(self, primitive: Primitive, args: tuple,

@@ -91,8 +91,8 @@ from .printer import print_type
 
 __all__ = ["parse_module", "parse_expr", "parse_type", "parse_entry", "is_incomplete"]
 
-# Names that mean something without a binding: a local binding shadows them, a top-level
-# definition may not reuse them.
+# Names that mean something without a binding: a local binding shadows them, and so does a
+# top-level definition, in the definitions after it.
 BUILTIN_NAMES = frozenset(NAMED) | frozenset(LINEAR_NAMES)
 
 # The wildcard parameter: binds nothing.
@@ -1163,11 +1163,11 @@ class _Desugarer:
         return term
 
     def check_definable(self, name: _Token) -> None:
-        """Raises unless ``name`` may name a declaration."""
+        """Raises unless ``name`` may name a declaration (any name but ``_``: a definition
+        of a built-in's name shadows the built-in in the definitions after it, LANGUAGE.md
+        section 10, so adding a built-in never breaks a program)."""
         if str(name) == WILDCARD:
             raise self.error("a declaration needs a name, not `_`", _pos(name))
-        if str(name) in BUILTIN_NAMES:
-            raise self.error(f"`{name}` is a built-in", _pos(name))
 
     # ---- binders
 

@@ -35,15 +35,26 @@ from .errors import (
     EvalError,
     FileAccessError,
     LambdadError,
+    ShadowWarning,
     Span,
     TypeCheckError,
     UsageError,
+    source_line,
 )
 from .fuse import fused_backward_term
 from .iterate import FreezeRecord, collector_paused, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
-from .primitives import FST, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
+from .primitives import (
+    FST,
+    LINEAR_NAMES,
+    NAMED,
+    PRIMITIVES,
+    SND,
+    Primitive,
+    declared_by,
+    declared_primitives,
+)
 from .calling import (
     argument_names,
     argument_type,
@@ -67,7 +78,7 @@ from .calling import (
     uncurried_lambda,
     uncurried_term,
 )
-from .printer import print_decl, print_type
+from .printer import builtin_uses, print_decl, print_type, unshadowed
 from .runtime import Runtime
 from .simplify import simplify
 from .syntax import (
@@ -263,8 +274,11 @@ class Program:
             user = parse_module(text, file, predefined=self.prelude_names,
                                 allow_redefinition=True)
             self.user_names = tuple(d.name for d in user.decls)
-            kept = _hide_redefined(prelude.decls, user.decls)
-            self.module = Module(kept + user.decls)
+            kept, own = _hide_redefined(prelude.decls, user.decls)
+            self.module = Module(kept + own)
+            # the prelude's definitions the program redefines, by their hidden names
+            self._prelude_hidden = {a.name: b.name for a, b in zip(kept, prelude.decls)
+                                    if a is not b}
             if all(a is b for a, b in zip(kept, prelude.decls)):
                 # Only the program's own declarations are inferred here, in the environment
                 # of the prelude definitions they reach; the rest of the prelude is typed
@@ -409,6 +423,40 @@ class Program:
     def types(self) -> list[tuple[str, str]]:
         """Each of the program's top-level names with its inferred type, in order."""
         return [(name, str(self._scheme(name))) for name in self.user_names]
+
+    def warnings(self) -> list[ShadowWarning]:
+        """Remarks on the program, which loads: each definition of a built-in's or the
+        prelude's name (which shadows it from there on) in a program whose definitions above
+        it use the name's other meaning, so that in one program the name means both.  A
+        definition of such a name that nothing above it uses is not remarked on: adding a
+        built-in never breaks a program, nor makes it noisy."""
+        hidden = self._prelude_hidden
+        builtin_names = NAMED.keys() | set(LINEAR_NAMES)
+        first_use: dict[tuple[str, str], Decl] = {}  # (meaning, name): the first user
+        found = []
+        for name in self.user_names:
+            decl = self.decls.get(name)
+            if decl is None or decl.span is None:
+                continue
+            for meaning in ("built-in", "prelude"):
+                user = first_use.get((meaning, name))
+                if user is not None and (name in builtin_names if meaning == "built-in"
+                                         else name in self.prelude_names):
+                    what = f"the built-in `{name}`" if meaning == "built-in" else \
+                        f"the prelude's `{name}`"
+                    found.append(ShadowWarning(
+                        f"this definition of `{name}` shadows {what}, which a definition "
+                        f"above uses (`{user.name}`, line {user.span.line}): from here on "
+                        f"`{name}` means this definition", _name_span(decl, self.sources)))
+            entry = declared_by(name, decl.value)
+            terms = [decl.value] if entry is None else [entry.declaration.body,
+                                                       *entry.declaration.partials]
+            for used in builtin_uses(*terms):
+                first_use.setdefault(("built-in", used), decl)
+            for variable in free_vars(decl.value):
+                if variable in hidden:
+                    first_use.setdefault(("prelude", hidden[variable]), decl)
+        return found
 
     def source(self) -> str:
         """The program's own definitions as written (a definition whose source text is not
@@ -591,7 +639,7 @@ class Program:
                 added = ((decl.name, hidden), added)
                 entry = declared_by(hidden, old.value)
                 if entry is not None:
-                    declared = tuple(entry if d.name == decl.name else d for d in declared)
+                    declared = tuple(entry if str(d.name) == decl.name else d for d in declared)
             typed = infer_module(Module((decl,)), env)
             needed = [name for name in free_vars(decl.value) if name in decls_map]
             for name in needed:
@@ -608,7 +656,7 @@ class Program:
             serial += 1
             order = order.set(decl.name, serial)
             entry = declared_by(decl.name, decl.value)
-            declared = tuple(d for d in declared if d.name != decl.name) + (
+            declared = tuple(d for d in declared if str(d.name) != decl.name) + (
                 (entry,) if entry is not None else ())
         new.decls = decls_map
         new.typing = ModuleTyping(schemes, types, env)
@@ -981,7 +1029,7 @@ class Program:
             if decl.name in needed:
                 needed |= free_vars(decl.value) & defined
                 # the declarations of the primitives it uses, so a printed program parses
-                needed |= {p.name for p in declared_primitives(decl.value)}
+                needed |= {str(p.name) for p in declared_primitives(decl.value)}
         return [d for d in self.module.decls if d.name in needed]
 
     def expanded_dependencies(self, name: str) -> list[Decl]:
@@ -1006,7 +1054,7 @@ class Program:
                 value = nesting.expand(value, definitions, self.typing.env)
             values[current] = value
             pending.extend(free_vars(value) & by_name.keys())
-            pending.extend(p.name for p in declared_primitives(value))
+            pending.extend(str(p.name) for p in declared_primitives(value))
         return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
 
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
@@ -1014,21 +1062,15 @@ class Program:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
         reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
         strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified)."""
-        transform = forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term
-        if fused:
-            if mode == FORWARD:
-                raise UsageError("--fused is a form of reverse mode; use it with --reverse")
-            transform = fused_backward_term
-            raw = True
+        if fused and mode == FORWARD:
+            raise UsageError("--fused is a form of reverse mode; use it with --reverse")
         out = []
         for decl in self.expanded_dependencies(name):
             if declared_by(decl.name, decl.value) is not None:
                 out.append(decl)  # a primitive is declared as it is; the rules use it
                 continue
-            term = transform(decl.value)
-            if not raw:
-                term = simplify(term)
-            out.append(Decl(decl.name, term, span=decl.span))
+            out.append(Decl(decl.name, _transformed(decl.value, mode, raw, fused),
+                            span=decl.span))
         return out
 
     def show(self, name: str, forward: bool = False, reverse: bool = False,
@@ -1047,19 +1089,28 @@ class Program:
         transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
         decls = self.transformed_decls(name, mode, raw, fused)
         source_names = [decl.name for decl in decls]
-        entry = name
-        if at is not None and "main" in source_names:
-            hidden = _unused_name("main", decls)
-            index = source_names.index("main")
-            decls = [*decls[:index], attrs.evolve(decls[index], name=hidden),
-                     *(attrs.evolve(d, value=_rename_free(d.value, "main", hidden))
-                       for d in decls[index + 1:])]
-            entry = hidden if name == "main" else name
+        wrapped = at is not None and declared_by(name, decls[-1].value) is not None
+        if wrapped:
+            # main calls a primitive through its transformed application, `f'1`
+            wrapper = _unused_name(name, decls)
+            decls.append(Decl(wrapper, _transformed(decls[-1].value, mode, raw, fused)))
+            source_names.append(name)
+        used_after: set[str] = set()
+        if at is not None:  # the built-ins main uses, whatever the entry is printed as
+            used_after = builtin_uses(self._show_main(name, name, at, mode, set())[1])
+        # A definition named `main`, or shadowing a built-in used after it, is printed
+        # renamed (`main'1`, `cosh'1`), its uses with it.
+        decls, renamed = unshadowed(decls, used_after, ("main",) if at is not None else ())
+        entry = decls[-1].name if wrapped else renamed.get(name, name)
+        main = None
+        if at is not None:
+            # main refers to the entry alone: its locals need only avoid the top-level names.
+            main = self._show_main(name, entry, at, mode, {decl.name for decl in decls})
         header = "→D" if forward else "fused ←D" if fused else "←D"
         lines = []
         for source_name, decl in zip(source_names, decls):
             source_type = self._scheme(source_name).type
-            if declared_by(source_name, decl.value) is not None:
+            if declared_by(decl.name, decl.value) is not None:
                 lines.append(f"-- {decl.name} : {print_type(source_type)}    (a primitive: "
                              "both transformations use its partials)")
             else:
@@ -1067,17 +1118,18 @@ class Program:
                              f"    ({header} of {print_type(source_type)})")
             lines.append(print_decl(decl))
             lines.append("")
-        if at is not None:
-            # main refers to the entry alone: its locals need only avoid the top-level names.
-            top_level = {decl.name for decl in decls}
-            lines.append(self._show_main(name, entry, at, mode, top_level))
+        if main is not None:
+            comment, main_term = main
+            lines.append(comment + "\n" + print_decl(Decl("main", main_term)))
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
-    def _show_main(self, name: str, entry: str, at: Any, mode: str, taken: set[str]) -> str:
-        """``def main = ...`` computing the value and gradient of ``name`` (printed as
-        ``entry``) at the point ``at`` by ``mode``; its local names avoid ``taken``.
-        Evaluates nothing (but a point that is not written with literals only)."""
+    def _show_main(self, name: str, entry: str, at: Any, mode: str, taken: set[str]
+                   ) -> tuple[str, Term]:
+        """The comment and the value of ``def main = ...`` computing the value and gradient
+        of ``name`` (printed as ``entry``) at the point ``at`` by ``mode``; its local names
+        avoid ``taken``.  Evaluates nothing (but a point that is not written with literals
+        only)."""
         x, k = self.fitted_point(name, at)
         parts = curried_parts(x, k)
         taken = set(taken) | {entry}
@@ -1119,10 +1171,32 @@ class Program:
             for result, run in reversed(list(zip(results, runs))):
                 main = Let(result, run, main)
             comment = f"-- value and gradient by forward mode: one run per input real ({n})"
-        return comment + "\n" + print_decl(Decl("main", main))
+        return comment, main
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _transformed(term: Term, mode: str, raw: bool, fused: bool) -> Term:
+    """``term`` transformed by ``mode`` (``fused``: reverse mode in the form the fused
+    strategy runs, not simplified), simplified for reading unless ``raw``."""
+    if fused:
+        return fused_backward_term(term)
+    term = (forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term)(term)
+    return term if raw else simplify(term)
+
+
+def _name_span(decl: Decl, sources: Mapping[str, str]) -> Span:
+    """The span of the name in ``decl``'s ``def NAME`` or ``primitive NAME`` (the whole
+    declaration's if its text is not at hand)."""
+    span = decl.span
+    text = sources.get(span.file)
+    line = source_line(text, span.line) if text is not None else None
+    found = re.compile(rf"\w+\s+({re.escape(decl.name)})(?![\w'])").match(
+        line or "", span.col - 1)
+    if found is None:
+        return span
+    return Span(span.file, span.line, found.start(1) + 1, span.line, found.end(1) + 1)
 
 
 def _hidden_name(name: str, used: Mapping[str, Any]) -> str:
@@ -1188,21 +1262,30 @@ def _names_used(decls: Sequence[Decl]) -> set[str]:
     return {d.name for d in decls} | names_in(*(d.value for d in decls))
 
 
-def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]) -> tuple[Decl, ...]:
-    """The prelude's declarations, those the program redefines renamed ``name'1`` (and so
-    are their uses in the prelude), so that the rest of the prelude keeps using its own
-    versions: a program's own ``dot`` does not change the prelude's ``norm``."""
+def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
+                    ) -> tuple[tuple[Decl, ...], tuple[Decl, ...]]:
+    """The prelude's and the program's declarations, the prelude's that the program
+    redefines renamed ``name'1`` with their uses in the prelude, so that the rest of the
+    prelude keeps using its own versions (a program's own ``dot`` does not change the
+    prelude's ``norm``), and with the uses in the program's definitions up to its own (which
+    see the prelude's: a definition sees only the ones above it)."""
     decls = list(prelude)
-    redefined = {d.name for d in user} & {d.name for d in prelude}
+    own = list(user)
+    position = {d.name: index for index, d in enumerate(own)}
+    redefined = position.keys() & {d.name for d in prelude}
     for index, decl in enumerate(decls):
         if decl.name not in redefined:
             continue
-        hidden = _unused_name(decl.name, [*decls, *user])
+        hidden = _unused_name(decl.name, [*decls, *own])
         decls[index] = attrs.evolve(decl, name=hidden)
         for later in range(index + 1, len(decls)):
             decls[later] = attrs.evolve(
                 decls[later], value=_rename_free(decls[later].value, decl.name, hidden))
-    return tuple(decls)
+        for before in range(position[decl.name] + 1):
+            if decl.name in free_vars(own[before].value):
+                own[before] = attrs.evolve(
+                    own[before], value=_rename_free(own[before].value, decl.name, hidden))
+    return tuple(decls), tuple(own)
 
 
 def _rename_free(term: Term, old: str, new: str) -> Term:

@@ -693,10 +693,22 @@ LINEAR_NAMES = ("zero", "seed", "cotangent")
 class DeclaredName(str):
     """The name of a primitive declared by a program, carrying its table entry.
 
-    It equals (and hashes as) the plain name, so printed programs parse back to equal terms;
-    :data:`PRIMITIVES` reads the entry from it."""
+    It lives in the program's namespace, apart from the built-ins' internal names: it
+    equals another declared name of the same spelling (so printed programs parse back to
+    equal terms) but never a plain ``str``, so no declaration (``primitive mul x y = ...``)
+    can be mistaken for a built-in entry (``mul``, the primitive of ``*``) by a lookup, a
+    law of the simplifier or a comparison of terms.  :data:`PRIMITIVES` reads the entry
+    from it."""
 
     primitive: Primitive
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is DeclaredName and str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
 
 
 @attrs.frozen
@@ -746,7 +758,9 @@ def declare(name: str, declaration: Declaration, doc: str) -> Primitive:
 
 def evaluate_real(term: Term, env: dict[str, Any]) -> Any:
     """The value of a term made of numbers, booleans, variables of ``env``, ``let``,
-    ``if``, annotations and primitive applications; raises DomainError from a primitive."""
+    ``if``, annotations and primitive applications; raises DomainError from a primitive,
+    or naming the first operation whose result is not finite (an overflow: lambdad computes
+    with finite reals only, inside a declared primitive's body as everywhere else)."""
 
     def go(t: Term, env: dict[str, Any]) -> Step[Any]:
         if isinstance(t, (Const, BoolLit)):
@@ -765,10 +779,30 @@ def evaluate_real(term: Term, env: dict[str, Any]) -> Any:
             args = []
             for arg in t.args:
                 args.append((yield go(arg, env)))
-            return PRIMITIVES[t.op].evaluate(*args)
+            value = PRIMITIVES[t.op].evaluate(*args)
+            if value.__class__ is float and value - value:
+                raise DomainError(_not_finite(t, args, value))
+            return value
         raise AssertionError(f"not an expression over reals: {type(t).__name__}")
 
     return run(go(term, env))
+
+
+def _not_finite(term: Prim, args: list, value: float) -> str:
+    """The message of the operation ``term`` of a declared primitive's body whose result
+    ``value`` on ``args`` is not finite."""
+    spelling = PRIMITIVES[term.op].spelling
+    shown = [_num(a) if a.__class__ is float else str(a).lower() for a in args]
+    if spelling.fixity == "infix" and len(shown) == 2:
+        operation = f"{shown[0]} {spelling.symbol} {shown[1]}"
+    elif spelling.fixity == "prefix" and len(shown) == 1:
+        operation = f"{spelling.symbol}{shown[0]}"
+    else:
+        operation = " ".join([spelling.symbol, *shown])
+    where = f" (at {term.span})" if term.span is not None else ""
+    return (f"`{operation}` is {_num(value) if value == value else 'nan'} in a declared "
+            f"primitive's body{where}: {'an overflow' if value == value else 'undefined'} "
+            "(lambdad computes with finite reals only)")
 
 
 def declared_by(name: str, value: Term) -> Primitive | None:
@@ -779,7 +813,8 @@ def declared_by(name: str, value: Term) -> Primitive | None:
     while isinstance(value, Lam):
         params.append(value.param)
         value = value.body
-    if not isinstance(value, Prim) or value.op != name:
+    if not isinstance(value, Prim) or value.op.__class__ is not DeclaredName \
+            or str(value.op) != name:
         return None
     entry = PRIMITIVES.get(value.op)
     if entry is None or entry.declaration is None or entry.params != tuple(params) or any(

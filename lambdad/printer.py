@@ -15,9 +15,12 @@ Printing is iterative (a work stack of text pieces), so very deep terms print to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import attrs
+
+from .iterate import run
 from .primitives import (
     LEVEL_AND,
     LEVEL_APP,
@@ -26,8 +29,11 @@ from .primitives import (
     LINEAR_NAMES,
     NAMED,
     PRIMITIVES,
+    DeclaredName,
     Primitive,
+    declare,
     declared_by,
+    declaring,
 )
 from .syntax import (
     Annot,
@@ -59,13 +65,16 @@ from .syntax import (
     Var,
     VarT,
     Zero,
+    binders,
     children,
     names_in,
     numbered,
     walk,
+    with_children,
 )
 
-__all__ = ["print_type", "print_term", "print_decl", "print_module"]
+__all__ = ["print_type", "print_term", "print_decl", "print_module", "unshadowed",
+           "builtin_uses"]
 
 
 # Longest type text printed in full: types share structure, so `def p1 x = p0 (p0 x)` ...
@@ -166,13 +175,139 @@ def _primitive_declaration(entry: Primitive) -> str:
 
 
 def print_module(module: Module) -> str:
-    """Source text of a program: its declarations separated by blank lines."""
+    """Source text of a program: its declarations separated by blank lines (a definition
+    shadowing a built-in that a later one uses is printed renamed: see :func:`unshadowed`)."""
+    module = Module(tuple(unshadowed(module.decls)[0]))
     printer = _Printer([decl.value for decl in module.decls])
     for index, decl in enumerate(module.decls):
         if index:
             printer.write("\n\n")
         printer.emit_decl(decl)
     return printer.text() + "\n" if module.decls else ""
+
+
+def unshadowed(decls: Sequence[Decl], used_after: Iterable[str] = (),
+               reserved: Iterable[str] = ()) -> tuple[list[Decl], dict[str, str]]:
+    """``decls`` made ready to print as one program, and the names changed.
+
+    A program's definition of a built-in's name (``def cosh x = ...``, ``primitive cosh x =
+    ...``) shadows the built-in in the definitions after it (LANGUAGE.md section 10), so
+    printed as it is, a later use of the built-in itself (the partial ``cosh x`` that the
+    transformations write for ``sinh x``, ``seed`` and ``cotangent`` in reverse mode) would
+    parse back as a use of the definition.  Such a definition, when a later declaration
+    uses the built-in (or ``used_after`` names it: what is printed after the
+    declarations), is renamed ``cosh'1`` (the first such name no declaration uses), its own
+    uses with it; so is a definition of a ``reserved`` name (``main``, when a ``main`` is
+    printed after the declarations).  Never fails."""
+    reserved = frozenset(reserved)
+    used_after = frozenset(used_after)
+    later = set(used_after)
+    # The built-in names used by each declaration and all those after it.
+    uses_from: list[set[str]] = [set() for _ in decls]
+    for index in range(len(decls) - 1, -1, -1):
+        later |= _builtin_uses(decls[index])
+        uses_from[index] = set(later)
+    taken: set[str] | None = None
+    variables: dict[str, str] = {}  # definition renamed: its new name
+    primitives: dict[str, Primitive] = {}  # declared primitive renamed: its new entry
+    renamed: dict[str, str] = {}
+    out: list[Decl] = []
+    for index, decl in enumerate(decls):
+        entry = declared_by(decl.name, decl.value)
+        if variables or primitives:
+            if entry is not None:
+                entry = _renamed_declaration(entry, primitives)
+                decl = attrs.evolve(decl, value=declaring(entry, decl.value.span))
+            else:
+                decl = attrs.evolve(decl, value=_renamed(decl.value, variables, primitives))
+        name = decl.name
+        after = uses_from[index + 1] if index + 1 < len(decls) else used_after
+        if (name in _BUILTIN_NAMES and name in after) or name in reserved:
+            if taken is None:
+                taken = {d.name for d in decls} | names_in(*(d.value for d in decls))
+            new = numbered(f"{name}'", taken)
+            taken.add(new)
+            renamed[name] = new
+            if entry is not None:
+                entry = declare(new, entry.declaration, entry.doc)
+                primitives[name] = entry
+                variables.pop(name, None)
+                decl = attrs.evolve(decl, name=new, value=declaring(entry, decl.value.span))
+            else:
+                variables[name] = new
+                primitives.pop(name, None)
+                decl = attrs.evolve(decl, name=new)
+        elif name in variables or name in primitives:  # a later definition of the name
+            variables.pop(name, None)
+            primitives.pop(name, None)
+        out.append(decl)
+    return out, renamed
+
+
+def _builtin_uses(decl: Decl) -> set[str]:
+    """The names of the built-ins ``decl`` uses by name (a declared primitive: in its body
+    and partials)."""
+    entry = declared_by(decl.name, decl.value)
+    if entry is None:
+        return builtin_uses(decl.value)
+    return builtin_uses(entry.declaration.body, *entry.declaration.partials)
+
+
+def builtin_uses(*terms: Term) -> set[str]:
+    """The names by which ``terms`` use built-ins (``cosh``, ``seed``; not operators, nor
+    primitives the program declares).  Never fails."""
+    found = set()
+    for term in terms:
+        for node in walk(term):
+            name = _builtin_use(node)
+            if name is not None and not _declared_use(node):
+                found.add(name)
+    return found
+
+
+def _declared_use(term: Term) -> bool:
+    """Whether ``term`` applies or names a primitive the program declares."""
+    return (isinstance(term, Prim) and term.op.__class__ is DeclaredName) or (
+        isinstance(term, Builtin) and term.name.__class__ is DeclaredName)
+
+
+def _renamed_declaration(entry: Primitive, primitives: dict[str, Primitive]) -> Primitive:
+    """``entry``, or a new entry of the same name whose body and partials apply the
+    ``primitives`` renamed."""
+    declaration = entry.declaration
+    terms = [declaration.body, *declaration.partials]
+    new_terms = [_renamed(term, {}, primitives) for term in terms]
+    if all(a is b for a, b in zip(terms, new_terms)):
+        return entry
+    return declare(str(entry.name), attrs.evolve(
+        declaration, body=new_terms[0], partials=tuple(new_terms[1:])), entry.doc)
+
+
+def _renamed(term: Term, variables: dict[str, str], primitives: dict[str, Primitive]) -> Term:
+    """``term`` with its free variables of ``variables`` renamed, and its uses of the
+    declared primitives named in ``primitives`` made uses of their new entries."""
+
+    def visit(t: Term, variables: dict[str, str]):
+        if isinstance(t, Var):
+            new = variables.get(t.name)
+            return t if new is None else attrs.evolve(t, name=new)
+        if isinstance(t, Prim) and t.op.__class__ is DeclaredName and str(t.op) in primitives:
+            t = attrs.evolve(t, op=primitives[str(t.op)].name)
+        elif isinstance(t, Builtin) and t.name.__class__ is DeclaredName \
+                and str(t.name) in primitives:
+            return attrs.evolve(t, name=primitives[str(t.name)].name)
+        kids = []
+        changed = False
+        for kid, names in zip(children(t), binders(t)):
+            inner = variables
+            if variables and any(name in variables for name in names):
+                inner = {k: v for k, v in variables.items() if k not in names}
+            new_kid = yield visit(kid, inner)
+            changed = changed or new_kid is not kid
+            kids.append(new_kid)
+        return with_children(t, kids) if changed else t
+
+    return run(visit(term, variables))
 
 
 # Binding levels, loosest first: the operators' levels come from the primitive table.
@@ -239,7 +374,7 @@ def _builtin_use(term: Term) -> str | None:
     """The name by which ``term`` refers to a built-in, if it is written as a free name."""
     if isinstance(term, (Builtin, Prim)):
         spelling = _spelling(term.op if isinstance(term, Prim) else term.name)
-        return spelling.symbol if spelling.fixity == "function" else None
+        return str(spelling.symbol) if spelling.fixity == "function" else None
     if isinstance(term, Zero):
         return "zero"
     if isinstance(term, Seed):

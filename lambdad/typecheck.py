@@ -35,7 +35,7 @@ import attrs
 from .errors import LambdadError, Span, TypeCheckError
 from .iterate import Step, run
 from .persistent import PersistentMap
-from .primitives import NAMED, PRIMITIVES, Primitive
+from .primitives import NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import print_type
 from .syntax import (
     BACKPROPAGATOR,
@@ -205,9 +205,32 @@ def infer_module(module: Module, env: TypeEnv | None = None) -> ModuleTyping:
             _, scheme = inference.declaration(decl.value, types)
         except LambdadError as error:
             raise error.with_span(decl.span)
+        entry = declared_by(decl.name, decl.value)
+        if entry is not None:
+            check_declared(entry)
         schemes[decl.name] = scheme
         inference.define(decl.name, scheme)
     return ModuleTyping(schemes, types, env.extend_all(schemes))
+
+
+def check_declared(entry: Primitive) -> None:
+    """Checks that the body and every partial of the declared primitive ``entry`` are reals
+    (``R``) when its parameters (and ``result``) are; raises TypeCheckError located in the
+    body or partial that is not (``primitive f x = x > 1``, ``partial x = true``)."""
+    declaration = entry.declaration
+    assert declaration is not None, f"{entry.name} is a built-in"
+    reals = Scheme((), REAL)
+    env = TypeEnv.builtins()
+    for name in declaration.params:
+        env = env.extend(name, reals)
+    for index, term in enumerate((declaration.body, *declaration.partials)):
+        if index == 1 and declaration.result is not None:
+            env = env.extend(declaration.result, reals)
+        what = (f"the body of `{entry.name}`" if index == 0 else
+                f"the partial of `{entry.name}` for `{declaration.params[index - 1]}`")
+        inference = _Inference(env)
+        inference.declaration(term, {}, expected=REAL, message=lambda e, a: (
+            f"{what} must be a real ({e}), but it has type {a}"))
 
 
 def infer_term(term: Term, env: TypeEnv | None = None) -> TermTyping:
@@ -451,17 +474,19 @@ class _Inference:
     # ----------------------------------------------------------- declarations
 
     def declaration(
-        self, term: Term, types: dict[int, Type], expected: Type | None = None
+        self, term: Term, types: dict[int, Type], expected: Type | None = None,
+        message: Callable[[str, str], str] | None = None,
     ) -> tuple[Type, Scheme]:
         """The type and scheme of ``term`` as a top-level definition; the type of each of its
-        nodes is added to ``types``.  Raises TypeCheckError."""
+        nodes is added to ``types``.  Raises TypeCheckError (saying ``message(expected,
+        actual)`` if the term's type is not ``expected``)."""
         self.level = 1
         self.rigid_levels = dict(self.fixed)
         self.visited = []
         result = run(self._visit(term))
         if expected is not None:
             self._expect(expected, result, term,
-                         lambda e, a: f"expected {e}, but this has type {a}")
+                         message or (lambda e, a: f"expected {e}, but this has type {a}"))
         self.level = 0
         # Every variable left is generalised (their levels are all >= 1), except those fixed
         # by the environment or the caller; name them in order of first occurrence, the

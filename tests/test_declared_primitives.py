@@ -124,6 +124,13 @@ def test_fuzz_exercises_declared_primitives():
     ("primitive f x = f x\n  partial x = 1\n", "`f` is not a parameter"),
     ("primitive f x = x\n  partial x = result\n", None),
     ("primitive f x = map (\\y -> y) [x] !! 0\n  partial x = 1\n", "is not allowed"),
+    ("primitive f x = x > 1\n  partial x = 1\n",
+     "the body of `f` must be a real (R), but it has type Bool"),
+    ("primitive f x = let b = x > 1 in b\n  partial x = 1\n", "the body of `f` must be a real"),
+    ("primitive f x = x\n  partial x = true\n",
+     "the partial of `f` for `x` must be a real (R), but it has type Bool"),
+    ("primitive f x y = x\n  partial x = 1\n  partial y = x < y\n",
+     "the partial of `f` for `y` must be a real"),
 ])
 def test_declaration_errors(text, message):
     if message is None:  # `result` in a partial is the primitive's value
@@ -140,5 +147,194 @@ def test_a_local_binding_shadows_a_declared_primitive():
                             "def main = (twice 3, let twice = 10 in twice + 1)")
     assert program.run() == (6, 11)
     used = [t for d in program.module.decls for t in walk(d.value) if isinstance(t, Prim)
-            and t.op == "twice"]
+            and str(t.op) == "twice"]
     assert len(used) == 2  # the declaration's own `\x -> twice x`, and `twice 3`
+
+
+# ---- a declared primitive lives in the program's namespace (issue: it could capture an
+# operator's internal entry): each operator's entry named by a declaration keeps its meaning.
+
+# (the name of the operator's entry in the table, the operator applied to `a` and `b`)
+OPERATOR_ENTRIES = [("add", "a + b"), ("sub", "a - b"), ("mul", "a * b"), ("div", "a / b"),
+                    ("pow", "a ^ b"), ("neg", "-a"), ("index", "[a, b, 7] !! 1")]
+
+
+def _capturing(name: str, operator: str) -> str:
+    """A program declaring ``name`` (a different function) and using both it and the
+    operator, unit laws included (``mul 1 a`` is no multiplication by one)."""
+    unary = name == "neg"
+    params, partials = ("x", "  partial x = 10") if unary else (
+        "x y", "  partial x = 10\n  partial y = 1")
+    body = "x * 10" if unary else "x * 10 + y"
+    call = f"{name} a" if unary else f"{name} a b"
+    unit = f"{name} 1" if unary else f"{name} 1 a + {name} a 1 + {name} 0 a"
+    return (f"primitive {name} {params} = {body}\n{partials}\n"
+            f"def f a b = let s = {operator} in let p = {call} in (s, p)\n"
+            f"def u a b = {unit} + ({operator}) * {call}\n"
+            "def main = f 2 3\n")
+
+
+@pytest.mark.parametrize("name, operator", OPERATOR_ENTRIES)
+def test_a_declaration_named_like_an_operators_entry_leaves_the_operator_alone(name, operator):
+    text = _capturing(name, operator)
+    program = lambdad.loads(text, "capture.lam")
+    reference = lambdad.loads(text.replace(name, "other"), "reference.lam")
+    operator_value, declared_value = program.run()
+    assert (operator_value, declared_value) == reference.run()
+    assert declared_value == (20 if name == "neg" else 23)  # the declared body, not the operator
+    point = (2.0, 3.0)
+    assert program.call("u", point) == reference.call("u", point)
+    for mode in ("reverse", "forward"):
+        assert program.grad("u", point, mode=mode) == pytest.approx(
+            reference.grad("u", point, mode=mode))
+    # every route agrees with finite differences (grad reported 5 where check said 6)
+    assert gradcheck.check(program, "u", point=point).ok
+    # printed, it parses back to a program computing the same
+    shown = program.show("u", forward=False, backward=True, at=point)
+    value, gradient = lambdad.loads(shown).run()
+    expected_value, expected_gradient = reference.value_and_grad("u", point)
+    assert value == pytest.approx(expected_value)
+    assert gradient == pytest.approx(expected_gradient)
+
+
+def test_mul_one_is_not_simplified_as_a_multiplication_by_one():
+    program = lambdad.loads("primitive mul x y = x + y\n  partial x = 1\n  partial y = 1\n"
+                            "def f a = mul 1 a\n")
+    assert program.call("f", 5.0) == 6
+    assert program.grad("f", 5.0) == 1
+    assert "mul 1 a" in program.show("f", forward=True)
+
+
+def test_the_table_keeps_declarations_apart_from_built_in_entries():
+    program = lambdad.loads("primitive add x y = x * y\n  partial x = y\n  partial y = x\n")
+    declared = program.declared_primitives()[0].name
+    assert declared != "add" and "add" != declared and declared not in {"add"}
+    assert PRIMITIVES[declared] is not PRIMITIVES["add"]
+    assert PRIMITIVES["add"].declaration is None
+
+
+# ---- partials found by every route: nested reverse mode included
+
+NESTED = """\
+primitive sq x = x * x
+  partial x = 2 * x
+primitive ex x = exp x
+  partial x = result
+primitive cube x = x * sq x
+  partial x = 3 * sq x
+primitive ex2 x = ex (2 * x)
+  partial x = 2 * ex (2 * x)
+"""
+
+# f, its second and third derivatives at x
+DERIVATIVES = {
+    "sq": (lambda x: 2.0, lambda x: 0.0),
+    "ex": (math.exp, math.exp),
+    "cube": (lambda x: 6 * x, lambda x: 6.0),
+    "ex2": (lambda x: 4 * math.exp(2 * x), lambda x: 8 * math.exp(2 * x)),
+}
+
+
+def _derivative(route: str, inner: str) -> str:
+    """The derivative of the function ``inner`` by ``route``, read innermost last
+    (``fr``: forward mode over reverse mode), as a function of one real."""
+    for mode in reversed(route):
+        inner = (f"(grad {inner})" if mode == "r" else f"(\\y -> snd (jvp {inner} y 1))")
+    return inner
+
+
+ROUTES = ["rr", "fr", "rf", "ff", "rrr", "frr", "rfr", "rrf", "ffr", "frf", "rff", "fff"]
+
+
+@pytest.mark.parametrize("primitive", sorted(DERIVATIVES))
+def test_nested_derivatives_of_declared_primitives_by_every_composition(primitive):
+    defs = "".join(f"def d_{route} x = {_derivative(route, primitive)} x\n" for route in ROUTES)
+    program = lambdad.loads(NESTED + defs, "nested.lam")
+    x = 0.7
+    for route in ROUTES:
+        expected = DERIVATIVES[primitive][len(route) - 2](x)
+        assert program.call(f"d_{route}", x) == pytest.approx(expected, rel=1e-9, abs=1e-12), route
+
+
+@pytest.mark.parametrize("mode", ["forward-over-reverse", "reverse-over-reverse",
+                                  "reverse-over-forward", "forward-over-forward"])
+def test_hessians_of_declared_primitives_in_every_mode(mode):
+    program = lambdad.loads(NESTED + "def g (x, y) = sq x * ex y + cube (ex2 x)\n")
+    x, y = 0.3, 0.5
+    _, _, rows = program.hessian("g", (x, y), mode=mode)
+    e4 = math.exp(2 * x) ** 3  # cube (ex2 x) = exp (6 x)
+    assert rows[0][0] == pytest.approx(2 * math.exp(y) + 36 * e4)
+    assert rows[0][1] == rows[1][0] == pytest.approx(2 * x * math.exp(y))
+    assert rows[1][1] == pytest.approx(x * x * math.exp(y))
+
+
+def test_second_order_check_and_jacrev_of_a_gradient_over_declared_primitives():
+    program = lambdad.loads(NESTED + "def g (x, y) = sq x * ex y + cube (ex2 x)\n"
+                            "def j x = jacrev (\\y -> [grad cube y, grad ex2 y]) x\n")
+    assert gradcheck.check_second_order(program, "g", point=(0.3, 0.5)).ok
+    assert program.call("j", 2.0) == pytest.approx([12.0, 4 * math.exp(4)])
+
+
+def test_grad_of_grad_of_a_declared_primitive_on_the_command_line(tmp_path, lambdad_cli):
+    path = tmp_path / "nested.lam"
+    path.write_text("primitive f x = x * x\n  partial x = 2 * x\n"
+                    "def a = grad (grad f) 3\n", encoding="utf-8")
+    done = lambdad_cli("run", str(path), "--entry", "a")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "2", "")
+    done = lambdad_cli("hessian", str(path), "f", "--at", "3", "--mode",
+                       "reverse-over-reverse")
+    assert done.returncode == 0 and done.stderr == ""
+    done = lambdad_cli("check", str(path), "f", "--at", "3", "--order", "2")
+    assert done.returncode == 0 and done.stdout.splitlines()[-1].startswith("ok")
+
+
+def test_a_redefined_primitive_uses_its_own_partials_when_nested():
+    program = lambdad.loads("primitive f x = x * x\n  partial x = 2 * x\n")
+    assert program.evaluate_text("grad (grad f) 1")[0] == 2
+    again = parse_module("primitive f x = x * x * x\n  partial x = 3 * x * x\n",
+                         predefined=["f"], allow_redefinition=True)
+    redefined = program.extended(again.decls)  # as the REPL does, on the same runtime
+    assert redefined.evaluate_text("grad (grad f) 1")[0] == 6
+
+
+def test_a_boolean_body_is_a_located_type_error_on_the_command_line(tmp_path, lambdad_cli):
+    path = tmp_path / "bool.lam"
+    path.write_text("primitive f x = x > 1\n  partial x = 1\n", encoding="utf-8")
+    for command in (["check-types", str(path)], ["trace", str(path), "f", "--at", "2"]):
+        done = lambdad_cli(*command)
+        assert done.returncode == 1, done.stderr
+        assert f"{path}:1:17: type error: the body of `f` must be a real" in done.stderr
+
+
+def test_an_infinite_intermediate_in_a_body_is_a_located_error_as_in_a_def():
+    body = "1 / (x * 1e300 * 1e300)"
+    as_def = lambdad.loads(f"def f x = {body}\ndef main = f 1\n", "def.lam")
+    declared = lambdad.loads(f"primitive f x = {body}\n  partial x = 1\n"
+                             "def main = f 1\n", "prim.lam")
+    for program in (as_def, declared):
+        with pytest.raises(lambdad.EvalError) as caught:
+            program.run()
+        assert "`1e+300 * 1e+300` is inf" in caught.value.message
+        assert "an overflow" in caught.value.message and caught.value.span is not None
+    assert "in a declared primitive's body (at prim.lam:1:22)" in caught.value.message
+    assert (caught.value.span.line, caught.value.span.col) == (3, 12)  # the call `f 1`
+    with pytest.raises(lambdad.EvalError, match="is inf in a declared primitive's body"):
+        declared.grad("f", 1.0)
+    for mode in ("reverse-over-reverse", "forward-over-reverse"):  # nested routes too
+        with pytest.raises(lambdad.EvalError, match="is inf in a declared primitive's body"):
+            declared.hessian("f", 1.0, mode=mode)
+    # the partials are checked as everywhere else
+    steep = lambdad.loads("primitive h x = x\n  partial x = x * 1e300 * 1e300\n")
+    with pytest.raises(lambdad.EvalError, match="inf"):
+        steep.grad("h", 1.0)
+    with pytest.raises(lambdad.EvalError, match="`1e\\+300 \\* 1e\\+300` is inf"):
+        steep.evaluate_text("grad (grad h) 1")
+
+
+@pytest.mark.parametrize("form", ["forward", "reverse", "fused"])
+def test_a_shown_primitive_with_a_point_runs_through_its_transformed_application(form):
+    program = lambdad.loads("primitive sq x = x * x\n  partial x = 2 * x\n")
+    text = program.show("sq", forward=form == "forward", reverse=form != "forward",
+                        fused=form == "fused", at=0.5)
+    assert "primitive sq x = x * x" in text and "def sq'1 x" in text
+    assert lambdad.loads(text).run() == (0.25, 1)

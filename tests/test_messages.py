@@ -80,3 +80,28 @@ def test_a_cli_error_with_a_control_character_in_the_file_name(lambdad_cli):
     result = lambdad_cli("run", "missing\x1b[2J.lam")
     assert result.returncode == 2
     assert "\x1b" not in result.stderr and "␛[2J" in result.stderr
+
+
+def test_a_declared_primitives_bool_body_and_overflow_are_rendered_at_their_places():
+    text = rendered("primitive f x = x > 1\n  partial x = 1\ndef main = f 2\n")
+    assert text.split("\n") == [
+        "prog.lam:1:17: type error: the body of `f` must be a real (R), but it has type Bool",
+        "    1 | primitive f x = x > 1",
+        "      |                 ^^^^^"]
+    text = rendered("primitive f x = 1 / (x * 1e300 * 1e300)\n  partial x = 1\n"
+                    "def main = f 1\n")
+    assert text.split("\n") == [
+        "prog.lam:3:12: runtime error: `1e+300 * 1e+300` is inf in a declared primitive's "
+        "body (at prog.lam:1:22): an overflow (lambdad computes with finite reals only)",
+        "    3 | def main = f 1",
+        "      |            ^^^"]
+
+
+def test_a_shadowing_warning_is_rendered_at_the_name_defined():
+    source = "def a = cosh 1\ndef cosh x = x\n"
+    [warning] = lambdad.loads(source, "prog.lam").warnings()
+    assert render(warning, {"prog.lam": source}).split("\n") == [
+        "prog.lam:2:5: warning: this definition of `cosh` shadows the built-in `cosh`, which "
+        "a definition above uses (`a`, line 1): from here on `cosh` means this definition",
+        "    2 | def cosh x = x",
+        "      |     ^^^^"]
