@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from .errors import EvalError, LambdadError, UsageError
+import attrs
+
+from .errors import EvalError, LambdadError, Span, UsageError
 from .primitives import FST, SND
 from .printer import print_type
 from .rules import number, real
@@ -45,10 +47,65 @@ from .values import all_reals, fits, format_real, format_value, to_python
 # ---------------------------------------------------------------- Python data
 
 
+# How deeply a point may nest pairs and lists (a tuple of k items is k - 1 nested pairs):
+# deeper points are refused before anything follows their nesting on Python's stack.
+MAX_POINT_DEPTH = 200
+
+
+def point_too_deep(value: Any) -> bool:
+    """Whether the Python data or runtime value ``value`` nests pairs and lists more than
+    MAX_POINT_DEPTH deep.  Iterative; stops at the first item too deep."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is not tuple and kind is not list:
+            continue
+        if depth >= MAX_POINT_DEPTH:
+            return True
+        if kind is list:
+            if not all_reals(item):
+                stack.extend((part, depth + 1) for part in item)
+        else:
+            last = len(item) - 1
+            if depth + last > MAX_POINT_DEPTH:
+                return True
+            stack.extend((part, depth + max(1, min(i + 1, last)))
+                         for i, part in enumerate(item))
+    return False
+
+
+def too_deep_message(what: str) -> str:
+    """The message refusing a point (``what``) nested deeper than MAX_POINT_DEPTH."""
+    return (f"{what} nests pairs and lists more than {MAX_POINT_DEPTH} deep (a tuple of k "
+            f"items counts k - 1); write a long vector as a list [x1, x2, ...]")
+
+
+def first_too_deep(term: Term) -> Term | None:
+    """The first pair or list literal of the point ``term`` nested more than
+    MAX_POINT_DEPTH deep in pairs and lists (as :func:`point_too_deep` counts), or None.
+    Iterative."""
+    stack: list[tuple[Any, int]] = [(term, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (Pair, ListLit)):
+            depth += 1
+            if depth > MAX_POINT_DEPTH:
+                return node
+        stack.extend((kid, depth) for kid in reversed(children(node)))
+    return None
+
+
 def from_python(value: Any, finite: bool = True) -> Any:
     """Python data as a runtime value: numbers become floats.  Raises UsageError for data
-    that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
-    or infinity."""
+    that is not a lambdad value, nested more than MAX_POINT_DEPTH deep, an integer too large
+    for a real, or (with ``finite``) a NaN or infinity."""
+    if point_too_deep(value):
+        raise UsageError(too_deep_message("the point"))
+    return _from_python(value, finite)
+
+
+def _from_python(value: Any, finite: bool) -> Any:
     kind = type(value)
     if kind is float:
         return finite_input(value) if finite else value
@@ -60,7 +117,7 @@ def from_python(value: Any, finite: bool = True) -> Any:
         return value
     if isinstance(value, (int, float)):
         try:
-            return from_python(float(value), finite)
+            return _from_python(float(value), finite)
         except OverflowError:
             raise UsageError(f"the integer {abridged(repr(value))} is too large for a real "
                              "(at most about 1.8e308)") from None
@@ -68,10 +125,10 @@ def from_python(value: Any, finite: bool = True) -> Any:
         if len(value) < 2:
             raise UsageError("a tuple point needs at least two components")
         if len(value) == 2:
-            return (from_python(value[0], finite), from_python(value[1], finite))
-        return (from_python(value[0], finite), from_python(value[1:], finite))
+            return (_from_python(value[0], finite), _from_python(value[1], finite))
+        return (_from_python(value[0], finite), _from_python(value[1:], finite))
     if isinstance(value, list):
-        return [from_python(v, finite) for v in value]
+        return [_from_python(v, finite) for v in value]
     if callable(value):
         return value
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
@@ -335,6 +392,16 @@ def point_source(text: str, what: str) -> str:
         elif ch == "," and depth == 0:
             return f"({source})"
     return source
+
+
+def point_span(span: Span | None, text: str, source: str) -> Span | None:
+    """The first character of ``span``, in the point ``source`` that :func:`point_source`
+    made of ``text``, as a span in ``text`` itself (the columns moved by the stripping and
+    the parentheses added), so that an error points into the point as the user wrote it."""
+    if span is None or span.line != 1 or "\n" in text:
+        return span
+    col = span.col + (len(text) - len(text.lstrip())) - (1 if source != text.strip() else 0)
+    return attrs.evolve(span, col=col, end_line=1, end_col=col + 1)
 
 
 def literal_value(term: Term) -> Any | None:

@@ -78,6 +78,8 @@ from .syntax import (
 from .values import PrimEvent, format_value
 
 MACHINE_EPSILON = sys.float_info.epsilon
+# The smallest relative step: x ± eps * |x| / 2 (the finer probe) still differs from x.
+MIN_EPS = 4.0 * MACHINE_EPSILON
 DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
 DEFAULT_RTOL = 1e-5         # AD vs finite differences, relative
 AGREEMENT = 1e-9            # AD mode vs AD mode, relative ...
@@ -540,9 +542,13 @@ def validate_tolerances(eps: float | None, rtol: float | None) -> tuple[float, f
     eps = DEFAULT_EPS if eps is None else eps
     rtol = DEFAULT_RTOL if rtol is None else rtol
     for flag, value in (("--eps", eps), ("--rtol", rtol)):
-        if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and 0.0 < value < 1.0):
             raise UsageError(f"{flag} must be a number between 0 and 1 (exclusive), "
                              f"got {value!r}")
+    if eps < MIN_EPS:
+        raise UsageError(f"--eps must be at least {MIN_EPS:.2g} (4 machine epsilons), got "
+                         f"{eps!r}: a smaller step vanishes against the point's reals")
     return float(eps), float(rtol)
 
 

@@ -53,17 +53,20 @@ from .calling import (
     curried_parts,
     finite_reals,
     first_non_finite,
+    first_too_deep,
     from_python,
     input_names,
     literal_value,
     output_names,
     packed,
     point_source,
+    point_span,
     point_term,
     Shape,
     real_inputs,
     real_point,
     real_term,
+    too_deep_message,
     uncurried_lambda,
     uncurried_term,
 )
@@ -636,6 +639,12 @@ class Program:
         try:
             term = parse_expr(source, what, bound=self.decls,
                               declared=self.declared_primitives())
+        except LambdadError as exc:
+            raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
+        deep = first_too_deep(term)
+        if deep is not None:
+            raise UsageError(too_deep_message(what), point_span(deep.span, text, source))
+        try:
             infer_term(term, self._env_for(term))
             value = literal_value(term)
             if value is None:
