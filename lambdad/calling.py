@@ -96,16 +96,19 @@ def first_too_deep(term: Term) -> Term | None:
     return None
 
 
+def point_from_python(value: Any, what: str = "the point") -> Any:
+    """A point given as Python data (``what`` names it in messages) as a runtime value, as
+    :func:`from_python` makes it; raises UsageError for one nested more than
+    MAX_POINT_DEPTH deep too (before anything follows its nesting)."""
+    if point_too_deep(value):
+        raise UsageError(too_deep_message(what))
+    return from_python(value)
+
+
 def from_python(value: Any, finite: bool = True) -> Any:
     """Python data as a runtime value: numbers become floats.  Raises UsageError for data
-    that is not a lambdad value, nested more than MAX_POINT_DEPTH deep, an integer too large
-    for a real, or (with ``finite``) a NaN or infinity."""
-    if point_too_deep(value):
-        raise UsageError(too_deep_message("the point"))
-    return _from_python(value, finite)
-
-
-def _from_python(value: Any, finite: bool) -> Any:
+    that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
+    or infinity."""
     kind = type(value)
     if kind is float:
         return finite_input(value) if finite else value
@@ -117,7 +120,7 @@ def _from_python(value: Any, finite: bool) -> Any:
         return value
     if isinstance(value, (int, float)):
         try:
-            return _from_python(float(value), finite)
+            return from_python(float(value), finite)
         except OverflowError:
             raise UsageError(f"the integer {abridged(repr(value))} is too large for a real "
                              "(at most about 1.8e308)") from None
@@ -125,10 +128,10 @@ def _from_python(value: Any, finite: bool) -> Any:
         if len(value) < 2:
             raise UsageError("a tuple point needs at least two components")
         if len(value) == 2:
-            return (_from_python(value[0], finite), _from_python(value[1], finite))
-        return (_from_python(value[0], finite), _from_python(value[1:], finite))
+            return (from_python(value[0], finite), from_python(value[1], finite))
+        return (from_python(value[0], finite), from_python(value[1:], finite))
     if isinstance(value, list):
-        return [_from_python(v, finite) for v in value]
+        return [from_python(v, finite) for v in value]
     if callable(value):
         return value
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
@@ -361,7 +364,7 @@ class _CheckedFunction:
             raise EvalError(f"{described} raised {type(exc).__name__}: "
                             f"{abridged(str(exc), 200)}") from None
         try:
-            value = from_python(result)
+            value = point_from_python(result, "the value")
         except UsageError as exc:
             raise EvalError(f"{described} returned {abridged(repr(result))}: "
                             f"{exc.message}") from None

@@ -62,6 +62,7 @@ from .calling import (
     curried_parts,
     from_python,
     input_names,
+    point_from_python,
     uncurried_term,
 )
 from .syntax import (
@@ -698,7 +699,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         _require_checkable(program, name)
     if point is not None:
         reports = []
-        value = program.parse_point(point) if isinstance(point, str) else from_python(point)
+        value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
         for name in names:
             k = arguments_covered(name, program.typing.schemes[name].type, value)
             if not isinstance(_result(program, name, k), RealT):
@@ -975,7 +976,7 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     for name in names:
         params = _require_checkable(program, name)
         if point is not None:
-            value = program.parse_point(point) if isinstance(point, str) else from_python(point)
+            value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))
             continue
         prober = Prober(program, name, len(params))
