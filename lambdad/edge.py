@@ -67,19 +67,21 @@ def _described(value: Any) -> str:
 def checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function``, whose arguments are checked when it is called: raises UsageError for a
     call that does not match its signature or an argument that its annotation (one of
-    :data:`KINDS`) refuses.  A call with positional arguments only, the right number of
-    them, and each of the right kind goes straight through (a method's hot path)."""
+    :data:`KINDS`) refuses.  A call with positional arguments only, as many as the
+    signature takes, each of the right kind, goes straight through (a method's hot path)."""
     signature = inspect.signature(function)
     parameters = list(signature.parameters.values())
-    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters), function
     label = function.__qualname__.replace(".__init__", "")
-    first = 1 if parameters and parameters[0].name == "self" else 0
-    shown = [p.name for p in parameters[first:]]
+    shown = [p.name for p in parameters if p.name != "self"]
     checks = [(index, parameter.name, *KINDS[parameter.annotation])
               for index, parameter in enumerate(parameters)
               if isinstance(parameter.annotation, str) and parameter.annotation in KINDS]
-    most = len(parameters)
-    fewest = sum(p.default is p.empty for p in parameters)
+    positional = [p for p in parameters
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    most = len(positional)
+    fewest = sum(p.default is p.empty for p in positional)
+    if len(positional) < len(parameters):  # *args, keyword-only or **kwargs: always bind
+        most = -1
 
     def refuse(message: str) -> UsageError:
         return UsageError(f"{label}({', '.join(shown)}): {message}")
@@ -88,11 +90,13 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         if kwargs or not fewest <= len(args) <= most:
             try:
-                bound = signature.bind(*args, **kwargs)
+                given = signature.bind(*args, **kwargs).arguments
             except TypeError as exc:
                 raise refuse(str(exc)) from None
-            bound.apply_defaults()
-            args = tuple(bound.arguments.values())
+            for _, name, accepts, wanted in checks:
+                if name in given and not accepts(given[name]):
+                    raise refuse(f"`{name}` must be {wanted}, not {_described(given[name])}")
+            return function(*args, **kwargs)
         for index, name, accepts, wanted in checks:
             if index < len(args) and not accepts(args[index]):
                 raise refuse(f"`{name}` must be {wanted}, not {_described(args[index])}")
