@@ -21,9 +21,12 @@ from .errors import (
     ToolError,
     TypeCheckError,
     UsageError,
-    render,
 )
+from .edge import checked
+from .errors import render as _render
 from .pipeline import Program, load, loads
+
+render = checked(_render)
 
 __all__ = [
     "DifferentiationError",

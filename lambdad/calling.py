@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from .errors import EvalError, LambdadError, UsageError
+import attrs
+
+from .errors import EvalError, LambdadError, Span, UsageError
 from .primitives import FST, SND
 from .printer import print_type
 from .rules import number, real
@@ -43,6 +45,64 @@ from .syntax import (
 from .values import all_reals, fits, format_real, format_value, to_python
 
 # ---------------------------------------------------------------- Python data
+
+
+# How deeply a point may nest pairs and lists (a tuple of k items is k - 1 nested pairs):
+# deeper points are refused before anything follows their nesting on Python's stack.
+MAX_POINT_DEPTH = 200
+
+
+def point_too_deep(value: Any) -> bool:
+    """Whether the Python data or runtime value ``value`` nests pairs and lists more than
+    MAX_POINT_DEPTH deep.  Iterative; stops at the first item too deep."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is not tuple and kind is not list:
+            continue
+        if depth >= MAX_POINT_DEPTH:
+            return True
+        if kind is list:
+            if not all_reals(item):
+                stack.extend((part, depth + 1) for part in item)
+        else:
+            last = len(item) - 1
+            if depth + last > MAX_POINT_DEPTH:
+                return True
+            stack.extend((part, depth + max(1, min(i + 1, last)))
+                         for i, part in enumerate(item))
+    return False
+
+
+def too_deep_message(what: str) -> str:
+    """The message refusing a point (``what``) nested deeper than MAX_POINT_DEPTH."""
+    return (f"{what} nests pairs and lists more than {MAX_POINT_DEPTH} deep (a tuple of k "
+            f"items counts k - 1); write a long vector as a list [x1, x2, ...]")
+
+
+def first_too_deep(term: Term) -> Term | None:
+    """The first pair or list literal of the point ``term`` nested more than
+    MAX_POINT_DEPTH deep in pairs and lists (as :func:`point_too_deep` counts), or None.
+    Iterative."""
+    stack: list[tuple[Any, int]] = [(term, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (Pair, ListLit)):
+            depth += 1
+            if depth > MAX_POINT_DEPTH:
+                return node
+        stack.extend((kid, depth) for kid in reversed(children(node)))
+    return None
+
+
+def point_from_python(value: Any, what: str = "the point") -> Any:
+    """A point given as Python data (``what`` names it in messages) as a runtime value, as
+    :func:`from_python` makes it; raises UsageError for one nested more than
+    MAX_POINT_DEPTH deep too (before anything follows its nesting)."""
+    if point_too_deep(value):
+        raise UsageError(too_deep_message(what))
+    return from_python(value)
 
 
 def from_python(value: Any, finite: bool = True) -> Any:
@@ -304,7 +364,7 @@ class _CheckedFunction:
             raise EvalError(f"{described} raised {type(exc).__name__}: "
                             f"{abridged(str(exc), 200)}") from None
         try:
-            value = from_python(result)
+            value = point_from_python(result, "the value")
         except UsageError as exc:
             raise EvalError(f"{described} returned {abridged(repr(result))}: "
                             f"{exc.message}") from None
@@ -335,6 +395,16 @@ def point_source(text: str, what: str) -> str:
         elif ch == "," and depth == 0:
             return f"({source})"
     return source
+
+
+def point_span(span: Span | None, text: str, source: str) -> Span | None:
+    """The first character of ``span``, in the point ``source`` that :func:`point_source`
+    made of ``text``, as a span in ``text`` itself (the columns moved by the stripping and
+    the parentheses added), so that an error points into the point as the user wrote it."""
+    if span is None or span.line != 1 or "\n" in text:
+        return span
+    col = span.col + (len(text) - len(text.lstrip())) - (1 if source != text.strip() else 0)
+    return attrs.evolve(span, col=col, end_line=1, end_col=col + 1)
 
 
 def literal_value(term: Term) -> Any | None:

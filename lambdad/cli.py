@@ -568,8 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="check at this point only, in lambdad syntax (default: sampled "
                             "points, see --samples)")
     # No default here: argparse could not tell `--samples 3` from the default otherwise.
-    where.add_argument("--samples", type=_positive, metavar="N",
-                       help="check at N random points away from kinks (default 3)")
+    where.add_argument("--samples", type=_count, metavar="N",
+                       help="check at N random points away from kinks (default 3, at most 100000)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the random points (default 0)")
     p.add_argument("--eps", type=_step, default=None, metavar="E",
@@ -588,8 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fuzz", cmd_fuzz, "run the property tests on random well-typed programs; report a "
                               "minimal failing program")
-    p.add_argument("--programs", type=_positive, default=100, metavar="N",
-                   help="how many random programs (default 100)")
+    p.add_argument("--programs", type=_count, default=100, metavar="N",
+                   help="how many random programs (default 100, at most 100000)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the random programs (default 0)")
     p.add_argument("--jobs", type=_positive, default=None, metavar="N",
@@ -619,8 +619,23 @@ def _positive(text: str) -> int:
     return value
 
 
+# The most random points (--samples) or programs (--fuzz --programs) one command takes:
+# already hours of work; a larger count is a typing mistake, not a longer run.
+MAX_COUNT = 100_000
+
+
+def _count(text: str) -> int:
+    """argparse type: an integer from 1 to MAX_COUNT."""
+    value = _positive(text)
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"at most {MAX_COUNT}: {_quoted(text)}")
+    return value
+
+
 # The longest --timeout accepted (30 days): beyond it the system timer overflows.
 MAX_TIMEOUT_SECONDS = 30 * 24 * 3600.0
+# The shortest (1 ms): a shorter one would stop every command before it starts.
+MIN_TIMEOUT_SECONDS = 0.001
 
 
 def _positive_real(text: str) -> float:
@@ -638,6 +653,9 @@ def _seconds(text: str) -> float:
     """argparse type: a time limit in seconds, above 0 and at most MAX_TIMEOUT_SECONDS
     (``--timeout 0`` is refused rather than read as "no limit": omit the option for that)."""
     value = _positive_real(text)
+    if value < MIN_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"at least {MIN_TIMEOUT_SECONDS:g} seconds: {_quoted(text)}")
     if value > MAX_TIMEOUT_SECONDS:
         raise argparse.ArgumentTypeError(
             f"at most {MAX_TIMEOUT_SECONDS:.0f} seconds (30 days); omit --timeout for no limit")

@@ -62,6 +62,7 @@ from .calling import (
     curried_parts,
     from_python,
     input_names,
+    point_from_python,
     uncurried_term,
 )
 from .syntax import (
@@ -78,6 +79,8 @@ from .syntax import (
 from .values import PrimEvent, format_value
 
 MACHINE_EPSILON = sys.float_info.epsilon
+# The smallest relative step: x ± eps * |x| / 2 (the finer probe) still differs from x.
+MIN_EPS = 4.0 * MACHINE_EPSILON
 DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
 DEFAULT_RTOL = 1e-5         # AD vs finite differences, relative
 AGREEMENT = 1e-9            # AD mode vs AD mode, relative ...
@@ -540,9 +543,13 @@ def validate_tolerances(eps: float | None, rtol: float | None) -> tuple[float, f
     eps = DEFAULT_EPS if eps is None else eps
     rtol = DEFAULT_RTOL if rtol is None else rtol
     for flag, value in (("--eps", eps), ("--rtol", rtol)):
-        if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and 0.0 < value < 1.0):
             raise UsageError(f"{flag} must be a number between 0 and 1 (exclusive), "
                              f"got {value!r}")
+    if eps < MIN_EPS:
+        raise UsageError(f"--eps must be at least {MIN_EPS:.2g} (4 machine epsilons), got "
+                         f"{eps!r}: a smaller step vanishes against the point's reals")
     return float(eps), float(rtol)
 
 
@@ -692,7 +699,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         _require_checkable(program, name)
     if point is not None:
         reports = []
-        value = program.parse_point(point) if isinstance(point, str) else from_python(point)
+        value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
         for name in names:
             k = arguments_covered(name, program.typing.schemes[name].type, value)
             if not isinstance(_result(program, name, k), RealT):
@@ -969,7 +976,7 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     for name in names:
         params = _require_checkable(program, name)
         if point is not None:
-            value = program.parse_point(point) if isinstance(point, str) else from_python(point)
+            value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))
             continue
         prober = Prober(program, name, len(params))

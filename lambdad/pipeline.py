@@ -30,6 +30,7 @@ from .differentiate import (
     is_real,
     map_value,
 )
+from .edge import checked, checked_class
 from .errors import (
     DifferentiationError,
     EvalError,
@@ -64,17 +65,21 @@ from .calling import (
     curried_parts,
     finite_reals,
     first_non_finite,
+    first_too_deep,
     from_python,
     input_names,
     literal_value,
     output_names,
     packed,
+    point_from_python,
     point_source,
+    point_span,
     point_term,
     Shape,
     real_inputs,
     real_point,
     real_term,
+    too_deep_message,
     uncurried_lambda,
     uncurried_term,
 )
@@ -193,6 +198,7 @@ def read_source(path: str | Path) -> str:
         raise FileAccessError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
 
 
+@checked
 def load(path: str | Path) -> "Program":
     """The program in the file ``path``; raises UsageError if it cannot be read and
     ParseError / TypeCheckError if it is not a well-typed program."""
@@ -201,6 +207,7 @@ def load(path: str | Path) -> "Program":
     return loads(read_source(path), str(path))
 
 
+@checked
 def loads(text: str, file: str = "<string>") -> "Program":
     """The program whose source is ``text`` (``file`` names it in error messages); raises
     UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
@@ -249,6 +256,7 @@ def _python_reals(point: Any) -> Any:
     return tuple(reals)
 
 
+@checked_class
 class Program:
     """A parsed, type-checked program with its prelude, ready to run and differentiate.
 
@@ -684,6 +692,12 @@ class Program:
         try:
             term = parse_expr(source, what, bound=self.decls,
                               declared=self.declared_primitives())
+        except LambdadError as exc:
+            raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
+        deep = first_too_deep(term)
+        if deep is not None:
+            raise UsageError(too_deep_message(what), point_span(deep.span, text, source))
+        try:
             infer_term(term, self._env_for(term))
             value = literal_value(term)
             if value is None:
@@ -701,7 +715,7 @@ class Program:
         """Python data (or an already parsed runtime value) as a runtime value."""
         if isinstance(point, str):
             return self.parse_point(point, "the point")
-        return from_python(point)
+        return point_from_python(point)
 
     def arguments_covered(self, name: str, point: Any) -> int:
         """How many of ``name``'s curried parameters the point supplies: 1 if it fits the
@@ -881,7 +895,8 @@ class Program:
         """``(value, pull-back)``; the pull-back takes and returns Python data."""
         f, x, _ = self.function_and_point(name, point)
         value, pullback = self.runtime.differentiator.vjp(f, x)
-        return to_python(value), lambda ct: to_python(pullback(from_python(ct)))
+        return to_python(value), lambda ct: to_python(
+            pullback(point_from_python(ct, "the cotangent")))
 
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
                 strategy: str | None = None,

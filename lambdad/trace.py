@@ -26,8 +26,10 @@ from .errors import Span, UsageError, abridged, printable, source_line
 from .graph import Graph, graph_of
 from .interpreter import Interpreter
 from .primitives import PRIMITIVES
+from .printer import print_type
 from .runtime import Runtime
-from .syntax import Let, Pair, Prim, Term, Var, walk
+from .syntax import (Let, Pair, Prim, RealT, Term, Var, VarT, is_differentiable,
+                     walk)
 from .tape import BackpropCreated, BackpropRun
 from .values import (
     Dual,
@@ -259,7 +261,14 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     Raises UsageError for a point that does not fit, and the program's own errors."""
     if mode not in ("forward", "reverse"):
         raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
-    f, x, _ = program.function_and_point(name, point)
+    f, x, result = program.function_and_point(name, point)
+    if not is_differentiable(result):
+        raise UsageError(f"a trace needs a function returning reals (R, pairs and lists of "
+                         f"them); `{name}` returns {print_type(result)}: give it every "
+                         "argument")
+    if mode == "reverse" and not isinstance(result, (RealT, VarT)):
+        raise UsageError(f"a reverse trace needs a function returning R; `{name}` returns "
+                         f"{print_type(result)}")
     recorder = _Recorder()
     differentiator = Runtime(
         strategy=strategy, on_event=recorder,

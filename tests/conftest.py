@@ -24,6 +24,33 @@ def lambdad_cli():
     return run
 
 
+# The reason of a test skipped for want of an optional outside program starts with this.
+MISSING_TOOL = "optional tool missing:"
+
+
+def missing_tool(hint: str):
+    """Skip the test that needs an outside program which is not installed (``hint`` says
+    how to install it), or fail it when LAMBDAD_REQUIRE_TOOLS=1 (CI installed the tools:
+    they must be found)."""
+    if os.environ.get("LAMBDAD_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"LAMBDAD_REQUIRE_TOOLS=1 but {hint}")
+    pytest.skip(f"{MISSING_TOOL} {hint}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say loudly which tests did not run for want of an optional tool."""
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        if MISSING_TOOL in reason:
+            reasons.append(f"{report.nodeid}: {reason.split(MISSING_TOOL, 1)[1].strip()}")
+    if reasons:
+        terminalreporter.section("NOT RUN: optional tools missing", sep="!", yellow=True)
+        for line in reasons:
+            terminalreporter.line(f"SKIPPED {line}", yellow=True)
+
+
 def pytest_addoption(parser):
     parser.addoption("--long", action="store_true",
                      help="also run the long profile: tests marked `long` (adversarial "

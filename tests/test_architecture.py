@@ -24,6 +24,7 @@ LAYERS = [
     {"differentiate"},
     {"runtime"},
     {"trace", "gradcheck", "testing", "plot"},
+    {"edge"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},
 ]

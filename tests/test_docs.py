@@ -48,6 +48,7 @@ from pathlib import Path
 import attrs
 import pytest
 
+from conftest import missing_tool
 from lambdad import cli, repl
 from lambdad.primitives import PRIMITIVES, Primitive
 from lambdad.printer import print_type
@@ -404,7 +405,7 @@ def test_the_pages_have_console_examples():
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])
 def test_console_example(example, page_results):
     if needs_graphviz(example) and shutil.which("dot") is None:
-        pytest.skip("drawing a graph needs Graphviz's `dot`")
+        missing_tool("drawing a graph needs Graphviz's `dot` (`apt-get install graphviz`)")
     status, output = page_results(example.page)[example.line]
     expected = shown_output(example)
     if has_timings(example):

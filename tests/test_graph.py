@@ -3,6 +3,7 @@ numbers, the user's input names) and SVG with no system package."""
 
 import html
 import re
+import shutil
 import xml.etree.ElementTree as ElementTree
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lambdad
-from conftest import PROGRAMS
+from conftest import PROGRAMS, missing_tool
 from lambdad import cli, graph as graphs
 from lambdad.errors import ToolError
 from lambdad.trace import trace
@@ -105,6 +106,27 @@ def test_png_without_graphviz_is_a_tool_error_with_a_hint(tmp_path, monkeypatch,
     assert err.startswith("tool error: Graphviz (`dot`) is not installed")
     assert "apt-get install graphviz" in err and "Traceback" not in err
     assert not out.exists()
+
+
+GRAPHVIZ_HINT = ("Graphviz's `dot` is not installed; to run this test install it from the OS "
+                 "packages (Debian/Ubuntu: `apt-get install graphviz`)")
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG\r\n\x1a\n"), (".pdf", b"%PDF-"),
+                                           (".svg", b"<?xml")], ids=["png", "pdf", "svg"])
+def test_graphviz_draws_the_graph(suffix, magic, tmp_path, capsys):
+    if shutil.which("dot") is None:
+        missing_tool(GRAPHVIZ_HINT)
+    out = tmp_path / f"g{suffix}"
+    status = cli.main(["graph", str(PROGRAMS / "baydin.lam"), "f", "--at", "2,5", "-o", str(out)])
+    assert status == 0, capsys.readouterr().err
+    data = out.read_bytes()
+    assert data.startswith(magic) and len(data) > 1000
+    if suffix == ".svg":  # Graphviz's layout, not lambdad's own
+        root = ElementTree.fromstring(data)
+        assert root.find(f"{SVG}g").get("class") == "graph"
+        labels = {html.unescape(t.text or "") for t in root.iter(f"{SVG}text")}
+        assert {"v5 = v4 - v3", "x1", "x2"} <= labels
 
 
 def test_unknown_picture_format_is_a_usage_error(tmp_path, capsys):

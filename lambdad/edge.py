@@ -1,0 +1,120 @@
+"""The API's edge: where a caller's arguments enter lambdad, checked once.
+
+A function of the public API (``lambdad.load``, ``loads``, ``render`` and the public methods
+of ``Program``) is wrapped by :func:`checked`: a call with too many or too few arguments, an
+unknown keyword, or an argument of the wrong kind for its annotation (a name that is not a
+str, a ``wrt`` that is not a sequence of names, a term that is not a term) raises UsageError
+naming the function and the parameter, where Python would raise a TypeError, or the
+function a KeyError or an AttributeError far inside.  Points are not checked here: their
+conversion (``calling.from_python``) says what is wrong with one.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import LambdadError, UsageError
+from .syntax import Decl, Module, Term
+from .typecheck import ModuleTyping
+
+
+def _instance(*kinds: type) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, kinds)
+
+
+def _sequence_of(*kinds: type) -> Callable[[Any], bool]:
+    return lambda value: (isinstance(value, (list, tuple))
+                          and all(isinstance(item, kinds) for item in value))
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _names_of_str(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+# What each annotation of the public API accepts, and how a message says it.  An
+# annotation not listed (``Any``: a point, a direction, a value to show; ``bool``: any
+# value is true or false) is not checked here.
+KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "str": (_instance(str), "a str"),
+    "str | None": (_optional(_instance(str)), "a str or None"),
+    "Sequence[str]": (_sequence_of(str), "a list or tuple of names (str)"),
+    "Sequence[str] | None": (_optional(_sequence_of(str)),
+                             "a list or tuple of names (str), or None"),
+    "tuple[str, ...]": (_sequence_of(str), "a tuple of names (str)"),
+    "Term": (_instance(Term), "a term (lambdad.syntax)"),
+    "Sequence[Decl]": (_sequence_of(Decl), "a list or tuple of declarations (lambdad.syntax)"),
+    "Module": (_instance(Module), "a module (lambdad.syntax)"),
+    "ModuleTyping": (_instance(ModuleTyping), "a module typing (lambdad.typecheck)"),
+    "LambdadError": (_instance(LambdadError), "an error of the lambdad family"),
+    "dict[str, str] | None": (_optional(_names_of_str),
+                              "None or a mapping of file names to source texts"),
+}
+
+
+def _described(value: Any) -> str:
+    text = repr(value) if not callable(value) else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def checked(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, whose arguments are checked when it is called: raises UsageError for a
+    call that does not match its signature or an argument that its annotation (one of
+    :data:`KINDS`) refuses.  A call with positional arguments only, as many as the
+    signature takes, each of the right kind, goes straight through (a method's hot path)."""
+    signature = inspect.signature(function)
+    parameters = list(signature.parameters.values())
+    label = function.__qualname__.replace(".__init__", "")
+    shown = [p.name for p in parameters if p.name != "self"]
+    checks = [(index, parameter.name, *KINDS[parameter.annotation])
+              for index, parameter in enumerate(parameters)
+              if isinstance(parameter.annotation, str) and parameter.annotation in KINDS]
+    positional = [p for p in parameters
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    most = len(positional)
+    fewest = sum(p.default is p.empty for p in positional)
+    if len(positional) < len(parameters):  # *args, keyword-only or **kwargs: always bind
+        most = -1
+
+    def refuse(message: str) -> UsageError:
+        return UsageError(f"{label}({', '.join(shown)}): {message}")
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or not fewest <= len(args) <= most:
+            try:
+                given = signature.bind(*args, **kwargs).arguments
+            except TypeError as exc:
+                raise refuse(str(exc)) from None
+            for _, name, accepts, wanted in checks:
+                if name in given and not accepts(given[name]):
+                    raise refuse(f"`{name}` must be {wanted}, not {_described(given[name])}")
+            return function(*args, **kwargs)
+        for index, name, accepts, wanted in checks:
+            if index < len(args) and not accepts(args[index]):
+                raise refuse(f"`{name}` must be {wanted}, not {_described(args[index])}")
+        return function(*args)
+
+    return call
+
+
+def checked_class(cls: type) -> type:
+    """``cls`` with its public methods and property setters :func:`checked` (methods whose
+    name starts with ``_`` are left as they are)."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") and name != "__init__":
+            continue
+        if isinstance(member, staticmethod):
+            setattr(cls, name, staticmethod(checked(member.__func__)))
+        elif isinstance(member, property) and member.fset is not None:
+            setattr(cls, name, member.setter(checked(member.fset)))
+        elif inspect.isfunction(member):
+            setattr(cls, name, checked(member))
+    return cls
