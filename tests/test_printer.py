@@ -167,7 +167,7 @@ def test_let_chains_one_binding_per_line():
 
 
 def test_long_conditionals_are_broken():
-    long = " + ".join(f"variable_{i}" for i in range(8))
+    long = " + ".join(f"variable_{i}" for i in range(6))
     term = parse_expr(f"if x < 0 then {long} else if x > 0 then 1 else {long}")
     text = round_trips(term)
     assert text == (f"if x < 0 then\n  {long}\nelse if x > 0 then\n  1\nelse\n  {long}")
