@@ -5,12 +5,19 @@ parser builds and the transformations produce (source and target language).  Par
 minimal: each construct has a binding level (the operators' come from their spelling in the
 primitive table) and a sub-term is parenthesised only where the grammar needs it.
 
-Layout is for people: a term that fits on its line is printed on one line; otherwise a ``let``
-chain has one binding per line (the body under the ``let``), an ``if`` has its branches on
-their own lines, and a lambda its body on the next line.  ``def f = \\x -> \\y -> e`` prints
-as ``def f x y = e`` and ``a && b``/``a || b`` come back from their ``if`` forms.
+Layout is for people, in the style of Wadler's "prettier printer" (the documents of
+:mod:`lambdad.document`): lines of at most :data:`WIDTH` columns unless a single name or
+literal is longer, indentation growing by two columns a level of nesting (one inside
+brackets).  What fits on its line stays on one line; otherwise a ``let`` chain has one
+binding per line (the body under the ``let``, a long value indented on the line after
+``=``), an ``if`` has its branches on their own lines, a lambda its body on the next line,
+an application, a list or a tuple one argument or item a line, an operator chain one
+operand a line (broken before each operator), a ``def`` with a long head one parameter a
+line, and a type breaks before its arrows and ``*``.  ``def f = \\x -> \\y -> e`` prints as
+``def f x y = e`` and ``a && b``/``a || b`` come back from their ``if`` forms.
 
-Printing is iterative (a work stack of text pieces), so very deep terms print too.
+Printing is iterative (a work list of sub-terms, documents laid out by a loop), so very
+deep terms print too.
 """
 
 from __future__ import annotations
