@@ -3,7 +3,7 @@
 
 A document is one of
 
-- a ``str``: text, never broken (no newline in it);
+- a ``str`` (or a subclass): text, never broken (no newline in it);
 - :data:`LINE`: a space, or a line break when its group does not fit;
 - :data:`SOFT`: nothing, or a line break when its group does not fit;
 - :data:`HARD`: always a line break (its groups never fit on one line);
@@ -111,6 +111,8 @@ def render(doc, width: int, max_indent: int | None = None) -> str:
             stack.append(current.doc)
         elif kind is _Restore:
             indent, flat = current.indent, current.flat
+        elif isinstance(current, str):  # a subclass (a parser's token)
+            stack.append(str(current))
         else:
             raise TypeError(f"not a document: {current!r}")
     return "".join(out)
@@ -162,6 +164,8 @@ def _scan(room: int, doc, flat: bool) -> tuple[int, bool]:
             room -= len(current.flat)
             if room < 0:
                 return room, False
+        elif isinstance(current, str):
+            todo.append(str(current))
         else:
             raise TypeError(f"not a document: {current!r}")
     return room, False
