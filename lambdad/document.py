@@ -17,8 +17,8 @@ line up to the next break that is not its own (the text after it counts, so a cl
 ``)`` or `` in`` does not spill over the width; a group after it counts up to its first
 break); inner groups are decided again.  The width of every group on one line is measured
 first, in one pass, so a fit costs the text that follows the group up to a break, not the
-group again.  Measure, layout and fit are loops over explicit stacks, so documents nested
-10^4 deep lay out too, in time linear in their size.
+group again (and never more than the width of it).  Measure, layout and fit are loops
+over explicit stacks, so documents nested 10^4 deep lay out too.
 """
 
 from __future__ import annotations
