@@ -83,7 +83,7 @@ from .calling import (
     uncurried_lambda,
     uncurried_term,
 )
-from .printer import builtin_uses, print_decl, print_type, unshadowed
+from .printer import builtin_uses, print_decl, print_type, print_type_comment, unshadowed
 from .runtime import Runtime
 from .simplify import simplify
 from .syntax import (
@@ -1126,11 +1126,12 @@ class Program:
         for source_name, decl in zip(source_names, decls):
             source_type = self._scheme(source_name).type
             if declared_by(decl.name, decl.value) is not None:
-                lines.append(f"-- {decl.name} : {print_type(source_type)}    (a primitive: "
-                             "both transformations use its partials)")
+                lines.append(print_type_comment(
+                    decl.name, source_type,
+                    "a primitive: both transformations use its partials"))
             else:
-                lines.append(f"-- {decl.name} : {print_type(transform_type(source_type))}"
-                             f"    ({header} of {print_type(source_type)})")
+                lines.append(print_type_comment(decl.name, transform_type(source_type),
+                                                header, of=source_type))
             lines.append(print_decl(decl))
             lines.append("")
         if main is not None:

@@ -5,12 +5,19 @@ parser builds and the transformations produce (source and target language).  Par
 minimal: each construct has a binding level (the operators' come from their spelling in the
 primitive table) and a sub-term is parenthesised only where the grammar needs it.
 
-Layout is for people: a term that fits on its line is printed on one line; otherwise a ``let``
-chain has one binding per line (the body under the ``let``), an ``if`` has its branches on
-their own lines, and a lambda its body on the next line.  ``def f = \\x -> \\y -> e`` prints
-as ``def f x y = e`` and ``a && b``/``a || b`` come back from their ``if`` forms.
+Layout is for people, in the style of Wadler's "prettier printer" (the documents of
+:mod:`lambdad.document`): lines of at most :data:`WIDTH` columns unless a single name or
+literal is longer, indentation growing by two columns a level of nesting (one inside
+brackets).  What fits on its line stays on one line; otherwise a ``let`` chain has one
+binding per line (the body under the ``let``, a long value indented on the line after
+``=``), an ``if`` has its branches on their own lines, a lambda its body on the next line,
+an application, a list or a tuple one argument or item a line, an operator chain one
+operand a line (broken before each operator), a ``def`` with a long head one parameter a
+line, and a type breaks before its arrows and ``*``.  ``def f = \\x -> \\y -> e`` prints as
+``def f x y = e`` and ``a && b``/``a || b`` come back from their ``if`` forms.
 
-Printing is iterative (a work stack of text pieces), so very deep terms print too.
+Printing is iterative (a work list of sub-terms, documents laid out by a loop), so very
+deep terms print too.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from typing import Any
 
 import attrs
 
-from .iterate import run
+from .document import HARD, LINE, Break, Group, Nest, render
+from .iterate import collector_paused, run
 from .primitives import (
     LEVEL_AND,
     LEVEL_APP,
@@ -73,8 +81,8 @@ from .syntax import (
     with_children,
 )
 
-__all__ = ["print_type", "print_term", "print_decl", "print_module", "unshadowed",
-           "builtin_uses"]
+__all__ = ["print_type", "print_type_comment", "print_term", "print_decl", "print_module",
+           "unshadowed", "builtin_uses"]
 
 
 # Longest type text printed in full: types share structure, so `def p1 x = p0 (p0 x)` ...
@@ -150,18 +158,81 @@ def _type_size(t: Type) -> int:
     return sizes[id(t)]
 
 
+def _type_step(t: Type, level: int):
+    """The document of ``t`` in a context of binding ``level`` (see :func:`print_type`):
+    a ``str`` for a type that never breaks, else a step for :func:`run`."""
+    if isinstance(t, (FunT, PairT, ListT)) or (isinstance(t, CotangentT)
+                                                and not isinstance(t.ring, RealT)):
+        return _type_parts(t, level)
+    return print_type(t, None)
+
+
+def _type_parts(t: Type, level: int):
+    """A step of :func:`_type_doc`: ``A -> B -> C`` and ``A * B * C`` are one group,
+    broken before each arrow or ``*``; brackets indent what they hold."""
+    if isinstance(t, ListT):
+        return ["[", Nest(1, (yield _type_step(t.item, 0))), "]"]
+    if isinstance(t, CotangentT):
+        return ["d<", Nest(2, (yield _type_step(t.ring, 0))), ">"]
+    pieces: list = []
+    kind = type(t)
+    current = t
+    while type(current) is kind:
+        if kind is FunT:
+            pieces.append((yield _type_step(current.arg, 1)))
+            linear = isinstance(current.result, CotangentT)
+            pieces.extend((LINE, "-o " if linear else "-> "))
+            current = current.result
+        else:
+            pieces.append((yield _type_step(current.first, 2)))
+            pieces.extend((LINE, "* "))
+            current = current.second
+    own = 0 if kind is FunT else 1
+    pieces.append((yield _type_step(current, own)))
+    doc: Any = Group(pieces)
+    if level > own:
+        doc = ["(", Nest(1, doc), ")"]
+    return doc
+
+
+# A type whose text is at most this long is never broken (`R * (R -o d)`).
+_SHORT_TYPE = 16
+
+
+def _type_doc(t: Type):
+    """The document of the type ``t`` (:func:`print_type`'s text with its breaks); a type
+    abbreviated there is its abbreviated text."""
+    text = print_type(t)
+    if len(text) <= _SHORT_TYPE or text.endswith("parts]") and "…" in text:
+        return text
+    return run(_type_step(t, 0))
+
+
+def print_type_comment(name: str, t: Type, note: str = "", of: Type | None = None) -> str:
+    """``-- name : T    (note of S)`` as lines of comment at most :data:`WIDTH` long: ``T``
+    and ``S`` break before their arrows and ``*``, and the note in parentheses goes on a
+    line of its own when the whole does not fit on one."""
+    doc: list = [Group([name, " :", Nest(4, [LINE, _type_doc(t)])])]
+    if note:
+        remark: list = ["(", note]
+        if of is not None:
+            remark.extend((" of", Nest(2, [LINE, _type_doc(of)])))
+        remark.append(")")
+        doc = [Group([*doc, Nest(2, [Break("    "), Group(remark)])])]
+    text = render(doc, WIDTH - 3, _MAX_INDENT)
+    return "\n".join(f"-- {line}" for line in text.split("\n"))
+
+
 def print_term(term: Term) -> str:
     """Source text of ``term``; raises ValueError for a non-finite real (it has no literal)."""
     printer = _Printer([term])
-    printer.emit(_Sub(term, _BINDER, 0, {}))
-    return printer.text()
+    return printer.render(printer.term(term, _BINDER, {}))
 
 
 def print_decl(decl: Decl) -> str:
     """Source text of one declaration, ``def f x y = e``; raises as :func:`print_term`."""
     printer = _Printer([decl.value])
-    printer.emit_decl(decl)
-    return printer.text()
+    return printer.render(printer.decl(decl))
 
 
 def _primitive_declaration(entry: Primitive) -> str:
@@ -179,11 +250,12 @@ def print_module(module: Module) -> str:
     shadowing a built-in that a later one uses is printed renamed: see :func:`unshadowed`)."""
     module = Module(tuple(unshadowed(module.decls)[0]))
     printer = _Printer([decl.value for decl in module.decls])
+    docs: list = []
     for index, decl in enumerate(module.decls):
         if index:
-            printer.write("\n\n")
-        printer.emit_decl(decl)
-    return printer.text() + "\n" if module.decls else ""
+            docs.extend((HARD, HARD))
+        docs.append(printer.decl(decl))
+    return printer.render(docs) + "\n" if module.decls else ""
 
 
 def unshadowed(decls: Sequence[Decl], used_after: Iterable[str] = (),
@@ -315,36 +387,11 @@ _BINDER = LEVEL_OR - 2  # let, \x -> e, \a -o e, if: they extend as far right as
 _SUM = LEVEL_OR - 1  # e1 <+> e2, the loosest binary operator
 _ATOM = LEVEL_APP + 1  # literals, names, (...), [...]
 
-WIDTH = 88  # a term that fits in this many columns is printed on one line
+WIDTH = 88  # lines are at most this long, unless a name or literal alone is longer
 _MAX_INDENT = 48  # deeper nesting is not indented further (10^4 levels must stay linear)
 
 # Names that mean a built-in when free: a binder of that name must not capture one.
 _BUILTIN_NAMES = frozenset(NAMED) | frozenset(LINEAR_NAMES)
-
-
-class _Sub:
-    """A sub-term still to print: the binding ``level`` its context needs, the ``indent`` of its
-    continuation lines (``None``: the current column), the renaming of bound names in scope,
-    and whether it is already known to be on one line."""
-
-    __slots__ = ("term", "level", "indent", "env", "flat")
-
-    def __init__(self, term: Term, level: int, indent: int | None, env: dict[str, str],
-                 flat: bool = False):
-        self.term = term
-        self.level = level
-        self.indent = indent
-        self.env = env
-        self.flat = flat
-
-
-class _Break:
-    """A line break followed by ``indent`` spaces."""
-
-    __slots__ = ("indent",)
-
-    def __init__(self, indent: int):
-        self.indent = indent
 
 
 def _real(value: float) -> str:
@@ -384,102 +431,49 @@ def _builtin_use(term: Term) -> str | None:
     return None
 
 
+def _chain(parts: list, separator: str = "") -> list:
+    """``p1 sep LINE p2 sep LINE ... pn``: the items of a list or a tuple."""
+    pieces: list = []
+    for index, part in enumerate(parts):
+        if index:
+            pieces.extend((separator, LINE) if separator else (LINE,))
+        pieces.append(part)
+    return pieces
+
+
 class _Printer:
-    """The text of some terms, laid out (see the module docstring)."""
+    """The documents of some terms (see :mod:`lambdad.document`), laid out by :meth:`render`.
+
+    An arm gives a construct's document with a placeholder for each sub-term (a
+    ``Nest(0, None)``, see :meth:`term`); :meth:`render` fills them in with a loop over a
+    work list, so printing needs no recursion however deep the term."""
 
     def __init__(self, roots: Iterable[Term]):
         self.roots = list(roots)
-        self.out: list[str] = []
-        self.column = 0
-        self.size: dict[int, int] = {}
-        self.multiline: set[int] = set()
         self.taken: set[str] | None = None
-        for root in self.roots:
-            self.measure(root)
+        # Sub-terms still to write: (placeholder, term, binding level of the context, names)
+        self.pending: list[tuple[Nest, Term, int, dict[str, str]]] = []
 
-    # ---- measuring: one-line width of every sub-term, and whether it must span lines
+    def term(self, term: Term, level: int, env: dict[str, str]) -> Nest:
+        """The placeholder of ``term`` in a context that needs binding ``level``, with the
+        bound names renamed by ``env``."""
+        hole = Nest(0, None)
+        self.pending.append((hole, term, level, env))
+        return hole
 
-    def measure(self, root: Term) -> None:
-        """Fill ``size`` and ``multiline`` for ``root`` and its sub-terms, bottom-up."""
-        stack: list[tuple[Term, bool]] = [(root, False)]
-        while stack:
-            term, done = stack.pop()
-            if id(term) in self.size:
-                continue
-            kids = list(children(term))
-            if not done:
-                stack.append((term, True))
-                stack.extend((kid, False) for kid in kids)
-                continue
-            size = self.own_width(term) + sum(self.size[id(kid)] + 1 for kid in kids)
-            self.size[id(term)] = size
-            chain = isinstance(term, (Let, LetPair)) and isinstance(term.body, (Let, LetPair))
-            if chain:  # the last `let` of a chain gets its own line too
-                self.multiline.add(id(term.body))
-            if chain or any(id(kid) in self.multiline for kid in kids):
-                self.multiline.add(id(term))
-
-    @staticmethod
-    def own_width(term: Term) -> int:
-        """Roughly the width of ``term``'s own keywords and names (its sub-terms excluded)."""
-        if isinstance(term, Const):
-            return len(repr(term.value))
-        if isinstance(term, (Var, Builtin)):
-            return len(term.name)
-        if isinstance(term, Prim):
-            return len(_spelling(term.op).symbol) + 2
-        if isinstance(term, Lam):
-            typed = 12 if term.param_type is not None else 0
-            return len(term.param) + 5 + typed
-        if isinstance(term, Let):
-            return len(term.name) + 10
-        if isinstance(term, LetPair):
-            return len(term.first) + len(term.second) + 14
-        if isinstance(term, Annot):
-            return len(print_type(term.type)) + 5
-        # `seed i`: 5 for "seed ", less the 2 by which a literal index's estimate (repr,
-        # `0.0`) exceeds its printed form (`0`)
-        widths = {BoolLit: 5, App: 0, Pair: 4, If: 16, ListLit: 2, LinLam: 6, Zero: 4,
-                  Plus: 5, Seed: 3, ReadOff: 10}
-        return widths.get(type(term), 8)
-
-    def fits(self, term: Term) -> bool:
-        return id(term) not in self.multiline and self.column + self.size[id(term)] <= WIDTH
-
-    # ---- output
-
-    def write(self, text: str) -> None:
-        self.out.append(text)
-        newline = text.rfind("\n")
-        self.column = self.column + len(text) if newline < 0 else len(text) - newline - 1
-
-    def text(self) -> str:
-        return "".join(self.out)
-
-    def emit(self, root: Any) -> None:
-        """Print ``root`` (a piece: text, a break or a sub-term) and everything it expands to."""
-        stack = [root]
-        while stack:
-            piece = stack.pop()
-            if isinstance(piece, str):
-                self.write(piece)
-            elif isinstance(piece, _Break):
-                self.write("\n" + " " * piece.indent)
-            else:
-                stack.extend(reversed(self.expand(piece)))
-
-    def expand(self, sub: _Sub) -> list:
-        """The pieces of one sub-term, parenthesised if its context binds tighter."""
-        term = sub.term
-        flat = sub.flat or self.fits(term)
-        indent = min(self.column if sub.indent is None else sub.indent, _MAX_INDENT)
-        arm = _ARMS.get(type(term))
-        if arm is None:
-            raise TypeError(f"cannot print {type(term).__name__}")
-        level, pieces = arm(self, term, indent, sub.env, flat)
-        if level < sub.level:
-            return ["(", *pieces, ")"]
-        return pieces
+    def render(self, doc: Any) -> str:
+        """The text of ``doc`` once its placeholders are filled in, laid out."""
+        pending = self.pending
+        with collector_paused():  # (documents are acyclic: see collector_paused)
+            while pending:
+                hole, term, level, env = pending.pop()
+                arm = _ARMS.get(type(term))
+                if arm is None:
+                    raise TypeError(f"cannot print {type(term).__name__}")
+                own, hole.doc = arm(self, term, env)
+                if own < level:
+                    hole.doc = ["(", Nest(1, hole.doc), ")"]
+            return render(doc, WIDTH, _MAX_INDENT)
 
     # ---- names: a binder that would capture a built-in written inside its scope is renamed
 
@@ -499,107 +493,143 @@ class _Printer:
         self.taken.add(name)
         return name
 
-    def parameters(self, term: Term, env: dict[str, str]) -> tuple[list[str], Term, dict]:
-        """``\\x -> \\(y : A) -> e`` as the parameter texts ``x``, ``(y : A)`` and the body
-        ``e``; stops before a name already used (``\\x x -> e`` would not parse)."""
-        params: list[str] = []
+    def parameters(self, term: Term, env: dict[str, str]) -> tuple[list, Term, dict]:
+        """``\\x -> \\(y : A) -> e`` as the parameter documents ``x``, ``(y : A)`` and the
+        body ``e``; stops before a name already used (``\\x x -> e`` would not parse)."""
+        params: list = []
         seen: set[str] = set()
         while isinstance(term, Lam) and term.param not in seen:
             name, env = self.bind(env, term.param, term.body)
             if term.param_type is None:
                 params.append(name)
             else:
-                params.append(f"({name} : {print_type(term.param_type)})")
+                params.append(self.typed(name, term.param_type))
             if term.param != "_":
                 seen.add(term.param)
             term = term.body
         return params, term, env
 
-    def definition(self, head: list, value: Term, indent: int, env: dict[str, str],
-                   flat: bool, sugar: bool = True) -> list:
-        """``head params [: T] = value`` for ``def`` and ``let``: with ``sugar``, the value's
-        lambdas become parameters and an annotation of their body the result type."""
+    @staticmethod
+    def typed(name: str, t: Type) -> Any:
+        """``(x : A)``, broken inside ``A`` when it does not fit."""
+        return Group(["(", name, " : ", Nest(2, _type_doc(t)), ")"])
+
+    def definition(self, head: Any, value: Term, env: dict[str, str], tail: str = "",
+                   sugar: bool = True) -> Group:
+        """``head params [: T] = value tail`` for ``def`` and ``let``: with ``sugar``, the
+        value's lambdas become parameters and an annotation of their body the result type.
+        The value goes on the next line when the whole does not fit; parameters go on lines
+        of their own, indented twice, when the head does not fit."""
         params, body = [], value
         if sugar:
             params, body, env = self.parameters(value, env)
-        pieces = list(head)
-        for param in params:
-            pieces.extend((" ", param))
         if sugar and isinstance(body, Annot):
-            pieces.append(f" : {print_type(body.type)}")
+            params.append(Group([": ", Nest(2, _type_doc(body.type))]))
             body = body.expr
-        pieces.append(" =")
-        inner = indent + 2
-        if not flat and not self.fits_after(pieces, body):
-            pieces.extend((_Break(inner), _Sub(body, _BINDER, inner, env)))
-        else:
-            pieces.extend((" ", _Sub(body, _BINDER, inner, env, flat)))
-        return pieces
+        lhs = Group([head, Nest(4, [LINE, *_chain(params)]), " ="]) if params else [head, " ="]
+        return Group([lhs, Nest(2, [LINE, self.term(body, _BINDER, env)]), tail])
 
-    def fits_after(self, pieces: list, term: Term) -> bool:
-        width = sum(len(p) for p in pieces if isinstance(p, str)) + 1
-        return id(term) not in self.multiline and self.column + width + self.size[id(term)] <= WIDTH
-
-    def emit_decl(self, decl: Decl) -> None:
-        """Print ``def f params [: T] = e``, or the ``primitive`` declaration it stands for."""
+    def decl(self, decl: Decl) -> Any:
+        """``def f params [: T] = e``, or the ``primitive`` declaration it stands for."""
         declared = declared_by(decl.name, decl.value)
         if declared is not None:
-            self.write(_primitive_declaration(declared))
-            return
-        flat = self.fits_after(["def ", decl.name, " = "], decl.value)
-        for piece in self.definition(["def ", decl.name], decl.value, 0, {}, flat):
-            self.emit(piece)
+            first, *more = _primitive_declaration(declared).split("\n")
+            return [first, *(piece for line in more for piece in (HARD, line))]
+        return self.definition(f"def {decl.name}", decl.value, {})
 
-    # ---- arms: (binding level, pieces) of each construct, given its indentation and mode
+    # ---- arms: (binding level, document) of each construct
 
-    def _const(self, term: Const, indent, env, flat):
+    def _const(self, term: Const, env):
         """A real literal ``2.5``."""
-        return _ATOM, [_real(term.value)]
+        return _ATOM, _real(term.value)
 
-    def _bool(self, term: BoolLit, indent, env, flat):
+    def _bool(self, term: BoolLit, env):
         """``true`` / ``false``."""
-        return _ATOM, ["true" if term.value else "false"]
+        return _ATOM, "true" if term.value else "false"
 
-    def _var(self, term: Var, indent, env, flat):
+    def _var(self, term: Var, env):
         """``x``."""
-        return _ATOM, [env.get(term.name, term.name)]
+        return _ATOM, env.get(term.name, term.name)
 
-    def _builtin(self, term: Builtin, indent, env, flat):
+    def _builtin(self, term: Builtin, env):
         """A built-in as a value: its name; an operator has no name, so it is eta-expanded."""
         spelling = _spelling(term.name)
         if spelling.fixity == "function":
-            return _ATOM, [spelling.symbol]
+            return _ATOM, spelling.symbol
         params = PRIMITIVES[term.name].params
         if spelling.fixity == "prefix":
-            return _ATOM, [f"(\\{params[0]} -> {spelling.symbol}{params[0]})"]
-        return _ATOM, [f"(\\{' '.join(params)} -> {f' {spelling.symbol} '.join(params)})"]
+            return _ATOM, f"(\\{params[0]} -> {spelling.symbol}{params[0]})"
+        return _ATOM, f"(\\{' '.join(params)} -> {f' {spelling.symbol} '.join(params)})"
 
-    def _prim(self, term: Prim, indent, env, flat):
-        """``x + y``, ``-x``, ``sin x``: per the primitive's spelling."""
+    def _prim(self, term: Prim, env):
+        """``x + y``, ``-x``, ``sin x``: per the primitive's spelling; a long operation breaks
+        before its operator."""
         spelling = _spelling(term.op)
         level = spelling.level
         if spelling.fixity == "infix":
-            left_level = level if spelling.assoc == "left" else level + 1
-            right_level = level if spelling.assoc == "right" else level + 1
-            left, right = term.args
-            return level, [_Sub(left, left_level, indent, env, flat), f" {spelling.symbol} ",
-                           _Sub(right, right_level, indent, env, flat)]
+            return level, self.operations(term, env)
         if spelling.fixity == "prefix":
             # `--x` would be a comment: a nested negation is parenthesised.
-            return level, [spelling.symbol, _Sub(term.args[0], level + 1, indent, env, flat)]
-        pieces: list = [spelling.symbol]
-        gap = self.gap(indent, flat)
-        for arg in term.args:
-            pieces.extend((gap, _Sub(arg, _ATOM, None, env, flat)))
-        return LEVEL_APP, pieces
+            return level, [spelling.symbol, self.term(term.args[0], level + 1, env)]
+        return LEVEL_APP, self.applied(spelling.symbol,
+                                       [self.term(arg, _ATOM, env) for arg in term.args])
 
     @staticmethod
-    def gap(indent: int, flat: bool) -> str | _Break:
-        """What separates the arguments of an application: a space, or (when the application
-        does not fit) a line break, one argument per line."""
-        return " " if flat else _Break(indent + 2)
+    def infix(left: Any, symbol: str, right: Any) -> Group:
+        """``left symbol right``, or ``left`` and ``symbol right`` on the next line."""
+        return Group([left, Nest(2, [LINE, symbol, " ", right])])
 
-    def _app(self, term: App, indent, env, flat):
+    def operations(self, term: Prim | Plus, env: dict[str, str]) -> Group:
+        """``e1 op e2 op ... en`` for operators of one level (``a - b + c``, ``x <+> y <+>
+        z``): on one line, or broken before each operator, the operands indented."""
+        level, assoc = self.operator(term)
+        right_level = level if assoc == "right" else level + 1
+        left_level = level if assoc == "left" else level + 1
+        links: list = []  # (symbol, operand) from the right end of a left-nested chain
+        current: Term = term
+        while True:
+            left, right = (current.left, current.right) if isinstance(current, Plus) \
+                else current.args
+            symbol = "<+>" if isinstance(current, Plus) else _spelling(current.op).symbol
+            if assoc == "right":  # a ^ b ^ c: the chain goes right
+                links.append((symbol, self.term(left, left_level, env)))
+                current = right
+                if self.operator(current) != (level, assoc):  # ("none": a single link)
+                    first = links[0][1]
+                    rest = [(sym, doc) for (sym, _), (_, doc) in zip(links, links[1:])]
+                    rest.append((links[-1][0], self.term(current, right_level, env)))
+                    break
+            else:
+                links.append((symbol, self.term(right, right_level, env)))
+                current = left
+                if assoc == "none" or self.operator(current) != (level, assoc):
+                    first = self.term(current, left_level, env)
+                    rest = links[::-1]
+                    break
+        tail: list = []
+        for symbol, doc in rest:
+            tail.extend((LINE, symbol, " ", doc))
+        return Group([first, Nest(2, tail)])
+
+    @staticmethod
+    def operator(term: Term) -> tuple[int, str | None] | None:
+        """The level and associativity of ``term``'s operator, if it is an infix one."""
+        if isinstance(term, Plus):
+            return _SUM, "left"
+        if isinstance(term, Prim):
+            spelling = _spelling(term.op)
+            if spelling.fixity == "infix":
+                return spelling.level, spelling.assoc
+        return None
+
+    @staticmethod
+    def applied(head: Any, args: list) -> Group:
+        """``f a1 ... an`` on one line, or each argument on a line of its own."""
+        if not args:
+            return head
+        return Group([head, Nest(2, [LINE, *_chain(args)])])
+
+    def _app(self, term: App, env):
         """``f a1 ... an``; a built-in head given its arity of arguments is grouped,
         ``(map f) xs``, or it would read back as the primitive applied."""
         args = []
@@ -608,122 +638,124 @@ class _Printer:
             args.append(head.arg)
             head = head.fn
         args.reverse()
-        pieces: list = []
         rest = args
-        gap = self.gap(indent, flat)
-        if isinstance(head, Builtin) and _spelling(head.name).fixity == "function":
+        if isinstance(head, Builtin) and _spelling(head.name).fixity == "function" \
+                and len(args) >= PRIMITIVES[head.name].arity:
             arity = PRIMITIVES[head.name].arity
-            if len(args) >= arity:
-                pieces.extend(("(", _Sub(head, _ATOM, None, env, flat)))
-                for arg in args[:arity - 1]:
-                    pieces.extend((" ", _Sub(arg, _ATOM, None, env, flat)))
-                pieces.append(")")
-                rest = args[arity - 1:]
-        if not pieces:
-            pieces.append(_Sub(head, LEVEL_APP, indent, env, flat))
-        for arg in rest:
-            pieces.extend((gap, _Sub(arg, _ATOM, None, env, flat)))
-        return LEVEL_APP, pieces
+            inner = self.applied(self.term(head, _ATOM, env),
+                                 [self.term(arg, _ATOM, env) for arg in args[:arity - 1]])
+            first: Any = ["(", Nest(1, inner), ")"]
+            rest = args[arity - 1:]
+        else:
+            first = self.term(head, LEVEL_APP, env)
+        return LEVEL_APP, self.applied(first, [self.term(arg, _ATOM, env) for arg in rest])
 
-    def _lam(self, term: Lam, indent, env, flat):
+    def _lam(self, term: Lam, env):
         """``\\x (y : A) -> e``."""
         params, body, env = self.parameters(term, env)
-        return _BINDER, ["\\", " ".join(params), " ->", *self.body(body, indent, env, flat)]
+        head = ["\\"]
+        for index, param in enumerate(params):
+            head.extend((" ", param) if index else (param,))
+        return _BINDER, self.lambda_([*head, " ->"], body, env)
 
-    def _linlam(self, term: LinLam, indent, env, flat):
+    def _linlam(self, term: LinLam, env):
         """``\\a -o e``."""
         name, env = self.bind(env, term.param, term.body)
-        return _BINDER, ["\\", name, " -o", *self.body(term.body, indent, env, flat)]
+        return _BINDER, self.lambda_(f"\\{name} -o", term.body, env)
 
-    def body(self, body: Term, indent: int, env: dict[str, str], flat: bool) -> list:
-        """A lambda's body: on the same line, or indented on the next."""
-        if flat or self.fits_after([" "], body):
-            return [" ", _Sub(body, _BINDER, indent + 2, env, flat)]
-        return [_Break(indent + 2), _Sub(body, _BINDER, indent + 2, env)]
+    def lambda_(self, head: Any, body: Term, env: dict[str, str]) -> Group:
+        """A lambda: its body on the same line, or indented on the next."""
+        return Group([head, Nest(2, [LINE, self.term(body, _BINDER, env)])])
 
-    def _let(self, term: Let, indent, env, flat):
+    def _let(self, term: Let, env):
         """``let x = e1 in e2``, with ``let f x = e1 in e2`` for a function value."""
-        name, inner = self.bind(env, term.name, term.body)
-        pieces = self.definition(["let ", name], term.value, indent, env, flat)
-        return _BINDER, [*pieces, " in", *self.continuation(term.body, indent, inner, flat)]
+        return _BINDER, self.lets(term, env)
 
-    def _letpair(self, term: LetPair, indent, env, flat):
+    def _letpair(self, term: LetPair, env):
         """``let (x, y) = e1 in e2``."""
-        first, inner = self.bind(env, term.first, term.body)
-        second, inner = self.bind(inner, term.second, term.body)
-        head = ["let ", f"({first}, {second})"]
-        pieces = self.definition(head, term.value, indent, env, flat, sugar=False)
-        return _BINDER, [*pieces, " in", *self.continuation(term.body, indent, inner, flat)]
+        return _BINDER, self.lets(term, env)
 
-    @staticmethod
-    def continuation(body: Term, indent: int, env: dict[str, str], flat: bool) -> list:
-        """The body of a ``let``: on the next line, under the ``let``."""
-        if flat:
-            return [" ", _Sub(body, _BINDER, indent, env, True)]
-        return [_Break(indent), _Sub(body, _BINDER, indent, env)]
+    def lets(self, term: Let | LetPair, env: dict[str, str]) -> Any:
+        """A ``let`` and its body: on one line, or the body on the next line, under the
+        ``let``; a chain of ``let`` has one binding per line, and its body a line too."""
+        pieces: list = []
+        current: Term = term
+        while isinstance(current, (Let, LetPair)):
+            if pieces:
+                pieces.append(HARD)
+            if isinstance(current, Let):
+                name, inner = self.bind(env, current.name, current.body)
+                pieces.append(self.definition(f"let {name}", current.value, env, " in"))
+            else:
+                first, inner = self.bind(env, current.first, current.body)
+                second, inner = self.bind(inner, current.second, current.body)
+                pieces.append(self.definition(f"let ({first}, {second})", current.value,
+                                              env, " in", sugar=False))
+            current, env = current.body, inner
+        pieces.extend((LINE if len(pieces) == 1 else HARD, self.term(current, _BINDER, env)))
+        return Group(pieces)
 
-    def _if(self, term: If, indent, env, flat):
-        """``if c then e1 else e2``; ``a && b`` and ``a || b`` for their desugared forms."""
+    def _if(self, term: If, env):
+        """``if c then e1 else e2``; ``a && b`` and ``a || b`` for their desugared forms.
+        Broken, each branch is indented on its own line, and ``else if`` continues the
+        chain."""
         if _is_false(term.orelse):
-            return LEVEL_AND, [_Sub(term.cond, LEVEL_AND, indent, env, flat), " && ",
-                               _Sub(term.then, LEVEL_COMPARE, indent, env, flat)]
+            return LEVEL_AND, self.infix(self.term(term.cond, LEVEL_AND, env), "&&",
+                                         self.term(term.then, LEVEL_COMPARE, env))
         if _is_true(term.then):
-            return LEVEL_OR, [_Sub(term.cond, LEVEL_OR, indent, env, flat), " || ",
-                              _Sub(term.orelse, LEVEL_AND, indent, env, flat)]
-        if flat:
-            return _BINDER, ["if ", _Sub(term.cond, _BINDER, indent, env, True), " then ",
-                             _Sub(term.then, _BINDER, indent, env, True), " else ",
-                             _Sub(term.orelse, _BINDER, indent, env, True)]
-        inner = indent + 2
-        pieces = ["if ", _Sub(term.cond, _BINDER, inner, env), " then", _Break(inner),
-                  _Sub(term.then, _BINDER, inner, env), _Break(indent), "else"]
-        orelse = term.orelse
-        if isinstance(orelse, If) and not _is_false(orelse.orelse) and not _is_true(orelse.then):
-            pieces.extend((" ", _Sub(orelse, _BINDER, indent, env)))  # else if ...
-        else:
-            pieces.extend((_Break(inner), _Sub(orelse, _BINDER, inner, env)))
-        return _BINDER, pieces
+            return LEVEL_OR, self.infix(self.term(term.cond, LEVEL_OR, env), "||",
+                                        self.term(term.orelse, LEVEL_AND, env))
+        pieces: list = []
+        current: Term = term
+        while True:
+            pieces.extend(("if ", self.term(current.cond, _BINDER, env), " then",
+                           Nest(2, [LINE, self.term(current.then, _BINDER, env)]),
+                           LINE, "else"))
+            current = current.orelse
+            if not isinstance(current, If) or _is_false(current.orelse) \
+                    or _is_true(current.then):
+                break
+            pieces.append(" ")
+        pieces.append(Nest(2, [LINE, self.term(current, _BINDER, env)]))
+        return _BINDER, Group(pieces)
 
-    def _pair(self, term: Pair, indent, env, flat):
+    def _pair(self, term: Pair, env):
         """``(e1, e2)``.  A right-nested pair keeps its inner parentheses, ``(x, (x', x_))``:
         ``(a, b, c)`` would read back the same, but the nesting is the type's shape (dual
         numbers, gradients in the shape of the input) and the reader should see it."""
-        return _ATOM, ["(", *self.items([term.first, term.second], env, flat), ")"]
+        return _ATOM, self.bracketed("(", [term.first, term.second], ")", env)
 
-    def items(self, items: list[Term], env: dict[str, str], flat: bool) -> list:
-        pieces: list = []
-        for index, item in enumerate(items):
-            if index:
-                pieces.append(", ")
-            pieces.append(_Sub(item, _BINDER, None, env, flat))
-        return pieces
+    def bracketed(self, opening: str, items: list[Term], closing: str,
+                  env: dict[str, str]) -> Group:
+        """``(e1, e2)``, ``[e1, ..., en]``: on one line, or one item a line."""
+        docs = [self.term(item, _BINDER, env) for item in items]
+        return Group([opening, Nest(1, _chain(docs, ",")), closing])
 
-    def _list(self, term: ListLit, indent, env, flat):
+    def _list(self, term: ListLit, env):
         """``[e1, ..., en]``."""
-        return _ATOM, ["[", *self.items(list(term.items), env, flat), "]"]
+        return _ATOM, self.bracketed("[", list(term.items), "]", env)
 
-    def _annot(self, term: Annot, indent, env, flat):
+    def _annot(self, term: Annot, env):
         """``(e : A)``."""
-        return _ATOM, ["(", _Sub(term.expr, _BINDER, None, env, flat),
-                       f" : {print_type(term.type)})"]
+        return _ATOM, Group(["(", Nest(1, [self.term(term.expr, _BINDER, env), LINE, ": ",
+                                           Nest(2, _type_doc(term.type))]), ")"])
 
-    def _zero(self, term: Zero, indent, env, flat):
+    def _zero(self, term: Zero, env):
         """``zero``."""
-        return _ATOM, ["zero"]
+        return _ATOM, "zero"
 
-    def _plus(self, term: Plus, indent, env, flat):
+    def _plus(self, term: Plus, env):
         """``e1 <+> e2`` (left-associative, the loosest operator)."""
-        return _SUM, [_Sub(term.left, _SUM, indent, env, flat), " <+> ",
-                      _Sub(term.right, LEVEL_OR, indent, env, flat)]
+        return _SUM, self.operations(term, env)
 
-    def _seed(self, term: Seed, indent, env, flat):
+    def _seed(self, term: Seed, env):
         """``seed i``, ``seed (k + i)``."""
-        return LEVEL_APP, ["seed ", _Sub(term.index, _ATOM, None, env, flat)]
+        return LEVEL_APP, ["seed ", self.term(term.index, _ATOM, env)]
 
-    def _readoff(self, term: ReadOff, indent, env, flat):
+    def _readoff(self, term: ReadOff, env):
         """``cotangent x e``."""
-        return LEVEL_APP, ["cotangent ", _Sub(term.point, _ATOM, None, env, flat), " ",
-                           _Sub(term.cotangent, _ATOM, None, env, flat)]
+        return LEVEL_APP, self.applied("cotangent", [self.term(term.point, _ATOM, env),
+                                                     self.term(term.cotangent, _ATOM, env)])
 
 
 _ARMS: dict[type, Any] = {

@@ -90,8 +90,13 @@ def test_forward_of_a_function_given_as_an_argument(program, shown, user, x):
     text = program.show(shown, forward=True)
     printed = lambdad.loads(text, "shown.lam")                  # it parses and type-checks
     assert printed.scheme(shown).type == forward_type(program.scheme(shown).type)
-    header = text.splitlines()[0]                                 # at the type show prints
-    assert header.startswith(f"-- {shown} : {print_scheme(printed.scheme(shown))}    (→D of ")
+    comment = []  # the comment above the first definition, its lines joined
+    for line in text.splitlines():
+        if not line.startswith("-- "):
+            break
+        comment.append(line[3:].strip())
+    header = " ".join(" ".join(comment).split())                 # at the type show prints
+    assert header.startswith(f"{shown} : {print_scheme(printed.scheme(shown))} (→D of ")
     module = parse_module(text, "shown.lam")
     assert parse_module(print_module(module)) == module          # parse . print = id
     assert "grad f" not in text                                   # written out

@@ -289,12 +289,12 @@ def twice x =
   let x1 = (x, seed 0) in
   let (_, v1_) =
     (\\y ->
-      let (y, y_) = y in
-      let (y, y') = y in
-      ((y * y, y * y' + y * y'), \\a -o
-                                   let (a, a') = a in
-                                   y_ (y * a, a * y' + y * a') <+> y_
-                                     (y * a, a * y' + y * a')))
+       let (y, y_) = y in
+       let (y, y') = y in
+       ((y * y, y * y' + y * y'),
+        \\a -o
+          let (a, a') = a in
+          y_ (y * a, a * y' + y * a') <+> y_ (y * a, a * y' + y * a')))
       x1 in
   cotangent x1 (v1_ (1, 0))
 """

@@ -8,9 +8,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import lambdad
+from conftest import PROGRAMS
+from lambdad.document import HARD, LINE, Group, Nest, render
 from lambdad.parser import parse_expr, parse_module
 from lambdad.primitives import PRIMITIVES
-from lambdad.printer import print_decl, print_module, print_term, print_type
+from lambdad.printer import (
+    WIDTH,
+    print_decl,
+    print_module,
+    print_term,
+    print_type,
+    print_type_comment,
+)
 from lambdad.syntax import (
     BOOL,
     COTANGENT,
@@ -167,7 +177,7 @@ def test_let_chains_one_binding_per_line():
 
 
 def test_long_conditionals_are_broken():
-    long = " + ".join(f"variable_{i}" for i in range(8))
+    long = " + ".join(f"variable_{i}" for i in range(6))
     term = parse_expr(f"if x < 0 then {long} else if x > 0 then 1 else {long}")
     text = round_trips(term)
     assert text == (f"if x < 0 then\n  {long}\nelse if x > 0 then\n  1\nelse\n  {long}")
@@ -209,6 +219,85 @@ def test_print_type():
     assert print_type(FunT(PairT(REAL, REAL), ListT(BOOL))) == "R * R -> [Bool]"
     assert print_type(PairT(PairT(REAL, REAL), REAL)) == "(R * R) * R"
     assert print_type(FunT(FunT(REAL, REAL), REAL)) == "(R -> R) -> R"
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def test_a_group_breaks_when_the_text_after_it_would_overflow():
+    """`f aaaa bbbb` fits in 19 columns after `let x =`, but ` in` follows it: the group
+    breaks rather than spill over the width (a fit looks past the group to the next break)."""
+    doc = ["let x =", Group(Nest(2, [LINE, "f aaaa bbbb"])), " in"]
+    assert render(doc, 22) == "let x = f aaaa bbbb in"
+    assert render(doc, 21) == "let x =\n  f aaaa bbbb in"
+
+
+def test_inner_groups_are_decided_again_and_hard_breaks_break_their_groups():
+    inner = Group(["(", Nest(1, ["a,", LINE, "b"]), ")"])
+    doc = Group(["f", Nest(2, [LINE, inner, LINE, "cccccc"])])
+    assert render(doc, 20) == "f (a, b) cccccc"
+    assert render(doc, 10) == "f\n  (a, b)\n  cccccc"
+    assert render(doc, 5) == "f\n  (a,\n   b)\n  cccccc"
+    assert render(Group(["x", LINE, "y", HARD, "z"]), 80) == "x\ny\nz"
+
+
+def test_indentation_stops_growing_at_the_cap():
+    doc: object = "x"
+    for _ in range(100):
+        doc = Group(["f", Nest(2, [LINE, doc])])
+    text = render(doc, 10, max_indent=6)
+    assert max(len(line) - len(line.lstrip()) for line in text.splitlines()) == 6
+
+
+def test_operator_chains_break_before_each_operator():
+    long = " + ".join(f"variable_{i}" for i in range(9))
+    text = round_trips(parse_expr(long))
+    assert text == "variable_0\n" + "".join(f"  + variable_{i}\n" for i in range(1, 9))[:-1]
+    text = round_trips(parse_expr(f"\\a -o x_ ({long}) <+> y_ a <+> z_ a"))
+    assert text.splitlines()[-2:] == ["    <+> y_ a", "    <+> z_ a"]
+
+
+def test_lists_tuples_and_applications_break_between_items():
+    items = ", ".join(f"(item_{i}, \\a -o zero)" for i in range(6))
+    text = round_trips(parse_expr(f"[{items}]"))
+    assert text.splitlines() == [f"{'[' if i == 0 else ' '}(item_{i}, \\a -o zero)"
+                                 f"{',' if i < 5 else ']'}" for i in range(6)]
+    call = "function_name " + " ".join(f"argument_{i}" for i in range(8))
+    text = round_trips(parse_expr(call))
+    assert text.splitlines() == ["function_name"] + [f"  argument_{i}" for i in range(8)]
+
+
+def test_long_parameter_lists_and_types_break():
+    long = " * ".join(["(R * (R -o d))"] * 3 + ["R * (R -o d)"])
+    decl = parse_module(f"def f (w : {long}) (x : {long}) : {long} = x").decls[0]
+    text = print_decl(decl)
+    assert text.splitlines() == ["def f", f"    (w : {long})", f"    (x : {long})",
+                                 f"    : {long} =", "  x"]
+    assert parse_module(text).decls[0] == decl
+    comment = print_type_comment("f", FunT(PairT(REAL, REAL), FunT(REAL, REAL)), "←D",
+                                 of=REAL)
+    assert comment == "-- f : R * R -> R -> R    (←D of R)"
+    wide = decl.value.param_type
+    assert print_type_comment("g", wide, "a note") == f"-- g : {long}    (a note)"
+    comment = print_type_comment("g", FunT(wide, FunT(wide, wide)), "a note")
+    assert comment.splitlines() == ["-- g :", f"--     {long}", f"--     -> {long}",
+                                    f"--     -> {long}", "--   (a note)"]
+
+
+def test_show_of_a_logistic_loss_reads_well():
+    """The reverse-mode program of programs/logistic_regression.lam: within the width,
+    each item of the data on a line of its own, no break inside a `\\a -o` head, and
+    indentation that grows with nesting only."""
+    text = lambdad.load(PROGRAMS / "logistic_regression.lam").show("loss", reverse=True)
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    assert max(len(line) - len(line.lstrip()) for line in lines) <= 10
+    start = lines.index("def data : [((R * (R -o d)) * R * (R -o d)) * R * (R -o d)] =")
+    assert lines[start + 1] == "  [(((0.1, \\a -o zero), (0.2, \\a -o zero)), (0, \\a -o zero)),"
+    assert lines[start + 8] == "   (((1, \\a -o zero), (0.4, \\a -o zero)), (0, \\a -o zero))]"
+    assert lines[lines.index("-- predict :") + 4] == "--   (←D of R * R * R -> R * R -> R)"
+    assert not any(line.rstrip().endswith("\\a") or line.lstrip().startswith("-o")
+                   for line in lines)
 
 
 # --------------------------------------------------------------------------- deep terms

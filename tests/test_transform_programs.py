@@ -60,3 +60,33 @@ def test_show_at_builds_a_hygienic_main_whatever_the_function_is_called(name, mo
                            at=(2.0, 3.0))
     value, gradient = program.value_and_grad(name, (2.0, 3.0))
     assert lambdad.loads(printed, "printed.lam").run() == (value, gradient)
+
+
+SHOW_MODES = {"forward": dict(forward=True), "reverse": dict(reverse=True),
+              "fused": dict(reverse=True, fused=True),
+              "forward-raw": dict(forward=True, raw=True),
+              "reverse-raw": dict(reverse=True, raw=True)}
+
+
+@pytest.mark.parametrize("file", FILES)
+@pytest.mark.parametrize("mode", SHOW_MODES)
+def test_shown_programs_fit_in_100_columns(file, mode):
+    """`lambdad show` of every top-level function: no line longer than 100 columns, but one
+    that is a single token (a name or literal longer than the width, which cannot break).
+    A function printed with another one's dependencies is checked there (the text of a
+    declaration does not depend on what is shown with it)."""
+    program = lambdad.load(PROGRAMS / file)
+    checked: set[str] = set()
+    shown = 0
+    for name in reversed(program.names()):
+        if name in checked:
+            continue
+        try:
+            text = program.show(name, **SHOW_MODES[mode])
+        except lambdad.LambdadError:
+            continue  # no program for it in this mode (a located refusal, tested elsewhere)
+        shown += 1
+        checked |= {line.split()[1] for line in text.splitlines() if line.startswith("def ")}
+        for line in text.splitlines():
+            assert len(line) <= 100 or len(line.split()) == 1, f"{name}: {line}"
+    assert shown
