@@ -544,6 +544,9 @@ class Interpreter:
         return backprop
 
     def _new_constant_traced(self, span: Span | None) -> Backprop:
+        # A step: reverse mode gives one to every real of a list it receives (`range n`),
+        # work as long as the list, before any primitive of the program runs.
+        self._count_step(span)
         backprop = self.tape.own_constant(span)
         if self.on_event is not None:
             self.on_event(BackpropCreated(backprop.stamp, span))
@@ -580,12 +583,21 @@ class Interpreter:
             raise exc.with_span(site.span)
         return checked_ad_result(site, result)
 
-    def _prim_event(self, site: PrimSite, args: tuple, result: Any) -> None:
+    def _count_step(self, span: Span | None) -> None:
+        """Counts a step of the run; ResourceError at ``span`` past the step limit or the
+        time limit."""
         self.steps += 1
         if self.max_steps is not None and self.steps > self.max_steps:
-            raise ResourceError(f"stopped after {self.max_steps} steps", site.span)
+            raise ResourceError(f"stopped after {self.max_steps} steps", span)
         if self._deadline is not None and time.monotonic() > self._deadline:
-            raise ResourceError(f"stopped after {self.timeout:g} seconds", site.span)
+            raise ResourceError(f"stopped after {self.timeout:g} seconds", span)
+
+    def _prim_event(self, site: PrimSite, args: tuple, result: Any) -> None:
+        if type(result) is list:
+            # Making a list is a step per element: a mode's work on it is as long
+            # (reverse mode's zero adjoints, forward mode's zero tangents).
+            self.steps += len(result)
+        self._count_step(site.span)
         if self.on_event is not None:
             self.on_event(PrimEvent(site.primitive, site.span, args, result, site.term))
 

@@ -262,7 +262,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     f, x, _ = program.function_and_point(name, point)
     recorder = _Recorder()
     differentiator = Runtime(
-        strategy=strategy, on_event=recorder,
+        strategy=strategy, on_event=recorder, max_steps=program.max_steps,
         differentiator=lambda interpreter, strategy: _TracingDifferentiator(
             interpreter, recorder, strategy)).differentiator
     names = program.input_names(name, x)

@@ -1,0 +1,176 @@
+"""The limits a timer watches while a command runs: time and memory.
+
+A repeating timer (``SIGALRM``, every :data:`INTERVAL` seconds) checks the clock against
+the time limit and the process's resident memory against the memory limit; when one is
+exceeded its handler raises :class:`~lambdad.errors.ResourceError`, located at the
+operation of generated code running at that moment (when one is).  The handler runs
+between two Python bytecodes, so work done in one long step of C code (building a list of
+10^8 elements) is built in pieces by the primitives (see ``lambdad.primitives``) for the
+watch to stop it in time.  :func:`watching` puts back the signal handler and the timer it
+found when it returns, however it returns (an error, Ctrl-C).
+
+The step limit (``--max-steps``) is counted by the interpreter itself, in every route;
+the time limit is also polled there when a program sets one through the API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import ResourceError, Span
+
+__all__ = ["INTERVAL", "default_max_memory", "format_bytes", "parse_bytes",
+           "resident_bytes", "watching"]
+
+# How often the watch looks at the clock and the memory, in seconds.
+INTERVAL = 0.05
+# How long a run stopped by the watch has to finish stopping before it is stopped again.
+AGAIN = 0.5
+
+# The default memory limit: this fraction of the machine's memory (or of the memory the
+# process's control group may use, when less).
+DEFAULT_MEMORY_FRACTION = 0.5
+
+
+def _physical_memory() -> int | None:
+    """The bytes of memory this process may use: the machine's, or its control group's
+    limit when lower; None when unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as file:
+                text = file.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+        break
+    return total
+
+
+def default_max_memory() -> int | None:
+    """The memory limit of a command without ``--max-memory``: half of the memory this
+    process may use (:func:`_physical_memory`); None when that is unknown."""
+    total = _physical_memory()
+    return None if total is None else int(total * DEFAULT_MEMORY_FRACTION)
+
+
+def resident_bytes() -> int | None:
+    """The resident memory of this process in bytes, read from ``/proc/self/statm`` (one
+    small read); None where there is no such file."""
+    try:
+        with open("/proc/self/statm", "rb") as file:
+            fields = file.read().split()
+        return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_bytes(text: str) -> int | None:
+    """A size in bytes written ``500M``, ``2G``, ``1.5GB``, ``4096`` (K, M, G, T are powers
+    of 1024); None if ``text`` is not one."""
+    match = _SIZE.fullmatch(text)
+    if match is None:
+        return None
+    number, unit = match.groups()
+    return int(float(number) * _UNITS[unit.lower()])
+
+
+def format_bytes(count: int) -> str:
+    """``count`` bytes for a message: ``512 MB``, ``1.5 GB``."""
+    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count} bytes"
+
+
+def _running_site(frame: Any) -> Span | None:
+    """The span of the operation of generated code that ``frame`` (or a frame calling it)
+    runs: the innermost frame of a generated module whose line has a recorded site."""
+    while frame is not None:
+        table = frame.f_globals.get("__lambdad_lines__")
+        if table is not None:
+            site = table.get(frame.f_lineno)
+            if site is not None:
+                return site.span
+        frame = frame.f_back
+    return None
+
+
+@contextlib.contextmanager
+def watching(timeout: float | None = None, max_memory: int | None = None,
+             timeout_option: str = "--timeout",
+             memory_option: str = "--max-memory") -> Iterator[None]:
+    """Inside the ``with`` block, stops the run with a ResourceError once ``timeout``
+    seconds have passed or the process's resident memory exceeds ``max_memory`` bytes
+    (None: no such limit); the messages name the options that set them.  Only the main
+    thread can be watched (elsewhere the block runs unwatched).  The signal handler and the
+    timer in place before are put back when the block ends."""
+    if (timeout is None and max_memory is None) or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    started = time.monotonic()
+    deadline = None if timeout is None else started + timeout
+    active = [True]  # whether a check may still stop the run
+    raised: list[Any] = [None, 0.0]  # the error a check raised, and when
+
+    def check(signum: int, frame: Any) -> None:
+        if not active[0]:
+            return
+        now = time.monotonic()
+        if raised[0] is not None:
+            # The run is stopping: its clean-up (putting back limits, freeing its values)
+            # runs undisturbed for a while; if the error was dropped (raised inside a
+            # finaliser), it is raised again.
+            if now - raised[1] >= AGAIN:
+                raised[1] = now
+                raise raised[0]
+            return
+        error = None
+        if deadline is not None and now >= deadline:
+            error = ResourceError(f"stopped after the time limit of {timeout:g} s "
+                                  f"({timeout_option})", _running_site(frame))
+        elif max_memory is not None:
+            used = resident_bytes()
+            if used is not None and used > max_memory:
+                error = ResourceError(
+                    f"stopped at the memory limit of {format_bytes(max_memory)} "
+                    f"({memory_option}): the run uses {format_bytes(used)}",
+                    _running_site(frame))
+        if error is not None:
+            raised[:] = [error, now]
+            raise error
+
+    previous = signal.signal(signal.SIGALRM, check)
+    # The first check comes at the deadline when only time is watched; then the timer
+    # repeats until it is disarmed: an exception raised while Python runs a garbage-
+    # collector callback or a finaliser is dropped, and the next check stops the run.
+    first = INTERVAL if max_memory is not None else timeout
+    previous_timer = signal.setitimer(signal.ITIMER_REAL, first, INTERVAL)
+    try:
+        yield
+    finally:
+        # First, with no call before it (a pending check runs only at a call): from here
+        # on a check raises nothing, so what follows always runs.
+        active[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        delay, repeat = previous_timer
+        if delay > 0:  # a timer armed before: it goes on, less the time spent here
+            elapsed = time.monotonic() - started
+            signal.setitimer(signal.ITIMER_REAL, max(delay - elapsed, 1e-6), repeat)
