@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import ResourceError, Span
 
-__all__ = ["INTERVAL", "default_max_memory", "format_bytes", "parse_bytes",
+__all__ = ["INTERVAL", "Stopped", "default_max_memory", "format_bytes", "parse_bytes",
            "resident_bytes", "watching"]
 
 # How often the watch looks at the clock and the memory, in seconds.
@@ -37,6 +37,11 @@ AGAIN = 0.5
 # The default memory limit: this fraction of the machine's memory (or of the memory the
 # process's control group may use, when less).
 DEFAULT_MEMORY_FRACTION = 0.5
+
+
+class Stopped(ResourceError):
+    """The ResourceError the watch raises: the command's time or memory is up (code that
+    runs many programs, ``lambdad fuzz``, stops at it rather than count it a program's)."""
 
 
 def _physical_memory() -> int | None:
@@ -143,12 +148,12 @@ def watching(timeout: float | None = None, max_memory: int | None = None,
             return
         error = None
         if deadline is not None and now >= deadline:
-            error = ResourceError(f"stopped after the time limit of {timeout:g} s "
+            error = Stopped(f"stopped after the time limit of {timeout:g} s "
                                   f"({timeout_option})", _running_site(frame))
         elif max_memory is not None:
             used = resident_bytes()
             if used is not None and used > max_memory:
-                error = ResourceError(
+                error = Stopped(
                     f"stopped at the memory limit of {format_bytes(max_memory)} "
                     f"({memory_option}): the run uses {format_bytes(used)}",
                     _running_site(frame))

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from .. import gradcheck
+from ..limits import Stopped
 from ..primitives import Primitive
 from .generate import GeneratedProgram
 from .properties import PROPERTIES, PointRejected, PropertyViolation, cases, check_properties
@@ -65,6 +66,15 @@ class FuzzReport:
 
 class _OutOfTime(BaseException):
     """Stops hypothesis's shrinking (a BaseException, so it is not taken for a failure)."""
+
+
+class _Stopping(BaseException):
+    """Carries the command's time or memory limit (:class:`~lambdad.limits.Stopped`) out of
+    hypothesis (a BaseException, so it is not taken for a failure of the program)."""
+
+    def __init__(self, error: Stopped):
+        super().__init__(error)
+        self.error = error
 
 
 # Programs per shard of a fuzz run: shards are independent hypothesis runs, so they can run
@@ -131,6 +141,8 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
         try:
             check_properties(generated, point, load, wanted)
             return None
+        except Stopped as stopped:
+            raise _Stopping(stopped) from None
         except PointRejected:
             if failing is None:
                 state["skipped"] += 1
@@ -168,6 +180,9 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
         run_case()
     except _OutOfTime:
         pass
+    except _Stopping as stopping:
+        # (not located: the random program it stopped in is not shown)
+        raise Stopped(stopping.error.message) from None
     except Exception:
         if state["failure"] is None:
             raise
