@@ -593,11 +593,17 @@ class Interpreter:
             raise ResourceError(f"stopped after {self.timeout:g} seconds", span)
 
     def _prim_event(self, site: PrimSite, args: tuple, result: Any) -> None:
+        # (_count_step written out: this runs once per primitive of an instrumented run)
+        steps = self.steps + 1
         if type(result) is list:
             # Making a list is a step per element: a mode's work on it is as long
             # (reverse mode's zero adjoints, forward mode's zero tangents).
-            self.steps += len(result)
-        self._count_step(site.span)
+            steps += len(result)
+        self.steps = steps
+        if self._max_steps is not None and steps > self._max_steps:
+            raise ResourceError(f"stopped after {self._max_steps} steps", site.span)
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise ResourceError(f"stopped after {self._timeout:g} seconds", site.span)
         if self.on_event is not None:
             self.on_event(PrimEvent(site.primitive, site.span, args, result, site.term))
 

@@ -16,6 +16,7 @@ the time limit is also polled there when a program sets one through the API.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import signal
@@ -27,7 +28,7 @@ from typing import Any
 from .errors import ResourceError, Span
 
 __all__ = ["INTERVAL", "Stopped", "default_max_memory", "format_bytes", "parse_bytes",
-           "resident_bytes", "watching"]
+           "resident_bytes", "stopped", "watch_forked", "watching"]
 
 # How often the watch looks at the clock and the memory, in seconds.
 INTERVAL = 0.05
@@ -116,66 +117,116 @@ def _running_site(frame: Any) -> Span | None:
     return None
 
 
+class _Watch:
+    """The SIGALRM handler of :func:`watching`: checks the limits, raises :class:`Stopped`."""
+
+    def __init__(self, deadline: float | None, timeout: float | None,
+                 max_memory: int | None, timeout_option: str, memory_option: str):
+        self.deadline, self.timeout, self.max_memory = deadline, timeout, max_memory
+        self.options = (timeout_option, memory_option)
+        self.active = True  # whether a check may still stop the run
+        self.raised: Stopped | None = None  # the error a check raised, and when
+        self.raised_at = 0.0
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if not self.active:
+            return
+        now = time.monotonic()
+        if self.raised is not None:
+            # The run is stopping: its clean-up (putting back limits, freeing its values)
+            # runs undisturbed for a while; if the error was dropped (raised inside a
+            # finaliser), it is raised again.
+            if now - self.raised_at >= AGAIN:
+                self.raised_at = now
+                raise self.raised
+            return
+        error = None
+        if self.deadline is not None and now >= self.deadline:
+            error = Stopped(f"stopped after the time limit of {self.timeout:g} s "
+                            f"({self.options[0]})", _running_site(frame))
+        elif self.max_memory is not None:
+            used = resident_bytes()
+            if used is not None and used > self.max_memory:
+                error = Stopped(
+                    f"stopped at the memory limit of {format_bytes(self.max_memory)} "
+                    f"({self.options[1]}): the run uses {format_bytes(used)}",
+                    _running_site(frame))
+        if error is not None:
+            if _in_collector_callback(frame):
+                return  # where an exception is dropped (and reported): the next check
+            self.raised, self.raised_at = error, now
+            raise error
+
+
+def _in_collector_callback(frame: Any) -> bool:
+    """Whether ``frame`` runs inside a callback of the garbage collector (``gc.callbacks``,
+    as hypothesis installs), where an exception raised is dropped with a warning."""
+    codes = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextlib.contextmanager
 def watching(timeout: float | None = None, max_memory: int | None = None,
              timeout_option: str = "--timeout",
              memory_option: str = "--max-memory") -> Iterator[None]:
-    """Inside the ``with`` block, stops the run with a ResourceError once ``timeout``
-    seconds have passed or the process's resident memory exceeds ``max_memory`` bytes
-    (None: no such limit); the messages name the options that set them.  Only the main
-    thread can be watched (elsewhere the block runs unwatched).  The signal handler and the
-    timer in place before are put back when the block ends."""
+    """Inside the ``with`` block, stops the run with a ResourceError (:class:`Stopped`) once
+    ``timeout`` seconds have passed or the process's resident memory exceeds
+    ``max_memory`` bytes (None: no such limit); the messages name the options that set
+    them.  Only the main thread can be watched (elsewhere the block runs unwatched).  The
+    signal handler and the timer in place before are put back when the block ends."""
     if (timeout is None and max_memory is None) or not hasattr(signal, "setitimer") \
             or threading.current_thread() is not threading.main_thread():
         yield
         return
     started = time.monotonic()
-    deadline = None if timeout is None else started + timeout
-    active = [True]  # whether a check may still stop the run
-    raised: list[Any] = [None, 0.0]  # the error a check raised, and when
-
-    def check(signum: int, frame: Any) -> None:
-        if not active[0]:
-            return
-        now = time.monotonic()
-        if raised[0] is not None:
-            # The run is stopping: its clean-up (putting back limits, freeing its values)
-            # runs undisturbed for a while; if the error was dropped (raised inside a
-            # finaliser), it is raised again.
-            if now - raised[1] >= AGAIN:
-                raised[1] = now
-                raise raised[0]
-            return
-        error = None
-        if deadline is not None and now >= deadline:
-            error = Stopped(f"stopped after the time limit of {timeout:g} s "
-                                  f"({timeout_option})", _running_site(frame))
-        elif max_memory is not None:
-            used = resident_bytes()
-            if used is not None and used > max_memory:
-                error = Stopped(
-                    f"stopped at the memory limit of {format_bytes(max_memory)} "
-                    f"({memory_option}): the run uses {format_bytes(used)}",
-                    _running_site(frame))
-        if error is not None:
-            raised[:] = [error, now]
-            raise error
-
-    previous = signal.signal(signal.SIGALRM, check)
+    watch = _Watch(None if timeout is None else started + timeout, timeout, max_memory,
+                   timeout_option, memory_option)
+    previous = signal.signal(signal.SIGALRM, watch)
     # The first check comes at the deadline when only time is watched; then the timer
     # repeats until it is disarmed: an exception raised while Python runs a garbage-
     # collector callback or a finaliser is dropped, and the next check stops the run.
     first = INTERVAL if max_memory is not None else timeout
     previous_timer = signal.setitimer(signal.ITIMER_REAL, first, INTERVAL)
+    consequence: Stopped | None = None
     try:
         yield
+    except Exception as exc:
+        watch.active = False  # (as below)
+        if watch.raised is None or exc is watch.raised:
+            raise
+        # Raised after the watch stopped the run, by code its error interrupted (a
+        # library's state left half changed): the limit is what to report.
+        consequence = watch.raised
     finally:
         # First, with no call before it (a pending check runs only at a call): from here
         # on a check raises nothing, so what follows always runs.
-        active[0] = False
+        watch.active = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
         delay, repeat = previous_timer
         if delay > 0:  # a timer armed before: it goes on, less the time spent here
             elapsed = time.monotonic() - started
             signal.setitimer(signal.ITIMER_REAL, max(delay - elapsed, 1e-6), repeat)
+    if consequence is not None:
+        raise consequence
+
+
+def stopped() -> Stopped | None:
+    """The error the watch in force raised, if it has stopped the run: code that catches
+    errors of the programs it runs (``lambdad fuzz``) asks, so as not to take the limit for
+    a program's failure.  None outside a watch, or before it stops the run."""
+    handler = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
+    return handler.raised if isinstance(handler, _Watch) else None
+
+
+def watch_forked() -> None:
+    """In a process forked inside :func:`watching` (a worker of ``check --jobs``), watches
+    the same limits (the same deadline, the memory limit for this process's own resident
+    size): a forked process inherits the signal handler but not the timer.  Does nothing
+    in a process forked outside a watch."""
+    if hasattr(signal, "setitimer") and isinstance(signal.getsignal(signal.SIGALRM), _Watch):
+        signal.setitimer(signal.ITIMER_REAL, INTERVAL, INTERVAL)

@@ -339,3 +339,14 @@ def test_the_watch_stops_python_code_once_with_the_error_it_raised():
             while True:
                 pass
     assert time.monotonic() - started < 1.5
+
+
+def test_the_memory_limit_holds_in_the_worker_processes_of_check(loops, capsys):
+    # The workers of `check --jobs 2` are forked: they watch the command's limits too.
+    status, out, err, elapsed = timed(capsys, "check", loops, "f", "--samples", "2",
+                                      "--jobs", "2",
+                                      "--max-memory", memory_limit_above_now(100 << 20))
+    assert status == 1, (out, err)
+    assert "resource error: stopped at the memory limit of" in err
+    assert err.startswith(f"{loops}:{LOOP_LINE}:{RANGE_COLUMN}:"), err
+    assert elapsed < 10, elapsed
