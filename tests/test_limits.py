@@ -350,3 +350,31 @@ def test_the_memory_limit_holds_in_the_worker_processes_of_check(loops, capsys):
     assert "resource error: stopped at the memory limit of" in err
     assert err.startswith(f"{loops}:{LOOP_LINE}:{RANGE_COLUMN}:"), err
     assert elapsed < 10, elapsed
+
+
+def test_the_watch_serves_the_api_too():
+    program = lambdad.loads(LOOPS)
+    before = alarm_state()
+    started = time.monotonic()
+    with pytest.raises(lambdad.limits.Stopped) as stopped:
+        with lambdad.limits.watching(timeout=0.3):
+            program.grad("f", 1.0)
+    assert time.monotonic() - started < 2
+    assert stopped.value.span is not None and stopped.value.span.line == LOOP_LINE
+    assert isinstance(stopped.value, lambdad.ResourceError)
+    assert alarm_state() == before
+    assert program.grad("g", 1.0) == 99999 * 100000 / 2  # the program runs on as before
+
+
+def test_an_error_raised_because_the_watch_stopped_the_run_reports_the_limit():
+    # Code interrupted by the watch may fail in its own way (a library's state half
+    # changed): what is reported is the limit.
+    with pytest.raises(limits.Stopped, match="time limit of 0.2 s"):
+        with limits.watching(0.2):
+            try:
+                while True:
+                    pass
+            except limits.Stopped:
+                assert limits.stopped() is not None
+                raise AssertionError("a library's state, half changed") from None
+    assert limits.stopped() is None
