@@ -20,6 +20,7 @@ import gc
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -133,10 +134,11 @@ class _Watch:
             return
         now = time.monotonic()
         if self.raised is not None:
-            # The run is stopping: its clean-up (putting back limits, freeing its values)
-            # runs undisturbed for a while; if the error was dropped (raised inside a
-            # finaliser), it is raised again.
-            if now - self.raised_at >= AGAIN:
+            # The run is stopping: while the error is on its way out, its clean-up (the
+            # `finally` blocks putting back limits, freeing values) runs undisturbed; if it
+            # was dropped (raised inside a finaliser), it is raised again.
+            if now - self.raised_at >= AGAIN and not _handling(self.raised) \
+                    and not _in_collector_callback(frame):
                 self.raised_at = now
                 raise self.raised
             return
@@ -156,6 +158,18 @@ class _Watch:
                 return  # where an exception is dropped (and reported): the next check
             self.raised, self.raised_at = error, now
             raise error
+
+
+def _handling(error: BaseException) -> bool:
+    """Whether ``error``, or an exception raised while handling it, is the exception being
+    handled now (in an ``except`` or ``finally`` block): on its way out."""
+    current = sys.exc_info()[1]
+    seen = 0
+    while current is not None and seen < 100:
+        if current is error:
+            return True
+        current, seen = current.__context__, seen + 1
+    return False
 
 
 def _in_collector_callback(frame: Any) -> bool:
