@@ -383,8 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"stop {what} cleanly after S seconds (default: no limit)")
         if steps:
             p.add_argument("--max-steps", type=_positive, metavar="N",
-                           help="stop the run cleanly after N primitive operations "
-                                "(default: no limit)")
+                           help="stop the run cleanly after N steps: primitive "
+                                "operations, and a step per element of each list a "
+                                "primitive makes (default: no limit)")
         p.add_argument("--max-memory", type=_memory, metavar="SIZE",
                        help="stop the run cleanly when the process uses more than SIZE of "
                             "memory: 500M, 2G, ... (default: half of the machine's memory)")

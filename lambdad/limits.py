@@ -33,7 +33,8 @@ __all__ = ["INTERVAL", "Stopped", "default_max_memory", "format_bytes", "parse_b
 
 # How often the watch looks at the clock and the memory, in seconds.
 INTERVAL = 0.05
-# How long a run stopped by the watch has to finish stopping before it is stopped again.
+# How long after stopping a run the watch raises its error again, if the error was dropped
+# (raised inside a finaliser) and is no longer on its way out.
 AGAIN = 0.5
 
 # The default memory limit: this fraction of the machine's memory (or of the memory the
