@@ -409,7 +409,8 @@ class Interpreter:
             new_backprop=self._new_backprop_traced if instrumented else self._new_backprop,
             own_zero=self._new_constant_traced,
             seed=self._seed, read_off=self._read_off, call_ad=self._call_ad,
-            prim_event=self._prim_event, generic_apply=self.generic_apply,
+            prim_event=self._prim_event, count_ahead=self._count_ahead,
+            generic_apply=self.generic_apply,
             apply_builtin=apply_builtin)
 
     def _evaluate_decl(self, decl: Decl, values: Mapping[str, Any]) -> Any:
@@ -591,6 +592,19 @@ class Interpreter:
             raise ResourceError(f"stopped after {self.max_steps} steps", span)
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise ResourceError(f"stopped after {self.timeout:g} seconds", span)
+
+    def _count_ahead(self, site: PrimSite, args: tuple) -> None:
+        """ResourceError at ``site`` if the list its primitive is about to make (of the
+        length its ``size`` gives) would take the run past the step limit: stopped before
+        it is made (`range 1e8` is seconds and gigabytes)."""
+        if self._max_steps is None:
+            return
+        size = site.primitive.size(*args)
+        if self.steps + 1 + size > self._max_steps:
+            raise ResourceError(f"stopped after {self._max_steps} steps", site.span, (
+                f"`{site.primitive.spelling.symbol}` would make a list of {size:.0f} "
+                f"elements, a step each, after {self.steps} step"
+                f"{'' if self.steps == 1 else 's'}",))
 
     def _prim_event(self, site: PrimSite, args: tuple, result: Any) -> None:
         # (_count_step written out: this runs once per primitive of an instrumented run)

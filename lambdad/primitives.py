@@ -142,6 +142,10 @@ class Primitive:
     declaration: "Declaration | None" = None
     # The algebra the simplifier may use on an application of it.
     laws: Laws | None = None
+    # For a primitive making a list whose length its arguments give (``range n``): that
+    # length, from the arguments, so that a run's step limit stops it before the list is
+    # made (a list counts a step per element).
+    size: Callable[..., float] | None = None
 
     @property
     def arity(self) -> int:
@@ -604,7 +608,8 @@ _ENTRIES: list[Primitive] = [
               lambda xs: float(len(xs)), inline="float(len({xs}))"),
     Primitive("range", "constant", ("n",), _fun(REAL, ListT(REAL)),
               Spelling("range", "function", LEVEL_APP),
-              "range n = [0, 1, ..., n - 1]; n must be a non-negative integer", _range),
+              "range n = [0, 1, ..., n - 1]; n must be a non-negative integer", _range,
+              size=lambda n: n if type(n) is float and n > 0.0 else 0.0),
     # ---- lists (whole-number positions and counts are read from primals)
     Primitive("index", "structural", ("xs", "i"), _fun(ListT(_A), REAL, _A),
               Spelling("!!", "infix", LEVEL_INDEX, "left"),

@@ -195,6 +195,22 @@ def test_the_step_limit_bounds_reverse_and_nested_modes(loops, capsys, command):
     assert elapsed < 2, elapsed
 
 
+@pytest.mark.parametrize("command", [
+    ["run"], ["grad", "f", "--at", "1"], ["hessian", "f", "--at", "1"],
+    ["hvp", "f", "--at", "1", "--dir", "1"], ["trace", "f", "--at", "1"],
+    ["graph", "f", "--at", "1"], ["check", "f", "--at", "1"]], ids=lambda c: c[0])
+def test_the_step_limit_stops_a_huge_range_before_it_is_made(loops, capsys, command):
+    # Before: `grad` ran 95 s under --max-steps 1000, `hvp`/`hessian` were killed (memory).
+    status, out, err, elapsed = timed(capsys, command[0], loops, *command[1:],
+                                      "--max-steps", "1000")
+    assert status == 1 and out == "", err
+    line, column = (4, 20) if command == ["run"] else (LOOP_LINE, RANGE_COLUMN)
+    assert err.startswith(f"{loops}:{line}:{column}: resource error: stopped after 1000 "
+                          "steps"), err
+    assert f"`range` would make a list of {HUGE} elements, a step each" in err
+    assert elapsed < 1.5, elapsed
+
+
 @pytest.mark.parametrize("command", [["trace"], ["trace", "--mode", "reverse"], ["graph"]])
 def test_trace_and_graph_count_steps(loops, capsys, command):
     # Before: 40,003 rows printed under --max-steps 100.
