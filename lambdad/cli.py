@@ -13,14 +13,14 @@ import importlib.metadata
 import json
 import math
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .errors import FileAccessError, LambdadError, ResourceError, UsageError, render
+from .errors import FileAccessError, LambdadError, UsageError, render
+from .limits import default_max_memory, parse_bytes, watching
 from .pipeline import (
     COMPOSITIONS,
     MODES,
@@ -58,27 +58,6 @@ def _show(value: Any) -> str:
 
 def _json_value(value: Any) -> Any:
     return json_result(value)
-
-
-@contextmanager
-def _time_limit(seconds: float | None):
-    """Stop the run with a ResourceError after ``seconds`` (no limit if None)."""
-    if not seconds:
-        yield
-        return
-
-    def expire(signum, frame):
-        raise ResourceError(f"stopped after the time limit of {seconds:g} s (--timeout)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    # The alarm repeats until it is disarmed: an exception raised while Python runs a
-    # garbage-collector callback or a finaliser is dropped, and the next one stops the run.
-    signal.setitimer(signal.ITIMER_REAL, seconds, 0.1)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @contextmanager
@@ -417,12 +396,18 @@ def build_parser() -> argparse.ArgumentParser:
             "help": "the point, in lambdad syntax: 2,5 or '(2, 5)' or '[1, 2, 3]' (one value "
                     "per curried argument, or the first argument alone)", **extra})
 
-    def timeout(p: argparse.ArgumentParser) -> None:
+    def timeout(p: argparse.ArgumentParser, steps: bool = True,
+                what: str = "the run") -> None:
         p.add_argument("--timeout", type=_seconds, metavar="S",
-                       help="stop the run cleanly after S seconds (default: no limit)")
-        p.add_argument("--max-steps", type=_positive, metavar="N",
-                       help="stop the run cleanly after N primitive operations "
-                            "(default: no limit)")
+                       help=f"stop {what} cleanly after S seconds (default: no limit)")
+        if steps:
+            p.add_argument("--max-steps", type=_positive, metavar="N",
+                           help="stop the run cleanly after N steps: primitive "
+                                "operations, and a step per element of each list a "
+                                "primitive makes (default: no limit)")
+        p.add_argument("--max-memory", type=_memory, metavar="SIZE",
+                       help="stop the run cleanly when the process uses more than SIZE of "
+                            "memory: 500M, 2G, ... (default: half of the machine's memory)")
 
     p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
     program_file(p)
@@ -597,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the same for every N")
     p.add_argument("--primitives", metavar="FILE",
                    help="also use the primitives FILE declares (`primitive f x = ...`)")
+    timeout(p, steps=False, what="the whole fuzz run (all the programs)")
     return parser
 
 
@@ -662,6 +648,25 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _memory(text: str) -> int:
+    """argparse type: a memory size above 0 (``500M``, ``2G``, ``1.5GB``, bytes)."""
+    value = parse_bytes(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"not a size (a number of bytes, or with K, M, G, T): {_quoted(text)}")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0: {_quoted(text)}")
+    return value
+
+
+def _memory_limit(args: argparse.Namespace) -> int | None:
+    """The memory limit of a command taking --max-memory (its default if not given); None
+    for a command without it (the REPL: a session, not a run)."""
+    if not hasattr(args, "max_memory"):
+        return None
+    return args.max_memory if args.max_memory is not None else default_max_memory()
+
+
 def _step(text: str) -> float:
     """argparse type: a relative finite-difference step, strictly between 0 and 1."""
     try:
@@ -712,7 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(_attach_negative_values(
             list(sys.argv[1:] if argv is None else argv)))
         session.max_steps = getattr(args, "max_steps", None)
-        with _time_limit(getattr(args, "timeout", None)):
+        with watching(getattr(args, "timeout", None), _memory_limit(args)):
             status = args.handler(session, args)
             sys.stdout.flush()  # a full disk or a closed pipe is reported here, not at exit
         return status

@@ -529,6 +529,7 @@ class _CodeGenerator:
             "_readoff": calls.read_off,
             "_ad": calls.call_ad,
             "_ev": calls.prim_event,
+            "_ahead": calls.count_ahead,
             "_gp": calls.generic_apply,
             "_nonfinite": not_finite,
             # Linear bodies whose finiteness checks are deferred (see deferred_checks).
@@ -1243,6 +1244,8 @@ class _CodeGenerator:
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = fn.fresh("t")
+        if self.instrumented and primitive.size is not None:
+            fn.emit(f"_ahead({self.constant(site)}, ({args},))", atoms, site)
         if primitive.kind == "ad":
             fn.emit(f"{t} = _ad({self.constant(site)}, {args})", atoms, site)
         elif self.generic and primitive.kind in GENERIC_KINDS:
@@ -1709,7 +1712,8 @@ class RuntimeCalls:
     share :data:`~lambdad.tape.ZERO`); ``seed(i, span)`` and ``read_off(point, cotangent)`` are
     ``seed i`` and ``cotangent x e``; ``call_ad(site, *args)`` runs ``grad``/``jvp``/``vjp``;
     ``prim_event(site, args, result)`` counts steps and reports events (instrumented
-    runs); ``generic_apply(primitive, *args)`` applies a primitive to tagged reals (inside
+    runs), ``count_ahead(site, args)`` checks the steps of the list a primitive is about
+    to make (its ``size``) against the step limit; ``generic_apply(primitive, *args)`` applies a primitive to tagged reals (inside
     a nesting level); ``apply_builtin`` is what a built-in used as a value runs.
     """
 
@@ -1719,6 +1723,7 @@ class RuntimeCalls:
     read_off: Callable[[Any, Any], Any]
     call_ad: Callable[..., Any]
     prim_event: Callable[[PrimSite, tuple, Any], None]
+    count_ahead: Callable[[PrimSite, tuple], None]
     generic_apply: Callable[..., Any]
     apply_builtin: Callable[[BuiltinFunction, tuple], Any]
 

@@ -56,6 +56,7 @@ import attrs
 from . import rich
 from .differentiate import Differentiator, is_real, map_value
 from .errors import EvalError, LambdadError, ResourceError, UsageError
+from .limits import watch_forked
 from .runtime import Runtime
 from .calling import (
     arguments_covered,
@@ -772,6 +773,7 @@ def in_parallel(work: Callable[[Any], Any], tasks: Sequence[Any], jobs: int) -> 
         todo.put(None)
 
     def serve() -> None:
+        watch_forked()  # the command's time and memory limits hold in the workers too
         while (position := todo.get()) is not None:
             try:
                 done.put((position, "value", work(tasks[position])))

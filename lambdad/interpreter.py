@@ -418,7 +418,8 @@ class Interpreter:
             new_backprop=self._new_backprop_traced if instrumented else self._new_backprop,
             own_zero=self._new_constant_traced,
             seed=self._seed, read_off=self._read_off, call_ad=self._call_ad,
-            prim_event=self._prim_event, generic_apply=self.generic_apply,
+            prim_event=self._prim_event, count_ahead=self._count_ahead,
+            generic_apply=self.generic_apply,
             apply_builtin=apply_builtin)
 
     def _evaluate_decl(self, decl: Decl, values: Mapping[str, Any]) -> Any:
@@ -553,6 +554,9 @@ class Interpreter:
         return backprop
 
     def _new_constant_traced(self, span: Span | None) -> Backprop:
+        # A step: reverse mode gives one to every real of a list it receives (`range n`),
+        # work as long as the list, before any primitive of the program runs.
+        self._count_step(span)
         backprop = self.tape.own_constant(span)
         if self.on_event is not None:
             self.on_event(BackpropCreated(backprop.stamp, span))
@@ -589,12 +593,40 @@ class Interpreter:
             raise exc.with_span(site.span)
         return checked_ad_result(site, result)
 
-    def _prim_event(self, site: PrimSite, args: tuple, result: Any) -> None:
+    def _count_step(self, span: Span | None) -> None:
+        """Counts a step of the run; ResourceError at ``span`` past the step limit or the
+        time limit."""
         self.steps += 1
         if self.max_steps is not None and self.steps > self.max_steps:
-            raise ResourceError(f"stopped after {self.max_steps} steps", site.span)
+            raise ResourceError(f"stopped after {self.max_steps} steps", span)
         if self._deadline is not None and time.monotonic() > self._deadline:
-            raise ResourceError(f"stopped after {self.timeout:g} seconds", site.span)
+            raise ResourceError(f"stopped after {self.timeout:g} seconds", span)
+
+    def _count_ahead(self, site: PrimSite, args: tuple) -> None:
+        """ResourceError at ``site`` if the list its primitive is about to make (of the
+        length its ``size`` gives) would take the run past the step limit: stopped before
+        it is made (`range 1e8` is seconds and gigabytes)."""
+        if self._max_steps is None:
+            return
+        size = site.primitive.size(*args)
+        if self.steps + 1 + size > self._max_steps:
+            raise ResourceError(f"stopped after {self._max_steps} steps", site.span, (
+                f"`{site.primitive.spelling.symbol}` would make a list of {size:.0f} "
+                f"elements, a step each, after {self.steps} step"
+                f"{'' if self.steps == 1 else 's'}",))
+
+    def _prim_event(self, site: PrimSite, args: tuple, result: Any) -> None:
+        # (_count_step written out: this runs once per primitive of an instrumented run)
+        steps = self.steps + 1
+        if type(result) is list:
+            # Making a list is a step per element: a mode's work on it is as long
+            # (reverse mode's zero adjoints, forward mode's zero tangents).
+            steps += len(result)
+        self.steps = steps
+        if self._max_steps is not None and steps > self._max_steps:
+            raise ResourceError(f"stopped after {self._max_steps} steps", site.span)
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise ResourceError(f"stopped after {self._timeout:g} seconds", site.span)
         if self.on_event is not None:
             self.on_event(PrimEvent(site.primitive, site.span, args, result, site.term))
 

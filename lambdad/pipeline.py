@@ -36,6 +36,7 @@ from .errors import (
     EvalError,
     FileAccessError,
     LambdadError,
+    ResourceError,
     ShadowWarning,
     Span,
     TypeCheckError,
@@ -703,6 +704,8 @@ class Program:
             if value is None:
                 needed = {name for name in free_vars(term) if name in self.decls}
                 value = self.runtime.evaluate(term, {n: self.value_of(n) for n in needed})
+        except ResourceError:
+            raise  # a limit of the run (steps, time, memory), not a fault of the text
         except LambdadError as exc:
             raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
         bad = first_non_finite(value)

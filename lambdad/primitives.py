@@ -30,7 +30,7 @@ Kinds of primitive:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import chain
 from typing import Any
@@ -142,6 +142,10 @@ class Primitive:
     declaration: "Declaration | None" = None
     # The algebra the simplifier may use on an application of it.
     laws: Laws | None = None
+    # For a primitive making a list whose length its arguments give (``range n``): that
+    # length, from the arguments, so that a run's step limit stops it before the list is
+    # made (a list counts a step per element).
+    size: Callable[..., float] | None = None
 
     @property
     def arity(self) -> int:
@@ -304,16 +308,38 @@ def _half_distance(x: float) -> float:
     return abs(x - math.floor(x) - 0.5)
 
 
+# Elements a list primitive builds in one step of C code: a longer list is built in pieces
+# of this many, so that a run's time and memory limits, checked between two Python
+# bytecodes (lambdad.limits), can stop it while it grows (10^8 reals take seconds).
+PIECE = 1 << 16
+
+
 def _zip(xs: list, ys: list) -> list:
     if len(xs) != len(ys):  # the message is only built when needed: zip runs in inner loops
         raise DomainError(f"zip of lists of different lengths ({len(xs)} and {len(ys)})")
-    return list(zip(xs, ys))
+    if len(xs) <= PIECE:
+        return list(zip(xs, ys))
+    out: list = []
+    for start in range(0, len(xs), PIECE):
+        out.extend(zip(xs[start:start + PIECE], ys[start:start + PIECE]))
+    return out
 
 
 def _range(n: float) -> list:
     if not (n >= 0.0 and float(n).is_integer()):
         raise DomainError(f"range needs a non-negative integer, got {_num(n)}")
-    return list(map(float, range(int(n))))
+    if n <= PIECE:
+        return list(map(float, range(int(n))))
+    out: list = []
+    for start in range(0, int(n), PIECE):
+        out.extend(map(float, range(start, min(start + PIECE, int(n)))))
+    return out
+
+
+def _append(xs: list, ys: list) -> list:
+    if len(xs) + len(ys) <= PIECE:
+        return xs + ys
+    return _concat((xs, ys))
 
 
 def _map(f: Callable, xs: list) -> list:
@@ -388,8 +414,17 @@ def _last(xs: list) -> Any:
     return xs[-1]
 
 
-def _concat(xss: list) -> list:
-    return list(chain.from_iterable(xss))
+def _concat(xss: Sequence[list]) -> list:
+    if sum(map(len, xss)) <= PIECE:
+        return list(chain.from_iterable(xss))
+    out: list = []
+    for xs in xss:
+        if len(xs) <= PIECE:
+            out.extend(xs)
+        else:
+            for start in range(0, len(xs), PIECE):
+                out.extend(xs[start:start + PIECE])
+    return out
 
 
 def _real(name, params, doc, evaluate, partials, *, inline=None, result=None, spelling=None,
@@ -573,7 +608,8 @@ _ENTRIES: list[Primitive] = [
               lambda xs: float(len(xs)), inline="float(len({xs}))"),
     Primitive("range", "constant", ("n",), _fun(REAL, ListT(REAL)),
               Spelling("range", "function", LEVEL_APP),
-              "range n = [0, 1, ..., n - 1]; n must be a non-negative integer", _range),
+              "range n = [0, 1, ..., n - 1]; n must be a non-negative integer", _range,
+              size=lambda n: n if type(n) is float and n > 0.0 else 0.0),
     # ---- lists (whole-number positions and counts are read from primals)
     Primitive("index", "structural", ("xs", "i"), _fun(ListT(_A), REAL, _A),
               Spelling("!!", "infix", LEVEL_INDEX, "left"),
@@ -587,7 +623,7 @@ _ENTRIES: list[Primitive] = [
               "the last element; a runtime error on an empty list", _last),
     Primitive("append", "structural", ("xs", "ys"), _fun(ListT(_A), ListT(_A), ListT(_A)),
               Spelling("++", "infix", LEVEL_ADD, "left"),
-              "xs ++ ys: the elements of xs, then those of ys", lambda xs, ys: xs + ys),
+              "xs ++ ys: the elements of xs, then those of ys", _append),
     Primitive("concat", "structural", ("xss",), _fun(ListT(ListT(_A)), ListT(_A)),
               Spelling("concat", "function", LEVEL_APP),
               "the lists of xss one after the other", _concat),

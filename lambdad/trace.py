@@ -271,7 +271,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
                          f"{print_type(result)}")
     recorder = _Recorder()
     differentiator = Runtime(
-        strategy=strategy, on_event=recorder,
+        strategy=strategy, on_event=recorder, max_steps=program.max_steps,
         differentiator=lambda interpreter, strategy: _TracingDifferentiator(
             interpreter, recorder, strategy)).differentiator
     names = program.input_names(name, x)

@@ -17,7 +17,7 @@ LAYERS = [
     {"typecheck", "rules"},
     {"tape"},
     {"forward", "backward", "simplify", "fuse", "values"},
-    {"guard"},
+    {"guard", "limits"},
     {"codegen"},
     {"interpreter", "nesting"},
     {"graph", "calling"},

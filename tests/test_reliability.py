@@ -1,6 +1,7 @@
 """Bad input never crashes the tool; deep programs run without recursion limits."""
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,34 @@ def test_chain_of_definitions_calling_each_other():
     lines += [f"def f{k} (x : R) : R = f{k - 1} x + 1" for k in range(1, 3000)]
     prog = lambdad.loads("\n".join(lines) + "\n")
     assert prog.call("f2999", 0.0) == 3000.0
+
+
+# Every limit holds in every route (QUALITY.md "Reliability"), checked on the real command:
+# the bound 2·S + 1 s includes the start of the process (over a second on a busy machine).
+HUGE_LOOP = ("def f (x : R) : R = fold (\\a i -> a + x * i) 0 (range 100000000)\n"
+             "def main = length (range 100000000)\n")
+
+
+@pytest.mark.parametrize("command", [["run"], ["hvp", "f", "--at", "1", "--dir", "1"]])
+def test_a_time_limit_stops_the_command_within_twice_it_and_a_second(lambdad_cli, tmp_path,
+                                                                     command):
+    path = tmp_path / "huge.lam"
+    path.write_text(HUGE_LOOP)
+    started = time.monotonic()
+    result = lambdad_cli(command[0], str(path), *command[1:], "--timeout", "2")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1 and result.stdout == ""
+    assert "resource error: stopped after the time limit of 2 s (--timeout)" in result.stderr
+    assert elapsed < 2 * 2 + 1, elapsed
+
+
+def test_a_run_that_would_exhaust_memory_stops_with_a_located_error(lambdad_cli, tmp_path):
+    # hessian of a fold over `range 1e8` was killed by the kernel at ~80 s (out of memory).
+    path = tmp_path / "huge.lam"
+    path.write_text(HUGE_LOOP)
+    started = time.monotonic()
+    result = lambdad_cli("hessian", str(path), "f", "--at", "1", "--max-memory", "300M")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(
+        f"{path}:1:49: resource error: stopped at the memory limit of 300 MB (--max-memory)")
+    assert time.monotonic() - started < 15

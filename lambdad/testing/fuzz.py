@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from .. import gradcheck
+from ..limits import Stopped, stopped
 from ..primitives import Primitive
 from .generate import GeneratedProgram
 from .properties import PROPERTIES, PointRejected, PropertyViolation, cases, check_properties
@@ -65,6 +66,15 @@ class FuzzReport:
 
 class _OutOfTime(BaseException):
     """Stops hypothesis's shrinking (a BaseException, so it is not taken for a failure)."""
+
+
+class _Stopping(BaseException):
+    """Carries the command's time or memory limit (:class:`~lambdad.limits.Stopped`) out of
+    hypothesis (a BaseException, so it is not taken for a failure of the program)."""
+
+    def __init__(self, error: Stopped):
+        super().__init__(error)
+        self.error = error
 
 
 # Programs per shard of a fuzz run: shards are independent hypothesis runs, so they can run
@@ -121,6 +131,8 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
 
     def examine(generated: GeneratedProgram, point: Any) -> PropertyViolation | None:
         """The violation at this case, recording it; None if every property holds."""
+        if stopped() is not None:  # the command's limit, swallowed by the last case
+            raise _Stopping(stopped())
         failing: FuzzFailure | None = state["failure"]
         if failing is not None and time.monotonic() > state["deadline"]:
             raise _OutOfTime()  # the smallest failure found so far is the answer
@@ -131,7 +143,11 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
         try:
             check_properties(generated, point, load, wanted)
             return None
+        except Stopped as error:
+            raise _Stopping(error) from None
         except PointRejected:
+            if stopped() is not None:  # the limit, taken by a property for the program's
+                raise _Stopping(stopped()) from None
             if failing is None:
                 state["skipped"] += 1
             assume(False)
@@ -143,6 +159,8 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
             violation = PropertyViolation(
                 "no crash", f"{type(exc).__name__}: {exc} (at {Path(where.filename).name}:"
                 f"{where.lineno})")
+        if stopped() is not None:  # the limit, taken by a property for a violation
+            raise _Stopping(stopped()) from None
         if failing is None:
             state["deadline"] = time.monotonic() + shrink_seconds
         state["failure"] = FuzzFailure(violation.prop, violation.message, generated.source(),
@@ -168,7 +186,12 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
         run_case()
     except _OutOfTime:
         pass
+    except _Stopping as stopping:
+        # (not located: the random program it stopped in is not shown)
+        raise Stopped(stopping.error.message) from None
     except Exception:
-        if state["failure"] is None:
+        if state["failure"] is None and stopped() is None:
             raise
+    if stopped() is not None:  # the limit, swallowed by hypothesis or a property
+        raise Stopped(stopped().message) from None
     return FuzzReport(state["ran"], state["skipped"], state["failure"])
