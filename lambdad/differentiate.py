@@ -223,6 +223,9 @@ class Differentiator:
         # Stats when asked for: most runs are not asked.
         self._last_costs: list[list] | None = None
         interpreter.partial_terms = rules.PARTIALS
+        interpreter.on_read_off = self._on_read_off
+        # per tape of a run: the distinct bodies its inner levels' backward phases ran
+        self._inner_reached: dict[int, int] = {}
         # (mode, id(λ-term), names, generic) -> (λ-term kept alive, function of the captured
         # values), or (λ-term, None) when the term differentiates (it runs on a level)
         self._compiled: dict[tuple, tuple[Term, Callable[..., Any] | None]] = {}
@@ -262,6 +265,7 @@ class Differentiator:
         outermost = self._depth == 0
         if outermost:
             self._costs = []
+            self._inner_reached = {}
         self._depth += 1
         return outermost
 
@@ -272,19 +276,31 @@ class Differentiator:
         if outermost and any(REVERSE in cost[0] for cost in self._costs):
             self._last_costs = self._costs
 
-    def _record(self, mode: str, created: int, bodies_run: int) -> None:
+    def _on_read_off(self, tape: Tape, ring_depth: int, ran: int, reached: int) -> None:
+        """A backward phase of a program run (``cotangent x e``) over a ring that is the image
+        of ``ring_depth`` transformations: the phase of a differentiation that many levels
+        inside the one running, whose backpropagators are those the phase reached."""
+        if ring_depth == 0:
+            return  # a printed program run as it is: its own first-order phase
+        self._inner_reached[id(tape)] = self._inner_reached.get(id(tape), 0) + reached
+        self._record(REVERSE, reached, ran, ring_depth)
+
+    def _record(self, mode: str, created: int, bodies_run: int, inner: int = 0) -> None:
+        """Adds costs to the level of the differentiation running (``inner`` levels
+        inside it)."""
         if self._depth == 0:  # a pull-back called after its vjp: a run of its own
             self._costs = []
             self._depth = 1
             try:
-                self._record(mode, created, bodies_run)
+                self._record(mode, created, bodies_run, inner)
             finally:
                 self._depth = 0
             self._last_costs = self._costs
             return
-        while len(self._costs) < self._depth:
+        depth = self._depth + inner
+        while len(self._costs) < depth:
             self._costs.append([set(), 0, 0])
-        cost = self._costs[self._depth - 1]
+        cost = self._costs[depth - 1]
         cost[0].add(mode)
         cost[1] += created
         cost[2] += bodies_run
@@ -340,10 +356,6 @@ class Differentiator:
             self._compiled[key] = entry
         if entry[1] is not None:
             return entry[1]
-        if modes[-1] != FORWARD or not self.writes_out_programs:
-            # reverse mode over a function that differentiates runs on a level: its --stats
-            # count each level's backward phase apart, which one tape cannot
-            raise _NeedsLevel
         types = tuple((name, self._value_type(captured[name])) for name in names)
         point_type = param_type if point is None else value_type(point)
         nested_key = (modes, id(lam), types, point_type, self.interpreter.generic,
@@ -618,11 +630,14 @@ class Differentiator:
     def _backward(self, tape: Tape, cotangent: Any, strategy: str | None) -> dict[int, Any]:
         interpreter = self.interpreter
         saved = interpreter.pin_tape(tape)
+        ran = tape.bodies_run
         try:
             adjoints = interpreter.backward(cotangent, strategy or self.strategy)
         finally:
             interpreter.unpin_tape(saved)
-        self._record(REVERSE, tape.created, tape.bodies_run)
+        # the backpropagators of the inner levels' phases (on this tape) are theirs
+        self._record(REVERSE, tape.created - self._inner_reached.get(id(tape), 0),
+                     tape.bodies_run - ran)
         return adjoints
 
     @staticmethod

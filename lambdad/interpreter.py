@@ -144,6 +144,9 @@ class Interpreter:
         # Each real primitive's partial derivatives as terms over its parameters (and its
         # result), given by the differentiator; compiled on first use by generic_apply.
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
+        # Told (tape, ring depth, bodies run, distinct bodies run) after each backward phase
+        # a program's `cotangent x e` runs (the differentiator's per-level costs).
+        self.on_read_off: Callable[[Tape, int, int, int], None] | None = None
         self._partials: dict[tuple[str, bool], tuple[Callable[..., Any], ...]] = {}
         self._new_backprop = self._backprop_maker()
         # the arithmetic of tagged reals (AD.md writes the rules with these operations)
@@ -566,8 +569,15 @@ class Interpreter:
         # reals says nothing of the ring: the generic addition then serves any.
         sample = ring_of(point)
         add = None if type(sample) in SCALAR_TYPES else ring_adder(self.tape)
-        adjoints = backward(self.tape, cotangent, self.strategy, self.on_event, add)
-        return read_off_point(point, adjoints, self.tape)
+        tape = self.tape
+        ran, reached = tape.bodies_run, tape.reached
+        adjoints = backward(tape, cotangent, self.strategy, self.on_event, add)
+        if self.on_read_off is not None:
+            depth = 0  # how many transformations the ring is the image of
+            while type(sample) is tuple:
+                sample, depth = sample[0], depth + 1
+            self.on_read_off(tape, depth, tape.bodies_run - ran, tape.reached - reached)
+        return read_off_point(point, adjoints, tape)
 
     def _call_ad(self, site: PrimSite, *args: Any) -> Any:
         hook = self.ad_hooks.get(site.primitive.name)

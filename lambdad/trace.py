@@ -154,7 +154,8 @@ class _Recorder:
                 self.by_stamp[event.stamp] = row
         elif isinstance(event, BackpropRun):
             row = self.by_stamp.get(event.stamp)
-            if row is not None:
+            # (a cotangent of another ring is sent in an inner level's backward phase)
+            if row is not None and type(event.cotangent) is float:
                 if row.derivatives:
                     row.derivatives[0] += event.cotangent
                 else:
