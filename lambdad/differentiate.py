@@ -954,7 +954,8 @@ class Differentiator:
         return self._closure("gradient", r"\y -> grad f y", f)
 
     def _closure(self, name: str, source: str, *captured: Any) -> Any:
-        """The closure of the λ ``source`` (parsed once) over ``f`` (and ``es``)."""
+        """The closure of the λ ``source`` (parsed once) over ``f`` (and ``es``): a closure
+        of the interpreter, so differentiating it transforms its written-out program."""
         key = ("closure", name)
         found = self._compiled.get(key)
         if found is None:
@@ -962,6 +963,12 @@ class Differentiator:
             names = ("f", "es")[:len(captured)]
             found = self._compiled[key] = (term, self.interpreter.compile_open(term, names))
         return found[1](*captured)
+
+    def _directional_derivative(self, f: Any, direction: Any) -> Any:
+        """The function value ``\y -> snd (jvp f y es)`` for a scalar ``f`` and the
+        direction ``es``."""
+        return self._closure("directional derivative", r"\y -> (snd (jvp f y es) : R)", f,
+                             direction)
 
     def _directional_derivatives(self, f: Any, directions: list[Any]) -> Any:
         """The function value ``\\y -> map (\\e -> snd (jvp f y e)) directions`` for a
@@ -979,14 +986,18 @@ class Differentiator:
     def _hessian_rows(self, f: Any, x: Any, mode: str) -> list[Any]:
         n = count_reals(x)
         rows = []
+        pullback = None
         for i in range(n):
             e_i = basis(x, i)
             if mode == "forward-over-reverse":
                 rows.append(self.jvp(self._gradient(f), x, e_i)[1])
             elif mode == "reverse-over-reverse":
-                rows.append(self.grad(lambda y: _component(self.grad(f, y)[1], i), x)[1])
+                # e_i H is the pull-back of the gradient's map along e_i
+                if pullback is None:
+                    pullback = self.vjp(self._gradient(f), x)[1]
+                rows.append(pullback(e_i))
             elif mode == "reverse-over-forward":
-                rows.append(self.grad(lambda y: self.jvp(f, y, e_i)[1], x)[1])
+                rows.append(self.grad(self._directional_derivative(f, e_i), x)[1])
             elif mode == "forward-over-forward":
                 # the derivative along e_i of the n directional derivatives ∂f/∂x_j
                 derivatives = self._directional_derivatives(f, [basis(x, j) for j in range(n)])
@@ -1158,13 +1169,6 @@ def basis(x: Any, i: int) -> Any:
         return t
 
     return map_value(x, is_real, entry)
-
-
-def _component(value: Any, i: int) -> Any:
-    """The i-th real of ``value`` (left to right)."""
-    found: list[Any] = []
-    map_value(value, is_real, lambda r: found.append(r) or r)
-    return found[i]
 
 
 def _require_differentiable_input(x: Any) -> None:
