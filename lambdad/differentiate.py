@@ -396,7 +396,9 @@ class Differentiator:
             for mode in modes:
                 transformed = self._transformer(REVERSE if mode == _FUSED else mode)(
                     transformed)
-        except (DifferentiationError, TypeCheckError):
+        except (DifferentiationError, TypeCheckError) as _e:
+            import os, sys
+            if os.environ.get("WHY"): print("NO PROGRAM:", type(_e).__name__, _e, file=sys.stderr)
             return None
         # a captured function used only under transformations is not needed itself
         used = free_vars(program.term)
@@ -463,6 +465,7 @@ class Differentiator:
             captured = dict(zip(PRIMITIVES[parts.builtin].params, parts.args))
             parts = FunctionParts(lam=lam, captured=captured)
         if parts.lam is not None:
+            parts = self._specialised(parts)
             names = tuple(parts.captured)
             make, free = self._compiled_lambda(parts.lam, names, modes, parts.captured,
                                                point, param_type)
@@ -487,6 +490,60 @@ class Differentiator:
         for arg in parts.args:
             g = self.interpreter.apply(g, self._embedded(arg, modes, tape))
         return g
+
+    def _specialised(self, parts: FunctionParts) -> FunctionParts:
+        """The closure ``parts`` with each closure it captured that differentiates defined
+        in its body (:func:`lambdad.nesting.inline_closures`): the λ made once per λ-terms
+        of the closures, the values the closures kept captured by it.  ``parts`` itself
+        when it captured none."""
+        inner = [self._differentiating(v, 1) for v in parts.captured.values()]
+        if not any(inner):
+            return parts
+        kept: list[Any] = []
+        layout = self._layout(parts, kept, 0)
+        key = ("specialised", _layout_key(parts.lam, layout))
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (layout, nesting.inline_closures(parts.lam, layout))
+        lam, names = found[1]
+        return FunctionParts(lam=lam, captured=dict(zip(names, kept)))
+
+    def _layout(self, parts: FunctionParts, kept: list[Any], depth: int) -> tuple:
+        """What :func:`lambdad.nesting.inline_closures` defines in the closure ``parts``;
+        the values kept are added to ``kept`` in their order there."""
+        entries = []
+        for name, value in parts.captured.items():
+            inner = self._differentiating(value, depth + 1)
+            if inner is None:
+                kept.append(value)
+                entries.append((name, None))
+            else:
+                entries.append((name, (inner.lam, self._layout(inner, kept, depth + 1))))
+        return tuple(entries)
+
+    def _differentiating(self, value: Any, depth: int) -> FunctionParts | None:
+        """The λ-term and captured values of ``value`` when it is a closure that
+        differentiates (its λ does, or a closure it captured does) or a partial
+        application of ``grad``, ``jvp``, ...; None otherwise."""
+        if not callable(value) or isinstance(value, Backprop) or depth > _CLOSURE_TYPE_DEPTH:
+            return None
+        parts = self.interpreter.function_parts(value)
+        if parts is None:
+            return None
+        if parts.lam is None:
+            if PRIMITIVES[parts.builtin].kind != "ad":
+                return None
+            lam = self._primitive_lambda(parts.builtin, len(parts.args))
+            return FunctionParts(lam=lam, captured=dict(zip(PRIMITIVES[parts.builtin].params,
+                                                            parts.args)))
+        key = ("differentiates", id(parts.lam))
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (parts.lam, nesting.differentiates(parts.lam))
+        if found[1] or any(self._differentiating(v, depth + 1) is not None
+                           for v in parts.captured.values()):
+            return parts
+        return None
 
     def _remember_image(self, key: tuple, f: Any, image: Any) -> None:
         """Keeps the image of the closure ``f`` for the next differentiation of it.
@@ -965,7 +1022,7 @@ class Differentiator:
         return found[1](*captured)
 
     def _directional_derivative(self, f: Any, direction: Any) -> Any:
-        """The function value ``\y -> snd (jvp f y es)`` for a scalar ``f`` and the
+        """The function value ``\\y -> snd (jvp f y es)`` for a scalar ``f`` and the
         direction ``es``."""
         return self._closure("directional derivative", r"\y -> (snd (jvp f y es) : R)", f,
                              direction)
@@ -1169,6 +1226,13 @@ def basis(x: Any, i: int) -> Any:
         return t
 
     return map_value(x, is_real, entry)
+
+
+def _layout_key(lam: Lam, layout: tuple) -> tuple:
+    """``layout`` (see Differentiator._layout) of the closure of ``lam`` with each λ-term
+    by its identity."""
+    return (id(lam), tuple((name, None if inner is None else _layout_key(*inner))
+                           for name, inner in layout))
 
 
 def _require_differentiable_input(x: Any) -> None:

@@ -178,6 +178,65 @@ def expand_closure(lam: Lam, captured: Sequence[tuple[str, Type | None]],
                                  if name in free and image[1]})
 
 
+def inline_closures(lam: Lam, layout: Sequence[tuple[str, object]]
+                    ) -> tuple[Lam, tuple[str, ...]]:
+    """The closure ``lam`` specialised to the closures it captured that differentiate:
+    ``layout`` gives, for each name ``lam`` captured, ``None`` for a value it keeps, or
+    ``(λ, layout)`` for a closure (its λ-term and, in turn, what it captured) to define
+    inside ``lam``'s body by a ``let`` of that λ — so that the function that closure
+    differentiates, perhaps one given to it as an argument, is known by its term where
+    :func:`expand_closure` meets the use (a closure known by its value has no image a
+    term can build for a function it is given).  Returns the λ and the names of the values
+    kept, in the order of ``layout`` (depth first): those ``lam`` captured itself keep
+    their names, those of the inner closures get fresh ones."""
+    terms: list[Term] = [lam]
+    pending = [layout]
+    while pending:
+        for _, inner in pending.pop():
+            if inner is not None:
+                terms.append(inner[0])
+                pending.append(inner[1])
+    names = NameSupply.for_terms(*terms)
+    kept: list[str] = []
+
+    def build(fn: Lam, entries: Sequence[tuple[str, object]], outermost: bool) -> Lam:
+        renaming: dict[str, str] = {}
+        definitions: list[tuple[str, Term]] = []
+        for name, inner in entries:
+            if inner is None:
+                new = name if outermost else names.fresh(_base(name))
+                kept.append(new)
+            else:
+                new = names.fresh(_base(name))
+                # without its annotations, as a definition inlined (see _unannotated)
+                definitions.append((new, build(_unannotated(inner[0]), inner[1], False)))
+            renaming[name] = new
+        body = renamed_free(fn.body, renaming)
+        for name, value in reversed(definitions):
+            body = Let(name, value, body, span=fn.span)
+        return attrs.evolve(fn, body=body)
+
+    return build(lam, layout, True), tuple(kept)
+
+
+def renamed_free(term: Term, renaming: Mapping[str, str]) -> Term:
+    """``term`` with each free occurrence of a name of ``renaming`` renamed (the new names
+    must not be bound in ``term``)."""
+    if not renaming:
+        return term
+
+    def go(t: Term, hidden: frozenset[str]):
+        if isinstance(t, Var):
+            new = renaming.get(t.name)
+            return t if new is None or t.name in hidden else attrs.evolve(t, name=new)
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
+        return with_children(t, kids)
+
+    return run(go(term, frozenset()))
+
+
 def _ground(t: Type) -> bool:
     """Whether ``t`` has no type variable."""
     return not any(isinstance(inner, VarT) for inner in walk(t))
