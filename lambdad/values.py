@@ -406,6 +406,29 @@ class BuiltinFunction:
         return f"<built-in {self.primitive.name} applied to {len(self.args)}>"
 
 
+class MadeFunction:
+    """A function the runtime made (a pull-back) that is also the closure of a λ-term
+    computing it: applying it runs ``call``; differentiating it transforms ``lam`` over
+    the ``captured`` values (:func:`function_parts`), as for any closure."""
+
+    __slots__ = ("call", "lam", "captured")
+
+    def __init__(self, call: Callable[[Any], Any], lam: Lam, captured: dict[str, Any]):
+        self.call = call
+        self.lam = lam
+        self.captured = captured
+
+    def __call__(self, x: Any) -> Any:
+        return self.call(x)
+
+    def calling(self, call: Callable[[Any], Any]) -> "MadeFunction":
+        """The same closure, applied by ``call``."""
+        return MadeFunction(call, self.lam, self.captured)
+
+    def __repr__(self) -> str:
+        return "<function made by the runtime>"
+
+
 @attrs.frozen
 class FunctionParts:
     """What a function value is made of: a closure (``lam`` and the ``captured`` values by
@@ -418,10 +441,12 @@ class FunctionParts:
 
 
 def function_parts(f: Any) -> FunctionParts | None:
-    """The parts of the function value ``f``, or ``None`` if the interpreter did not make it
-    from a λ-term or a built-in (a backpropagator, a pull-back made by the runtime)."""
+    """The parts of the function value ``f``, or ``None`` if it is not made from a λ-term
+    or a built-in (a backpropagator, a function from outside)."""
     if isinstance(f, BuiltinFunction):
         return FunctionParts(builtin=f.primitive.name, args=f.args)
+    if type(f) is MadeFunction:
+        return FunctionParts(lam=f.lam, captured=dict(f.captured))
     target, bound = f, ()
     if type(f) is functools.partial:
         if f.keywords:
