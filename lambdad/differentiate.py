@@ -35,7 +35,7 @@ from . import backward as backward_mode
 from . import forward as forward_mode
 from .errors import DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
-from . import nesting, rules
+from . import nesting
 from .calling import Shape, shaped
 from .parser import parse_expr
 from .typecheck import infer_term
@@ -98,7 +98,7 @@ def zip_values(left: Any, right: Any, is_leaf: Callable[[Any], bool]) -> Iterato
 
 
 def is_real(v: Any) -> bool:
-    """Whether ``v`` is a real: a float, or a tagged real of an open nesting level."""
+    """Whether ``v`` is a real (a float)."""
     return type(v) in SCALAR_TYPES
 
 
@@ -135,7 +135,7 @@ def _zero_tangent(r: float) -> tuple[float, float]:
 def value_type(value: Any) -> Type | None:
     """The type of the runtime value ``value`` when its values tell it: reals, booleans,
     pairs and non-empty lists (typed by their first item) of those; None otherwise (a
-    function, an empty list, a tagged real).  Iterative: deep pairs do not recurse."""
+    function, an empty list).  Iterative: deep pairs do not recurse."""
     # post-order over (value, done): each finished value pushes its type on ``built``
     work: list[tuple[Any, bool]] = [(value, False)]
     built: list[Type | None] = []
@@ -214,7 +214,6 @@ class Differentiator:
         # The costs of the most recent reverse-mode run, per depth (see _costs), made into
         # Stats when asked for: most runs are not asked.
         self._last_costs: list[list] | None = None
-        interpreter.partial_terms = rules.PARTIALS
         interpreter.on_read_off = self._on_read_off
         # per tape of a run: the distinct bodies its inner levels' backward phases ran
         self._inner_reached: dict[int, int] = {}

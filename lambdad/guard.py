@@ -96,9 +96,7 @@ class _NotFinite(ArithmeticError):
 
 def not_finite(result: Any) -> None:
     """Raises :class:`_NotFinite` for a real primitive's result that is not finite
-    (overflow, or an undefined operation on an infinite operand).  A result that is not a
-    plain real (a tagged real of nested differentiation, whose ``t - t`` is tagged too)
-    passes."""
+    (overflow, or an undefined operation on an infinite operand)."""
     if type(result) is float:
         raise _NotFinite(result)
 

@@ -297,7 +297,7 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
 
     ``step`` runs the fold instead when ``z`` is not a structure of scalars (reals, or the
     pairs of reals of forward mode over reverse mode) paired with backpropagators: the
-    code is then evaluated with other values (tagged reals, rings of backpropagators)."""
+    code is then evaluated with other values (rings of backpropagators)."""
     if not batches(z, xs):  # (codegen tests the length too)
         return FOLD.evaluate(step, z, xs)
     both = curried_pair(batched_step)
@@ -708,7 +708,7 @@ def backward(tape: Tape, cotangent: Any, strategy: str = DEFAULT_STRATEGY,
 
 
 def ring_adder(tape: Tape) -> Callable[[Any, Any], Any]:
-    """The addition of ring values (floats, tagged reals, pairs, backpropagators), a sum of
+    """The addition of ring values (floats, pairs, backpropagators), a sum of
     backpropagators being a new one stamped on ``tape``."""
 
     def add(x: Any, y: Any) -> Any:
