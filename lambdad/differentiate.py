@@ -733,11 +733,15 @@ class Differentiator:
             self.interpreter.unpin_tape(saved)
         tape.release()
         self._record(FORWARD, 0, 0)
+        split = _split_flat_duals(out)
+        if split is not None:
+            return split
         if _has_function(out):
             return self._split(out, f, x, v, True), self._split(out, f, x, v, False)
         return self._split_duals(out)
 
-    def _split_duals(self, out: Any) -> tuple[Any, Any]:
+    @staticmethod
+    def _split_duals(out: Any) -> tuple[Any, Any]:
         """The primal and the tangent of the forward-mode result ``out`` (without
         functions)."""
         split = _split_flat_duals(out)

@@ -39,10 +39,12 @@ whose result holds functions (a cotangent of a function type means nothing; the 
 route refuses it too), a ``jvp`` returning a function whose argument holds functions, and —
 as everywhere — a function-typed input or direction.
 
-When the program runs, :func:`expand_closure` does the same for a closure that forward mode
+When the program runs, :func:`expand_closure` does the same for a closure that either mode
 differentiates: the functions it captures are known by their values, so an inner
 transformation of one is a free variable that the caller binds to the transformed value;
-a use whose function has no image is refused there (the run-time route's levels run it).
+a captured closure that differentiates is first defined inside the closure
+(:func:`inline_closures`), so that a function given to it is known by its term; a use
+whose function has no image all the same is refused there, with a located error.
 """
 
 from __future__ import annotations
