@@ -255,7 +255,8 @@ class Differentiator:
         outermost = self._depth == 0
         if outermost:
             self._costs = []
-            self._inner_reached = {}
+            if self._inner_reached:
+                self._inner_reached = {}
         self._depth += 1
         return outermost
 
@@ -359,7 +360,7 @@ class Differentiator:
                 found = (lam, refusal)
             self._compiled[nested_key] = found
         if isinstance(found[1], LambdadError):
-            raise found[1]
+            raise found[1].with_traceback(None)  # the refusal, kept (as a program would be)
         return found[1]
 
     def _value_type(self, value: Any, depth: int = 0) -> Type | None:
@@ -380,7 +381,7 @@ class Differentiator:
         return found[1]
 
     def _compiled_program(self, lam: Lam, types: tuple, point_type: Type | None,
-                          modes: tuple[str, ...]) -> tuple[Callable[..., Any], tuple] | None:
+                          modes: tuple[str, ...]) -> tuple[Callable[..., Any], tuple]:
         """:meth:`_compiled_lambda` of a λ that differentiates.  Raises the located
         DifferentiationError (or TypeCheckError) saying why it has no program."""
         program = nesting.expand_closure(lam, types, point_type)
@@ -482,8 +483,7 @@ class Differentiator:
         in its body (:func:`lambdad.nesting.inline_closures`): the λ made once per λ-terms
         of the closures, the values the closures kept captured by it.  ``parts`` itself
         when it captured none."""
-        inner = [self._differentiating(v, 1) for v in parts.captured.values()]
-        if not any(inner):
+        if all(self._differentiating(v, 1) is None for v in parts.captured.values()):
             return parts
         kept: list[Any] = []
         layout = self._layout(parts, kept, 0)
