@@ -158,7 +158,7 @@ def expand_closure(lam: Lam, captured: Sequence[tuple[str, Type | None]],
     for name, type_ in reversed(captured):
         wrapped = Lam(name, wrapped, param_type=type_, span=lam.span)
     names = NameSupply.for_terms(wrapped)
-    inlined = _inline(wrapped, {}, set(), names)
+    inlined = _results_named(_inline(wrapped, {}, set(), names), names)
     typing = infer_term(inlined, TypeEnv.builtins())
     # the captured names' types, as the uses in ``lam`` tell them
     types: dict[str, Type] = {}
@@ -344,6 +344,45 @@ def _inline(term: Term, definitions: Mapping[str, Term], inlines: set[str],
         if isinstance(t, App):
             return _beta(t)
         return t
+
+    return run(go(term, frozenset()))
+
+
+def _results_named(term: Term, names: NameSupply) -> Term:
+    """``term`` with each ``let (a, b) = e in body`` whose ``e`` differentiates (a use of
+    ``jvp``, ``vjp``, ...) written ``let p = e in body`` with ``fst p`` and ``snd p`` for
+    ``a`` and ``b``: a function among them (a tangent function, a pull-back) is then
+    built from ``p``, whose definition the expansion knows, so differentiating it has an
+    image.  Binders are distinct (after :func:`_inline`), so nothing is captured."""
+
+    def go(t: Term):
+        kids = []
+        for child in children(t):
+            kids.append((yield go(child)))
+        t = with_children(t, kids)
+        if (isinstance(t, LetPair) and isinstance(t.value, Prim)
+                and PRIMITIVES[t.value.op].kind == "ad"):
+            s = t.span
+            pair = names.fresh("r")
+            parts = {t.first: Prim(FIRST, (Var(pair, span=s),), span=s),
+                     t.second: Prim(SECOND, (Var(pair, span=s),), span=s)}
+            return Let(pair, t.value, _substituted(t.body, parts), span=s)
+        return t
+
+    return run(go(term))
+
+
+def _substituted(term: Term, values: Mapping[str, Term]) -> Term:
+    """``term`` with each free occurrence of a name of ``values`` replaced by its term
+    (whose free names no binder of ``term`` binds)."""
+
+    def go(t: Term, hidden: frozenset[str]):
+        if isinstance(t, Var):
+            return t if t.name in hidden or t.name not in values else values[t.name]
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
+        return with_children(t, kids)
 
     return run(go(term, frozenset()))
 

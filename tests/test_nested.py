@@ -170,6 +170,17 @@ def test_a_use_reverse_mode_cannot_write_out_is_a_located_refusal():
     assert derivative == pytest.approx(2.0 * 3.0 + 2.0 * 3.0 - math.sin(3.0), rel=1e-12)
 
 
+def test_functions_bound_by_a_pattern_are_differentiated_inside_a_differentiation():
+    # t (a tangent function) and pb (a pull-back) are parts of a result, bound by a
+    # pattern: the written-out program knows them as `snd` of that result
+    assert run(r"def main = grad (\x -> let (_, t) = jvp (\a -> \y -> a * y * a) x 1 in "
+               r"t x + grad t x) 2") == 10.0
+    assert run(r"def main = jvp (\x -> let (_, t) = jvp (\a -> \y -> a * y * a) x 1 in "
+               r"t x + grad t x) 2 1") == (12.0, 10.0)
+    assert run(r"def main = grad (\x -> let (v, pb) = vjp (\y -> y * y * x) x in "
+               r"v + grad pb 1) 2") == 20.0
+
+
 def test_a_pull_back_is_the_closure_of_a_program():
     from lambdad.interpreter import Interpreter
 
