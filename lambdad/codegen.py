@@ -73,7 +73,7 @@ from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_slot
                    batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
 
-__all__ = ["GENERIC_KINDS", "RuntimeCalls", "compile_term"]
+__all__ = ["RuntimeCalls", "compile_term"]
 
 # Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
 _MAX_IF_DEPTH = 48
@@ -82,10 +82,6 @@ _MAX_IF_DEPTH = 48
 _MAX_TWO_ARGUMENT_LINES = 24
 # Built-ins applied to this many arguments at most (peeling `f a b c` for a built-in head).
 _MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
-
-# Kinds of primitive that take reals: inside a nesting level they go through
-# Interpreter.generic_apply, which accepts the tagged reals of every level.
-GENERIC_KINDS = frozenset(("real", "test", "constant"))
 
 # Operations whose result is not finite when an operand is not (IEEE: inf * 0 and inf - inf
 # are nan): inside a linear body their checks are deferred to where the value is used
@@ -490,11 +486,9 @@ def _stageable(body: Term) -> bool:
 class _CodeGenerator:
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
-    def __init__(self, calls: RuntimeCalls, instrumented: bool, generic: bool = False):
+    def __init__(self, calls: RuntimeCalls, instrumented: bool):
         self.calls = calls
         self.instrumented = instrumented
-        # The variant run inside a nesting level: real primitives accept tagged reals.
-        self.generic = generic
         self.counter = itertools.count()
         # The module source written so far, a line per item (see write_out).
         self.out: list[str] = []
@@ -530,7 +524,6 @@ class _CodeGenerator:
             "_ad": calls.call_ad,
             "_ev": calls.prim_event,
             "_ahead": calls.count_ahead,
-            "_gp": calls.generic_apply,
             "_nonfinite": not_finite,
             # Linear bodies whose finiteness checks are deferred (see deferred_checks).
             "__lambdad_deferred__": set(),
@@ -756,7 +749,7 @@ class _CodeGenerator:
         """``op e1 .. ek``: arguments left to right, then one statement for the primitive.
         Applied to leaves (most applications), it is compiled at once, without a step."""
         if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
-                and not (self.instrumented or self.generic)):
+                and not self.instrumented):
             return self.batched_fold(term, fn)
         if term.op == MAP.name and not self.instrumented:
             lifted = _lifted_reals(term.args[0])
@@ -899,7 +892,7 @@ class _CodeGenerator:
         carried = {leaf: fn.fresh("v") for leaf in leaves}
         # (the length first, inline: most short folds are many, as the MLP's dot products;
         # a start written as literals with linear λs, `(0, \a -o zero)`, is known to batch)
-        known = not self.generic and _literal_reals_with_backprops(start)
+        known = _literal_reals_with_backprops(start)
         fn.emit(f"if len({xs}) >= {BATCHED_FOLD_MIN_STEPS}"
                 + ("" if known else f" and _batches({z}, {xs})") + ":", (z, xs))
         enclosing, indent = fn.blocks, fn.indent
@@ -1221,7 +1214,7 @@ class _CodeGenerator:
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
         key = None
-        if not (self.instrumented or self.generic):
+        if not self.instrumented:
             folded = self.folded(primitive, atoms)
             if folded is not None:
                 if folded[0] in _LITERAL_FIRST or folded in _BOOL_ATOMS or folded in fn.finite \
@@ -1248,8 +1241,6 @@ class _CodeGenerator:
             fn.emit(f"_ahead({self.constant(site)}, ({args},))", atoms, site)
         if primitive.kind == "ad":
             fn.emit(f"{t} = _ad({self.constant(site)}, {args})", atoms, site)
-        elif self.generic and primitive.kind in GENERIC_KINDS:
-            fn.emit(f"{t} = _gp({self.constant(primitive)}, {args})", atoms, site)
         elif primitive.inline is not None:
             fn.emit(f"{t} = {_positional(primitive.inline, primitive.params).format(*atoms)}",
                     atoms, site)
@@ -1262,17 +1253,16 @@ class _CodeGenerator:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
-        if (primitive.kind == "real" and fn.deferred is not None and not self.generic
+        if (primitive.kind == "real" and fn.deferred is not None
                 and primitive.name in _PROPAGATING):
             fn.deferred[t] = site  # checked where it is used (deferred_checks)
-        elif primitive.kind == "real" and not (self.generic and primitive.kind in GENERIC_KINDS):
+        elif primitive.kind == "real":
             # A real result is finite or the run stops here, naming the operation: for a
-            # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).  (Tagged
-            # reals of nested differentiation are left to the generic path.)
+            # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).
             # The check is short (compiling it costs as much as the operation's own line);
             # the site, the operands and the message come from the line table (_locate).
             # It is left out where it cannot fire: `sin x` of an x known finite.
-            if not (primitive.finite_at_finite and not self.generic and all(
+            if not (primitive.finite_at_finite and all(
                     atom in fn.finite or _literal_real(atom) is not None for atom in atoms)):
                 fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
             fn.finite.add(t)
@@ -1429,7 +1419,7 @@ class _CodeGenerator:
         if second.__class__ is types.GeneratorType:
             second = yield second
         value = self.constant_value(first), self.constant_value(second)
-        if None not in value and not self.generic:
+        if None not in value:
             # A literal lifted by ←D, `(0, \a -o zero)`, and pairs of such (a fold's
             # start, mostly): one tuple made when compiled, not at every evaluation.
             t = self.constant(value)
@@ -1713,8 +1703,8 @@ class RuntimeCalls:
     ``seed i`` and ``cotangent x e``; ``call_ad(site, *args)`` runs ``grad``/``jvp``/``vjp``;
     ``prim_event(site, args, result)`` counts steps and reports events (instrumented
     runs), ``count_ahead(site, args)`` checks the steps of the list a primitive is about
-    to make (its ``size``) against the step limit; ``generic_apply(primitive, *args)`` applies a primitive to tagged reals (inside
-    a nesting level); ``apply_builtin`` is what a built-in used as a value runs.
+    to make (its ``size``) against the step limit; ``apply_builtin`` is what a built-in used
+    as a value runs.
     """
 
     new_backprop: Callable[..., Any]
@@ -1724,23 +1714,21 @@ class RuntimeCalls:
     call_ad: Callable[..., Any]
     prim_event: Callable[[PrimSite, tuple, Any], None]
     count_ahead: Callable[[PrimSite, tuple], None]
-    generic_apply: Callable[..., Any]
     apply_builtin: Callable[[BuiltinFunction, tuple], Any]
 
 
 def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *,
-                 instrumented: bool, generic: bool, filename: str
+                 instrumented: bool, filename: str
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
     """The entry function computing ``term`` from the values of its free variables, and
     its parameters (source names): ``names`` if given, else the free variables in order of
     first occurrence.  ``instrumented`` code reports every primitive to
-    ``calls.prim_event``; ``generic`` code applies real primitives by
-    ``calls.generic_apply`` (tagged reals of nested differentiation).
+    ``calls.prim_event``.
 
     Raises EvalError for a free variable not in ``names`` or a term that cannot be
     evaluated, ResourceError when the program is too large for Python to compile.
     """
-    generator = _CodeGenerator(calls, instrumented, generic)
+    generator = _CodeGenerator(calls, instrumented)
     namespace = generator.namespace
     # Nothing cyclic is made while the syntax and code structures are built.
     with collector_paused():

@@ -6,17 +6,21 @@ we transform its λ-term with →D or ←D (once per term, cached), embed the ca
 into the transformed world — reals become constants ``(r, 0)`` / ``(r, \\a -o zero)``,
 closures are transformed in turn — seed the argument, apply, and read off.
 
-Nesting (AD.md section 9).  A function that itself differentiates (or one the runtime made,
-such as a pull-back) is differentiated by a *level*: the function runs on tagged reals —
-:class:`~lambdad.values.Dual` for forward, :class:`~lambdad.values.Reverse` (a node on the
-level's own tape) for reverse — and every real primitive applies the chain rule at the
-innermost level among its arguments (the partials of the primitive table, evaluated on
-tagged reals, so the derivatives of derivatives are exact).  Inner differentiations run as
-usual, by transformation when they can, with the tagged reals of the outer levels as their
-scalars: the gradient of a transformed run inside a forward level is computed in dual
-numbers (forward-over-reverse), inside a reverse level it is recorded on the outer tape
-(reverse-over-reverse).  Levels never mix: a real captured from an outer level is a
-constant of the inner one, which is why ``grad (\\x -> x * grad (\\y -> x + y) 1) 1`` is 1.
+Nesting (AD.md section 9).  Every derivative takes this one route.  A closure that itself
+differentiates is written out as a target program first (:mod:`lambdad.nesting`): each
+``grad``/``jvp``/``vjp`` in it becomes the program of its read-off over the image of the
+function it differentiates, specialised to the values and closures it captured (a closure
+captured that differentiates is defined in its body, so that a function given to it is
+known by its term), then transformed like any other term, compiled once per (term, types,
+strategy) and run.  The linear constructs of the inner transformations have rules of their
+own, so each level's backpropagators live in a ring of their own and levels never mix: a
+real captured from an outer level is a constant of the inner one, which is why
+``grad (\\x -> x * grad (\\y -> x + y) 1) 1`` is 1.  Each level's costs are those of the
+backward phases run in its ring.  A pull-back is the closure of ``\\c -> snd (vjp f x) c``
+and a function in the result of ``jvp`` the closure of a term that differentiates afresh
+(:meth:`Differentiator._split`), so they are differentiated the same way.  What has no
+program (a function made outside the language, a use of ``grad`` on a function given as an
+argument under reverse mode) is refused with an error saying why.
 
 This module is where the transformations meet the interpreter; neither imports the other.
 """
@@ -31,7 +35,7 @@ from . import backward as backward_mode
 from . import forward as forward_mode
 from .errors import DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
-from . import nesting, rules
+from . import nesting
 from .calling import Shape, shaped
 from .parser import parse_expr
 from .typecheck import infer_term
@@ -52,13 +56,9 @@ from .tape import (
     strategy_named,
 )
 from .values import (
-    FORWARD_LEVEL,
-    REVERSE_LEVEL,
     SCALAR_TYPES,
-    Dual,
     FunctionParts,
-    Level,
-    Reverse,
+    MadeFunction,
     all_reals,
     map_value,
 )
@@ -74,10 +74,6 @@ _REVERSE_ONLY = frozenset((REVERSE,))
 
 _IMAGES_KEPT = 256
 """How many images of closures a differentiator keeps for later differentiations."""
-
-
-class _NeedsLevel(Exception):
-    """The function cannot be differentiated by transforming it: run it on a level."""
 
 
 # ---------------------------------------------------------------- walking runtime values
@@ -102,7 +98,7 @@ def zip_values(left: Any, right: Any, is_leaf: Callable[[Any], bool]) -> Iterato
 
 
 def is_real(v: Any) -> bool:
-    """Whether ``v`` is a real: a float, or a tagged real of an open nesting level."""
+    """Whether ``v`` is a real (a float)."""
     return type(v) in SCALAR_TYPES
 
 
@@ -139,7 +135,7 @@ def _zero_tangent(r: float) -> tuple[float, float]:
 def value_type(value: Any) -> Type | None:
     """The type of the runtime value ``value`` when its values tell it: reals, booleans,
     pairs and non-empty lists (typed by their first item) of those; None otherwise (a
-    function, an empty list, a tagged real).  Iterative: deep pairs do not recurse."""
+    function, an empty list).  Iterative: deep pairs do not recurse."""
     # post-order over (value, done): each finished value pushes its type on ``built``
     work: list[tuple[Any, bool]] = [(value, False)]
     built: list[Type | None] = []
@@ -212,21 +208,18 @@ class Differentiator:
     ``last_stats`` is the cost of the most recent reverse-mode run, per nesting level.
     """
 
-    # Whether forward mode over a function that differentiates transforms its written-out
-    # program (AD.md section 9) rather than running it on a level of tagged reals.
-    writes_out_programs = True
-
     def __init__(self, interpreter: Interpreter, strategy: str = DEFAULT_STRATEGY):
         self.interpreter = interpreter
         self.strategy = strategy
         # The costs of the most recent reverse-mode run, per depth (see _costs), made into
         # Stats when asked for: most runs are not asked.
         self._last_costs: list[list] | None = None
-        interpreter.partial_terms = rules.PARTIALS
-        # (mode, id(λ-term), names, generic) -> (λ-term kept alive, function of the captured
+        interpreter.on_read_off = self._on_read_off
+        # per tape of a run: the distinct bodies its inner levels' backward phases ran
+        self._inner_reached: dict[int, int] = {}
+        # (mode, id(λ-term), names, ...) -> (λ-term kept alive, function of the captured
         # values), or (λ-term, None) when the term differentiates (it runs on a level)
         self._compiled: dict[tuple, tuple[Term, Callable[..., Any] | None]] = {}
-        self._levels_opened = 0  # orders the levels: a later one is an inner one
         self._depth = 0  # differentiations in progress, one inside the other
         self._costs: list[list] = []  # per depth: [modes, created, bodies run]
         # (id(function value), modes, strategy, instrumented) -> (the function value kept
@@ -262,6 +255,8 @@ class Differentiator:
         outermost = self._depth == 0
         if outermost:
             self._costs = []
+            if self._inner_reached:
+                self._inner_reached = {}
         self._depth += 1
         return outermost
 
@@ -272,19 +267,31 @@ class Differentiator:
         if outermost and any(REVERSE in cost[0] for cost in self._costs):
             self._last_costs = self._costs
 
-    def _record(self, mode: str, created: int, bodies_run: int) -> None:
+    def _on_read_off(self, tape: Tape, ring_depth: int, ran: int, reached: int) -> None:
+        """A backward phase of a program run (``cotangent x e``) over a ring that is the image
+        of ``ring_depth`` transformations: the phase of a differentiation that many levels
+        inside the one running, whose backpropagators are those the phase reached."""
+        if ring_depth == 0:
+            return  # a printed program run as it is: its own first-order phase
+        self._inner_reached[id(tape)] = self._inner_reached.get(id(tape), 0) + reached
+        self._record(REVERSE, reached, ran, ring_depth)
+
+    def _record(self, mode: str, created: int, bodies_run: int, inner: int = 0) -> None:
+        """Adds costs to the level of the differentiation running (``inner`` levels
+        inside it)."""
         if self._depth == 0:  # a pull-back called after its vjp: a run of its own
             self._costs = []
             self._depth = 1
             try:
-                self._record(mode, created, bodies_run)
+                self._record(mode, created, bodies_run, inner)
             finally:
                 self._depth = 0
             self._last_costs = self._costs
             return
-        while len(self._costs) < self._depth:
+        depth = self._depth + inner
+        while len(self._costs) < depth:
             self._costs.append([set(), 0, 0])
-        cost = self._costs[self._depth - 1]
+        cost = self._costs[depth - 1]
         cost[0].add(mode)
         cost[1] += created
         cost[2] += bodies_run
@@ -309,7 +316,7 @@ class Differentiator:
         events)."""
         inner_reverse = self._reverse(None) if len(modes) > 1 else None
         interpreter = self.interpreter
-        return (modes, id(lam), names, interpreter.generic, interpreter.instrumented,
+        return (modes, id(lam), names, interpreter.instrumented,
                 inner_reverse)
 
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...],
@@ -321,7 +328,8 @@ class Differentiator:
         captured function under further modes.  A λ that differentiates is written out as
         a target program first (:func:`lambdad.nesting.expand_closure`), for the types of
         the captured values and of ``point`` (the argument it is differentiated at, or
-        ``None``).  Raises _NeedsLevel when it has no target program."""
+        ``None``).  Raises a located DifferentiationError (or TypeCheckError) when it has
+        no target program."""
         key = self._lambda_key(lam, names, modes)
         inner_reverse = key[-1]
         entry = self._compiled.get(key)
@@ -340,20 +348,19 @@ class Differentiator:
             self._compiled[key] = entry
         if entry[1] is not None:
             return entry[1]
-        if modes[-1] != FORWARD or not self.writes_out_programs:
-            # reverse mode over a function that differentiates runs on a level: its --stats
-            # count each level's backward phase apart, which one tape cannot
-            raise _NeedsLevel
         types = tuple((name, self._value_type(captured[name])) for name in names)
         point_type = param_type if point is None else value_type(point)
-        nested_key = (modes, id(lam), types, point_type, self.interpreter.generic,
+        nested_key = (modes, id(lam), types, point_type,
                       self.interpreter.instrumented, self._reverse(None))
         found = self._compiled.get(nested_key)
         if found is None:
-            found = (lam, self._compiled_program(lam, types, point_type, modes))
+            try:
+                found = (lam, self._compiled_program(lam, types, point_type, modes))
+            except (DifferentiationError, TypeCheckError) as refusal:
+                found = (lam, refusal)
             self._compiled[nested_key] = found
-        if found[1] is None:
-            raise _NeedsLevel
+        if isinstance(found[1], LambdadError):
+            raise found[1].with_traceback(None)  # the refusal, kept (as a program would be)
         return found[1]
 
     def _value_type(self, value: Any, depth: int = 0) -> Type | None:
@@ -374,18 +381,15 @@ class Differentiator:
         return found[1]
 
     def _compiled_program(self, lam: Lam, types: tuple, point_type: Type | None,
-                          modes: tuple[str, ...]) -> tuple[Callable[..., Any], tuple] | None:
-        """:meth:`_compiled_lambda` of a λ that differentiates; None without a program."""
-        try:
-            program = nesting.expand_closure(lam, types, point_type)
-            # a term already written out is transformed as ←D is written (fusion takes
-            # first-order terms)
-            transformed = program.term
-            for mode in modes:
-                transformed = self._transformer(REVERSE if mode == _FUSED else mode)(
-                    transformed)
-        except (DifferentiationError, TypeCheckError):
-            return None
+                          modes: tuple[str, ...]) -> tuple[Callable[..., Any], tuple]:
+        """:meth:`_compiled_lambda` of a λ that differentiates.  Raises the located
+        DifferentiationError (or TypeCheckError) saying why it has no program."""
+        program = nesting.expand_closure(lam, types, point_type)
+        # a term already written out is transformed as ←D is written (fusion takes
+        # first-order terms)
+        transformed = program.term
+        for mode in modes:
+            transformed = self._transformer(REVERSE if mode == _FUSED else mode)(transformed)
         # a captured function used only under transformations is not needed itself
         used = free_vars(program.term)
         names = [(name, None) for name, _ in types if name in used]
@@ -414,7 +418,9 @@ class Differentiator:
             if type(v) in SCALAR_TYPES:
                 return constant(v)
             if isinstance(v, Backprop):
-                raise _NeedsLevel
+                raise DifferentiationError(
+                    "cannot differentiate a function that holds a backpropagator of another "
+                    "differentiation: it has no program to transform")
             return self.transform_function(v, modes, tape)
 
         return map_value(value, leaf, embed)
@@ -429,28 +435,27 @@ class Differentiator:
         """The image of the function value ``f`` under ``modes`` (one mode, or several,
         innermost first) (AD.md section 6; section 9 for a function that differentiates,
         ``point`` being where it is differentiated when known, else ``param_type`` the
-        type of its argument when known).  Raises _NeedsLevel when
-        ``f`` has no target program (a function made by the runtime)."""
+        type of its argument when known).  Raises a located DifferentiationError (or
+        TypeCheckError) when ``f`` has no target program, saying why."""
         if isinstance(modes, str):
             modes = (modes,)
         interpreter = self.interpreter
-        # inside a nesting level the captured values hold tagged reals of that level: their
-        # images are not kept (they would keep the level's tape alive)
-        keeps = not interpreter.generic
         image_key = (id(f), modes, self.strategy, interpreter.instrumented)
-        if keeps:
-            found = self._images.get(image_key)
-            if found is not None and found[0] is f:
-                return found[1]
+        found = self._images.get(image_key)
+        if found is not None and found[0] is f:
+            return found[1]
         parts = interpreter.function_parts(f)
         if parts is None:
-            raise _NeedsLevel
+            raise DifferentiationError(
+                "cannot differentiate a function that is neither a closure of the program nor "
+                "a built-in: it has no program to transform")
         if parts.lam is None and PRIMITIVES[parts.builtin].kind == "ad":
             # `grad g`, `jvp g x`: the closure of the primitive's λ over its arguments
             lam = self._primitive_lambda(parts.builtin, len(parts.args))
             captured = dict(zip(PRIMITIVES[parts.builtin].params, parts.args))
             parts = FunctionParts(lam=lam, captured=captured)
         if parts.lam is not None:
+            parts = self._specialised(parts)
             names = tuple(parts.captured)
             make, free = self._compiled_lambda(parts.lam, names, modes, parts.captured,
                                                point, param_type)
@@ -460,21 +465,71 @@ class Differentiator:
                                                 tape, param_type=_argument_type(image[2]))
                    for name, image in free]
             image = make(*env)
-            if (keeps and (tape or interpreter.tape).stamps == stamps
+            if ((tape or interpreter.tape).stamps == stamps
                     and self._compiled[self._lambda_key(parts.lam, names, modes)][1]
                     is not None):
                 self._remember_image(image_key, f, image)
             return image
-        try:
-            transformed = Builtin(parts.builtin)
-            for mode in modes:
-                transformed = self._transformer(mode)(transformed)
-        except NestedDifferentiationError:
-            raise _NeedsLevel from None
+        transformed = Builtin(parts.builtin)
+        for mode in modes:
+            transformed = self._transformer(mode)(transformed)
         g = self.interpreter.evaluate(transformed, {})
         for arg in parts.args:
             g = self.interpreter.apply(g, self._embedded(arg, modes, tape))
         return g
+
+    def _specialised(self, parts: FunctionParts) -> FunctionParts:
+        """The closure ``parts`` with each closure it captured that differentiates defined
+        in its body (:func:`lambdad.nesting.inline_closures`): the λ made once per λ-terms
+        of the closures, the values the closures kept captured by it.  ``parts`` itself
+        when it captured none."""
+        if all(self._differentiating(v, 1) is None for v in parts.captured.values()):
+            return parts
+        kept: list[Any] = []
+        layout = self._layout(parts, kept, 0)
+        key = ("specialised", _layout_key(parts.lam, layout))
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (layout, nesting.inline_closures(parts.lam, layout))
+        lam, names = found[1]
+        return FunctionParts(lam=lam, captured=dict(zip(names, kept)))
+
+    def _layout(self, parts: FunctionParts, kept: list[Any], depth: int) -> tuple:
+        """What :func:`lambdad.nesting.inline_closures` defines in the closure ``parts``;
+        the values kept are added to ``kept`` in their order there."""
+        entries = []
+        for name, value in parts.captured.items():
+            inner = self._differentiating(value, depth + 1)
+            if inner is None:
+                kept.append(value)
+                entries.append((name, None))
+            else:
+                entries.append((name, (inner.lam, self._layout(inner, kept, depth + 1))))
+        return tuple(entries)
+
+    def _differentiating(self, value: Any, depth: int) -> FunctionParts | None:
+        """The λ-term and captured values of ``value`` when it is a closure that
+        differentiates (its λ does, or a closure it captured does) or a partial
+        application of ``grad``, ``jvp``, ...; None otherwise."""
+        if not callable(value) or isinstance(value, Backprop) or depth > _CLOSURE_TYPE_DEPTH:
+            return None
+        parts = self.interpreter.function_parts(value)
+        if parts is None:
+            return None
+        if parts.lam is None:
+            if PRIMITIVES[parts.builtin].kind != "ad":
+                return None
+            lam = self._primitive_lambda(parts.builtin, len(parts.args))
+            return FunctionParts(lam=lam, captured=dict(zip(PRIMITIVES[parts.builtin].params,
+                                                            parts.args)))
+        key = ("differentiates", id(parts.lam))
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (parts.lam, nesting.differentiates(parts.lam))
+        if found[1] or any(self._differentiating(v, depth + 1) is not None
+                           for v in parts.captured.values()):
+            return parts
+        return None
 
     def _remember_image(self, key: tuple, f: Any, image: Any) -> None:
         """Keeps the image of the closure ``f`` for the next differentiation of it.
@@ -516,8 +571,6 @@ class Differentiator:
         outermost = self._begin_differentiation()
         try:
             return self._grad(f, x, strategy)
-        except _NeedsLevel:
-            return self._level_grad(f, x, strategy or self.strategy)
         finally:
             self._end_differentiation(outermost)
 
@@ -545,7 +598,7 @@ class Differentiator:
         it did not: ``f`` differentiates, or embedding what it captures stamped the tape,
         or runs are instrumented (their images report events)."""
         interpreter = self.interpreter
-        if interpreter.instrumented or interpreter.generic:
+        if interpreter.instrumented:
             return None
         modes = (self._reverse(None),)
         found = self._images.get((id(f), modes, self.strategy, False))
@@ -562,8 +615,6 @@ class Differentiator:
         outermost = self._begin_differentiation()
         try:
             return self._vjp(f, x)
-        except _NeedsLevel:
-            return self._level_vjp(f, x)
         finally:
             self._end_differentiation(outermost)
 
@@ -576,7 +627,9 @@ class Differentiator:
             out = self.interpreter.apply(g, seeded)
         finally:
             self.interpreter.unpin_tape(saved)
-        value = self._primal(out, is_reverse_real)
+        if _has_function(out):
+            raise DifferentiationError("vjp needs a function whose result has no functions")
+        value = map_value(out, is_reverse_real, lambda pair: pair[0])
         strategy = self.strategy
 
         def pullback(cotangent: Any) -> Any:
@@ -591,7 +644,10 @@ class Differentiator:
                     "result") from None
             return self._read_off(x, self._backward(tape, total, strategy))
 
-        return value, pullback
+        # the pull-back is the closure of `\c -> snd (vjp f x) c`: differentiating it
+        # differentiates that program
+        return value, MadeFunction(pullback, self._term("pull-back", PULLBACK_TERM),
+                                   {"f": f, "x": x})
 
     def _seed(self, x: Any, tape: Tape) -> Any:
         """``x`` with its i-th real ``r`` (left to right) replaced by ``(r, seed i)`` and its
@@ -618,11 +674,14 @@ class Differentiator:
     def _backward(self, tape: Tape, cotangent: Any, strategy: str | None) -> dict[int, Any]:
         interpreter = self.interpreter
         saved = interpreter.pin_tape(tape)
+        ran = tape.bodies_run
         try:
             adjoints = interpreter.backward(cotangent, strategy or self.strategy)
         finally:
             interpreter.unpin_tape(saved)
-        self._record(REVERSE, tape.created, tape.bodies_run)
+        # the backpropagators of the inner levels' phases (on this tape) are theirs
+        self._record(REVERSE, tape.created - self._inner_reached.get(id(tape), 0),
+                     tape.bodies_run - ran)
         return adjoints
 
     @staticmethod
@@ -642,12 +701,6 @@ class Differentiator:
 
         return map_value(x, is_real, adjoint)
 
-    @staticmethod
-    def _primal(out: Any, is_leaf: Callable[[Any], bool]) -> Any:
-        if _has_function(out):  # its tangent is a function of its own (see _level_jvp)
-            raise _NeedsLevel
-        return map_value(out, is_leaf, lambda pair: pair[0])
-
     # ---- forward mode
     def jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
         """``(f x, ∂f(x)·v)`` by dual numbers; ``v`` has the shape of ``x``."""
@@ -659,8 +712,6 @@ class Differentiator:
         outermost = self._begin_differentiation()
         try:
             return self._jvp(f, x, v)
-        except _NeedsLevel:
-            return self._level_jvp(f, x, v)
         finally:
             self._end_differentiation(outermost)
 
@@ -682,14 +733,72 @@ class Differentiator:
             self.interpreter.unpin_tape(saved)
         tape.release()
         self._record(FORWARD, 0, 0)
-        return self._split_duals(out)
-
-    def _split_duals(self, out: Any) -> tuple[Any, Any]:
-        """The primal and the tangent of the forward-mode result ``out``."""
         split = _split_flat_duals(out)
         if split is not None:
             return split
-        return self._primal(out, is_dual), map_value(out, is_dual, lambda pair: pair[1])
+        if _has_function(out):
+            return self._split(out, f, x, v, True), self._split(out, f, x, v, False)
+        return self._split_duals(out)
+
+    @staticmethod
+    def _split_duals(out: Any) -> tuple[Any, Any]:
+        """The primal and the tangent of the forward-mode result ``out`` (without
+        functions)."""
+        split = _split_flat_duals(out)
+        if split is not None:
+            return split
+        return (map_value(out, is_dual, lambda pair: pair[0]),
+                map_value(out, is_dual, lambda pair: pair[1]))
+
+    def _split(self, out: Any, f: Any, x: Any, v: Any, primal: bool) -> Any:
+        """The value (``primal``) or the tangent part of the forward-mode result ``out`` of
+        ``f`` at ``x`` along ``v`` that holds functions (Manzyuk et al., JFP 2019).  A
+        function at ``path`` in ``f x`` gives the closure of ``\\a -> (f x)@path a``, its
+        tangent the closure of ``\\a -> snd (jvp (\\y -> (f y)@path a) x v)``: applied, the
+        tangent differentiates afresh, so it may be applied inside other differentiations
+        (and differentiated: it is a closure of a term)."""
+        # post-order over (value, path, done): each finished value pushes its part
+        work: list[tuple[Any, tuple[tuple[bool, int], ...], bool]] = [(out, (), False)]
+        built: list[Any] = []
+        while work:
+            value, path, done = work.pop()
+            if is_dual(value):
+                built.append(value[0] if primal else value[1])
+            elif type(value) is tuple or type(value) is list:
+                if done:
+                    items = built[len(built) - len(value):]
+                    del built[len(built) - len(value):]
+                    built.append(tuple(items) if type(value) is tuple else items)
+                else:
+                    work.append((value, path, True))
+                    in_list = type(value) is list
+                    work.extend((item, path + ((in_list, i),), False)
+                                for i, item in reversed(list(enumerate(value))))
+            elif callable(value) and not isinstance(value, Backprop):
+                built.append(self._part_function(path, primal)(f, x, v))
+            else:
+                built.append(value)
+        return built[0]
+
+    def _part_function(self, path: tuple[tuple[bool, int], ...], primal: bool) -> Callable[..., Any]:
+        """The closure over ``f``, ``x``, ``v`` of the function at ``path`` in ``f x``
+        (``primal``) or of its tangent along ``v`` (see :meth:`_split`), compiled once per
+        path."""
+        key = ("part", path, primal)
+        found = self._compiled.get(key)
+        if found is None:
+            term = _part_term(path, primal)
+            found = self._compiled[key] = (term, self.interpreter.compile_open(
+                term, ("f", "x", "v")))
+        return found[1]
+
+    def _term(self, name: str, source: str) -> Term:
+        """The term ``source``, parsed once."""
+        key = ("term", name)
+        found = self._compiled.get(key)
+        if found is None:
+            found = self._compiled[key] = (parse_expr(source, "<differentiation>"), None)
+        return found[0]
 
     @staticmethod
     def _tangent_list(x: Any, v: Any) -> list[Any]:
@@ -759,148 +868,6 @@ class Differentiator:
         it = iter(rows)
         return value, map_value(value, is_real, lambda _: next(it))
 
-    # ---- nesting levels (AD.md section 9)
-    def _open_level(self, mode: str) -> Level:
-        self._levels_opened += 1
-        return Level(self._levels_opened, mode, self.interpreter.arithmetic)
-
-    def _seeded(self, level: Level, seeded: Any) -> None:
-        """Called with a level's seeded input before the function runs on it (a tracing
-        differentiator records which tagged reals are the inputs)."""
-
-    def _on_level(self, f: Any, seeded: Any) -> Any:
-        """``f seeded`` with ``f`` (and every function it captures) recompiled to accept
-        tagged reals, inside an open level."""
-        with self.interpreter.in_level():
-            g = self._generic(f, {})
-            return self.interpreter.apply(g, seeded)
-
-    def _generic(self, value: Any, made: dict[int, tuple[Any, Any]]) -> Any:
-        """``value`` with each function replaced by its variant accepting tagged reals
-        (closures recompiled from their λ-term, built-ins re-made); a function made by the
-        runtime (a pull-back) already accepts them.  Must run inside ``in_level``."""
-
-        def remake(f: Any) -> Any:
-            found = made.get(id(f))
-            if found is not None:
-                return found[1]
-            parts = self.interpreter.function_parts(f)
-            if parts is None:
-                result = f
-            elif parts.lam is not None:
-                names = tuple(parts.captured)
-                make = self.interpreter.compile_open(parts.lam, names)
-                result = make(*(self._generic(parts.captured[name], made) for name in names))
-            else:
-                primitive = f.primitive
-                result = self.interpreter.builtin_function(
-                    primitive, tuple(self._generic(arg, made) for arg in parts.args), f.span)
-            made[id(f)] = (f, result)
-            return result
-
-        return map_value(value, lambda v: callable(v) and not isinstance(v, Backprop), remake)
-
-    def _level_grad(self, f: Any, x: Any, strategy: str) -> tuple[Any, Any]:
-        """Reverse mode on a level: ``f`` runs on reals recorded on the level's tape; one
-        backward phase from the result (each node once when factored)."""
-        level = self._open_level(REVERSE_LEVEL)
-        seeded = map_value(x, is_real, level.input)
-        self._seeded(level, seeded)
-        out = self._on_level(f, seeded)
-        if not is_real(out):
-            raise DifferentiationError("grad needs a function whose result is a real")
-        if isinstance(out, Reverse) and out.level is level:
-            value = out.primal
-            adjoints = level.backward([(out.index, 1.0)], strategy)
-        else:
-            value, adjoints = out, {}
-        self._record(REVERSE, level.created, level.bodies_run)
-        return value, self._level_read_off(seeded, level, adjoints)
-
-    def _level_vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
-        level = self._open_level(REVERSE_LEVEL)
-        seeded = map_value(x, is_real, level.input)
-        out = self._on_level(f, seeded)
-        if _has_function(out):
-            raise DifferentiationError("vjp needs a function whose result has no functions")
-        value = map_value(out, is_real, lambda r: _value_at(r, level))
-        strategy = self.strategy
-
-        def pullback(cotangent: Any) -> Any:
-            seeds = []
-            try:
-                for r, c in zip_values(out, cotangent, is_real):
-                    c = c if type(c) in SCALAR_TYPES else float(c)
-                    if isinstance(r, Reverse) and r.level is level:
-                        seeds.append((r.index, c))
-            except (ValueError, TypeError, IndexError):
-                raise DifferentiationError(
-                    "the cotangent given to a pull-back must have the shape of the function's "
-                    "result") from None
-            before = level.bodies_run
-            adjoints = level.backward(seeds, strategy)
-            self._record(REVERSE, 0, level.bodies_run - before)
-            return self._level_read_off(seeded, level, adjoints)
-
-        self._record(REVERSE, level.created, 0)
-        return value, pullback
-
-    @staticmethod
-    def _level_read_off(seeded: Any, level: Level, adjoints: dict[int, Any]) -> Any:
-        return map_value(seeded, lambda v: type(v) is Reverse and v.level is level,
-                         lambda r: adjoints.get(r.index, 0.0))
-
-    def _level_jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
-        """Forward mode on a level: ``f`` runs on dual reals of the level.  A function in
-        the result gives functions (Manzyuk et al., JFP 2019): the tangent of ``h = f x``
-        is ``\\y -> tangent of (\\x' -> f x' y) at x along v``, differentiated afresh,
-        on a level of its own, each time it is applied; so it can be applied inside
-        other differentiations without confusing their levels with this one."""
-        tangents = iter(self._tangent_list(x, v))
-        level = self._open_level(FORWARD_LEVEL)
-        seeded = map_value(x, is_real, lambda r: Dual(level, r, next(tangents)))
-        self._seeded(level, seeded)
-        out = self._on_level(f, seeded)
-        self._record(FORWARD, 0, 0)
-        return self._split(out, level, f, x, v, True), self._split(out, level, f, x, v, False)
-
-    def _split(self, out: Any, level: Level, f: Any, x: Any, v: Any, primal: bool) -> Any:
-        """The value (``primal``) or the tangent part of the forward level's result ``out``
-        of ``f`` at ``x`` along ``v``; a function in it at ``path`` becomes a function that
-        runs ``f`` again when applied (see :meth:`_level_jvp`)."""
-
-        def at(path: tuple[int, ...]) -> Callable[[Any], Any]:
-            def select(y: Any) -> Callable[[Any], Any]:
-                return lambda x_: self._run_generic(_select(self._run_generic(f, x_), path), y)
-
-            if primal:
-                return lambda y: _select(self._run_generic(f, x), path)(y)
-            return lambda y: self.jvp(select(y), x, v)[1]
-
-        def split(value: Any, path: tuple[int, ...]) -> Any:
-            if is_real(value):
-                return _value_at(value, level) if primal else _tangent_at(value, level)
-            if type(value) is tuple:
-                return tuple(split(item, path + (i,)) for i, item in enumerate(value))
-            if type(value) is list:
-                if all(type(item) in SCALAR_TYPES for item in value):
-                    part = _value_at if primal else _tangent_at
-                    return [part(item, level) for item in value]
-                return [split(item, path + (i,)) for i, item in enumerate(value)]
-            if callable(value) and not isinstance(value, Backprop):
-                return at(path)
-            return value
-
-        if not _has_function(out):  # the usual case, without recursion
-            part = _value_at if primal else _tangent_at
-            return map_value(out, is_real, lambda r: part(r, level))
-        return split(out, ())
-
-    def _run_generic(self, f: Any, x: Any) -> Any:
-        """``f x`` with ``f`` made to accept tagged reals, on no new level."""
-        with self.interpreter.in_level():
-            return self.interpreter.apply(self._generic(f, {}), self._generic(x, {}))
-
     # ---- second derivatives
     def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
         """``(f x, ∇f(x), H(x)·v)`` by forward-over-reverse (Pearlmutter 1994): one gradient
@@ -914,14 +881,14 @@ class Differentiator:
         prepared form: runs are instrumented, ``f`` has no target program, or making the
         image stamps a tape (it would embed a backpropagator of one run)."""
         interpreter = self.interpreter
-        if interpreter.instrumented or interpreter.generic:
+        if interpreter.instrumented:
             return None
         tape = Tape()
         saved = interpreter.pin_tape(tape)
         try:
             image = interpreter.guarded(
                 lambda: self.transform_function(self._value_and_gradient(f), FORWARD, None, x))
-        except (_NeedsLevel, LambdadError):
+        except LambdadError:
             return None
         finally:
             interpreter.unpin_tape(saved)
@@ -939,7 +906,8 @@ class Differentiator:
         return self._closure("gradient", r"\y -> grad f y", f)
 
     def _closure(self, name: str, source: str, *captured: Any) -> Any:
-        """The closure of the λ ``source`` (parsed once) over ``f`` (and ``es``)."""
+        """The closure of the λ ``source`` (parsed once) over ``f`` (and ``es``): a closure
+        of the interpreter, so differentiating it transforms its written-out program."""
         key = ("closure", name)
         found = self._compiled.get(key)
         if found is None:
@@ -947,6 +915,12 @@ class Differentiator:
             names = ("f", "es")[:len(captured)]
             found = self._compiled[key] = (term, self.interpreter.compile_open(term, names))
         return found[1](*captured)
+
+    def _directional_derivative(self, f: Any, direction: Any) -> Any:
+        """The function value ``\\y -> snd (jvp f y es)`` for a scalar ``f`` and the
+        direction ``es``."""
+        return self._closure("directional derivative", r"\y -> (snd (jvp f y es) : R)", f,
+                             direction)
 
     def _directional_derivatives(self, f: Any, directions: list[Any]) -> Any:
         """The function value ``\\y -> map (\\e -> snd (jvp f y e)) directions`` for a
@@ -964,14 +938,18 @@ class Differentiator:
     def _hessian_rows(self, f: Any, x: Any, mode: str) -> list[Any]:
         n = count_reals(x)
         rows = []
+        pullback = None
         for i in range(n):
             e_i = basis(x, i)
             if mode == "forward-over-reverse":
                 rows.append(self.jvp(self._gradient(f), x, e_i)[1])
             elif mode == "reverse-over-reverse":
-                rows.append(self.grad(lambda y: _component(self.grad(f, y)[1], i), x)[1])
+                # e_i H is the pull-back of the gradient's map along e_i
+                if pullback is None:
+                    pullback = self.vjp(self._gradient(f), x)[1]
+                rows.append(pullback(e_i))
             elif mode == "reverse-over-forward":
-                rows.append(self.grad(lambda y: self.jvp(f, y, e_i)[1], x)[1])
+                rows.append(self.grad(self._directional_derivative(f, e_i), x)[1])
             elif mode == "forward-over-forward":
                 # the derivative along e_i of the n directional derivatives ∂f/∂x_j
                 derivatives = self._directional_derivatives(f, [basis(x, j) for j in range(n)])
@@ -1145,11 +1123,32 @@ def basis(x: Any, i: int) -> Any:
     return map_value(x, is_real, entry)
 
 
-def _component(value: Any, i: int) -> Any:
-    """The i-th real of ``value`` (left to right)."""
-    found: list[Any] = []
-    map_value(value, is_real, lambda r: found.append(r) or r)
-    return found[i]
+PULLBACK_TERM = r"\c -> snd (vjp f x) c"
+"""The program a pull-back of ``f`` at ``x`` computes (what differentiating it transforms)."""
+
+
+def _part_term(path: tuple[tuple[bool, int], ...], primal: bool) -> Term:
+    """``\\a -> (f x)@path a`` (``primal``) or ``\\a -> snd (jvp (\\y -> (f y)@path a) x
+    v)``, ``@path`` selecting by ``fst``/``snd`` in pairs and ``!!`` in lists (each step of
+    ``path`` is whether it is in a list, and the position)."""
+
+    def at(point: str) -> str:
+        selected = f"f {point}"
+        for in_list, index in path:
+            selected = (f"({selected}) !! {index}" if in_list
+                        else f"{'fst' if index == 0 else 'snd'} ({selected})")
+        return f"({selected}) a"
+
+    if primal:
+        return parse_expr(f"\\a -> {at('x')}", "<differentiation>")
+    return parse_expr(f"\\a -> snd (jvp (\\y -> {at('y')}) x v)", "<differentiation>")
+
+
+def _layout_key(lam: Lam, layout: tuple) -> tuple:
+    """``layout`` (see Differentiator._layout) of the closure of ``lam`` with each λ-term
+    by its identity."""
+    return (id(lam), tuple((name, None if inner is None else _layout_key(*inner))
+                           for name, inner in layout))
 
 
 def _require_differentiable_input(x: Any) -> None:
@@ -1157,14 +1156,6 @@ def _require_differentiable_input(x: Any) -> None:
         raise DifferentiationError(
             "cannot differentiate with respect to a function-typed input: the point must be "
             "built from reals, pairs and lists")
-
-
-def _value_at(r: Any, level: Level) -> Any:
-    return r.primal if isinstance(r, (Dual, Reverse)) and r.level is level else r
-
-
-def _tangent_at(r: Any, level: Level) -> Any:
-    return r.tangent if isinstance(r, Dual) and r.level is level else 0.0
 
 
 def _split_flat_duals(out: Any) -> tuple[Any, Any] | None:
@@ -1199,10 +1190,3 @@ def _has_function(value: Any) -> bool:
         elif callable(v) and not isinstance(v, Backprop):
             return True
     return False
-
-
-def _select(value: Any, path: tuple[int, ...]) -> Any:
-    """The part of ``value`` at ``path`` (indices into pairs and lists)."""
-    for index in path:
-        value = value[index]
-    return value

@@ -22,7 +22,7 @@ import attrs
 from .errors import DerivativeSpan, EvalError, LambdadError, Span
 from .primitives import PRIMITIVES, DomainError, Primitive
 from .syntax import Prim
-from .values import format_value, function_parts
+from .values import MadeFunction, format_value
 
 try:  # POSIX only; without it the default stack budget is assumed
     import resource
@@ -96,9 +96,7 @@ class _NotFinite(ArithmeticError):
 
 def not_finite(result: Any) -> None:
     """Raises :class:`_NotFinite` for a real primitive's result that is not finite
-    (overflow, or an undefined operation on an infinite operand).  A result that is not a
-    plain real (a tagged real of nested differentiation, whose ``t - t`` is tagged too)
-    passes."""
+    (overflow, or an undefined operation on an infinite operand)."""
     if type(result) is float:
         raise _NotFinite(result)
 
@@ -126,9 +124,8 @@ def checked_ad_result(site: PrimSite, result: Any) -> Any:
                                 site.span)
         elif isinstance(value, (tuple, list)):
             stack.extend(value)
-    # A pull-back made by the runtime (not a closure of a λ-term or a built-in) has no span.
-    if (type(result) is tuple and len(result) == 2 and callable(result[1])
-            and function_parts(result[1]) is None):
+    # A pull-back made by the runtime (not by generated code) has no span.
+    if type(result) is tuple and len(result) == 2 and type(result[1]) is MadeFunction:
         pullback = result[1]
 
         def located(cotangent: Any) -> Any:
@@ -137,7 +134,7 @@ def checked_ad_result(site: PrimSite, result: Any) -> Any:
             except LambdadError as exc:
                 raise exc.with_span(site.span)
 
-        return (result[0], located)
+        return (result[0], pullback.calling(located))
     return result
 
 

@@ -1,11 +1,10 @@
 """The interpreter: source and target terms compiled to Python (:mod:`lambdad.codegen`),
 then run under the guard of :mod:`lambdad.guard`.
 
-Each term is compiled once per variant (cached per term object): the plain one; the
+Each term is compiled once per variant (cached per term object): the plain one, and the
 instrumented one, which reports every primitive to an event hook and checks step and time
-limits; and the generic one, used inside a nesting level of nested differentiation, whose
-real primitives accept tagged reals (AD.md section 9) — so first-order code never pays
-for nesting.  Generated code runs under :meth:`Interpreter._run`, which raises Python's
+limits.  Nested differentiation runs written-out target programs (AD.md section 9), which
+are terms like any other.  Generated code runs under :meth:`Interpreter._run`, which raises Python's
 recursion limit for deep call chains at run time and turns Python exceptions into located
 :class:`~lambdad.errors.EvalError` / ``ResourceError``.
 
@@ -25,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .codegen import GENERIC_KINDS, RuntimeCalls, compile_term
+from .codegen import RuntimeCalls, compile_term
 from .errors import DomainError, EvalError, LambdadError, ResourceError, Span
 from .guard import (
     RUNTIME_ERRORS,
@@ -37,7 +36,6 @@ from .guard import (
     restore_limits,
 )
 from .iterate import FreezeRecord, resume_collector
-from .primitives import ADD, DIV, MUL, NEG, SUB, Primitive
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
     DEFAULT_STRATEGY,
@@ -50,16 +48,10 @@ from .tape import (
     strategy_named,
 )
 from .values import (
-    FORWARD_LEVEL,
-    Arithmetic,
     BuiltinFunction,
-    Dual,
     FunctionParts,
     PrimEvent,
-    Reverse,
-    Tagged,
     function_parts,
-    plain_real,
     format_value,
     read_off_point,
     ring_of,
@@ -71,9 +63,6 @@ __all__ = ["Interpreter", "compile_open", "evaluate", "evaluate_module"]
 # Compiled units kept per interpreter; the least recently used goes first.  Each entry keeps
 # its term alive, so the term's id cannot be reused while it is cached.
 _CACHE_SIZE = 8192
-
-# The runtime types of the reals of a nesting level.
-_TAGGED = frozenset((Dual, Reverse))
 
 # --------------------------------------------------------------------------- the interpreter
 
@@ -135,127 +124,18 @@ class Interpreter:
         self._guarded = False  # inside the outermost guard (of _run or guarded)
         self._pinned = 0  # nesting of using_tape
         self._units = itertools.count()
-        # Nesting levels (AD.md section 9) open around this code: while there is one, terms
-        # compile in the generic variant, whose real primitives accept tagged reals.
-        self.tagged_levels = 0
         # What the program owning this interpreter records of the objects its runs froze
         # (see lambdad.iterate.resume_collector); None: nothing is frozen.
         self.freeze_record: FreezeRecord | None = None
-        # Each real primitive's partial derivatives as terms over its parameters (and its
-        # result), given by the differentiator; compiled on first use by generic_apply.
-        self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
-        self._partials: dict[tuple[Any, bool], tuple[Callable[..., Any], ...]] = {}
-        self._declared_partials: list[Primitive] = []  # the declared entries of _partials
+        # Told (tape, ring depth, bodies run, distinct bodies run) after each backward phase
+        # a program's `cotangent x e` runs (the differentiator's per-level costs).
+        self.on_read_off: Callable[[Tape, int, int, int], None] | None = None
         self._new_backprop = self._backprop_maker()
-        # the arithmetic of tagged reals (AD.md writes the rules with these operations)
-        self.arithmetic = Arithmetic(self.apply_real, ADD, MUL, SUB, DIV, NEG)
-        # (id(term), names, instrumented, generic) -> (term kept alive, function, names)
-        self._compiled: dict[tuple[int, tuple[str, ...] | None, bool, bool],
+        # (id(term), names, instrumented) -> (term kept alive, function, names)
+        self._compiled: dict[tuple[int, tuple[str, ...] | None, bool],
                              tuple[Term, Callable[..., Any], tuple[str, ...]]] = {}
 
     # ---- public API
-    @property
-    def generic(self) -> bool:
-        """Whether terms compile in the variant whose primitives accept tagged reals."""
-        return self.tagged_levels > 0
-
-    @contextlib.contextmanager
-    def in_level(self) -> Iterator[None]:
-        """Inside the ``with`` block a nesting level is open: terms compiled there (and the
-        closures they make) accept the tagged reals of every level."""
-        self.tagged_levels += 1
-        try:
-            yield
-        finally:
-            self.tagged_levels -= 1
-
-    def generic_apply(self, primitive: Primitive, *args: Any) -> Any:
-        """``primitive`` applied to ``args`` whose reals may be tagged: a real primitive by
-        :meth:`apply_real`, any other kind on the plain values of its real arguments
-        (comparisons and ``range`` look at primals only)."""
-        if primitive.kind == "real":
-            return self.apply_real(primitive, args)
-        return primitive.evaluate(*[plain_real(a) if isinstance(a, Tagged) else a
-                                    for a in args])
-
-    def apply_real(self, primitive: Primitive, args: Sequence[Any]) -> Any:
-        """The real primitive on reals of any levels, by the chain rule at the innermost
-        level among the arguments: its value on their values at that level, and its
-        tangent ``Σ ∂i f · xi'`` (forward) or a tape node with edges ``∂i f`` (reverse),
-        the partials read from the primitive table and evaluated at the same levels
-        (so derivatives of derivatives are exact).  A plain argument contributes nothing:
-        ``x ^ 2`` is a power with a constant exponent.  Raises DomainError as the
-        primitive does."""
-        level = None
-        for a in args:
-            if type(a) in _TAGGED and (level is None or a.level.order > level.order):
-                level = a.level
-        if level is None:
-            return primitive.evaluate(*args)
-        # The arguments at this level: their primals, and which of them are perturbed.
-        primals = []
-        perturbed = []
-        plain = True  # the innermost level over floats, the common case
-        for a in args:
-            if type(a) in _TAGGED and a.level is level:
-                primals.append(a.primal)
-                perturbed.append(a)
-            else:
-                primals.append(a)
-                perturbed.append(None)
-            if type(primals[-1]) is not float:
-                plain = False
-        # Plain primals take the plain evaluation and partials compiled without the
-        # generic dispatch.
-        value = primitive.evaluate(*primals) if plain else self.apply_real(primitive, primals)
-        partials = self._partials.get((primitive.name, not plain)
-                                      if primitive.declaration is None
-                                      else (id(primitive), not plain))
-        if partials is None:
-            partials = self._partial_functions(primitive, not plain)
-        if primitive.result is not None:
-            primals.append(value)
-        if level.mode == FORWARD_LEVEL:
-            arithmetic = self.arithmetic
-            tangent: Any = 0.0
-            for a, partial in zip(perturbed, partials):
-                if a is not None:
-                    d, t = partial(*primals), a.tangent
-                    if type(d) is float and type(t) is float and type(tangent) is float:
-                        tangent += d * t
-                    else:
-                        tangent = arithmetic.add(tangent, arithmetic.multiply(d, t))
-            return Dual(level, value, tangent)
-        edges = tuple((a.index, partial(*primals)) for a, partial in zip(perturbed, partials)
-                      if a is not None)
-        return level.record(value, edges)
-
-    def _partial_functions(self, primitive: Primitive, generic: bool
-                           ) -> tuple[Callable[..., Any], ...]:
-        """The primitive's partials compiled as functions of its parameters (and result):
-        the generic variant for tagged inputs, the plain one for floats.  A built-in's are
-        read from ``partial_terms``; a declared primitive holds its own (and is cached by
-        its entry: a redefinition of the name is another primitive)."""
-        declaration = primitive.declaration
-        key = (primitive.name, generic) if declaration is None else (id(primitive), generic)
-        found = self._partials.get(key)
-        if found is None:
-            names = primitive.params + ((primitive.result,) if primitive.result else ())
-            terms = (self.partial_terms[primitive.name] if declaration is None
-                     else declaration.partials)
-            found = tuple(self._function(term, names, generic=generic)[0] for term in terms)
-            self._partials[key] = found
-            if declaration is not None:  # its id stays its own while the entry is kept
-                self._declared_partials.append(primitive)
-        return found
-
-    def builtin_function(self, primitive: Primitive, args: tuple,
-                         span: Span | None = None) -> BuiltinFunction:
-        """The built-in ``primitive`` as a value, applied to ``args`` so far; it accepts
-        tagged reals when made inside a nesting level."""
-        apply = self._apply_builtin_generic if self.generic else self._apply_builtin
-        return BuiltinFunction(primitive, args, span, apply)
-
     # The event hook, the step limit and the time limit: setting one notes whether terms
     # compile with event, step and time checks in ``instrumented`` (a plain attribute, read
     # at every API call).
@@ -371,17 +251,16 @@ class Interpreter:
                                     self.on_event))
 
     # ---- compilation
-    def _function(self, term: Term, names: tuple[str, ...] | None,
-                  generic: bool | None = None) -> tuple[Callable[..., Any], tuple[str, ...]]:
+    def _function(self, term: Term, names: tuple[str, ...] | None
+                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
         """The compiled entry function of ``term`` and its parameters (see
         :func:`~lambdad.codegen.compile_term`), compiled once per term, names and variant."""
         instrumented = self.instrumented
-        generic = self.generic if generic is None else generic
-        key = (id(term), names, instrumented, generic)
+        key = (id(term), names, instrumented)
         compiled = self._compiled
         entry = compiled.get(key)
         if entry is None:
-            entry = (term, *self._compile(term, names, instrumented, generic))
+            entry = (term, *self._compile(term, names, instrumented))
             if len(compiled) >= _CACHE_SIZE:
                 # Forget the least recently used unit (its closures keep their own code).
                 del compiled[next(iter(compiled))]
@@ -400,27 +279,20 @@ class Interpreter:
                         None)
             raise EvalError(f"unbound variable `{name}`", span) from None
 
-    def _compile(self, term: Term, names: tuple[str, ...] | None, instrumented: bool,
-                 generic: bool = False) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        return compile_term(term, names, self._runtime_calls(instrumented, generic),
-                            instrumented=instrumented, generic=generic,
+    def _compile(self, term: Term, names: tuple[str, ...] | None, instrumented: bool
+                 ) -> tuple[Callable[..., Any], tuple[str, ...]]:
+        return compile_term(term, names, self._runtime_calls(instrumented),
+                            instrumented=instrumented,
                             filename=f"<lambdad unit {next(self._units)}>")
 
-    def _runtime_calls(self, instrumented: bool, generic: bool) -> RuntimeCalls:
+    def _runtime_calls(self, instrumented: bool) -> RuntimeCalls:
         """What the generated code of a variant calls back (see :class:`RuntimeCalls`)."""
-        if generic:
-            apply_builtin = self._apply_builtin_generic
-        elif instrumented:
-            apply_builtin = self._apply_builtin_traced
-        else:
-            apply_builtin = self._apply_builtin
         return RuntimeCalls(
             new_backprop=self._new_backprop_traced if instrumented else self._new_backprop,
             own_zero=self._new_constant_traced,
             seed=self._seed, read_off=self._read_off, call_ad=self._call_ad,
             prim_event=self._prim_event, count_ahead=self._count_ahead,
-            generic_apply=self.generic_apply,
-            apply_builtin=apply_builtin)
+            apply_builtin=self._apply_builtin_traced if instrumented else self._apply_builtin)
 
     def _evaluate_decl(self, decl: Decl, values: Mapping[str, Any]) -> Any:
         function, names = self._function(decl.value, None)
@@ -566,8 +438,7 @@ class Interpreter:
         if type(index) is float and index >= 0.0 and index.is_integer():
             return self.tape.seed(int(index), span)  # (what `range` gives, mostly)
         if type(index) is not int:
-            index = plain_real(index)
-            if not (index >= 0 and float(index).is_integer()):
+            if not (type(index) is float and index >= 0 and index.is_integer()):
                 raise EvalError(f"`seed` expects a whole number >= 0, not "
                                 f"{format_value(index)}", span)
             index = int(index)
@@ -579,8 +450,15 @@ class Interpreter:
         # reals says nothing of the ring: the generic addition then serves any.
         sample = ring_of(point)
         add = None if type(sample) in SCALAR_TYPES else ring_adder(self.tape)
-        adjoints = backward(self.tape, cotangent, self.strategy, self.on_event, add)
-        return read_off_point(point, adjoints, self.tape)
+        tape = self.tape
+        ran, reached = tape.bodies_run, tape.reached
+        adjoints = backward(tape, cotangent, self.strategy, self.on_event, add)
+        if self.on_read_off is not None:
+            depth = 0  # how many transformations the ring is the image of
+            while type(sample) is tuple:
+                sample, depth = sample[0], depth + 1
+            self.on_read_off(tape, depth, tape.bodies_run - ran, tape.reached - reached)
+        return read_off_point(point, adjoints, tape)
 
     def _call_ad(self, site: PrimSite, *args: Any) -> Any:
         hook = self.ad_hooks.get(site.primitive.name)
@@ -638,18 +516,6 @@ class Interpreter:
             return primitive.evaluate(*args)
         except RUNTIME_ERRORS as exc:
             # A closure given to `map` or `fold` may have failed inside: locate it there.
-            located = locate(exc)
-            if located.span is None:
-                located = EvalError(describe(primitive, args, exc), function.span)
-            raise located from None
-
-    def _apply_builtin_generic(self, function: BuiltinFunction, args: tuple) -> Any:
-        primitive = function.primitive
-        if primitive.kind not in GENERIC_KINDS:
-            return self._apply_builtin(function, args)
-        try:
-            return self.generic_apply(primitive, *args)
-        except RUNTIME_ERRORS as exc:
             located = locate(exc)
             if located.span is None:
                 located = EvalError(describe(primitive, args, exc), function.span)

@@ -39,10 +39,12 @@ whose result holds functions (a cotangent of a function type means nothing; the 
 route refuses it too), a ``jvp`` returning a function whose argument holds functions, and —
 as everywhere — a function-typed input or direction.
 
-When the program runs, :func:`expand_closure` does the same for a closure that forward mode
+When the program runs, :func:`expand_closure` does the same for a closure that either mode
 differentiates: the functions it captures are known by their values, so an inner
 transformation of one is a free variable that the caller binds to the transformed value;
-a use whose function has no image is refused there (the run-time route's levels run it).
+a captured closure that differentiates is first defined inside the closure
+(:func:`inline_closures`), so that a function given to it is known by its term; a use
+whose function has no image all the same is refused there, with a located error.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ def expand_closure(lam: Lam, captured: Sequence[tuple[str, Type | None]],
     for name, type_ in reversed(captured):
         wrapped = Lam(name, wrapped, param_type=type_, span=lam.span)
     names = NameSupply.for_terms(wrapped)
-    inlined = _inline(wrapped, {}, set(), names)
+    inlined = _results_named(_inline(wrapped, {}, set(), names), names)
     typing = infer_term(inlined, TypeEnv.builtins())
     # the captured names' types, as the uses in ``lam`` tell them
     types: dict[str, Type] = {}
@@ -176,6 +178,65 @@ def expand_closure(lam: Lam, captured: Sequence[tuple[str, Type | None]],
     free = free_vars(term)
     return ClosureProgram(term, {name: image for name, image in expansion.runtime.items()
                                  if name in free and image[1]})
+
+
+def inline_closures(lam: Lam, layout: Sequence[tuple[str, object]]
+                    ) -> tuple[Lam, tuple[str, ...]]:
+    """The closure ``lam`` specialised to the closures it captured that differentiate:
+    ``layout`` gives, for each name ``lam`` captured, ``None`` for a value it keeps, or
+    ``(λ, layout)`` for a closure (its λ-term and, in turn, what it captured) to define
+    inside ``lam``'s body by a ``let`` of that λ — so that the function that closure
+    differentiates, perhaps one given to it as an argument, is known by its term where
+    :func:`expand_closure` meets the use (a closure known by its value has no image a
+    term can build for a function it is given).  Returns the λ and the names of the values
+    kept, in the order of ``layout`` (depth first): those ``lam`` captured itself keep
+    their names, those of the inner closures get fresh ones."""
+    terms: list[Term] = [lam]
+    pending = [layout]
+    while pending:
+        for _, inner in pending.pop():
+            if inner is not None:
+                terms.append(inner[0])
+                pending.append(inner[1])
+    names = NameSupply.for_terms(*terms)
+    kept: list[str] = []
+
+    def build(fn: Lam, entries: Sequence[tuple[str, object]], outermost: bool) -> Lam:
+        renaming: dict[str, str] = {}
+        definitions: list[tuple[str, Term]] = []
+        for name, inner in entries:
+            if inner is None:
+                new = name if outermost else names.fresh(_base(name))
+                kept.append(new)
+            else:
+                new = names.fresh(_base(name))
+                # without its annotations, as a definition inlined (see _unannotated)
+                definitions.append((new, build(_unannotated(inner[0]), inner[1], False)))
+            renaming[name] = new
+        body = renamed_free(fn.body, renaming)
+        for name, value in reversed(definitions):
+            body = Let(name, value, body, span=fn.span)
+        return attrs.evolve(fn, body=body)
+
+    return build(lam, layout, True), tuple(kept)
+
+
+def renamed_free(term: Term, renaming: Mapping[str, str]) -> Term:
+    """``term`` with each free occurrence of a name of ``renaming`` renamed (the new names
+    must not be bound in ``term``)."""
+    if not renaming:
+        return term
+
+    def go(t: Term, hidden: frozenset[str]):
+        if isinstance(t, Var):
+            new = renaming.get(t.name)
+            return t if new is None or t.name in hidden else attrs.evolve(t, name=new)
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
+        return with_children(t, kids)
+
+    return run(go(term, frozenset()))
 
 
 def _ground(t: Type) -> bool:
@@ -283,6 +344,45 @@ def _inline(term: Term, definitions: Mapping[str, Term], inlines: set[str],
         if isinstance(t, App):
             return _beta(t)
         return t
+
+    return run(go(term, frozenset()))
+
+
+def _results_named(term: Term, names: NameSupply) -> Term:
+    """``term`` with each ``let (a, b) = e in body`` whose ``e`` differentiates (a use of
+    ``jvp``, ``vjp``, ...) written ``let p = e in body`` with ``fst p`` and ``snd p`` for
+    ``a`` and ``b``: a function among them (a tangent function, a pull-back) is then
+    built from ``p``, whose definition the expansion knows, so differentiating it has an
+    image.  Binders are distinct (after :func:`_inline`), so nothing is captured."""
+
+    def go(t: Term):
+        kids = []
+        for child in children(t):
+            kids.append((yield go(child)))
+        t = with_children(t, kids)
+        if (isinstance(t, LetPair) and isinstance(t.value, Prim)
+                and PRIMITIVES[t.value.op].kind == "ad"):
+            s = t.span
+            pair = names.fresh("r")
+            parts = {t.first: Prim(FIRST, (Var(pair, span=s),), span=s),
+                     t.second: Prim(SECOND, (Var(pair, span=s),), span=s)}
+            return Let(pair, t.value, _substituted(t.body, parts), span=s)
+        return t
+
+    return run(go(term))
+
+
+def _substituted(term: Term, values: Mapping[str, Term]) -> Term:
+    """``term`` with each free occurrence of a name of ``values`` replaced by its term
+    (whose free names no binder of ``term`` binds)."""
+
+    def go(t: Term, hidden: frozenset[str]):
+        if isinstance(t, Var):
+            return t if t.name in hidden or t.name not in values else values[t.name]
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
+        return with_children(t, kids)
 
     return run(go(term, frozenset()))
 

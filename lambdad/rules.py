@@ -257,8 +257,8 @@ def is_zero(term: Term) -> bool:
 
 class NestedDifferentiationError(DifferentiationError):
     """The term differentiates (uses ``grad``, ``jvp`` or ``vjp``): a transformation takes
-    it once each use is written out as a target program (:mod:`lambdad.nesting`); at run
-    time it is differentiated on a nesting level instead (AD.md section 9)."""
+    it once each use is written out as a target program (:mod:`lambdad.nesting`), as the
+    differentiator does at run time (AD.md section 9)."""
 
 
 def not_differentiable(term: Term) -> DifferentiationError:

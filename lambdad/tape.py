@@ -167,17 +167,19 @@ class Tape:
 
     ``stamps`` is the creation-stamp counter (stamps are dense: ``0 .. stamps - 1``, and only
     increase); ``created`` counts backpropagators with a body (not seeds, not zeros),
-    ``bodies_run`` the bodies run by :func:`backward`.  Seeds are made once per index and
+    ``bodies_run`` the bodies run by :func:`backward`, ``reached`` how many distinct ones
+    each backward phase ran (summed over phases: ``bodies_run`` when factored).  Seeds are made once per index and
     shared.  Constants share :data:`ZERO`, on no tape (AD.md section 3: every constant may
     share one), except that instrumented runs give each constant its own, stamped here
     (:meth:`own_constant`).  ``bodiless`` counts the stamps of seeds and such constants.
     """
 
-    __slots__ = ("stamps", "bodies_run", "bodiless", "_seeds", "_restarted_from")
+    __slots__ = ("stamps", "bodies_run", "reached", "bodiless", "_seeds", "_restarted_from")
 
     def __init__(self) -> None:
         self.stamps = 0
         self.bodies_run = 0
+        self.reached = 0
         self.bodiless = 0
         self._seeds: dict[int, Backprop] = {}
         self._restarted_from: Mapping[int, Backprop] | None = None  # see restart
@@ -229,6 +231,7 @@ class Tape:
         count = len(seeds)
         self.stamps = count
         self.bodies_run = 0
+        self.reached = 0
         self.bodiless = count
         # A seed the run makes itself is not kept for the next.  (A run only adds seeds:
         # with as many as the last restart left, they are still those.)
@@ -294,7 +297,7 @@ def batched_fold(step: Callable, batched_step: Callable, loop: Callable, z: Any,
 
     ``step`` runs the fold instead when ``z`` is not a structure of scalars (reals, or the
     pairs of reals of forward mode over reverse mode) paired with backpropagators: the
-    code is then evaluated with other values (tagged reals, rings of backpropagators)."""
+    code is then evaluated with other values (rings of backpropagators)."""
     if not batches(z, xs):  # (codegen tests the length too)
         return FOLD.evaluate(step, z, xs)
     both = curried_pair(batched_step)
@@ -568,6 +571,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                 _calls(rest, stage)
     finally:
         tape.bodies_run += ran
+        tape.reached += ran
         # `stage` refers to itself: unbound, it no longer keeps every backpropagator alive
         # until the cyclic collector runs.
         stage = None
@@ -588,6 +592,7 @@ def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int,
     # right, so a backpropagator sent to k times runs k times.
     work: list[tuple[Backprop, float]] = []
     ran = 0
+    reached: set[int] = set()  # the stamps whose bodies ran
     try:
         _calls(cotangent, stage)
         work.extend(reversed(staged))
@@ -609,6 +614,7 @@ def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int,
                     on_event(BackpropRun(g.stamp, g.span, a))
                 continue
             ran += 1
+            reached.add(g.stamp)
             if on_event is not None:
                 on_event(BackpropRun(g.stamp, g.span, a))
             rest = function(g.captured, a, stage)
@@ -619,6 +625,7 @@ def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int,
                 staged.clear()
     finally:
         tape.bodies_run += ran
+        tape.reached += len(reached)
         stage = None  # it refers to itself (see _backward_factored)
     return adjoints
 
@@ -701,7 +708,7 @@ def backward(tape: Tape, cotangent: Any, strategy: str = DEFAULT_STRATEGY,
 
 
 def ring_adder(tape: Tape) -> Callable[[Any, Any], Any]:
-    """The addition of ring values (floats, tagged reals, pairs, backpropagators), a sum of
+    """The addition of ring values (floats, pairs, backpropagators), a sum of
     backpropagators being a new one stamped on ``tape``."""
 
     def add(x: Any, y: Any) -> Any:

@@ -31,15 +31,7 @@ from .runtime import Runtime
 from .syntax import (Let, Pair, Prim, RealT, Term, Var, VarT, is_differentiable,
                      walk)
 from .tape import BackpropCreated, BackpropRun
-from .values import (
-    Dual,
-    Level,
-    PrimEvent,
-    Reverse,
-    Tagged,
-    format_real,
-    plain_real,
-)
+from .values import PrimEvent, format_real
 
 
 @attrs.define
@@ -134,10 +126,6 @@ class _Recorder:
         self.keep: list[Any] = []  # keeps result floats alive so their ids stay unique
         self.collect_rows = True
         self.cursor = 0  # in later forward runs: which row the next primal event is
-        # A traced function that differentiates runs on a level (AD.md section 9): its rows
-        # are the real primitives whose result is a real of that level.
-        self.level: Level | None = None
-        self.by_node: dict[int, Row] = {}
 
     def register(self, transformed: Term) -> None:
         primal, derivative_of = _rule_sites(transformed)
@@ -148,26 +136,20 @@ class _Recorder:
         if isinstance(event, PrimEvent):
             self._on_prim(event)
         elif isinstance(event, BackpropCreated):
-            if self.level is not None:
-                return  # an inner level's backpropagator: not a row of the traced level
             row = self.rows[-1] if self.rows else None
             if row is not None and row.span == event.span and row.stamp is None:
                 row.stamp = event.stamp
                 self.by_stamp[event.stamp] = row
         elif isinstance(event, BackpropRun):
             row = self.by_stamp.get(event.stamp)
-            if row is not None:
+            # (a cotangent of another ring is sent in an inner level's backward phase)
+            if row is not None and type(event.cotangent) is float:
                 if row.derivatives:
                     row.derivatives[0] += event.cotangent
                 else:
                     row.derivatives.append(event.cotangent)
 
     def _on_prim(self, event: PrimEvent) -> None:
-        result = event.result
-        if isinstance(result, Tagged):
-            if result.level is self.level and event.prim.kind == "real":
-                self._on_level_prim(event)
-            return  # an operation of an inner level: its results show as values
         node_id = id(event.term) if event.term is not None else None
         if node_id in self.primal:
             if self.collect_rows:
@@ -190,41 +172,10 @@ class _Recorder:
                 row.derivatives.append(event.result)
 
 
-    def _on_level_prim(self, event: PrimEvent) -> None:
-        result = event.result
-        if self.collect_rows:
-            operands = tuple(self.producers.get(id(a)) if isinstance(a, Tagged) else None
-                             for a in event.args)
-            parents = tuple(p for p in operands if p is not None)
-            row = Row(len(self.rows) + 1, PRIMITIVES[event.prim.name].spelling.symbol,
-                      event.span, tuple(plain_real(a) for a in event.args),
-                      plain_real(result.primal), parents, primitive=event.prim.name,
-                      operands=operands)
-            self.rows.append(row)
-            self.producers[id(result)] = row.index
-            self.keep.append(result)
-        else:
-            row = self.rows[self.cursor]
-            self.cursor += 1
-        if type(result) is Dual:
-            row.derivatives.append(plain_real(result.tangent))
-        elif type(result) is Reverse:
-            self.by_node[result.index] = row
-
-    def on_level_run(self, index: int, cotangent: Any) -> None:
-        row = self.by_node.get(index)
-        if row is not None:
-            if row.derivatives:
-                row.derivatives[0] += plain_real(cotangent)
-            else:
-                row.derivatives.append(plain_real(cotangent))
-
-
 class _TracingDifferentiator(Differentiator):
     """A differentiator whose transformed terms are registered with a recorder.  A function
-    that differentiates runs on a level, whose operations are the trace's rows."""
-
-    writes_out_programs = False
+    that differentiates is traced through its written-out program: its rows are the
+    operations of that program, those of the inner derivatives included."""
 
     def __init__(self, interpreter: Interpreter, recorder: _Recorder, strategy: str):
         super().__init__(interpreter, strategy)
@@ -239,19 +190,6 @@ class _TracingDifferentiator(Differentiator):
             return transformed
 
         return register
-
-    def _seeded(self, level: Level, seeded: Any) -> None:
-        if self._depth != 1:
-            return  # a level inside the traced one
-        recorder = self.recorder
-        recorder.level = level
-        recorder.cursor = 0
-        level.on_run = recorder.on_level_run
-        inputs: list[Any] = []
-        map_value(seeded, is_real, lambda r: inputs.append(r) or r)
-        for position, value in enumerate(inputs):
-            recorder.producers[id(value)] = position - len(inputs) + 1
-        recorder.keep.extend(inputs)
 
 
 def trace(program: Any, name: str, point: Any, mode: str = "forward",

@@ -1,11 +1,10 @@
-"""Runtime values of lambdad, nesting levels, and value printing.
+"""Runtime values of lambdad and value printing.
 
 Values are plain Python data, so generated code and the AD glue handle them without
 wrapping:
 
 =================  ==========================================================
-``R``              ``float`` (always a float, never an int); inside nested
-                   differentiation a tagged real (:class:`Dual`, :class:`Reverse`)
+``R``              ``float`` (always a float, never an int)
 ``Bool``           ``bool``
 ``A * B``          a 2-tuple; ``(a, b, c)`` is ``(a, (b, c))``
 ``[A]``            a ``list``
@@ -32,244 +31,11 @@ import attrs
 from .errors import Span
 from .primitives import Primitive
 from .syntax import BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
-from .tape import Backprop, Call, Sum, Tape, ring_zero, strategy_named
+from .tape import Backprop, Call, Sum, Tape, ring_zero
 
-# --------------------------------------------------------------------------- nesting levels
-
-
-FORWARD_LEVEL = "forward"
-REVERSE_LEVEL = "reverse"
-
-
-class Level:
-    """One differentiation that runs the function itself on tagged reals (AD.md section 9):
-    the differentiation of a function that in turn differentiates (or that cannot be
-    transformed, such as a pull-back).  The reals it perturbs are :class:`Dual` (forward)
-    or :class:`Reverse` values carrying this level, so a real of another level can never be
-    mistaken for one of this level (Siskind and Pearlmutter's tags); ``order`` says which
-    of two levels was opened later (the inner one).
-
-    A reverse level is a tape: ``nodes[i]`` lists the ``(parent index, partial)`` edges of
-    the i-th tagged real (inputs have none).  ``arithmetic`` adds and multiplies reals of
-    any level (it is the interpreter's, see :meth:`Interpreter.tagged_arithmetic`).
-    ``created`` and ``bodies_run`` count the nodes with edges and the nodes the backward
-    phase ran (each once when factored).
-    """
-
-    __slots__ = ("order", "mode", "arithmetic", "nodes", "bodies_run", "on_run")
-
-    def __init__(self, order: int, mode: str, arithmetic: "Arithmetic"):
-        self.order = order
-        self.mode = mode
-        self.arithmetic = arithmetic
-        self.nodes: list[tuple[tuple[int, Any], ...]] = []
-        self.bodies_run = 0
-        # Told (node, cotangent) each time the backward phase runs a node (traces).
-        self.on_run: Callable[[int, Any], None] | None = None
-
-    @property
-    def created(self) -> int:
-        return sum(1 for edges in self.nodes if edges)
-
-    def input(self, value: Any) -> "Reverse":
-        """A new input real of this (reverse) level: a node without edges."""
-        self.nodes.append(())
-        return Reverse(self, value, len(self.nodes) - 1)
-
-    def record(self, value: Any, edges: tuple[tuple[int, Any], ...]) -> "Reverse":
-        """The tagged real ``value`` whose adjoint flows to each ``(parent, partial)``."""
-        self.nodes.append(edges)
-        return Reverse(self, value, len(self.nodes) - 1)
-
-    def backward(self, seeds: list[tuple[int, Any]], strategy: str) -> dict[int, Any]:
-        """The adjoint of every node reached from the ``(node, cotangent)`` seeds.
-
-        ``factored`` runs each node's edges once, newest first, with the sum of what reached
-        it (BMP linear factoring on this level's tape); ``naive`` runs them once per path.
-        Adjoints may be reals of outer levels: the arithmetic is generic.  No recursion.
-        """
-        add, multiply = self.arithmetic.add, self.arithmetic.multiply
-        nodes = self.nodes
-        adjoints: dict[int, Any] = {}
-        ran = 0
-        if not strategy_named(strategy).factored:
-            work = list(reversed(seeds))
-            while work:
-                index, a = work.pop()
-                edges = nodes[index]
-                if not edges:
-                    adjoints[index] = a if index not in adjoints else add(adjoints[index], a)
-                    continue
-                ran += 1
-                if self.on_run is not None:
-                    self.on_run(index, a)
-                work.extend((parent, multiply(partial, a)) for parent, partial in reversed(edges))
-        else:
-            for index, a in seeds:
-                adjoints[index] = a if index not in adjoints else add(adjoints[index], a)
-            top = max((index for index, _ in seeds), default=-1)
-            for index in range(top, -1, -1):
-                edges = nodes[index]
-                if not edges or index not in adjoints:
-                    continue
-                a = adjoints.pop(index)
-                ran += 1
-                if self.on_run is not None:
-                    self.on_run(index, a)
-                for parent, partial in edges:
-                    c = multiply(partial, a)
-                    adjoints[parent] = c if parent not in adjoints else add(adjoints[parent], c)
-        self.bodies_run += ran
-        return adjoints
-
-
-class Arithmetic:
-    """Addition and multiplication of reals of any level, for the backward phase of tagged
-    levels and the operators of tagged reals (an interpreter provides ``apply_real``)."""
-
-    __slots__ = ("apply_real", "plus", "times", "minus", "divide", "negate")
-
-    def __init__(self, apply_real: Callable[[Primitive, tuple], Any], plus: Primitive,
-                 times: Primitive, minus: Primitive, divide: Primitive, negate: Primitive):
-        self.apply_real = apply_real
-        self.plus, self.times, self.minus = plus, times, minus
-        self.divide, self.negate = divide, negate
-
-    def add(self, x: Any, y: Any) -> Any:
-        """``x + y``; dual numbers over floats are added componentwise at once (the ring's
-        addition), everything else by the chain rule of ``+``."""
-        kind_x, kind_y = type(x), type(y)
-        if kind_x is float and kind_y is float:
-            return x + y
-        if kind_x is Dual and kind_y is Dual and x.level is y.level:
-            if (type(x.primal) is float and type(y.primal) is float
-                    and type(x.tangent) is float and type(y.tangent) is float):
-                return Dual(x.level, x.primal + y.primal, x.tangent + y.tangent)
-        elif kind_x is Dual and kind_y is float:
-            if type(x.primal) is float:
-                return Dual(x.level, x.primal + y, x.tangent)
-        elif kind_y is Dual and kind_x is float:
-            if type(y.primal) is float:
-                return Dual(y.level, x + y.primal, y.tangent)
-        return self.apply_real(self.plus, (x, y))
-
-    def multiply(self, x: Any, y: Any) -> Any:
-        """``x * y``; a dual number over floats times a float scales both components."""
-        kind_x, kind_y = type(x), type(y)
-        if kind_x is float and kind_y is float:
-            return x * y
-        if kind_x is Dual and kind_y is float:
-            if type(x.primal) is float and type(x.tangent) is float:
-                return Dual(x.level, x.primal * y, x.tangent * y)
-        elif kind_y is Dual and kind_x is float:
-            if type(y.primal) is float and type(y.tangent) is float:
-                return Dual(y.level, x * y.primal, x * y.tangent)
-        return self.apply_real(self.times, (x, y))
-
-
-class Tagged:
-    """A real perturbed by a :class:`Level`: arithmetic operators go through the level's
-    generic arithmetic (so compiled backpropagator bodies and the backward phase of a
-    transformed run accept them as cotangents); comparisons look at the plain value."""
-
-    __slots__ = ("level", "primal")
-
-    def _apply(self, primitive: Primitive, args: tuple) -> Any:
-        return self.level.arithmetic.apply_real(primitive, args)
-
-    def __add__(self, other):
-        return self.level.arithmetic.add(self, other)
-
-    def __radd__(self, other):
-        return self.level.arithmetic.add(other, self)
-
-    def __sub__(self, other):
-        return self._apply(self.level.arithmetic.minus, (self, other))
-
-    def __rsub__(self, other):
-        return self._apply(self.level.arithmetic.minus, (other, self))
-
-    def __mul__(self, other):
-        return self.level.arithmetic.multiply(self, other)
-
-    def __rmul__(self, other):
-        return self.level.arithmetic.multiply(other, self)
-
-    def __truediv__(self, other):
-        return self._apply(self.level.arithmetic.divide, (self, other))
-
-    def __rtruediv__(self, other):
-        return self._apply(self.level.arithmetic.divide, (other, self))
-
-    def __neg__(self):
-        return self._apply(self.level.arithmetic.negate, (self,))
-
-    def __lt__(self, other):
-        return plain_real(self) < plain_real(other)
-
-    def __le__(self, other):
-        return plain_real(self) <= plain_real(other)
-
-    def __gt__(self, other):
-        return plain_real(self) > plain_real(other)
-
-    def __ge__(self, other):
-        return plain_real(self) >= plain_real(other)
-
-    def __eq__(self, other):
-        return plain_real(self) == plain_real(other)
-
-    def __ne__(self, other):
-        return plain_real(self) != plain_real(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Dual(Tagged):
-    """A real of a forward level: ``primal + tangent·ε`` for the level's ε."""
-
-    __slots__ = ("tangent",)
-
-    def __init__(self, level: Level, primal: Any, tangent: Any):
-        self.level = level
-        self.primal = primal
-        self.tangent = tangent
-
-    def __repr__(self) -> str:
-        return f"Dual#{self.level.order}({self.primal!r}, {self.tangent!r})"
-
-
-class Reverse(Tagged):
-    """A real of a reverse level: its value and its node on the level's tape."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, level: Level, primal: Any, index: int):
-        self.level = level
-        self.primal = primal
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"Reverse#{self.level.order}({self.primal!r}, node {self.index})"
-
-
-SCALAR_TYPES = frozenset((float, Dual, Reverse))
-"""The runtime types of a value of type ``R``: a float, or a real of a nesting level."""
-
-
-def is_scalar(v: Any) -> bool:
-    """Whether ``v`` is a real: a float or a tagged real of some nesting level."""
-    return type(v) in SCALAR_TYPES
-
-
-def plain_real(v: Any) -> float:
-    """The float under every level's perturbation of the real ``v``."""
-    while type(v) is not float:
-        if isinstance(v, Tagged):
-            v = v.primal
-        else:
-            return v
-    return v
+SCALAR_TYPES = frozenset((float,))
+"""The runtime types of a value of type ``R``: a float (every level of nested
+differentiation is a transformed program over floats)."""
 
 
 # --------------------------------------------------------------------------- events
@@ -406,6 +172,29 @@ class BuiltinFunction:
         return f"<built-in {self.primitive.name} applied to {len(self.args)}>"
 
 
+class MadeFunction:
+    """A function the runtime made (a pull-back) that is also the closure of a λ-term
+    computing it: applying it runs ``call``; differentiating it transforms ``lam`` over
+    the ``captured`` values (:func:`function_parts`), as for any closure."""
+
+    __slots__ = ("call", "lam", "captured")
+
+    def __init__(self, call: Callable[[Any], Any], lam: Lam, captured: dict[str, Any]):
+        self.call = call
+        self.lam = lam
+        self.captured = captured
+
+    def __call__(self, x: Any) -> Any:
+        return self.call(x)
+
+    def calling(self, call: Callable[[Any], Any]) -> "MadeFunction":
+        """The same closure, applied by ``call``."""
+        return MadeFunction(call, self.lam, self.captured)
+
+    def __repr__(self) -> str:
+        return "<function made by the runtime>"
+
+
 @attrs.frozen
 class FunctionParts:
     """What a function value is made of: a closure (``lam`` and the ``captured`` values by
@@ -418,10 +207,12 @@ class FunctionParts:
 
 
 def function_parts(f: Any) -> FunctionParts | None:
-    """The parts of the function value ``f``, or ``None`` if the interpreter did not make it
-    from a λ-term or a built-in (a backpropagator, a pull-back made by the runtime)."""
+    """The parts of the function value ``f``, or ``None`` if it is not made from a λ-term
+    or a built-in (a backpropagator, a function from outside)."""
     if isinstance(f, BuiltinFunction):
         return FunctionParts(builtin=f.primitive.name, args=f.args)
+    if type(f) is MadeFunction:
+        return FunctionParts(lam=f.lam, captured=dict(f.captured))
     target, bound = f, ()
     if type(f) is functools.partial:
         if f.keywords:

@@ -133,6 +133,63 @@ def test_differentiating_with_respect_to_a_function_is_a_located_error():
     assert info.value.span is not None and info.value.span.line == 1
 
 
+def test_stats_have_a_level_per_depth_of_a_written_out_program():
+    # f x = 4 x^4 through three nested grads: each level's backward phases run in the ring
+    # of its own cotangents, counted at its own depth
+    prog = lambdad.loads(
+        r"def f (x : R) : R = x * grad (\y -> x * grad (\z -> z * z * y * x) y) x")
+    value, gradient, stats = prog.value_and_grad("f", 0.7, strategy="factored", stats=True)
+    assert (value, gradient) == pytest.approx((4 * 0.7 ** 4, 16 * 0.7 ** 3), rel=1e-12)
+    assert [level.depth for level in stats.levels] == [1, 2, 3]
+    assert all(0 < level.bodies_run <= level.created for level in stats.levels)
+
+
+def test_reverse_mode_over_a_function_that_differentiates_runs_its_program(monkeypatch):
+    from lambdad import nesting
+
+    written = []
+    expand = nesting.expand_closure
+    monkeypatch.setattr(nesting, "expand_closure",
+                        lambda *args: written.append(1) or expand(*args))
+    assert run(r"def main = grad (\x -> x * grad (\y -> x + y) 1) 1") == 1.0
+    assert run(r"def main = grad (grad (grad (\x -> x ^ 4))) 2") == 48.0
+    assert written
+
+
+def test_a_use_reverse_mode_cannot_write_out_is_a_located_refusal():
+    # g is a λ parameter: ←D would need ←D(g) at a second cotangent type
+    source = ("def total (xs : [R]) : R = fold (\\a b -> a + b) 0 xs\n"
+              "def main = grad (\\x -> total (map (\\(g : R -> R) -> grad (g : R -> R) x)\n"
+              "  [\\y -> x * y * y, sin])) 3\n")
+    with pytest.raises(LambdadError, match="a function given as an argument") as info:
+        run(source)
+    assert (info.value.span.line, info.value.span.col) == (2, 58)
+    # forward mode writes the same use out
+    prog = lambdad.loads(source.replace("def main = grad", "def k = ").replace(") 3\n", ")\n"))
+    value, derivative = prog.jvp("k", 3.0, 1.0)
+    assert derivative == pytest.approx(2.0 * 3.0 + 2.0 * 3.0 - math.sin(3.0), rel=1e-12)
+
+
+def test_functions_bound_by_a_pattern_are_differentiated_inside_a_differentiation():
+    # t (a tangent function) and pb (a pull-back) are parts of a result, bound by a
+    # pattern: the written-out program knows them as `snd` of that result
+    assert run(r"def main = grad (\x -> let (_, t) = jvp (\a -> \y -> a * y * a) x 1 in "
+               r"t x + grad t x) 2") == 10.0
+    assert run(r"def main = jvp (\x -> let (_, t) = jvp (\a -> \y -> a * y * a) x 1 in "
+               r"t x + grad t x) 2 1") == (12.0, 10.0)
+    assert run(r"def main = grad (\x -> let (v, pb) = vjp (\y -> y * y * x) x in "
+               r"v + grad pb 1) 2") == 20.0
+
+
+def test_a_pull_back_is_the_closure_of_a_program():
+    from lambdad.interpreter import Interpreter
+
+    _, pullback = run(r"def main = vjp (\x -> x * x * x) 2")
+    parts = Interpreter.function_parts(pullback)
+    assert parts is not None and set(parts.captured) == {"f", "x"}
+    assert pullback(1.0) == 12.0
+
+
 def test_first_order_stats_are_unchanged():
     prog = lambdad.loads("def f (x : R) : R = x * x + sin x\n")
     _, stats = prog.grad("f", 1.0, stats=True)
@@ -404,13 +461,19 @@ def main = (t 3, snd (jvp t 3 1), grad t 3, grad (\z -> t (z * z)) 3)
 @pytest.fixture
 def no_levels(monkeypatch):
     """Forward mode over a function that differentiates must transform its written-out
-    program: running it on a level of tagged reals fails the test."""
-    from lambdad.differentiate import Differentiator
+    program: the test fails unless a closure was written out."""
+    from lambdad import nesting
 
-    def refuse(self, *args):
-        raise AssertionError("ran on a level of tagged reals")
+    written = []
+    expand = nesting.expand_closure
 
-    monkeypatch.setattr(Differentiator, "_level_jvp", refuse)
+    def counting(*args, **kwargs):
+        written.append(1)
+        return expand(*args, **kwargs)
+
+    monkeypatch.setattr(nesting, "expand_closure", counting)
+    yield
+    assert written, "no closure was written out as a program"
 
 
 @pytest.mark.parametrize("source, expected", [

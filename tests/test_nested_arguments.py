@@ -177,3 +177,21 @@ def test_an_annotated_use_run_by_forward_mode():
     assert program.jvp("a", 3.0, 1.0) == pytest.approx((18.0, 12.0))
     value, derivative = program.jvp("c", 3.0, 1.0)
     assert derivative == pytest.approx(_central(lambda r: program.call("c", r), 3.0), rel=1e-6)
+
+
+@pytest.mark.parametrize("shown, user, x", CASES)
+def test_reverse_mode_at_run_time_specialises_to_the_function_given(shown, user, x,
+                                                                    monkeypatch):
+    # when the program runs, the closure applying `shown` is written out with `shown`'s λ
+    # defined inside it, so the function it is given is known by its term: reverse mode
+    # runs that program (no printed ←D exists for `shown` alone, see below)
+    from lambdad import nesting
+
+    written = []
+    inline = nesting.inline_closures
+    monkeypatch.setattr(nesting, "inline_closures",
+                        lambda *args: written.append(1) or inline(*args))
+    program = lambdad.loads(SOURCE, "arguments.lam")  # nothing written out yet
+    gradient = program.grad(user, x)
+    assert written
+    assert gradient == pytest.approx(_central(lambda r: program.call(user, r), x), rel=1e-6)
