@@ -151,7 +151,7 @@ class _Surface:
 _SURFACE_KINDS = frozenset({
     "let", "abstraction", "linear_abstraction", "conditional", "oplus", "disjunction",
     "conjunction", "binary", "negation", "application", "number", "boolean", "parens",
-    "annotation", "tuple", "list"})
+    "annotation", "tuple", "list", "section"})
 
 
 class _Located(Exception):
@@ -362,6 +362,23 @@ class _Concrete(lark.Transformer):
         """``[e1, ..., en]``."""
         parts = tuple(items[1:-1:2])
         return _Surface("list", items[0].start, items[-1].end, parts)
+
+    def operator_section(self, items):
+        """``(op)``: the operator as a function of two arguments."""
+        return _Surface("section", items[0].start, items[-1].end, (items[1], None, None))
+
+    def left_section(self, items):
+        """``(e op)``: the operator with its left operand given."""
+        return _Surface("section", items[0].start, items[-1].end, (items[2], items[1], None))
+
+    def right_section(self, items):
+        """``(op e)``: the operator with its right operand given."""
+        return _Surface("section", items[0].start, items[-1].end, (items[1], None, items[2]))
+
+    @_passes_its_child
+    def section_op(self, items):
+        """The operator of ``(op)``: its token."""
+        return items[0]
 
     # ---- types
     def function_type(self, items):
@@ -808,6 +825,9 @@ def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[
     return expected, (last.end_line, last.end_column, last.end_line, last.end_column + 1)
 
 
+_PARAMETER_HINT = ("parameters are written apart, without parentheses (`def f x y = e`, "
+                   "`\\x y -> e`); in parentheses a parameter has a type, `(x : R)`, or is a "
+                   "pattern, `(a, b)`")
 _LAMBDA_HINT = "a function is written `\\x -> e` (also `\\(x : R) -> e`, `\\x y -> e`)"
 
 
@@ -842,6 +862,8 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Plac
         hint = _habit_hint(text, token)
         if hint is not None:
             return hint
+        if token.type == "RPAR" and expected == {"COMMA", "COLON"}:
+            return (f"unexpected `)`: {_PARAMETER_HINT}", _lark_pos(token))
         if token.type in _COMPARISONS and not _EXPRESSION_START <= expected:
             return (f"comparisons do not chain: add parentheses around one side of `{token}`",
                     _lark_pos(token))
@@ -994,6 +1016,22 @@ def _builtin_arity(name: str) -> int | None:
 # The primitive each infix operator is, by its spelling.
 _INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if fixity == "infix"}
 
+def _takes_a_function(entry: Primitive, index: int) -> bool:
+    """Whether the parameter ``index`` of the primitive ``entry`` is a function."""
+    type_ = entry.type
+    for _ in range(index):
+        if not isinstance(type_, FunT):
+            return False
+        type_ = type_.result
+    return isinstance(type_, FunT) and isinstance(type_.arg, FunT)
+
+
+def _takes_a_function_first(name: str) -> bool:
+    """Whether the primitive ``name``'s first parameter is a function (``map``, ``fold``)."""
+    entry = PRIMITIVES.get(name)
+    return entry is not None and _takes_a_function(entry, 0)
+
+
 # The linear constructs of the target language are written like built-ins of these arities.
 _LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
 assert set(_LINEAR_ARITY) == set(LINEAR_NAMES)
@@ -1031,6 +1069,8 @@ class _Desugarer:
         self.closed = False
         # The primitives the program has declared so far, by name.
         self.declared: dict[str, Primitive] = {}
+        # The text parsed (quoted by messages that lead to a spelling).
+        self.text = ""
         # The arm of each kind of concrete node (see _Concrete).
         self.arms: dict[str, Callable[[_Surface], Step[Term] | Term]] = {
             name[1:]: getattr(self, name) for name in dir(type(self))
@@ -1342,7 +1382,9 @@ class _Desugarer:
             arity = _builtin_arity(name)
             if arity is not None and arity <= len(spine):
                 args = []
-                for node in spine[:arity]:
+                for index, node in enumerate(spine[:arity]):
+                    if name in NAMED:
+                        self.check_function_argument(name, index, node.parts[1])
                     arg = self.term(node.parts[1])
                     if arg.__class__ is GeneratorType:  # not a leaf
                         arg = yield arg
@@ -1384,6 +1426,41 @@ class _Desugarer:
         for part in s.parts:
             items.append((yield self.term(part)))
         return ListLit(tuple(items), span=self.span(_pos(s)))
+
+    def _section(self, s):
+        """``(op)`` is ``\\p q -> p op q``, ``(op e)`` is ``\\p -> p op e`` and ``(e op)`` is
+        ``\\p -> e op p``, with fresh parameters; an operand other than a name or a number
+        is computed once, outside the function (``let q = e in \\p -> p op q``), except
+        the right operand of ``&&`` and ``||``, which stays where it is only evaluated
+        when needed."""
+        op, left_tree, right_tree = s.parts
+        span = self.span(_pos(s))
+        shared: list[tuple[str, Term]] = []
+        params: list[str] = []
+        operands = []
+        for tree in (left_tree, right_tree):
+            if tree is None:
+                params.append(self.names.fresh())
+                operands.append(Var(params[-1], span=span))
+                continue
+            term = yield self.term(tree)
+            lazy = tree is right_tree and op.kind in ("ANDAND", "OROR")
+            if not lazy and not isinstance(term, (Var, Const, BoolLit)):
+                shared.append((self.names.fresh("q"), term))
+                term = Var(shared[-1][0], span=span)
+            operands.append(term)
+        left, right = operands
+        if op.kind == "ANDAND":
+            body: Term = If(left, right, BoolLit(False, span=span), span=span)
+        elif op.kind == "OROR":
+            body = If(left, BoolLit(True, span=span), right, span=span)
+        else:
+            body = Prim(_INFIX[op.text], (left, right), span=span)
+        for name in reversed(params):
+            body = Lam(name, body, span=span)
+        for name, value in reversed(shared):
+            body = Let(name, value, body, span=span)
+        return body
 
     def _binary(self, s):
         """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is converted by a
@@ -1434,11 +1511,38 @@ class _Desugarer:
                     node = nodes[-1].parts[2]
                     break
                 node = nodes.pop()
-                term = Prim(_INFIX[node.parts[0][1]], (lefts.pop(), term),
+                left = lefts.pop()
+                if left.__class__ is Builtin and _takes_a_function_first(left.name):
+                    raise self.operator_as_argument(left, node.parts[0])
+                term = Prim(_INFIX[node.parts[0][1]], (left, term),
                             span=self.span_at(node.start, node.end))
             else:
                 return term
             term = None
+
+    def operator_as_argument(self, head: Builtin, op: _Token) -> TypeCheckError:
+        """The error of ``fold + 0 xs``: an operator written where ``head`` takes a
+        function, which reads as ``fold`` plus ``0 xs``."""
+        name = PRIMITIVES[head.name].spelling.symbol
+        return TypeCheckError(
+            f"`{name} {op.text} ...` applies `{op.text}` to `{name}` itself; to pass the "
+            f"operator to `{name}` as a function, put it in parentheses: "
+            f"`{name} ({op.text}) ...`", self.span(_pos(op)))
+
+    def check_function_argument(self, name: str, index: int, tree: Any) -> None:
+        """Raises a TypeCheckError leading to the right spelling when the argument ``tree``
+        of the built-in ``name`` at ``index`` is written like a section but is a number:
+        ``map (- 1) xs``, where ``(- 1)`` is minus one."""
+        if not (tree.__class__ is _Surface and tree.kind == "parens"
+                and tree.parts[0].__class__ is _Surface and tree.parts[0].kind == "negation"):
+            return
+        if not _takes_a_function(NAMED[name], index):
+            return
+        operand = self.text[tree.parts[0].parts[1].start:tree.parts[0].parts[1].end]
+        raise TypeCheckError(
+            f"`{name}` expects a function here, but `{self.text[tree.start:tree.end]}` is a "
+            f"negation (a number), not a section; subtracting is written "
+            f"`(\\x -> x - {operand})` or `(+ (-{operand}))`", self.span(_pos(tree)))
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
@@ -1554,6 +1658,7 @@ def _desugarer(text: str, file: str, bound: Iterable[str],
     desugarer = _Desugarer(file, _Lines(text), _FreshNames(text, bound), _Scope(bound),
                            origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
+    desugarer.text = text
     return desugarer
 
 

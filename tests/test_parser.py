@@ -245,6 +245,39 @@ def test_tuples_nest_to_the_right():
     assert parse_expr("((x, y), z)") == Pair(Pair(x, y), z)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("(+)", Lam("p", Lam("p1", prim("add", Var("p"), Var("p1"))))),
+    ("(-)", Lam("p", Lam("p1", prim("sub", Var("p"), Var("p1"))))),
+    ("(* 2)", Lam("p", prim("mul", Var("p"), num(2)))),
+    ("(2 -)", Lam("p", prim("sub", num(2), Var("p")))),
+    ("(^ x)", Lam("p", prim("pow", Var("p"), x))),
+    ("(x / y *)", Let("q", prim("div", x, y), Lam("p", prim("mul", Var("q"), Var("p"))))),
+    ("(<= 0)", Lam("p", prim("le", Var("p"), num(0)))),
+    ("(++ [1])", Let("q", ListLit((num(1),)), Lam("p", prim("append", Var("p"), Var("q"))))),
+    ("(!! 0)", Lam("p", prim("index", Var("p"), num(0)))),
+    ("(&&)", Lam("p", Lam("p1", If(Var("p"), Var("p1"), BoolLit(False))))),
+    ("(|| f x)", Lam("p", If(Var("p"), BoolLit(True), App(f, x)))),
+    # an operand other than a name or a number is computed once, outside the function
+    ("(* f x)", Let("q", App(f, x), Lam("p", prim("mul", Var("p"), Var("q"))))),
+])
+def test_operator_sections_are_functions(text, expected):
+    assert parse_expr(text) == expected
+
+
+def test_a_parenthesised_minus_and_operand_is_a_negation_not_a_section():
+    assert parse_expr("(- x)") == prim("neg", x)
+
+
+def test_section_parameters_avoid_the_names_of_the_source():
+    assert parse_expr("\\p -> (p +)", bound=["p"]) == Lam("p", Lam("p1", prim("add", Var("p"), Var("p1"))))
+
+
+@pytest.mark.parametrize("text, col", [("(* 2 * 3)", 6), ("(2 + 3 *)", 9), ("(== 1 == 2)", 7)])
+def test_a_section_operand_follows_the_operator_s_precedence(text, col):
+    error = error_of(text)
+    assert error.span.col == col, error.message
+
+
 def test_boolean_connectives_are_conditionals():
     assert parse_expr("x && y") == If(x, y, BoolLit(False))
     assert parse_expr("x || y") == If(x, BoolLit(True), y)
@@ -428,12 +461,34 @@ def test_a_name_bound_outside_is_not_recursion():
     ("def f = \\x => x", "unexpected `=>`: a function is written `\\x -> e`", (12, 14)),
     ("def f = map (x => x + 1) [1]", "unexpected `=>`: a function is written `\\x -> e`",
      (16, 18)),
+    ("def f(x) = x * x", "unexpected `)`: parameters are written apart, without parentheses "
+     "(`def f x y = e`", (8, 9)),
+    ("def f = \\(x) -> x", "unexpected `)`: parameters are written apart", (12, 13)),
 ])
 def test_habits_from_other_languages_lead_to_the_spelling(text, message, cols):
     with pytest.raises(ParseError) as caught:
         parse_module(text)
     assert caught.value.message.startswith(message)
     assert (caught.value.span.col, caught.value.span.end_col) == cols
+
+
+@pytest.mark.parametrize("text, message, cols", [
+    ("def f (xs : [R]) : R = fold + 0 xs",
+     "`fold + ...` applies `+` to `fold` itself; to pass the operator to `fold` as a "
+     "function, put it in parentheses: `fold (+) ...`", (29, 30)),
+    ("def f (xs : [R]) : [R] = map (- 1) xs",
+     "`map` expects a function here, but `(- 1)` is a negation (a number), not a section; "
+     "subtracting is written `(\\x -> x - 1)` or `(+ (-1))`", (30, 35)),
+])
+def test_operators_passed_as_functions_lead_to_sections(text, message, cols):
+    with pytest.raises(TypeCheckError) as caught:
+        parse_module(text)
+    assert caught.value.message == message
+    assert (caught.value.span.col, caught.value.span.end_col) == cols
+
+
+def test_a_local_binding_named_like_a_builtin_is_an_operand():
+    parse_module("def f (xs : [R]) : R = let map = 2 in map + 1")
 
 
 # --------------------------------------------------------------------------- declarations
@@ -529,8 +584,8 @@ def test_complete_or_wrong_inputs(text):
 
 
 @pytest.mark.parametrize("text, message, line, col", [
-    ("def f = (1 + ", "unexpected end of input; expected an expression", 1, 13),
-    ("def f = (1 +\n\n-- the end\n", "unexpected end of input; expected an expression", 1, 13),
+    ("def f = (1 + ", "unexpected end of input; expected an expression or `)`", 1, 13),
+    ("def f = (1 +\n\n-- the end\n", "unexpected end of input; expected an expression or `)`", 1, 13),
     ("def f = let x = 1", "unexpected end of input; expected an argument, an operator or `in`",
      1, 18),
     ("def f = (x\n  y ]", "unexpected `]`; expected an argument, an operator, `)`, `,` or `:`",
