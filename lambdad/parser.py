@@ -266,6 +266,14 @@ class _Concrete(lark.Transformer):
         _, result = _split_signature(items[1:-2])
         return _Surface("decl", items[0].start, items[-1].end, (items[0], [], result, items[-1]))
 
+    def let_definition(self, items):
+        """``let NAME param* [: type] = expr`` at the REPL, without ``in``: a declaration."""
+        bind = items[1]
+        if bind.kind != "bind_name":
+            raise _Located("at the prompt `let` defines one name (`let x = e`); a pattern "
+                           "needs `in`: `let (a, b) = e in ...`", _pos(bind))
+        return _Surface("decl", items[0].start, bind.end, bind.parts)
+
     def typed_param(self, items):
         """``(NAME : type)``."""
         return _Surface("typed_param", items[0].start, items[-1].end, (items[1], items[3]))

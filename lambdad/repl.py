@@ -156,12 +156,11 @@ class Session:
             entry = parse_entry(text, REPL_FILE, bound=self.bound(),
                                 declared=self.program.declared_primitives(), origin=(line, 1))
         except ParseError as error:
-            binding = _LET_WITHOUT_IN.match(text)
-            if binding and not re.search(r"\bin\b", text):
-                name = binding.group(1)
-                error.notes += (f"`let` needs `in` (let {name} = e in ...); to define "
-                                f"`{name}` for the entries that follow, write `{name} = e` "
-                                f"or `def {name} = e`",)
+            if _OPERATOR_FIRST.match(text):
+                error.notes += ("a line starting with an operator continues a definition "
+                                "written on several lines (`def f x =`, then its body on "
+                                "the lines after it); a definition on one line is complete "
+                                "at its end",)
             raise
         if isinstance(entry, Decl):
             return self.define(entry)
@@ -360,8 +359,10 @@ class Session:
             "(F: a name or a parenthesised expression; --strategy S sets the strategy of "
             "one command; a unique prefix of a command will do):",
             *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS),
-            "An unfinished line continues on the next (prompt ..); Ctrl-C cancels the input "
-            "or a running evaluation; Ctrl-D leaves.",
+            "An unfinished line continues on the next (prompt ..); a definition written on "
+            "several lines goes on with indented lines and lines starting with an operator, "
+            "up to a blank line; Ctrl-C cancels the input or a running evaluation; Ctrl-D "
+            "leaves.",
         ])
 
     def cmd_quit(self, argument: Argument) -> str:
@@ -429,8 +430,6 @@ def find_command(word: str) -> Command:
 
 # An option after a command's arguments, as on the command line: `--mode reverse`.
 _OPTION_AT_END = re.compile(r"(?s)(.*?)\s+--([a-z][a-z-]*)(?:=|\s+)([^\s-][^\s]*)\s*$")
-# `let x = e` with no `in`: a definition the ML way, which the prompt writes `x = e`.
-_LET_WITHOUT_IN = re.compile(r"\s*let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=(?!=)")
 
 
 def _options(argument: Argument, allowed: dict[str, tuple[str, ...]]
@@ -584,6 +583,8 @@ class TerminalConsole(Console):
             except KeyboardInterrupt:
                 continue
             except EOFError:
+                if splitter.waiting:  # a complete definition: Ctrl-D runs it, then leaves
+                    yield from splitter.rest()
                 return
             finally:
                 self.history.append_entry("\n".join(typed))
@@ -591,38 +592,62 @@ class TerminalConsole(Console):
 
 class EntrySplitter:
     """Joins lines into entries: a line, or lines joined while the entry is unfinished (an
-    open bracket, a trailing operator); a blank line ends an unfinished entry anyway (its
-    error is reported instead of swallowing what follows), and a ``:command`` line ends it
-    and runs.  Every line is recorded in the session's ``<repl>`` source."""
+    open bracket, a trailing operator or ``=``).  A definition written on several lines
+    goes on, as in Haskell, with every line that is indented or starts with an infix
+    operator (``- 2 * x + 1``), and ends at a blank line or at a line that is neither.  A
+    blank line ends an unfinished entry anyway (its error is reported instead of
+    swallowing what follows), and a ``:command`` line ends it and runs.  Every line is
+    recorded in the session's ``<repl>`` source."""
 
     def __init__(self, session: Session):
         self.session = session
         self.pending: list[str] = []
         self.first = 0
+        # Whether the pending entry is a complete definition that later lines may continue.
+        self.waiting = False
 
     def feed(self, text: str) -> Iterator[tuple[str, int]]:
         """The entries that the lines of ``text`` complete, with the number of the first
         line of each in ``<repl>``."""
         for line in text.split("\n"):
             line = line.rstrip("\r")
-            if self.pending and line.lstrip().startswith(":"):
-                yield "\n".join(self.pending), self.first
-                self.pending = []
+            stripped = line.strip()
+            if self.pending and (stripped.startswith(":") or (
+                    self.waiting and stripped and not continues(line))):
+                yield from self.rest()
             number = self.session.record(line)
             if not self.pending:
                 self.first = number
             self.pending.append(line)
             joined = "\n".join(self.pending)
-            if line.strip() and is_incomplete(joined):
+            if stripped and is_incomplete(joined):
+                self.waiting = False
                 continue
-            self.pending = []
-            yield joined, self.first
+            if stripped and len(self.pending) > 1 and _DEFINITION.match(joined):
+                self.waiting = True
+                continue
+            yield from self.rest()
 
     def rest(self) -> Iterator[tuple[str, int]]:
-        """The unfinished entry left at the end of the input, if any."""
+        """The entry pending, unfinished or waiting for more lines, if any."""
         if self.pending:
             yield "\n".join(self.pending), self.first
             self.pending = []
+            self.waiting = False
+
+
+# An entry that defines a name: `def`, `let` (at the prompt: a definition), `primitive`, or
+# `NAME [: type] =`.
+_DEFINITION = re.compile(r"\s*(?:(?:def|let|primitive)(?![A-Za-z0-9_'])"
+                         r"|[A-Za-z_][A-Za-z0-9_']*\s*(?::[^=]*)?=(?!=))")
+# A line that starts with an infix operator (not a comment's `--`).
+_OPERATOR_FIRST = re.compile(r"\s*(?:\+\+|<\+>|[+*/^]|-(?!-)|==|!=|<=|>=|<|>|&&|\|\||!!|⊕)")
+
+
+def continues(line: str) -> bool:
+    """Whether ``line`` continues a definition written on the lines before it: it is
+    indented or starts with an infix operator."""
+    return line[:1] in (" ", "\t") or _OPERATOR_FIRST.match(line) is not None
 
 
 def _lines(stream: TextIO) -> Iterator[str | int]:

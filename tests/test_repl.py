@@ -110,6 +110,39 @@ def test_multi_line_input_continues_an_unfinished_entry():
     assert (out, err, failures) == ("g : R -> R\n10 : R\n", "", 0)
 
 
+def test_a_definition_goes_on_with_indented_and_operator_lines():
+    out, err, failures = run_lines("def poly (x : R) : R =", "  3 * x ^ 3", "  - 2 * x + 1",
+                                   "poly 2",
+                                   "def q (x : R) : R =", "3 * x ^ 3", "- 2 * x + 1", "q 2",
+                                   "def r x =", "  x * 2", "", "- 3")
+    assert (err, failures) == ("", 0)
+    assert out.splitlines() == ["poly : R -> R", "21 : R", "q : R -> R", "21 : R",
+                                "r : R -> R", "-3 : R"]
+
+
+def test_an_operator_line_after_a_one_line_definition_says_why_it_stands_alone():
+    out, err, failures = run_lines("def f (x : R) : R = 3 * x", "  + 1", "f 1")
+    assert out.splitlines() == ["f : R -> R", "3 : R"] and failures == 1
+    assert "note: a line starting with an operator continues a definition written on " \
+           "several lines" in err
+
+
+def test_an_expression_runs_as_soon_as_it_is_complete():
+    out, err, failures = run_lines("(1 +", "  2)", "- 3")
+    assert out.splitlines() == ["3 : R", "-3 : R"]
+
+
+def test_terminal_definition_continued_by_an_operator_line(terminal):
+    terminal.send("def poly (x : R) : R =\r")
+    terminal.expect_exact(".. ")
+    terminal.send("  3 * x ^ 3\r")
+    terminal.expect_exact(".. ")
+    terminal.send("  - 2 * x + 1\r")
+    terminal.expect_exact(".. ")
+    answer(terminal, "", "poly : R -> R")
+    answer(terminal, "poly 2", "21 : R")
+
+
 def test_comments_and_blank_lines_do_nothing():
     out, err, failures = run_lines("-- a comment", "", "   ", "1 -- one", ":t 2 -- two",
                                    "def f x = -- the body follows", "  x * 2", "f 3")
@@ -421,11 +454,17 @@ def test_ghci_short_commands_and_unique_prefixes(baydin):
         entry(baydin, ":frob")
 
 
-def test_let_without_in_gets_a_hint():
-    out, err, failures = run_lines("let x = 5", "", "x = 5", "x + 1")
-    assert failures == 1
-    assert "write `x = e` or `def x = e`" in err
-    assert out.splitlines()[-1] == "6 : R"
+def test_let_without_in_defines_the_name_as_in_ghci():
+    out, err, failures = run_lines("let x = 5", "x + 1", "let g (y : R) = y * x", "g 2",
+                                   "let z = 1 in z + x")
+    assert (err, failures) == ("", 0)
+    assert out.splitlines() == ["x : R", "6 : R", "g : R -> R", "10 : R", "6 : R"]
+
+
+def test_let_with_a_pattern_at_the_prompt_needs_in():
+    out, err, failures = run_lines("let (a, b) = (1, 2)", "1 + 1")
+    assert failures == 1 and "at the prompt `let` defines one name" in err
+    assert out == "2 : R\n"  # the entry after it is not swallowed
 
 
 def test_piped_quit_after_an_unfinished_line_is_honoured():
@@ -518,7 +557,9 @@ def test_terminal_history_recalls_a_multi_line_entry_whole(history):
     child = spawn(history)
     child.send("def g x =\r")
     child.expect_exact(".. ")
-    answer(child, "  x * 3", "g : R -> R")
+    child.send("  x * 3\r")
+    child.expect_exact(".. ")  # a definition may go on until a blank line
+    answer(child, "", "g : R -> R")
     answer(child, "g 2", "6 : R")
     up = "\x1b[A"
     # Up twice: the two-line definition, whole; Enter defines g again
@@ -532,13 +573,15 @@ def test_terminal_errors_point_at_the_right_line_after_multi_line_entries(histor
     child = spawn(history)
     child.send("def g x =\r")
     child.expect_exact(".. ")
-    answer(child, "  x * 3", "g : R -> R")                                    # lines 1-2
-    child.send(PASTE_START + "def h x = g x\ndef k x = h x\n" + PASTE_END + "\r")  # 3-5
+    child.send("  x * 3\r")
+    child.expect_exact(".. ")
+    answer(child, "", "g : R -> R")                                           # lines 1-3
+    child.send(PASTE_START + "def h x = g x\ndef k x = h x\n" + PASTE_END + "\r")  # 4-6
     child.expect_exact("k : R -> R")
     child.expect_exact("λ> ")
-    child.send("k [1]\r")                                                     # line 6
-    child.expect_exact("<repl>:6:3: type error")
-    child.expect_exact("6 | k [1]")
+    child.send("k [1]\r")                                                     # line 7
+    child.expect_exact("<repl>:7:3: type error")
+    child.expect_exact("7 | k [1]")
     child.expect(r"\|   \^\^\^")
     child.expect_exact("λ> ")
     child.close(force=True)
