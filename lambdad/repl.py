@@ -28,14 +28,17 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from . import gradcheck, highlight, trace
+from . import graph, gradcheck, highlight, trace
 from .errors import LambdadError, ParseError, UsageError, render
 from .parser import is_incomplete, parse_entry
 from .pipeline import (
+    COMPOSITIONS,
     PRELUDE_FILE,
     DEFAULT_STRATEGY,
     STRATEGIES,
     Program,
+    format_hessian,
+    format_jacobian,
     format_result,
     prelude_text,
     read_source,
@@ -264,16 +267,90 @@ class Session:
         return self._for_expression(both)
 
     def cmd_hessian(self, argument: Argument) -> str:
-        """``:hessian f POINT``: value, gradient and Hessian (forward-over-reverse), a row
-        per input real, named."""
+        """``:hessian f POINT [--mode COMPOSITION] [--wrt NAMES] [--strategy S]``: value,
+        gradient and Hessian (forward-over-reverse unless ``--mode`` says otherwise), a row
+        per input real, named, as ``lambdad hessian`` prints them."""
+        argument, options = _options(argument, {"mode": COMPOSITIONS, "wrt": None,
+                                                "strategy": STRATEGIES})
+        mode = options.get("mode", COMPOSITIONS[0])
+
         def run() -> str:
-            name, point = self._name_and_point(argument, ":hessian NAME POINT")
-            value, gradient, rows = self.program.hessian(name, point, strategy=self.strategy)
-            names = self.program.input_names(name, point)
-            width = max((len(n) for n in names), default=0)
-            lines = [f"value: {_show(value)}", f"gradient: {_show(gradient)}", "hessian:"]
-            lines += [f"  {n.ljust(width)} : {_show(row)}" for n, row in zip(names, rows)]
-            return "\n".join(lines)
+            name, point = self._name_and_point(argument, ":hessian F POINT")
+            program = self.program
+            if "wrt" in options:
+                program, point = program.restricted(name, point, _names(options["wrt"]))
+            value, gradient, rows = program.hessian(
+                name, point, mode=mode, strategy=options.get("strategy", self.strategy))
+            return format_hessian(value, gradient, rows, program.input_names(name, point),
+                                  mode)
+
+        return self._for_expression(run)
+
+    def cmd_jvp(self, argument: Argument) -> str:
+        """``:jvp f POINT --dir VECTOR``: value and directional derivative, by forward
+        mode."""
+        def run() -> str:
+            name, point, direction = self._point_and_direction(argument, ":jvp F POINT --dir VECTOR")
+            value, tangent = self.program.jvp(name, point, direction)
+            return f"value: {_show(value)}\nderivative: {_show(tangent)}"
+
+        return self._for_expression(run)
+
+    def cmd_hvp(self, argument: Argument) -> str:
+        """``:hvp f POINT --dir VECTOR``: value, gradient and Hessian-vector product, by
+        forward mode over reverse mode."""
+        def run() -> str:
+            name, point, direction = self._point_and_direction(argument, ":hvp F POINT --dir VECTOR")
+            value, gradient, product = self.program.hvp(name, point, direction)
+            return (f"value: {_show(value)}\ngradient: {_show(gradient)}\n"
+                    f"hessian-vector product: {_show(product)}")
+
+        return self._for_expression(run)
+
+    def _point_and_direction(self, argument: Argument, usage: str) -> tuple[str, Any, Any]:
+        """The function, the point and the ``--dir`` vector written in ``argument`` (the
+        vector may hold blanks and signs: it is all that follows ``--dir``)."""
+        before, flag, direction = argument.text.partition("--dir")
+        if not flag or not direction.strip():
+            raise UsageError(f"usage: {usage}")
+        name, point = self._name_and_point(attrs.evolve(argument, text=before.rstrip()), usage)
+        return name, point, self.program.parse_point(direction.strip(), "--dir")
+
+    def cmd_jacobian(self, argument: Argument) -> str:
+        """``:jacobian f POINT [--mode forward|reverse] [--wrt NAMES]``: value and Jacobian,
+        by the cheaper mode unless told, as ``lambdad jacobian`` prints them."""
+        argument, options = _options(argument, {"mode": ("forward", "reverse"), "wrt": None})
+
+        def run() -> str:
+            name, point = self._name_and_point(argument, ":jacobian F POINT")
+            wrt = _names(options["wrt"]) if "wrt" in options else None
+            result = self.program.jacobian(name, point, mode=options.get("mode"), wrt=wrt)
+            return format_jacobian(result, chosen="mode" not in options)
+
+        return self._for_expression(run)
+
+    def cmd_graph(self, argument: Argument) -> str:
+        """``:graph f POINT [--mode reverse|forward] [-o OUT.dot|.svg|.png]``: the evaluated
+        computational graph, as DOT text, or written to OUT (as ``lambdad graph``)."""
+        output = None
+        found = _OUTPUT_AT_END.fullmatch(argument.text)
+        if found is not None:
+            argument, output = attrs.evolve(argument, text=found.group(1)), found.group(2)
+        argument, options = _options(argument, {"mode": ("reverse", "forward")})
+        found = _OUTPUT_AT_END.fullmatch(argument.text)
+        if found is not None and output is None:
+            argument, output = attrs.evolve(argument, text=found.group(1)), found.group(2)
+
+        def run() -> str:
+            name, point = self._name_and_point(argument, ":graph F POINT [-o OUT]")
+            table = trace.trace(self.program, name, point,
+                                mode=options.get("mode", "reverse"), strategy="factored")
+            point_text = _function_and_rest(argument.text)[1].strip()
+            drawn = graph.graph_of(table, title=f"{_function_and_rest(argument.text)[0]} "
+                                                f"at {point_text}")
+            if output is None:
+                return drawn.dot().rstrip("\n")
+            return graph.write_graph(drawn, output)
 
         return self._for_expression(run)
 
@@ -378,14 +455,24 @@ def _show(value: Any) -> str:
 COMMANDS: tuple[Command, ...] = (
     Command(("type", "t"), ":type EXPR, :t EXPR", "the type of an expression",
             Session.cmd_type),
-    Command(("grad",), ":grad F POINT [--mode M]",
+    Command(("grad", "gr"), ":grad F POINT [--mode M]",
             "value and gradient (reverse mode, or --mode forward|both)",
             Session.cmd_grad),
     Command(("grad!",), ":grad! F POINT", "value and gradient by both modes, side by side",
             Session.cmd_grad_both),
-    Command(("hessian",), ":hessian F POINT",
-            "value, gradient and Hessian (forward mode over reverse mode)",
+    Command(("hessian",), ":hessian F POINT [--mode M]",
+            "value, gradient and Hessian (forward mode over reverse mode unless --mode)",
             Session.cmd_hessian),
+    Command(("jvp",), ":jvp F POINT --dir V", "value and directional derivative (forward mode)",
+            Session.cmd_jvp),
+    Command(("hvp",), ":hvp F POINT --dir V", "Hessian-vector product (forward over reverse)",
+            Session.cmd_hvp),
+    Command(("jacobian",), ":jacobian F POINT [--mode M]",
+            "value and Jacobian, a row per output real, by the cheaper mode unless --mode",
+            Session.cmd_jacobian),
+    Command(("graph",), ":graph F POINT [-o OUT]",
+            "the computational graph: DOT text, or a picture written to OUT (.svg, .png)",
+            Session.cmd_graph),
     Command(("forward",), ":forward NAME [POINT]", "the forward-mode program of NAME",
             Session.cmd_forward),
     Command(("reverse", "backward"), ":reverse NAME [POINT]",
@@ -432,17 +519,27 @@ def find_command(word: str) -> Command:
 _OPTION_AT_END = re.compile(r"(?s)(.*?)\s+--([a-z][a-z-]*)(?:=|\s+)([^\s-][^\s]*)\s*$")
 
 
-def _options(argument: Argument, allowed: dict[str, tuple[str, ...]]
+# `-o FILE` (or `--output FILE`) at the end of `:graph`'s arguments.
+_OUTPUT_AT_END = re.compile(r"(?s)(.*?)\s+(?:-o|--output)(?:=|\s+)(\S+)\s*$")
+
+
+def _names(text: str) -> list[str]:
+    """The names of ``--wrt a,b``."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _options(argument: Argument, allowed: dict[str, tuple[str, ...] | None]
              ) -> tuple[Argument, dict[str, str]]:
-    """``argument`` without the ``--name value`` options written after it, and those options;
-    raises UsageError for an unknown option or value."""
+    """``argument`` without the ``--name value`` options written after it, and those options
+    (``allowed`` gives each option's values, None for any); raises UsageError for an
+    unknown option or value."""
     text, options = argument.text, {}
     while (match := _OPTION_AT_END.fullmatch(text)) is not None:
         text, name, value = match.group(1), match.group(2), match.group(3)
         if name not in allowed:
             known = ", ".join(f"--{option}" for option in allowed) or "none"
             raise UsageError(f"unknown option --{name} (options here: {known})")
-        if value not in allowed[name]:
+        if allowed[name] is not None and value not in allowed[name]:
             raise UsageError(f"--{name} takes {' or '.join(allowed[name])}, not `{value}`")
         options.setdefault(name, value)
     return attrs.evolve(argument, text=text.rstrip()), options

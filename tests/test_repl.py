@@ -1,6 +1,7 @@
 """The REPL (TOOLS.md, REPL): entries and commands on a session, the scriptable piped mode,
 and the real program driven in a pseudo-terminal."""
 
+import contextlib
 import io
 import os
 import subprocess
@@ -441,6 +442,45 @@ def test_commands_take_options_as_on_the_command_line(baydin):
         entry(baydin, ":grad f 2,5 --mode sideways")
     with pytest.raises(LambdadError, match="unknown option --colour"):
         entry(baydin, ":grad f 2,5 --colour red")
+
+
+def test_derivative_commands_print_what_the_command_line_prints(baydin):
+    from lambdad import cli
+
+    def command_line(*argv):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(list(argv)) == 0
+        return out.getvalue().rstrip("\n")
+
+    for repl_line, argv in [
+        (":jvp f 2,5 --dir 1,0", ["jvp", BAYDIN, "f", "--at", "2,5", "--dir", "1,0"]),
+        (":hvp f 2,5 --dir (0, -1)", ["hvp", BAYDIN, "f", "--at", "2,5", "--dir", "(0, -1)"]),
+        (":hessian f 2,5", ["hessian", BAYDIN, "f", "--at", "2,5"]),
+        (":hessian f 2,5 --mode reverse-over-forward --wrt x2",
+         ["hessian", BAYDIN, "f", "--at", "2,5", "--mode", "reverse-over-forward", "--wrt", "x2"]),
+        (":jacobian f 2,5", ["jacobian", BAYDIN, "f", "--at", "2,5"]),
+        (":jacobian f 2,5 --mode forward --wrt x1",
+         ["jacobian", BAYDIN, "f", "--at", "2,5", "--mode", "forward", "--wrt", "x1"]),
+        (":graph f 2,5", ["graph", BAYDIN, "f", "--at", "2,5"]),
+        (":graph f 2,5 --mode forward", ["graph", BAYDIN, "f", "--at", "2,5", "--mode", "forward"]),
+    ]:
+        assert entry(baydin, repl_line) == command_line(*argv), repl_line
+
+
+def test_derivative_commands_take_expressions_and_check_their_arguments(baydin, tmp_path):
+    assert entry(baydin, ":jvp (\\x -> x * x) 3 --dir 1") == "value: 9\nderivative: 6"
+    assert entry(baydin, ":jacobian (\\x -> (x, x * x)) 3").splitlines()[-1] == "  it.1  6"
+    picture = tmp_path / "f.svg"
+    assert entry(baydin, f":graph f 2,5 -o {picture}") == f"wrote {picture}"
+    assert picture.read_text().startswith("<?xml") or "<svg" in picture.read_text()
+    with pytest.raises(LambdadError, match="usage: :jvp F POINT --dir VECTOR"):
+        entry(baydin, ":jvp f 2,5")
+    with pytest.raises(LambdadError, match="--mode takes forward or reverse"):
+        entry(baydin, ":jacobian f 2,5 --mode sideways")
+    with pytest.raises(LambdadError, match="unknown graph format"):
+        entry(baydin, f":graph f 2,5 -o {tmp_path / 'f.xyz'}")
+    assert "it" not in baydin.program.decls  # the expression's program is dropped
 
 
 def test_ghci_short_commands_and_unique_prefixes(baydin):
