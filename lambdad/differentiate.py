@@ -29,7 +29,7 @@ from typing import Any
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .errors import DifferentiationError, LambdadError, TypeCheckError
+from .errors import UNPLACED, DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting, rules
 from .calling import Shape, shaped
@@ -222,7 +222,7 @@ class Differentiator:
         # The costs of the most recent reverse-mode run, per depth (see _costs), made into
         # Stats when asked for: most runs are not asked.
         self._last_costs: list[list] | None = None
-        interpreter.partial_terms = rules.PARTIALS
+        interpreter.partial_terms = rules.UNPLACED_PARTIALS
         # (mode, id(λ-term), names, generic) -> (λ-term kept alive, function of the captured
         # values), or (λ-term, None) when the term differentiates (it runs on a level)
         self._compiled: dict[tuple, tuple[Term, Callable[..., Any] | None]] = {}
@@ -466,7 +466,8 @@ class Differentiator:
                 self._remember_image(image_key, f, image)
             return image
         try:
-            transformed = Builtin(parts.builtin)
+            # (UNPLACED: an error in its derivative is one of the built-in's derivative)
+            transformed = Builtin(parts.builtin, span=UNPLACED)
             for mode in modes:
                 transformed = self._transformer(mode)(transformed)
         except NestedDifferentiationError:

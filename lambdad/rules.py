@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 import attrs
 
-from .errors import DerivativeSpan, DifferentiationError, Span
+from .errors import UNPLACED, DerivativeSpan, DifferentiationError, Span
 from .iterate import run
 from .parser import parse_expr
 from .primitives import ADD, FST, LINEAR_NAMES, MAP, MUL, NAMED, NEG, PRIMITIVES, Primitive
@@ -425,6 +425,20 @@ def partials(prim: Primitive, primals: Sequence[str], result: str | None,
     builders = _BINDER_FREE_PARTIALS
     return [build(renaming, span) if (build := builders.get(id(term))) is not None
             else rename(term, renaming, span) for term in terms]
+
+
+def _unplaced_partials() -> Mapping[str, tuple[Term, ...]]:
+    """PARTIALS, over the primitives' own parameter names, marked as derivative terms of
+    no place (UNPLACED): an error in one speaks of the primitive's derivative, located
+    where the run is."""
+    return MappingProxyType({
+        name: tuple(partials(PRIMITIVES[name], PRIMITIVES[name].params,
+                             PRIMITIVES[name].result, UNPLACED))
+        for name in PARTIALS})
+
+
+UNPLACED_PARTIALS = _unplaced_partials()
+"""PARTIALS as the nesting levels compile them (see :func:`_unplaced_partials`)."""
 
 
 def result_name(prim: Primitive, taken: Iterable[str]) -> str | None:
