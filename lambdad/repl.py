@@ -432,7 +432,7 @@ class Session:
         """``:help``: the commands."""
         width = max(len(c.usage) for c in COMMANDS)
         return "\n".join([
-            "Enter a definition (def f x = ..., or x = e), an expression, or a command "
+            "Enter a definition (def f x = ..., x = e, or let x = e), an expression, or a command "
             "(F: a name or a parenthesised expression; --strategy S sets the strategy of "
             "one command; a unique prefix of a command will do):",
             *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS),

@@ -494,6 +494,14 @@ def test_a_local_binding_named_like_a_builtin_is_an_operand():
 # --------------------------------------------------------------------------- declarations
 
 
+def test_a_declaration_goes_on_over_lines_that_start_with_an_operator():
+    module = parse_module("def poly (x : R) : R =\n  3 * x ^ 3\n  - 2 * x + 1\n"
+                          "def main = poly 2\n")
+    body = module.decls[0].value.body.expr
+    assert body == prim("add", prim("sub", prim("mul", num(3), prim("pow", x, num(3))),
+                                    prim("mul", num(2), x)), num(1))
+
+
 def test_declaration_parameters_and_result_type():
     module = parse_module("def f (x : R) y : R = x")
     assert module == Module((Decl("f", Lam("x", Lam("y", Annot(x, REAL)), REAL)),))
@@ -567,7 +575,7 @@ def test_entries():
 
 
 @pytest.mark.parametrize("text", [
-    "(1 +", "let x = 1", "def f x =", "(x : R", "x =", "def", "\\x ->", "if a then b",
+    "(1 +", "let x = 1 +", "def f x =", "(x : R", "x =", "def", "\\x ->", "if a then b",
     "[1, 2", "f (g (h", "let x = 1 in", "x <+>",
 ])
 def test_incomplete_inputs(text):
@@ -575,7 +583,7 @@ def test_incomplete_inputs(text):
 
 
 @pytest.mark.parametrize("text", ["f x", "", "  -- only a comment", "1 )", "x # y", "def f = 1",
-                                  "1 < 2 < 3", "1e999 +"])
+                                  "1 < 2 < 3", "1e999 +", "let x = 1"])
 def test_complete_or_wrong_inputs(text):
     assert not is_incomplete(text)
 
