@@ -133,6 +133,14 @@ def test_an_expression_runs_as_soon_as_it_is_complete():
     assert out.splitlines() == ["3 : R", "-3 : R"]
 
 
+def test_terminal_let_sections_and_derivative_commands(terminal):
+    answer(terminal, "let k = 3", "k : R")
+    answer(terminal, "fold (+) 0 (map (* k) [1, 2])", "9 : R")
+    answer(terminal, ":jvp f 2,5 --dir 1,0", "derivative: 5.5")
+    answer(terminal, ":hvp f 2,5 --dir 1,0", "hessian-vector product: (-0.25, 1)")
+    answer(terminal, ":jacobian f 2,5", "jacobian (1 output x 2 inputs")
+
+
 def test_terminal_definition_continued_by_an_operator_line(terminal):
     terminal.send("def poly (x : R) : R =\r")
     terminal.expect_exact(".. ")
