@@ -872,6 +872,9 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Plac
             return hint
         if token.type == "RPAR" and expected == {"COMMA", "COLON"}:
             return (f"unexpected `)`: {_PARAMETER_HINT}", _lark_pos(token))
+        if token.type == "COMMA" and _PARAMETER_START <= expected and (
+                "ARROW" in expected or "EQUAL" in expected):  # `\x, y -> e`, `def f x, y =`
+            return (f"unexpected `,`: {_PARAMETER_HINT}", _lark_pos(token))
         if token.type in _COMPARISONS and not _EXPRESSION_START <= expected:
             return (f"comparisons do not chain: add parentheses around one side of `{token}`",
                     _lark_pos(token))

@@ -464,6 +464,8 @@ def test_a_name_bound_outside_is_not_recursion():
     ("def f(x) = x * x", "unexpected `)`: parameters are written apart, without parentheses "
      "(`def f x y = e`", (8, 9)),
     ("def f = \\(x) -> x", "unexpected `)`: parameters are written apart", (12, 13)),
+    ("def f = \\x, y -> x", "unexpected `,`: parameters are written apart", (11, 12)),
+    ("def f x, y = x", "unexpected `,`: parameters are written apart", (8, 9)),
 ])
 def test_habits_from_other_languages_lead_to_the_spelling(text, message, cols):
     with pytest.raises(ParseError) as caught:
