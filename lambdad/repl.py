@@ -290,7 +290,8 @@ class Session:
         """``:jvp f POINT --dir VECTOR``: value and directional derivative, by forward
         mode."""
         def run() -> str:
-            name, point, direction = self._point_and_direction(argument, ":jvp F POINT --dir VECTOR")
+            name, point, direction = self._point_and_direction(argument,
+                                                               ":jvp F POINT --dir VECTOR")
             value, tangent = self.program.jvp(name, point, direction)
             return f"value: {_show(value)}\nderivative: {_show(tangent)}"
 
@@ -300,7 +301,8 @@ class Session:
         """``:hvp f POINT --dir VECTOR``: value, gradient and Hessian-vector product, by
         forward mode over reverse mode."""
         def run() -> str:
-            name, point, direction = self._point_and_direction(argument, ":hvp F POINT --dir VECTOR")
+            name, point, direction = self._point_and_direction(argument,
+                                                               ":hvp F POINT --dir VECTOR")
             value, gradient, product = self.program.hvp(name, point, direction)
             return (f"value: {_show(value)}\ngradient: {_show(gradient)}\n"
                     f"hessian-vector product: {_show(product)}")
@@ -333,13 +335,12 @@ class Session:
         """``:graph f POINT [--mode reverse|forward] [-o OUT.dot|.svg|.png]``: the evaluated
         computational graph, as DOT text, or written to OUT (as ``lambdad graph``)."""
         output = None
-        found = _OUTPUT_AT_END.fullmatch(argument.text)
-        if found is not None:
-            argument, output = attrs.evolve(argument, text=found.group(1)), found.group(2)
+        found = _OUTPUT.search(argument.text)
+        if found is not None:  # before or after --mode
+            output = found.group(1)
+            text = argument.text[:found.start()] + argument.text[found.end():]
+            argument = attrs.evolve(argument, text=text)
         argument, options = _options(argument, {"mode": ("reverse", "forward")})
-        found = _OUTPUT_AT_END.fullmatch(argument.text)
-        if found is not None and output is None:
-            argument, output = attrs.evolve(argument, text=found.group(1)), found.group(2)
 
         def run() -> str:
             name, point = self._name_and_point(argument, ":graph F POINT [-o OUT]")
@@ -519,8 +520,8 @@ def find_command(word: str) -> Command:
 _OPTION_AT_END = re.compile(r"(?s)(.*?)\s+--([a-z][a-z-]*)(?:=|\s+)([^\s-][^\s]*)\s*$")
 
 
-# `-o FILE` (or `--output FILE`) at the end of `:graph`'s arguments.
-_OUTPUT_AT_END = re.compile(r"(?s)(.*?)\s+(?:-o|--output)(?:=|\s+)(\S+)\s*$")
+# `-o FILE` (or `--output FILE`) among `:graph`'s options.
+_OUTPUT = re.compile(r"\s(?:-o|--output)(?:=|\s+)(\S+)")
 
 
 def _names(text: str) -> list[str]:

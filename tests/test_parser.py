@@ -269,7 +269,8 @@ def test_a_parenthesised_minus_and_operand_is_a_negation_not_a_section():
 
 
 def test_section_parameters_avoid_the_names_of_the_source():
-    assert parse_expr("\\p -> (p +)", bound=["p"]) == Lam("p", Lam("p1", prim("add", Var("p"), Var("p1"))))
+    assert parse_expr("\\p -> (p +)", bound=["p"]) == Lam("p", Lam("p1", prim("add", Var("p"),
+                                                                                Var("p1"))))
 
 
 @pytest.mark.parametrize("text, col", [("(* 2 * 3)", 6), ("(2 + 3 *)", 9), ("(== 1 == 2)", 7)])
@@ -595,7 +596,8 @@ def test_complete_or_wrong_inputs(text):
 
 @pytest.mark.parametrize("text, message, line, col", [
     ("def f = (1 + ", "unexpected end of input; expected an expression or `)`", 1, 13),
-    ("def f = (1 +\n\n-- the end\n", "unexpected end of input; expected an expression or `)`", 1, 13),
+    ("def f = (1 +\n\n-- the end\n", "unexpected end of input; expected an expression or `)`",
+     1, 13),
     ("def f = let x = 1", "unexpected end of input; expected an argument, an operator or `in`",
      1, 18),
     ("def f = (x\n  y ]", "unexpected `]`; expected an argument, an operator, `)`, `,` or `:`",
