@@ -1027,6 +1027,7 @@ def _builtin_arity(name: str) -> int | None:
 # The primitive each infix operator is, by its spelling.
 _INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if fixity == "infix"}
 
+
 def _takes_a_function(entry: Primitive, index: int) -> bool:
     """Whether the parameter ``index`` of the primitive ``entry`` is a function."""
     type_ = entry.type
@@ -1550,10 +1551,11 @@ class _Desugarer:
         if not _takes_a_function(NAMED[name], index):
             return
         operand = self.text[tree.parts[0].parts[1].start:tree.parts[0].parts[1].end]
+        x = self.names.fresh("x")  # (a name the operand does not use)
         raise TypeCheckError(
             f"`{name}` expects a function here, but `{self.text[tree.start:tree.end]}` is a "
             f"negation (a number), not a section; subtracting is written "
-            f"`(\\x -> x - {operand})` or `(+ (-{operand}))`", self.span(_pos(tree)))
+            f"`(\\{x} -> {x} - {operand})` or `(+ (-{operand}))`", self.span(_pos(tree)))
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
