@@ -160,7 +160,8 @@ def graph_of(tr: "Trace", title: str = "") -> Graph:
     used = {parent for row in tr.rows for parent in row.parents}
     for row in tr.rows:
         source = tr.source_excerpt(row.span)
-        where = f" ({row.span.line}:{row.span.col})" if row.span is not None else ""
+        where = f" ({row.span.line}:{row.span.col})" if row.span is not None and row.span.line \
+            else ""
         kind = "operation" if row.index in used else "output"
         nodes.append(Node(_node_id(row.index),
                           (f"v{row.index} = {operation_text(row)}", f"value {rounded(row.value)}",
