@@ -131,7 +131,7 @@ class LambdadError(Exception):
 
     def with_span(self, span: Span | None) -> "LambdadError":
         """The same error located at ``span`` if it had no location yet."""
-        if self.span is None and span is not None:
+        if self.span is None and span is not None and span.line:  # (not UNPLACED)
             self.span = span
         return self
 
