@@ -1028,22 +1028,6 @@ def _builtin_arity(name: str) -> int | None:
 _INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if fixity == "infix"}
 
 
-def _takes_a_function(entry: Primitive, index: int) -> bool:
-    """Whether the parameter ``index`` of the primitive ``entry`` is a function."""
-    type_ = entry.type
-    for _ in range(index):
-        if not isinstance(type_, FunT):
-            return False
-        type_ = type_.result
-    return isinstance(type_, FunT) and isinstance(type_.arg, FunT)
-
-
-def _takes_a_function_first(name: str) -> bool:
-    """Whether the primitive ``name``'s first parameter is a function (``map``, ``fold``)."""
-    entry = PRIMITIVES.get(name)
-    return entry is not None and _takes_a_function(entry, 0)
-
-
 # The linear constructs of the target language are written like built-ins of these arities.
 _LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
 assert set(_LINEAR_ARITY) == set(LINEAR_NAMES)
@@ -1081,8 +1065,6 @@ class _Desugarer:
         self.closed = False
         # The primitives the program has declared so far, by name.
         self.declared: dict[str, Primitive] = {}
-        # The text parsed (quoted by messages that lead to a spelling).
-        self.text = ""
         # The arm of each kind of concrete node (see _Concrete).
         self.arms: dict[str, Callable[[_Surface], Step[Term] | Term]] = {
             name[1:]: getattr(self, name) for name in dir(type(self))
@@ -1394,9 +1376,7 @@ class _Desugarer:
             arity = _builtin_arity(name)
             if arity is not None and arity <= len(spine):
                 args = []
-                for index, node in enumerate(spine[:arity]):
-                    if name in NAMED:
-                        self.check_function_argument(name, index, node.parts[1])
+                for node in spine[:arity]:
                     arg = self.term(node.parts[1])
                     if arg.__class__ is GeneratorType:  # not a leaf
                         arg = yield arg
@@ -1523,39 +1503,11 @@ class _Desugarer:
                     node = nodes[-1].parts[2]
                     break
                 node = nodes.pop()
-                left = lefts.pop()
-                if left.__class__ is Builtin and _takes_a_function_first(left.name):
-                    raise self.operator_as_argument(left, node.parts[0])
-                term = Prim(_INFIX[node.parts[0][1]], (left, term),
+                term = Prim(_INFIX[node.parts[0][1]], (lefts.pop(), term),
                             span=self.span_at(node.start, node.end))
             else:
                 return term
             term = None
-
-    def operator_as_argument(self, head: Builtin, op: _Token) -> TypeCheckError:
-        """The error of ``fold + 0 xs``: an operator written where ``head`` takes a
-        function, which reads as ``fold`` plus ``0 xs``."""
-        name = PRIMITIVES[head.name].spelling.symbol
-        return TypeCheckError(
-            f"`{name} {op.text} ...` applies `{op.text}` to `{name}` itself; to pass the "
-            f"operator to `{name}` as a function, put it in parentheses: "
-            f"`{name} ({op.text}) ...`", self.span(_pos(op)))
-
-    def check_function_argument(self, name: str, index: int, tree: Any) -> None:
-        """Raises a TypeCheckError leading to the right spelling when the argument ``tree``
-        of the built-in ``name`` at ``index`` is written like a section but is a number:
-        ``map (- 1) xs``, where ``(- 1)`` is minus one."""
-        if not (tree.__class__ is _Surface and tree.kind == "parens"
-                and tree.parts[0].__class__ is _Surface and tree.parts[0].kind == "negation"):
-            return
-        if not _takes_a_function(NAMED[name], index):
-            return
-        operand = self.text[tree.parts[0].parts[1].start:tree.parts[0].parts[1].end]
-        x = self.names.fresh("x")  # (a name the operand does not use)
-        raise TypeCheckError(
-            f"`{name}` expects a function here, but `{self.text[tree.start:tree.end]}` is a "
-            f"negation (a number), not a section; subtracting is written "
-            f"`(\\{x} -> {x} - {operand})` or `(+ (-{operand}))`", self.span(_pos(tree)))
 
     def _negation(self, s):
         """``-e``: the primitive spelled as prefix ``-``."""
@@ -1671,7 +1623,6 @@ def _desugarer(text: str, file: str, bound: Iterable[str],
     desugarer = _Desugarer(file, _Lines(text), _FreshNames(text, bound), _Scope(bound),
                            origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
-    desugarer.text = text
     return desugarer
 
 
