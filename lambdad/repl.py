@@ -505,7 +505,7 @@ def find_command(word: str) -> Command:
             return command
     matches = [command for command in COMMANDS
                if word and any(name.startswith(word) for name in command.names)]
-    # `:gr` is `:grad`, whose name begins every other match's (`:grad!`).
+    # A command whose name begins every other match's wins (`:grad` over `:grad!`).
     for command in matches:
         if all(any(name.startswith(command.names[0]) for name in other.names)
                for other in matches):
