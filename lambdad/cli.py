@@ -28,12 +28,14 @@ from .pipeline import (
     DEFAULT_STRATEGY,
     STRATEGIES,
     Program,
+    format_hessian,
+    format_jacobian,
     format_result,
     json_result,
     prelude_text,
     read_source,
 )
-from .values import format_real, format_value, to_json
+from .values import format_value, to_json
 
 
 class _Session:
@@ -181,12 +183,7 @@ def cmd_hessian(session: _Session, args: argparse.Namespace) -> int:
                           "inputs": names, "hessian": [_json_value(row) for row in rows],
                           "mode": args.mode}))
         return 0
-    print(f"value: {_show(value)}")
-    print(f"gradient: {_show(gradient)}")
-    print(f"hessian ({args.mode}), row i the gradient of the derivative along input i:")
-    width = max((len(n) for n in names), default=0)
-    for input_name, row in zip(names, rows):
-        print(f"  {input_name.ljust(width)} : {_show(row)}")
+    print(format_hessian(value, gradient, rows, names, args.mode))
     return 0
 
 
@@ -218,17 +215,7 @@ def cmd_jacobian(session: _Session, args: argparse.Namespace) -> int:
                           "inputs": result.inputs, "outputs": result.outputs,
                           "mode": result.mode}))
         return 0
-    inputs, outputs = len(result.inputs), len(result.outputs)
-    chosen = "" if args.mode else ", the cheaper for these sizes"
-    print(f"value: {_show(result.value)}")
-    print(f"jacobian ({outputs} output{'s' * (outputs != 1)} x {inputs} input"
-          f"{'s' * (inputs != 1)}, {result.mode} mode{chosen}):")
-    cells = [[""] + result.inputs] + [
-        [name] + [format_real(r) for r in row] for name, row in zip(result.outputs, result.matrix)]
-    widths = [max(len(row[i]) for row in cells) for i in range(inputs + 1)]
-    for row in cells:
-        print("  " + "  ".join(c.rjust(w) if i else c.ljust(w)
-                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    print(format_jacobian(result, chosen=not args.mode))
     return 0
 
 

@@ -263,15 +263,16 @@ def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
     captured for an error message)."""
     if not isinstance(span, DerivativeSpan) or not span.arguments:
         return ()
+    # A partial written with the primitive's value (0.5 / r for sqrt) fails where the value
+    # is what it is: the error says so, in both modes alike (in the backpropagator the
+    # value may be the only one at hand).
+    value = span.value and (fn.scope.get(span.value) or fn.captures.get(span.value))
+    if value:
+        return ("=", value)
     # (an argument may be named by its value, `0.5`, where the fused form put the literal)
     atoms = [fn.scope.get(name) or fn.captures.get(name) or _literal_atom(name)
              for name in span.arguments]
-    if all(atoms):
-        return tuple(atoms)
-    # Only the primitive's value may be at hand (a partial such as 0.5 / r, in the
-    # backpropagator): the error then says where the value is what it is.
-    value = span.value and (fn.scope.get(span.value) or fn.captures.get(span.value))
-    return ("=", value) if value else ()
+    return tuple(atoms) if all(atoms) else ()
 
 
 class _Function:

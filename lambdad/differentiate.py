@@ -33,7 +33,7 @@ from typing import Any
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .errors import DifferentiationError, LambdadError, TypeCheckError
+from .errors import UNPLACED, DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting
 from .calling import Shape, shaped
@@ -470,7 +470,8 @@ class Differentiator:
                     is not None):
                 self._remember_image(image_key, f, image)
             return image
-        transformed = Builtin(parts.builtin)
+        # (UNPLACED: an error in its derivative is one of the built-in's derivative)
+        transformed = Builtin(parts.builtin, span=UNPLACED)
         for mode in modes:
             transformed = self._transformer(mode)(transformed)
         g = self.interpreter.evaluate(transformed, {})

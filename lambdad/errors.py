@@ -74,6 +74,12 @@ class Span:
 
 Span.__init__ = direct_init(Span)  # type: ignore[method-assign]  # one per syntax node
 
+# The span of terms that stand for no text of their own (a built-in passed as a value and
+# differentiated, `grad sqrt 0`): their derivative's terms are still marked as such (a
+# DerivativeSpan), but an error there has no location of its own and takes the one of the
+# run it happens in.
+UNPLACED = Span("", 0, 0, 0, 0)
+
 
 @attrs.frozen
 class DerivativeSpan(Span):
@@ -120,12 +126,12 @@ class LambdadError(Exception):
     def __init__(self, message: str, span: Span | None = None, notes: tuple[str, ...] = ()):
         super().__init__(message)
         self.message = message
-        self.span = span
+        self.span = span if span is None or span.line else None  # (UNPLACED: no location)
         self.notes = tuple(notes)
 
     def with_span(self, span: Span | None) -> "LambdadError":
         """The same error located at ``span`` if it had no location yet."""
-        if self.span is None and span is not None:
+        if self.span is None and span is not None and span.line:  # (not UNPLACED)
             self.span = span
         return self
 

@@ -396,7 +396,7 @@ def _real_args(event: PrimEvent) -> bool:
 
 
 def _where(event: PrimEvent) -> str:
-    return f" at {event.span}" if event.span is not None else ""
+    return f" at {event.span}" if event.span is not None and event.span.line else ""
 
 
 def branch_problem(center: Probe, probe: Probe) -> str | None:

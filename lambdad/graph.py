@@ -210,7 +210,8 @@ def graph_of(tr: "Trace", title: str = "", constants: bool = False) -> Graph:
                           "input", names[index]))
     for row in shown:
         source = tr.source_excerpt(row.span)
-        where = f" ({row.span.line}:{row.span.col})" if row.span is not None else ""
+        where = f" ({row.span.line}:{row.span.col})" if row.span is not None and row.span.line \
+            else ""
         kind = "operation" if row.index in used else "output"
         operation = operation_text(row, names)
         nodes.append(Node(ids[row.index],

@@ -151,7 +151,7 @@ class _Surface:
 _SURFACE_KINDS = frozenset({
     "let", "abstraction", "linear_abstraction", "conditional", "oplus", "disjunction",
     "conjunction", "binary", "negation", "application", "number", "boolean", "parens",
-    "annotation", "tuple", "list"})
+    "annotation", "tuple", "list", "section"})
 
 
 class _Located(Exception):
@@ -266,6 +266,14 @@ class _Concrete(lark.Transformer):
         _, result = _split_signature(items[1:-2])
         return _Surface("decl", items[0].start, items[-1].end, (items[0], [], result, items[-1]))
 
+    def let_definition(self, items):
+        """``let NAME param* [: type] = expr`` at the REPL, without ``in``: a declaration."""
+        bind = items[1]
+        if bind.kind != "bind_name":
+            raise _Located("at the prompt `let` defines one name (`let x = e`); a pattern "
+                           "needs `in`: `let (a, b) = e in ...`", _pos(bind))
+        return _Surface("decl", items[0].start, bind.end, bind.parts)
+
     def typed_param(self, items):
         """``(NAME : type)``."""
         return _Surface("typed_param", items[0].start, items[-1].end, (items[1], items[3]))
@@ -362,6 +370,23 @@ class _Concrete(lark.Transformer):
         """``[e1, ..., en]``."""
         parts = tuple(items[1:-1:2])
         return _Surface("list", items[0].start, items[-1].end, parts)
+
+    def operator_section(self, items):
+        """``(op)``: the operator as a function of two arguments."""
+        return _Surface("section", items[0].start, items[-1].end, (items[1], None, None))
+
+    def left_section(self, items):
+        """``(e op)``: the operator with its left operand given."""
+        return _Surface("section", items[0].start, items[-1].end, (items[2], items[1], None))
+
+    def right_section(self, items):
+        """``(op e)``: the operator with its right operand given."""
+        return _Surface("section", items[0].start, items[-1].end, (items[1], None, items[2]))
+
+    @_passes_its_child
+    def section_op(self, items):
+        """The operator of ``(op)``: its token."""
+        return items[0]
 
     # ---- types
     def function_type(self, items):
@@ -808,6 +833,9 @@ def _expected_after(text: str, start: str, error: UnexpectedToken) -> tuple[set[
     return expected, (last.end_line, last.end_column, last.end_line, last.end_column + 1)
 
 
+_PARAMETER_HINT = ("parameters are written apart, without parentheses (`def f x y = e`, "
+                   "`\\x y -> e`); in parentheses a parameter has a type, `(x : R)`, or is a "
+                   "pattern, `(a, b)`")
 _LAMBDA_HINT = "a function is written `\\x -> e` (also `\\(x : R) -> e`, `\\x y -> e`)"
 
 
@@ -842,6 +870,11 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Plac
         hint = _habit_hint(text, token)
         if hint is not None:
             return hint
+        if token.type == "RPAR" and expected == {"COMMA", "COLON"}:
+            return (f"unexpected `)`: {_PARAMETER_HINT}", _lark_pos(token))
+        if token.type == "COMMA" and _PARAMETER_START <= expected and (
+                "ARROW" in expected or "EQUAL" in expected):  # `\x, y -> e`, `def f x, y =`
+            return (f"unexpected `,`: {_PARAMETER_HINT}", _lark_pos(token))
         if token.type in _COMPARISONS and not _EXPRESSION_START <= expected:
             return (f"comparisons do not chain: add parentheses around one side of `{token}`",
                     _lark_pos(token))
@@ -993,6 +1026,7 @@ def _builtin_arity(name: str) -> int | None:
 
 # The primitive each infix operator is, by its spelling.
 _INFIX = {symbol: entry.name for (symbol, fixity), entry in OPERATORS.items() if fixity == "infix"}
+
 
 # The linear constructs of the target language are written like built-ins of these arities.
 _LINEAR_ARITY = {"zero": 0, "seed": 1, "cotangent": 2}
@@ -1384,6 +1418,41 @@ class _Desugarer:
         for part in s.parts:
             items.append((yield self.term(part)))
         return ListLit(tuple(items), span=self.span(_pos(s)))
+
+    def _section(self, s):
+        """``(op)`` is ``\\p q -> p op q``, ``(op e)`` is ``\\p -> p op e`` and ``(e op)`` is
+        ``\\p -> e op p``, with fresh parameters; an operand other than a name or a number
+        is computed once, outside the function (``let q = e in \\p -> p op q``), except
+        the right operand of ``&&`` and ``||``, which stays where it is only evaluated
+        when needed."""
+        op, left_tree, right_tree = s.parts
+        span = self.span(_pos(s))
+        shared: list[tuple[str, Term]] = []
+        params: list[str] = []
+        operands = []
+        for tree in (left_tree, right_tree):
+            if tree is None:
+                params.append(self.names.fresh())
+                operands.append(Var(params[-1], span=span))
+                continue
+            term = yield self.term(tree)
+            lazy = tree is right_tree and op.kind in ("ANDAND", "OROR")
+            if not lazy and not isinstance(term, (Var, Const, BoolLit)):
+                shared.append((self.names.fresh("q"), term))
+                term = Var(shared[-1][0], span=span)
+            operands.append(term)
+        left, right = operands
+        if op.kind == "ANDAND":
+            body: Term = If(left, right, BoolLit(False, span=span), span=span)
+        elif op.kind == "OROR":
+            body = If(left, BoolLit(True, span=span), right, span=span)
+        else:
+            body = Prim(_INFIX[op.text], (left, right), span=span)
+        for name in reversed(params):
+            body = Lam(name, body, span=span)
+        for name, value in reversed(shared):
+            body = Let(name, value, body, span=span)
+        return body
 
     def _binary(self, s):
         """``e1 op e2``: the primitive spelled ``op``.  A tree of operators is converted by a

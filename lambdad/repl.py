@@ -28,14 +28,17 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from . import gradcheck, highlight, trace
+from . import graph, gradcheck, highlight, trace
 from .errors import LambdadError, ParseError, UsageError, render
 from .parser import is_incomplete, parse_entry
 from .pipeline import (
+    COMPOSITIONS,
     PRELUDE_FILE,
     DEFAULT_STRATEGY,
     STRATEGIES,
     Program,
+    format_hessian,
+    format_jacobian,
     format_result,
     prelude_text,
     read_source,
@@ -156,12 +159,11 @@ class Session:
             entry = parse_entry(text, REPL_FILE, bound=self.bound(),
                                 declared=self.program.declared_primitives(), origin=(line, 1))
         except ParseError as error:
-            binding = _LET_WITHOUT_IN.match(text)
-            if binding and not re.search(r"\bin\b", text):
-                name = binding.group(1)
-                error.notes += (f"`let` needs `in` (let {name} = e in ...); to define "
-                                f"`{name}` for the entries that follow, write `{name} = e` "
-                                f"or `def {name} = e`",)
+            if _OPERATOR_FIRST.match(text):
+                error.notes += ("a line starting with an operator continues a definition "
+                                "written on several lines (`def f x =`, then its body on "
+                                "the lines after it); a definition on one line is complete "
+                                "at its end",)
             raise
         if isinstance(entry, Decl):
             return self.define(entry)
@@ -265,16 +267,91 @@ class Session:
         return self._for_expression(both)
 
     def cmd_hessian(self, argument: Argument) -> str:
-        """``:hessian f POINT``: value, gradient and Hessian (forward-over-reverse), a row
-        per input real, named."""
+        """``:hessian f POINT [--mode COMPOSITION] [--wrt NAMES] [--strategy S]``: value,
+        gradient and Hessian (forward-over-reverse unless ``--mode`` says otherwise), a row
+        per input real, named, as ``lambdad hessian`` prints them."""
+        argument, options = _options(argument, {"mode": COMPOSITIONS, "wrt": None,
+                                                "strategy": STRATEGIES})
+        mode = options.get("mode", COMPOSITIONS[0])
+
         def run() -> str:
-            name, point = self._name_and_point(argument, ":hessian NAME POINT")
-            value, gradient, rows = self.program.hessian(name, point, strategy=self.strategy)
-            names = self.program.input_names(name, point)
-            width = max((len(n) for n in names), default=0)
-            lines = [f"value: {_show(value)}", f"gradient: {_show(gradient)}", "hessian:"]
-            lines += [f"  {n.ljust(width)} : {_show(row)}" for n, row in zip(names, rows)]
-            return "\n".join(lines)
+            name, point = self._name_and_point(argument, ":hessian F POINT")
+            program = self.program
+            if "wrt" in options:
+                program, point = program.restricted(name, point, _names(options["wrt"]))
+            value, gradient, rows = program.hessian(
+                name, point, mode=mode, strategy=options.get("strategy", self.strategy))
+            return format_hessian(value, gradient, rows, program.input_names(name, point),
+                                  mode)
+
+        return self._for_expression(run)
+
+    def cmd_jvp(self, argument: Argument) -> str:
+        """``:jvp f POINT --dir VECTOR``: value and directional derivative, by forward
+        mode."""
+        def run() -> str:
+            name, point, direction = self._point_and_direction(argument,
+                                                               ":jvp F POINT --dir VECTOR")
+            value, tangent = self.program.jvp(name, point, direction)
+            return f"value: {_show(value)}\nderivative: {_show(tangent)}"
+
+        return self._for_expression(run)
+
+    def cmd_hvp(self, argument: Argument) -> str:
+        """``:hvp f POINT --dir VECTOR``: value, gradient and Hessian-vector product, by
+        forward mode over reverse mode."""
+        def run() -> str:
+            name, point, direction = self._point_and_direction(argument,
+                                                               ":hvp F POINT --dir VECTOR")
+            value, gradient, product = self.program.hvp(name, point, direction)
+            return (f"value: {_show(value)}\ngradient: {_show(gradient)}\n"
+                    f"hessian-vector product: {_show(product)}")
+
+        return self._for_expression(run)
+
+    def _point_and_direction(self, argument: Argument, usage: str) -> tuple[str, Any, Any]:
+        """The function, the point and the ``--dir`` vector written in ``argument`` (the
+        vector may hold blanks and signs: it is all that follows ``--dir``)."""
+        before, flag, direction = argument.text.partition("--dir")
+        if not flag or not direction.strip():
+            raise UsageError(f"usage: {usage}")
+        name, point = self._name_and_point(attrs.evolve(argument, text=before.rstrip()), usage)
+        return name, point, self.program.parse_point(direction.strip(), "--dir")
+
+    def cmd_jacobian(self, argument: Argument) -> str:
+        """``:jacobian f POINT [--mode forward|reverse] [--wrt NAMES]``: value and Jacobian,
+        by the cheaper mode unless told, as ``lambdad jacobian`` prints them."""
+        argument, options = _options(argument, {"mode": ("forward", "reverse"), "wrt": None})
+
+        def run() -> str:
+            name, point = self._name_and_point(argument, ":jacobian F POINT")
+            wrt = _names(options["wrt"]) if "wrt" in options else None
+            result = self.program.jacobian(name, point, mode=options.get("mode"), wrt=wrt)
+            return format_jacobian(result, chosen="mode" not in options)
+
+        return self._for_expression(run)
+
+    def cmd_graph(self, argument: Argument) -> str:
+        """``:graph f POINT [--mode reverse|forward] [-o OUT.dot|.svg|.png]``: the evaluated
+        computational graph, as DOT text, or written to OUT (as ``lambdad graph``)."""
+        output = None
+        found = _OUTPUT.search(argument.text)
+        if found is not None:  # before or after --mode
+            output = found.group(1)
+            text = argument.text[:found.start()] + argument.text[found.end():]
+            argument = attrs.evolve(argument, text=text)
+        argument, options = _options(argument, {"mode": ("reverse", "forward")})
+
+        def run() -> str:
+            name, point = self._name_and_point(argument, ":graph F POINT [-o OUT]")
+            table = trace.trace(self.program, name, point,
+                                mode=options.get("mode", "reverse"), strategy="factored")
+            point_text = _function_and_rest(argument.text)[1].strip()
+            drawn = graph.graph_of(table, title=f"{_function_and_rest(argument.text)[0]} "
+                                                f"at {point_text}")
+            if output is None:
+                return drawn.dot().rstrip("\n")
+            return graph.write_graph(drawn, output)
 
         return self._for_expression(run)
 
@@ -356,12 +433,14 @@ class Session:
         """``:help``: the commands."""
         width = max(len(c.usage) for c in COMMANDS)
         return "\n".join([
-            "Enter a definition (def f x = ..., or x = e), an expression, or a command "
+            "Enter a definition (def f x = ..., x = e, or let x = e), an expression, or a command "
             "(F: a name or a parenthesised expression; --strategy S sets the strategy of "
             "one command; a unique prefix of a command will do):",
             *(f"  {c.usage:<{width}}  {c.summary}" for c in COMMANDS),
-            "An unfinished line continues on the next (prompt ..); Ctrl-C cancels the input "
-            "or a running evaluation; Ctrl-D leaves.",
+            "An unfinished line continues on the next (prompt ..); a definition written on "
+            "several lines goes on with indented lines and lines starting with an operator, "
+            "up to a blank line; Ctrl-C cancels the input or a running evaluation; Ctrl-D "
+            "leaves.",
         ])
 
     def cmd_quit(self, argument: Argument) -> str:
@@ -377,14 +456,24 @@ def _show(value: Any) -> str:
 COMMANDS: tuple[Command, ...] = (
     Command(("type", "t"), ":type EXPR, :t EXPR", "the type of an expression",
             Session.cmd_type),
-    Command(("grad",), ":grad F POINT [--mode M]",
+    Command(("grad", "gr"), ":grad F POINT [--mode M]",
             "value and gradient (reverse mode, or --mode forward|both)",
             Session.cmd_grad),
     Command(("grad!",), ":grad! F POINT", "value and gradient by both modes, side by side",
             Session.cmd_grad_both),
-    Command(("hessian",), ":hessian F POINT",
-            "value, gradient and Hessian (forward mode over reverse mode)",
+    Command(("hessian",), ":hessian F POINT [--mode M]",
+            "value, gradient and Hessian (forward mode over reverse mode unless --mode)",
             Session.cmd_hessian),
+    Command(("jvp",), ":jvp F POINT --dir V", "value and directional derivative (forward mode)",
+            Session.cmd_jvp),
+    Command(("hvp",), ":hvp F POINT --dir V", "Hessian-vector product (forward over reverse)",
+            Session.cmd_hvp),
+    Command(("jacobian",), ":jacobian F POINT [--mode M]",
+            "value and Jacobian, a row per output real, by the cheaper mode unless --mode",
+            Session.cmd_jacobian),
+    Command(("graph",), ":graph F POINT [-o OUT]",
+            "the computational graph: DOT text, or a picture written to OUT (.svg, .png)",
+            Session.cmd_graph),
     Command(("forward",), ":forward NAME [POINT]", "the forward-mode program of NAME",
             Session.cmd_forward),
     Command(("reverse", "backward"), ":reverse NAME [POINT]",
@@ -416,7 +505,7 @@ def find_command(word: str) -> Command:
             return command
     matches = [command for command in COMMANDS
                if word and any(name.startswith(word) for name in command.names)]
-    # `:gr` is `:grad`, whose name begins every other match's (`:grad!`).
+    # A command whose name begins every other match's wins (`:grad` over `:grad!`).
     for command in matches:
         if all(any(name.startswith(command.names[0]) for name in other.names)
                for other in matches):
@@ -429,21 +518,29 @@ def find_command(word: str) -> Command:
 
 # An option after a command's arguments, as on the command line: `--mode reverse`.
 _OPTION_AT_END = re.compile(r"(?s)(.*?)\s+--([a-z][a-z-]*)(?:=|\s+)([^\s-][^\s]*)\s*$")
-# `let x = e` with no `in`: a definition the ML way, which the prompt writes `x = e`.
-_LET_WITHOUT_IN = re.compile(r"\s*let\s+([A-Za-z_][A-Za-z0-9_']*)\s*=(?!=)")
 
 
-def _options(argument: Argument, allowed: dict[str, tuple[str, ...]]
+# `-o FILE` (or `--output FILE`) among `:graph`'s options.
+_OUTPUT = re.compile(r"\s(?:-o|--output)(?:=|\s+)(\S+)")
+
+
+def _names(text: str) -> list[str]:
+    """The names of ``--wrt a,b``."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _options(argument: Argument, allowed: dict[str, tuple[str, ...] | None]
              ) -> tuple[Argument, dict[str, str]]:
-    """``argument`` without the ``--name value`` options written after it, and those options;
-    raises UsageError for an unknown option or value."""
+    """``argument`` without the ``--name value`` options written after it, and those options
+    (``allowed`` gives each option's values, None for any); raises UsageError for an
+    unknown option or value."""
     text, options = argument.text, {}
     while (match := _OPTION_AT_END.fullmatch(text)) is not None:
         text, name, value = match.group(1), match.group(2), match.group(3)
         if name not in allowed:
             known = ", ".join(f"--{option}" for option in allowed) or "none"
             raise UsageError(f"unknown option --{name} (options here: {known})")
-        if value not in allowed[name]:
+        if allowed[name] is not None and value not in allowed[name]:
             raise UsageError(f"--{name} takes {' or '.join(allowed[name])}, not `{value}`")
         options.setdefault(name, value)
     return attrs.evolve(argument, text=text.rstrip()), options
@@ -584,6 +681,8 @@ class TerminalConsole(Console):
             except KeyboardInterrupt:
                 continue
             except EOFError:
+                if splitter.waiting:  # a complete definition: Ctrl-D runs it, then leaves
+                    yield from splitter.rest()
                 return
             finally:
                 self.history.append_entry("\n".join(typed))
@@ -591,38 +690,62 @@ class TerminalConsole(Console):
 
 class EntrySplitter:
     """Joins lines into entries: a line, or lines joined while the entry is unfinished (an
-    open bracket, a trailing operator); a blank line ends an unfinished entry anyway (its
-    error is reported instead of swallowing what follows), and a ``:command`` line ends it
-    and runs.  Every line is recorded in the session's ``<repl>`` source."""
+    open bracket, a trailing operator or ``=``).  A definition written on several lines
+    goes on, as in Haskell, with every line that is indented or starts with an infix
+    operator (``- 2 * x + 1``), and ends at a blank line or at a line that is neither.  A
+    blank line ends an unfinished entry anyway (its error is reported instead of
+    swallowing what follows), and a ``:command`` line ends it and runs.  Every line is
+    recorded in the session's ``<repl>`` source."""
 
     def __init__(self, session: Session):
         self.session = session
         self.pending: list[str] = []
         self.first = 0
+        # Whether the pending entry is a complete definition that later lines may continue.
+        self.waiting = False
 
     def feed(self, text: str) -> Iterator[tuple[str, int]]:
         """The entries that the lines of ``text`` complete, with the number of the first
         line of each in ``<repl>``."""
         for line in text.split("\n"):
             line = line.rstrip("\r")
-            if self.pending and line.lstrip().startswith(":"):
-                yield "\n".join(self.pending), self.first
-                self.pending = []
+            stripped = line.strip()
+            if self.pending and (stripped.startswith(":") or (
+                    self.waiting and stripped and not continues(line))):
+                yield from self.rest()
             number = self.session.record(line)
             if not self.pending:
                 self.first = number
             self.pending.append(line)
             joined = "\n".join(self.pending)
-            if line.strip() and is_incomplete(joined):
+            if stripped and is_incomplete(joined):
+                self.waiting = False
                 continue
-            self.pending = []
-            yield joined, self.first
+            if stripped and len(self.pending) > 1 and _DEFINITION.match(joined):
+                self.waiting = True
+                continue
+            yield from self.rest()
 
     def rest(self) -> Iterator[tuple[str, int]]:
-        """The unfinished entry left at the end of the input, if any."""
+        """The entry pending, unfinished or waiting for more lines, if any."""
         if self.pending:
             yield "\n".join(self.pending), self.first
             self.pending = []
+            self.waiting = False
+
+
+# An entry that defines a name: `def`, `let` (at the prompt: a definition), `primitive`, or
+# `NAME [: type] =`.
+_DEFINITION = re.compile(r"\s*(?:(?:def|let|primitive)(?![A-Za-z0-9_'])"
+                         r"|[A-Za-z_][A-Za-z0-9_']*\s*(?::[^=]*)?=(?!=))")
+# A line that starts with an infix operator (not a comment's `--`).
+_OPERATOR_FIRST = re.compile(r"\s*(?:\+\+|<\+>|[+*/^]|-(?!-)|==|!=|<=|>=|<|>|&&|\|\||!!|⊕)")
+
+
+def continues(line: str) -> bool:
+    """Whether ``line`` continues a definition written on the lines before it: it is
+    indented or starts with an infix operator."""
+    return line[:1] in (" ", "\t") or _OPERATOR_FIRST.match(line) is not None
 
 
 def _lines(stream: TextIO) -> Iterator[str | int]:

@@ -270,7 +270,7 @@ def _assign_levels(rows: list[Row]) -> None:
 
 
 def _source_text(span: Span | None, sources: dict[str, str]) -> str:
-    if span is None:
+    if span is None or not span.line:  # (errors.UNPLACED: no text of its own)
         return ""
     text = sources.get(span.file)
     if text is None:
@@ -310,7 +310,7 @@ def trace_table(tr: Trace, sources: dict[str, str] | None = None
         args = ", ".join(f"v{p}" for p in row.parents)
         operation = f"{row.symbol} {args}".strip() if args else row.symbol
         location = ""
-        if row.span is not None:
+        if row.span is not None and row.span.line:
             location = f"{row.span.line}:{row.span.col}"
             if row.span.file != tr.file:  # e.g. the prelude's `sum`
                 location = f"{row.span.file}:{location}"

@@ -36,7 +36,7 @@ from .errors import LambdadError, Span, TypeCheckError
 from .iterate import Step, run
 from .persistent import PersistentMap
 from .primitives import NAMED, PRIMITIVES, Primitive, declared_by
-from .printer import print_type
+from .printer import print_term, print_type
 from .syntax import (
     BACKPROPAGATOR,
     BOOL,
@@ -72,6 +72,7 @@ from .syntax import (
     VarT,
     Zero,
     children,
+    free_vars,
     with_children,
 )
 
@@ -923,8 +924,12 @@ class _Inference:
         assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
         if arg_type is not remaining.arg:  # (the same type object unifies as it is)
             symbol = primitive.spelling.symbol
-            self._expect(remaining.arg, arg_type, arg,
-                         lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
+            try:
+                self._expect(remaining.arg, arg_type, arg,
+                             lambda e, a: f"`{symbol}` expects {e}, but this has type {a}")
+            except TypeCheckError as error:
+                error.notes += _section_hints(primitive, remaining.arg, arg)
+                raise
         return remaining.result
 
     def _lam(self, term: Lam) -> Step[Type]:
@@ -1217,3 +1222,27 @@ def _describe_function(fn: Term) -> str:
         return f"`{name}`"
     plural = "" if count == 1 else "s"
     return f"`{name}` applied to {count} argument{plural}"
+
+
+def _section_hints(primitive: Primitive, expected: Type, arg: Term) -> tuple[str, ...]:
+    """Notes leading to an operator section where a habit shows in a mistyped argument of
+    ``primitive``: ``fold + 0 xs`` (a built-in taking a function, as an operand: ``fold``
+    plus ``0 xs``) and ``map (- 1) xs`` (a negation where a function is expected)."""
+    if primitive.spelling.fixity == "infix" and isinstance(arg, Builtin):
+        taker = PRIMITIVES[arg.name]
+        if isinstance(taker.type, FunT) and isinstance(taker.type.arg, FunT):
+            name, op = taker.spelling.symbol, primitive.spelling.symbol
+            return (f"`{name} {op} ...` applies `{op}` to `{name}` itself; to pass the "
+                    f"operator to `{name}` as a function, put it in parentheses: "
+                    f"`{name} ({op}) ...`",)
+    if (isinstance(expected, FunT) and isinstance(arg, Prim) and len(arg.args) == 1
+            and PRIMITIVES[arg.op].spelling.fixity == "prefix"):
+        operand = print_term(arg.args[0])
+        if not isinstance(arg.args[0], (Var, Const)):
+            operand = f"({operand})"
+        taken = free_vars(arg)
+        x = next(name for name in itertools.chain("xyz", (f"x{i}" for i in itertools.count(1)))
+                 if name not in taken)
+        return (f"`{print_term(arg)}` is a negation (a number), not a section: subtracting "
+                f"is written `(\\{x} -> {x} - {operand})` or `(+ (-{operand}))`",)
+    return ()

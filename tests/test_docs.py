@@ -1,21 +1,26 @@
-"""The documentation is tested: every console example in docs/*.md runs and prints exactly
-what the page shows.
+"""The documentation is tested: every ``lambdad`` command of README.md and docs/*.md runs
+verbatim, and prints exactly what the page shows where it shows an output.
 
 Conventions of the pages (docs/index.md explains them to readers too):
 
 - A ```` ```console ```` block holds commands, each on a line starting with ``$ lambdad``,
-  followed by its output (stdout and stderr, as a terminal shows them).  The command runs in
-  a scratch directory that holds ``programs/`` (the repository's examples) and an empty
-  ``docs/images/``, so paths read as from the repository root and nothing in the repository
-  is written.  ``$ lambdad ... > FILE`` writes the command's stdout to FILE there.
+  followed by its output (stdout and stderr, as a terminal shows them); an output of the
+  single line ``…`` is not shown, and the command must only succeed.  The command runs in
+  a scratch directory that holds ``programs/`` and ``docs/examples/`` (the repository's
+  example files) and an empty ``docs/images/``, so paths read as from the repository root
+  and nothing in the repository is written.  ``$ lambdad ... > FILE`` writes the command's
+  stdout to FILE there.
+- In a ```` ```sh ```` block, a line ``lambdad ...`` (or ``printf '...' | lambdad ...``)
+  is a command whose output is not shown: it must succeed.
 - Exit status: a shown ``usage error:`` means status 2, another ``error:`` (or a
   ``FAILED:`` / ``NOT CHECKED:`` verdict of ``check`` or ``fuzz``) status 1, otherwise 0.
 - ``$ lambdad repl ...`` is followed by a transcript: what the REPL prints before its first
   ``λ> `` prompt appears only on a terminal and is not checked; each entry (a ``λ> `` line
   and its ``.. `` continuation lines) is fed to the REPL through a pipe, and the lines
   between entries are what it must answer.
-- A ```` ```lam file=NAME ```` block is a file the reader saves as NAME; later commands of
-  the same page see it.  A ```` ```lam excerpt=PATH ```` block must appear verbatim in PATH.
+- A ```` ```lam file=PATH ```` block is the whole of the file PATH, shipped with the
+  repository (``docs/examples/``), which the commands after it name.  A
+  ```` ```lam excerpt=PATH ```` block must appear verbatim in PATH.
 - In outputs that contain timings, the numbers of ``"seconds"`` are not compared.
 - A ```` ```pycon ```` block is a Python session, run as a doctest in the repository root;
   the blocks of a page share their names.
@@ -55,7 +60,10 @@ from lambdad.printer import print_type
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.glob("*.md"))
+EXAMPLE_FILES = DOCS / "examples"
+PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+# The output shown for a command whose output the page leaves out.
+NOT_SHOWN = "…"
 
 PROMPT = "λ> "
 CONTINUATION = ".. "
@@ -83,8 +91,9 @@ class Entry:
 
 @attrs.frozen
 class Example:
-    """``$ lambdad ...`` in a console block of ``page`` at 1-based ``line``; the output
-    shown occupies lines ``[start, end)`` (0-based) of the page."""
+    """``$ lambdad ...`` in a console block of ``page`` (its path from the repository root)
+    at 1-based ``line``; the output shown occupies lines ``[start, end)`` (0-based) of the
+    page (none when not ``shown``); ``stdin`` is what a ``printf`` pipes into it."""
 
     page: str
     line: int
@@ -93,6 +102,8 @@ class Example:
     start: int
     end: int
     entries: tuple[Entry, ...] = ()
+    shown: bool = True
+    stdin: str = ""
 
     @property
     def argv(self) -> list[str]:
@@ -107,15 +118,18 @@ class Example:
 
     @property
     def where(self) -> str:
-        return f"docs/{self.page}:{self.line}"
+        return f"{self.page}:{self.line}"
 
 
 @attrs.frozen
 class FileBlock:
-    """A ```` ```lam file=NAME ```` block: a file the reader saves."""
+    """A ```` ```lam file=PATH ```` block: the whole of a file shipped with the repository,
+    at ``line`` (1-based) of ``page``."""
 
     name: str
     text: str
+    page: str = ""
+    line: int = 0
 
 
 @attrs.frozen
@@ -155,8 +169,29 @@ def parse_console(page: str, fence: Fence) -> list[Example]:
         entries: tuple[Entry, ...] = ()
         if shlex.split(command)[1:2] == ["repl"]:
             entries = tuple(_transcript(body, fence.start + i + 1))
-        examples.append(Example(page, fence.start + i + 1, command, "\n".join(body),
-                                fence.start + i + 1, fence.start + end, entries))
+        shown = [line for line in body if line.strip()] != [NOT_SHOWN]
+        examples.append(Example(page, fence.start + i + 1, command,
+                                "\n".join(body) if shown else "",
+                                fence.start + i + 1, fence.start + end, entries, shown))
+    return examples
+
+
+# `printf 'TEXT' | lambdad ...` in a shell block: TEXT (with `\n` escapes) is the input.
+_PIPED = re.compile(r"printf '([^']*)' \| (lambdad .*)")
+
+
+def parse_shell(page: str, fence: Fence) -> list[Example]:
+    """The ``lambdad`` commands of a shell block (their output is not shown)."""
+    examples = []
+    for i, line in enumerate(fence.lines):
+        stdin, command = "", " ".join(shlex.split(line, comments=True))
+        piped = _PIPED.fullmatch(line.strip())
+        if piped is not None:
+            stdin, command = piped.group(1).replace("\\n", "\n"), piped.group(2)
+        if command.split(" ")[:1] != ["lambdad"]:
+            continue
+        examples.append(Example(page, fence.start + i + 1, command, "", fence.start + i + 1,
+                                fence.start + i + 1, shown=False, stdin=stdin))
     return examples
 
 
@@ -178,16 +213,20 @@ def _transcript(body: tuple[str, ...], offset: int) -> Iterator[Entry]:
 
 
 def read_page(path: Path) -> list[Example | FileBlock]:
-    """The examples and the saved files of a page, in order."""
+    """The examples and the shipped files of a page, in order."""
     items: list[Example | FileBlock] = []
+    page = path.relative_to(ROOT).as_posix()
     for fence in fences(path.read_text(encoding="utf-8")):
         words = fence.info.split()
         if words[:1] == ["console"]:
-            items.extend(parse_console(path.name, fence))
+            items.extend(parse_console(page, fence))
+        elif words[:1] == ["sh"]:
+            items.extend(parse_shell(page, fence))
         elif words[:1] == ["lam"]:
             for word in words[1:]:
                 if word.startswith("file="):
-                    items.append(FileBlock(word[len("file="):], "\n".join(fence.lines) + "\n"))
+                    items.append(FileBlock(word[len("file="):], "\n".join(fence.lines) + "\n",
+                                           page, fence.start))
     return items
 
 
@@ -244,6 +283,7 @@ def make_sandbox(directory: Path) -> Path:
     """A scratch directory that looks like the repository root to the examples."""
     (directory / "programs").symlink_to(ROOT / "programs", target_is_directory=True)
     (directory / "docs" / "images").mkdir(parents=True)
+    (directory / "docs" / "examples").symlink_to(EXAMPLE_FILES, target_is_directory=True)
     return directory
 
 
@@ -254,11 +294,10 @@ def run_page(page: Path, directory: Path) -> dict[int, tuple[int, str]]:
     with contextlib.chdir(make_sandbox(directory)):
         for item in read_page(page):
             if isinstance(item, FileBlock):
-                Path(item.name).write_text(item.text, encoding="utf-8")
-                continue
+                continue  # shipped: test_file_blocks_are_the_shipped_files
             stdin = "\n".join(entry.text for entry in item.entries)
             stdin += "\n" if stdin else ""
-            status, _, shown = run_command(item.argv, stdin)
+            status, _, shown = run_command(item.argv, stdin or item.stdin)
             results[item.line] = (status, shown)
     return results
 
@@ -391,7 +430,7 @@ def page_results(tmp_path_factory):
 
     def results(page: str) -> dict[int, tuple[int, str]]:
         if page not in cache:
-            cache[page] = run_page(DOCS / page, tmp_path_factory.mktemp(Path(page).stem))
+            cache[page] = run_page(ROOT / page, tmp_path_factory.mktemp(Path(page).stem))
         return cache[page]
 
     return results
@@ -399,7 +438,8 @@ def page_results(tmp_path_factory):
 
 def test_the_pages_have_console_examples():
     pages = {example.page for example in EXAMPLES}
-    assert {"tutorial.md", "transformations.md", "cli.md"} <= pages
+    assert {"README.md", "docs/tutorial.md", "docs/transformations.md", "docs/cli.md",
+            "docs/language.md", "docs/index.md"} <= pages
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])
@@ -407,6 +447,9 @@ def test_console_example(example, page_results):
     if needs_graphviz(example) and shutil.which("dot") is None:
         missing_tool("drawing a graph needs Graphviz's `dot` (`apt-get install graphviz`)")
     status, output = page_results(example.page)[example.line]
+    if not example.shown:
+        assert status == 0, f"{example.where}: `{example.command}` failed:\n{output}"
+        return
     expected = shown_output(example)
     if has_timings(example):
         output, expected = without_timings(output), without_timings(expected)
@@ -432,7 +475,7 @@ def test_repl_greetings_say_what_was_loaded():
 def test_python_m_lambdad_prints_what_the_in_process_runner_shows(tmp_path):
     """The in-process runner stands for `python -m lambdad`: a sample agrees."""
     sample = [e for e in EXAMPLES if not e.is_repl and not has_timings(e)
-              and ">" not in e.argv and e.argv[1].startswith("programs/")][:2]
+              and ">" not in e.argv and e.argv[1:2] and e.argv[1].startswith("programs/")][:2]
     with contextlib.chdir(make_sandbox(tmp_path)):
         for example in sample:
             assert (_subprocess(example.argv, "")[1].rstrip("\n")
@@ -453,6 +496,38 @@ def test_python_sessions_print_what_the_page_shows(page):
                 runner.run(test, out=out.write, clear_globs=False)
                 names.update(test.globs)  # a DocTest runs in a copy of ``names``
     assert runner.failures == 0, out.getvalue()
+
+
+def test_file_blocks_are_the_shipped_files():
+    """A `lam file=PATH` block shows the whole of PATH, a file of docs/examples/ (so the
+    commands after it run as written from the repository root); every file there is shown
+    by some page."""
+    blocks = [item for page in PAGES for item in read_page(page) if isinstance(item, FileBlock)]
+    assert blocks
+    for block in blocks:
+        path = ROOT / block.name
+        assert path.parent == EXAMPLE_FILES, f"{block.page}:{block.line}: not in docs/examples/"
+        assert path.exists() and path.read_text(encoding="utf-8") == block.text, (
+            f"{block.page}:{block.line}: differs from {block.name}")
+    assert {path.name for path in EXAMPLE_FILES.glob("*.lam")} == {
+        Path(block.name).name for block in blocks}
+
+
+def test_every_lambdad_command_of_the_pages_is_run():
+    """No page shows a `lambdad` command in a block the tests do not read (a plain fence,
+    ```text```): only usage lines (FILE, NAME, [options]) and the walk-through of adding a
+    primitive to the table, whose commands need that change made first."""
+    for page in PAGES:
+        if page.name == "adding-a-primitive.md":
+            continue
+        for fence in fences(page.read_text(encoding="utf-8")):
+            if fence.info.split()[:1] in (["console"], ["sh"]):
+                continue
+            for line in fence.lines:
+                command = line.strip().removeprefix("$ ")
+                if command.startswith("lambdad ") and not re.search(r"\b[A-Z][A-Z_]*\b|\[",
+                                                                    command):
+                    raise AssertionError(f"{page.name}:{fence.start}: `{command}` is not run")
 
 
 def test_lam_excerpts_are_verbatim_from_their_files():
@@ -486,8 +561,8 @@ def test_links_point_at_files_and_headings():
             if re.match(r"[a-z]+:", target):
                 continue
             file, _, anchor = target.partition("#")
-            path = (DOCS / file).resolve() if file else page
-            assert path.exists(), f"docs/{page.name}: broken link {target}"
+            path = (page.parent / file).resolve() if file else page
+            assert path.exists(), f"{page.name}: broken link {target}"
             if anchor:
                 assert anchor in anchors(path.read_text(encoding="utf-8")), (
                     f"docs/{page.name}: no heading for {target}")
@@ -561,7 +636,7 @@ def update(page: Path) -> None:
         results = run_page(page, Path(scratch))
         lines = text.split("\n")
         for example in reversed([e for e in read_page(page) if isinstance(e, Example)]):
-            if has_timings(example):
+            if has_timings(example) or not example.shown:
                 continue
             if example.is_repl:
                 with contextlib.chdir(scratch):
@@ -577,7 +652,8 @@ def update(page: Path) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] != ["--update"]:
         raise SystemExit("usage: python tests/test_docs.py --update [PAGE.md ...]")
-    chosen = sys.argv[2:] or [p.name for p in PAGES]
-    for name in chosen:
-        update(DOCS / name)
-        print(f"updated docs/{name}")
+    chosen = [ROOT / name if (ROOT / name).exists() else DOCS / name
+              for name in sys.argv[2:]] or PAGES
+    for path in chosen:
+        update(path)
+        print(f"updated {path.relative_to(ROOT)}")

@@ -109,14 +109,43 @@ def test_the_gradient_checker_never_reports_a_value_that_is_not_finite():
 def test_a_derivative_error_names_the_source_operation(overflows, capsys):
     status, _, err = run_cli(capsys, "grad", overflows, "sq", "--at", "0")
     assert status == 1
-    # by backpropagation, the argument is not at hand where the derivative fails, the
-    # primitive's value is; in forward mode, the argument is
-    assert "the derivative of `sqrt` is undefined at a point where `sqrt` is 0" in err
+    # sqrt's partial is written with its value (0.5 / r): both modes say where the value
+    # is what it is (by backpropagation the argument is not at hand there)
+    assert "the derivative of `sqrt` is undefined at a point where `sqrt` is 0\n" in err
     assert "sqrt x" in err and "0.0" not in err
     status, _, err = run_cli(capsys, "grad", overflows, "sq", "--at", "0", "--mode", "forward")
-    assert "the derivative of `sqrt` is undefined at 0\n" in err
+    assert "the derivative of `sqrt` is undefined at a point where `sqrt` is 0\n" in err
     status, _, err = run_cli(capsys, "grad", overflows, "half", "--at", "0")
     assert "the derivative of `^` is undefined at `0 ^ 0.5`" in err and "-0.5" in err
+
+
+SQRT_AT_ZERO = "the derivative of `sqrt` is undefined at a point where `sqrt` is 0"
+LOG_AT_TINY = "the derivative of `log` is not finite at 1e-320"
+
+
+@pytest.mark.parametrize("main, message, where", [
+    ("grad sqrt 0", SQRT_AT_ZERO, "2:12"),
+    ("grad (\\x -> sqrt x) 0", SQRT_AT_ZERO, "2:24"),
+    ("grad s 0", SQRT_AT_ZERO, "1:21"),
+    ("jvp sqrt 0 1", SQRT_AT_ZERO, "2:12"),
+    ("jvp s 0 1", SQRT_AT_ZERO, "1:21"),
+    ("snd (vjp sqrt 0) 1", SQRT_AT_ZERO, "2:17"),
+    ("map (grad sqrt) [1, 0]", SQRT_AT_ZERO, "2:17"),
+    ("grad (grad sqrt) 0", SQRT_AT_ZERO, "2:18"),
+    ("grad log 1e-320", LOG_AT_TINY, "2:12"),
+    ("grad (\\x -> log x) 1e-320", LOG_AT_TINY, "2:24"),
+    ("jvp log 1e-320 1", LOG_AT_TINY, "2:12"),
+])
+def test_a_derivative_error_is_the_same_wherever_the_primitive_is(main, message, where, tmp_path,
+                                                                   capsys):
+    """A built-in passed as a value (`grad sqrt 0`), applied in a λ or in a definition:
+    the error names the derivative of the built-in, in every mode and at every depth."""
+    file = tmp_path / "m.lam"
+    file.write_text(f"def s (x : R) : R = sqrt x\ndef main = {main}\n")
+    status, _, err = run_cli(capsys, "run", str(file))
+    assert status == 1
+    assert f"{file}:{where}: runtime error: {message}\n" in err
+    assert "note: computing it:" in err
 
 
 def test_domain_errors_print_numbers_as_lambdad_writes_them(overflows, capsys):

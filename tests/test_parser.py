@@ -245,6 +245,40 @@ def test_tuples_nest_to_the_right():
     assert parse_expr("((x, y), z)") == Pair(Pair(x, y), z)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("(+)", Lam("p", Lam("p1", prim("add", Var("p"), Var("p1"))))),
+    ("(-)", Lam("p", Lam("p1", prim("sub", Var("p"), Var("p1"))))),
+    ("(* 2)", Lam("p", prim("mul", Var("p"), num(2)))),
+    ("(2 -)", Lam("p", prim("sub", num(2), Var("p")))),
+    ("(^ x)", Lam("p", prim("pow", Var("p"), x))),
+    ("(x / y *)", Let("q", prim("div", x, y), Lam("p", prim("mul", Var("q"), Var("p"))))),
+    ("(<= 0)", Lam("p", prim("le", Var("p"), num(0)))),
+    ("(++ [1])", Let("q", ListLit((num(1),)), Lam("p", prim("append", Var("p"), Var("q"))))),
+    ("(!! 0)", Lam("p", prim("index", Var("p"), num(0)))),
+    ("(&&)", Lam("p", Lam("p1", If(Var("p"), Var("p1"), BoolLit(False))))),
+    ("(|| f x)", Lam("p", If(Var("p"), BoolLit(True), App(f, x)))),
+    # an operand other than a name or a number is computed once, outside the function
+    ("(* f x)", Let("q", App(f, x), Lam("p", prim("mul", Var("p"), Var("q"))))),
+])
+def test_operator_sections_are_functions(text, expected):
+    assert parse_expr(text) == expected
+
+
+def test_a_parenthesised_minus_and_operand_is_a_negation_not_a_section():
+    assert parse_expr("(- x)") == prim("neg", x)
+
+
+def test_section_parameters_avoid_the_names_of_the_source():
+    assert parse_expr("\\p -> (p +)", bound=["p"]) == Lam("p", Lam("p1", prim("add", Var("p"),
+                                                                                Var("p1"))))
+
+
+@pytest.mark.parametrize("text, col", [("(* 2 * 3)", 6), ("(2 + 3 *)", 9), ("(== 1 == 2)", 7)])
+def test_a_section_operand_follows_the_operator_s_precedence(text, col):
+    error = error_of(text)
+    assert error.span.col == col, error.message
+
+
 def test_boolean_connectives_are_conditionals():
     assert parse_expr("x && y") == If(x, y, BoolLit(False))
     assert parse_expr("x || y") == If(x, BoolLit(True), y)
@@ -428,6 +462,11 @@ def test_a_name_bound_outside_is_not_recursion():
     ("def f = \\x => x", "unexpected `=>`: a function is written `\\x -> e`", (12, 14)),
     ("def f = map (x => x + 1) [1]", "unexpected `=>`: a function is written `\\x -> e`",
      (16, 18)),
+    ("def f(x) = x * x", "unexpected `)`: parameters are written apart, without parentheses "
+     "(`def f x y = e`", (8, 9)),
+    ("def f = \\(x) -> x", "unexpected `)`: parameters are written apart", (12, 13)),
+    ("def f = \\x, y -> x", "unexpected `,`: parameters are written apart", (11, 12)),
+    ("def f x, y = x", "unexpected `,`: parameters are written apart", (8, 9)),
 ])
 def test_habits_from_other_languages_lead_to_the_spelling(text, message, cols):
     with pytest.raises(ParseError) as caught:
@@ -436,7 +475,21 @@ def test_habits_from_other_languages_lead_to_the_spelling(text, message, cols):
     assert (caught.value.span.col, caught.value.span.end_col) == cols
 
 
+def test_operators_between_a_builtin_and_its_arguments_are_still_parsed():
+    # `fold + 0 xs` is `fold` plus `0 xs`: the type checker says why that is wrong
+    assert parse_expr("fold + 0 xs", bound=["xs"]) == prim(
+        "add", Builtin("fold"), App(num(0), Var("xs")))
+
+
 # --------------------------------------------------------------------------- declarations
+
+
+def test_a_declaration_goes_on_over_lines_that_start_with_an_operator():
+    module = parse_module("def poly (x : R) : R =\n  3 * x ^ 3\n  - 2 * x + 1\n"
+                          "def main = poly 2\n")
+    body = module.decls[0].value.body.expr
+    assert body == prim("add", prim("sub", prim("mul", num(3), prim("pow", x, num(3))),
+                                    prim("mul", num(2), x)), num(1))
 
 
 def test_declaration_parameters_and_result_type():
@@ -515,7 +568,7 @@ def test_entries():
 
 
 @pytest.mark.parametrize("text", [
-    "(1 +", "let x = 1", "def f x =", "(x : R", "x =", "def", "\\x ->", "if a then b",
+    "(1 +", "let x = 1 +", "def f x =", "(x : R", "x =", "def", "\\x ->", "if a then b",
     "[1, 2", "f (g (h", "let x = 1 in", "x <+>",
 ])
 def test_incomplete_inputs(text):
@@ -523,7 +576,7 @@ def test_incomplete_inputs(text):
 
 
 @pytest.mark.parametrize("text", ["f x", "", "  -- only a comment", "1 )", "x # y", "def f = 1",
-                                  "1 < 2 < 3", "1e999 +"])
+                                  "1 < 2 < 3", "1e999 +", "let x = 1"])
 def test_complete_or_wrong_inputs(text):
     assert not is_incomplete(text)
 
@@ -532,8 +585,9 @@ def test_complete_or_wrong_inputs(text):
 
 
 @pytest.mark.parametrize("text, message, line, col", [
-    ("def f = (1 + ", "unexpected end of input; expected an expression", 1, 13),
-    ("def f = (1 +\n\n-- the end\n", "unexpected end of input; expected an expression", 1, 13),
+    ("def f = (1 + ", "unexpected end of input; expected an expression or `)`", 1, 13),
+    ("def f = (1 +\n\n-- the end\n", "unexpected end of input; expected an expression or `)`",
+     1, 13),
     ("def f = let x = 1", "unexpected end of input; expected an argument, an operator or `in`",
      1, 18),
     ("def f = (x\n  y ]", "unexpected `]`; expected an argument, an operator, `)`, `,` or `:`",

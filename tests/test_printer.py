@@ -153,6 +153,14 @@ def test_boolean_connectives_are_resugared():
     assert print_term(If(x, BoolLit(True), y)) == "x || y"
 
 
+@pytest.mark.parametrize("text", ["(+)", "(* 2)", "(2 -)", "(^ x)", "(&& f x)", "(x ||)",
+                                  "(* sin x)", "fold (+) 0 [1, 2]", "map (2 -) [x]"])
+def test_operator_sections_print_as_terms_that_parse_back(text):
+    term = parse_expr(text, bound=["x", "f"])
+    printed = print_term(term)
+    assert parse_expr(printed, bound=["x", "f"]) == term, printed
+
+
 def test_builtins_and_operators_as_values():
     assert print_term(Builtin("sin")) == "sin"
     assert round_trips(App(App(Builtin("max"), x), y)) == "(max x) y"

@@ -1,6 +1,7 @@
 """The REPL (TOOLS.md, REPL): entries and commands on a session, the scriptable piped mode,
 and the real program driven in a pseudo-terminal."""
 
+import contextlib
 import io
 import os
 import subprocess
@@ -108,6 +109,47 @@ def test_runtime_error_in_a_definition_made_earlier_points_at_it(baydin):
 def test_multi_line_input_continues_an_unfinished_entry():
     out, err, failures = run_lines("def g x =", "  x * 2", "g (1 +", "  4)")
     assert (out, err, failures) == ("g : R -> R\n10 : R\n", "", 0)
+
+
+def test_a_definition_goes_on_with_indented_and_operator_lines():
+    out, err, failures = run_lines("def poly (x : R) : R =", "  3 * x ^ 3", "  - 2 * x + 1",
+                                   "poly 2",
+                                   "def q (x : R) : R =", "3 * x ^ 3", "- 2 * x + 1", "q 2",
+                                   "def r x =", "  x * 2", "", "- 3")
+    assert (err, failures) == ("", 0)
+    assert out.splitlines() == ["poly : R -> R", "21 : R", "q : R -> R", "21 : R",
+                                "r : R -> R", "-3 : R"]
+
+
+def test_an_operator_line_after_a_one_line_definition_says_why_it_stands_alone():
+    out, err, failures = run_lines("def f (x : R) : R = 3 * x", "  + 1", "f 1")
+    assert out.splitlines() == ["f : R -> R", "3 : R"] and failures == 1
+    assert "note: a line starting with an operator continues a definition written on " \
+           "several lines" in err
+
+
+def test_an_expression_runs_as_soon_as_it_is_complete():
+    out, err, failures = run_lines("(1 +", "  2)", "- 3")
+    assert out.splitlines() == ["3 : R", "-3 : R"]
+
+
+def test_terminal_let_sections_and_derivative_commands(terminal):
+    answer(terminal, "let k = 3", "k : R")
+    answer(terminal, "fold (+) 0 (map (* k) [1, 2])", "9 : R")
+    answer(terminal, ":jvp f 2,5 --dir 1,0", "derivative: 5.5")
+    answer(terminal, ":hvp f 2,5 --dir 1,0", "hessian-vector product: (-0.25, 1)")
+    answer(terminal, ":jacobian f 2,5", "jacobian (1 output x 2 inputs")
+
+
+def test_terminal_definition_continued_by_an_operator_line(terminal):
+    terminal.send("def poly (x : R) : R =\r")
+    terminal.expect_exact(".. ")
+    terminal.send("  3 * x ^ 3\r")
+    terminal.expect_exact(".. ")
+    terminal.send("  - 2 * x + 1\r")
+    terminal.expect_exact(".. ")
+    answer(terminal, "", "poly : R -> R")
+    answer(terminal, "poly 2", "21 : R")
 
 
 def test_comments_and_blank_lines_do_nothing():
@@ -410,6 +452,45 @@ def test_commands_take_options_as_on_the_command_line(baydin):
         entry(baydin, ":grad f 2,5 --colour red")
 
 
+def test_derivative_commands_print_what_the_command_line_prints(baydin):
+    from lambdad import cli
+
+    def command_line(*argv):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(list(argv)) == 0
+        return out.getvalue().rstrip("\n")
+
+    for repl_line, argv in [
+        (":jvp f 2,5 --dir 1,0", ["jvp", BAYDIN, "f", "--at", "2,5", "--dir", "1,0"]),
+        (":hvp f 2,5 --dir (0, -1)", ["hvp", BAYDIN, "f", "--at", "2,5", "--dir", "(0, -1)"]),
+        (":hessian f 2,5", ["hessian", BAYDIN, "f", "--at", "2,5"]),
+        (":hessian f 2,5 --mode reverse-over-forward --wrt x2",
+         ["hessian", BAYDIN, "f", "--at", "2,5", "--mode", "reverse-over-forward", "--wrt", "x2"]),
+        (":jacobian f 2,5", ["jacobian", BAYDIN, "f", "--at", "2,5"]),
+        (":jacobian f 2,5 --mode forward --wrt x1",
+         ["jacobian", BAYDIN, "f", "--at", "2,5", "--mode", "forward", "--wrt", "x1"]),
+        (":graph f 2,5", ["graph", BAYDIN, "f", "--at", "2,5"]),
+        (":graph f 2,5 --mode forward", ["graph", BAYDIN, "f", "--at", "2,5", "--mode", "forward"]),
+    ]:
+        assert entry(baydin, repl_line) == command_line(*argv), repl_line
+
+
+def test_derivative_commands_take_expressions_and_check_their_arguments(baydin, tmp_path):
+    assert entry(baydin, ":jvp (\\x -> x * x) 3 --dir 1") == "value: 9\nderivative: 6"
+    assert entry(baydin, ":jacobian (\\x -> (x, x * x)) 3").splitlines()[-1] == "  it.1  6"
+    picture = tmp_path / "f.svg"
+    assert entry(baydin, f":graph f 2,5 -o {picture}") == f"wrote {picture}"
+    assert picture.read_text().startswith("<?xml") or "<svg" in picture.read_text()
+    with pytest.raises(LambdadError, match="usage: :jvp F POINT --dir VECTOR"):
+        entry(baydin, ":jvp f 2,5")
+    with pytest.raises(LambdadError, match="--mode takes forward or reverse"):
+        entry(baydin, ":jacobian f 2,5 --mode sideways")
+    with pytest.raises(LambdadError, match="unknown graph format"):
+        entry(baydin, f":graph f 2,5 -o {tmp_path / 'f.xyz'}")
+    assert "it" not in baydin.program.decls  # the expression's program is dropped
+
+
 def test_ghci_short_commands_and_unique_prefixes(baydin):
     assert entry(baydin, f":l {BAYDIN}").startswith("loaded")
     assert entry(baydin, ":r").startswith("loaded")
@@ -421,11 +502,17 @@ def test_ghci_short_commands_and_unique_prefixes(baydin):
         entry(baydin, ":frob")
 
 
-def test_let_without_in_gets_a_hint():
-    out, err, failures = run_lines("let x = 5", "", "x = 5", "x + 1")
-    assert failures == 1
-    assert "write `x = e` or `def x = e`" in err
-    assert out.splitlines()[-1] == "6 : R"
+def test_let_without_in_defines_the_name_as_in_ghci():
+    out, err, failures = run_lines("let x = 5", "x + 1", "let g (y : R) = y * x", "g 2",
+                                   "let z = 1 in z + x")
+    assert (err, failures) == ("", 0)
+    assert out.splitlines() == ["x : R", "6 : R", "g : R -> R", "10 : R", "6 : R"]
+
+
+def test_let_with_a_pattern_at_the_prompt_needs_in():
+    out, err, failures = run_lines("let (a, b) = (1, 2)", "1 + 1")
+    assert failures == 1 and "at the prompt `let` defines one name" in err
+    assert out == "2 : R\n"  # the entry after it is not swallowed
 
 
 def test_piped_quit_after_an_unfinished_line_is_honoured():
@@ -518,7 +605,9 @@ def test_terminal_history_recalls_a_multi_line_entry_whole(history):
     child = spawn(history)
     child.send("def g x =\r")
     child.expect_exact(".. ")
-    answer(child, "  x * 3", "g : R -> R")
+    child.send("  x * 3\r")
+    child.expect_exact(".. ")  # a definition may go on until a blank line
+    answer(child, "", "g : R -> R")
     answer(child, "g 2", "6 : R")
     up = "\x1b[A"
     # Up twice: the two-line definition, whole; Enter defines g again
@@ -532,13 +621,15 @@ def test_terminal_errors_point_at_the_right_line_after_multi_line_entries(histor
     child = spawn(history)
     child.send("def g x =\r")
     child.expect_exact(".. ")
-    answer(child, "  x * 3", "g : R -> R")                                    # lines 1-2
-    child.send(PASTE_START + "def h x = g x\ndef k x = h x\n" + PASTE_END + "\r")  # 3-5
+    child.send("  x * 3\r")
+    child.expect_exact(".. ")
+    answer(child, "", "g : R -> R")                                           # lines 1-3
+    child.send(PASTE_START + "def h x = g x\ndef k x = h x\n" + PASTE_END + "\r")  # 4-6
     child.expect_exact("k : R -> R")
     child.expect_exact("λ> ")
-    child.send("k [1]\r")                                                     # line 6
-    child.expect_exact("<repl>:6:3: type error")
-    child.expect_exact("6 | k [1]")
+    child.send("k [1]\r")                                                     # line 7
+    child.expect_exact("<repl>:7:3: type error")
+    child.expect_exact("7 | k [1]")
     child.expect(r"\|   \^\^\^")
     child.expect_exact("λ> ")
     child.close(force=True)

@@ -77,3 +77,13 @@ def test_the_reals_of_a_triple_are_named_flat_as_written():
         ["a", "b", "c.0", "c.1", "c.2"]
     assert [name for name, _ in trace(program, "k", (1.0, 2.0, 3.0)).inputs] == \
         ["p.0", "p.1", "p.2"]
+
+
+def test_the_rows_of_a_builtin_differentiated_as_a_value_have_no_place_of_their_own():
+    """`grad sqrt x`: the rows of sqrt's derivative have no text to show (not `:0:0`)."""
+    program = lambdad.loads("def g (x : R) : R = grad sqrt x * x\n", "g.lam")
+    for mode in ("forward", "reverse"):
+        table = trace(program, "g", 4.0, mode=mode)
+        text = format_trace(table, {"g.lam": "def g (x : R) : R = grad sqrt x * x\n"})
+        assert "0:0" not in text
+        assert "grad sqrt x * x  (1:21)" in text

@@ -635,3 +635,26 @@ def test_a_list_applied_like_python_indexing_gets_a_hint():
     assert error.message == "`xs` is not a function; it has type [R]"
     assert error.notes == ("to take an element of a list, index it with `!!`: `xs !! i` (from 0)",)
     assert error_of("def xs = [1, 2]\ndef main = 1 [2, 3]").notes == ()
+
+
+@pytest.mark.parametrize("text, message, note", [
+    ("def f (xs : [R]) : R = fold + 0 xs",
+     "`+` expects R, but this has type (a -> b -> a) -> a -> [b] -> a",
+     "`fold + ...` applies `+` to `fold` itself; to pass the operator to `fold` as a "
+     "function, put it in parentheses: `fold (+) ...`"),
+    ("def f (xs : [R]) : [R] = map (- 1) xs", "`map` expects a -> b, but this has type R",
+     "`-1` is a negation (a number), not a section: subtracting is written "
+     "`(\\x -> x - 1)` or `(+ (-1))`"),
+    ("def f (x : R) (xs : [R]) : [R] = map (-x) xs", "`map` expects a -> b, but this has type R",
+     "`-x` is a negation (a number), not a section: subtracting is written "
+     "`(\\y -> y - x)` or `(+ (-x))`"),
+])
+def test_operators_passed_as_functions_lead_to_sections(text, message, note):
+    with pytest.raises(TypeCheckError) as caught:
+        infer_module(parse_module(text, FILE))
+    assert caught.value.message == message
+    assert caught.value.notes == (note,)
+
+
+def test_a_local_binding_named_like_a_builtin_is_an_operand_without_a_note():
+    assert types_of("def f (xs : [R]) : R = let map = 2 in map + 1") == {"f": "[R] -> R"}
