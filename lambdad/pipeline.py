@@ -729,8 +729,9 @@ class Program:
         """``(value, gradient)`` of ``name`` at ``point``; the gradient has the point's shape.
 
         ``mode`` is ``"reverse"`` (backpropagation, default) or ``"forward"`` (one dual-number
-        run per input real); ``strategy`` is ``"fused"`` (default), ``"factored"`` or
-        ``"naive"`` (:data:`STRATEGIES`).  With
+        run per input real); ``strategy`` is ``"fused"``, ``"factored"`` or ``"naive"``
+        (:data:`STRATEGIES`) for this call (None, the default: the strategy
+        :meth:`set_strategy` set, ``fused`` unless changed).  With
         ``stats=True`` a third element reports backpropagators created and bodies run.
         With ``wrt`` (parameter names), the gradient is with respect to those parameters
         only, the others held at their values in ``point`` (see :meth:`restricted`): the
@@ -739,6 +740,12 @@ class Program:
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+        with self.runtime.strategy_of_call(strategy) as strategy:
+            return self._value_and_grad(name, point, mode, strategy, stats)
+
+    def _value_and_grad(self, name: str, point: Any, mode: str, strategy: str, stats: bool):
+        """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
+        is set."""
         if mode == "reverse":
             inputs = real_inputs(point)
             if inputs is not None:
@@ -754,7 +761,6 @@ class Program:
         if not (isinstance(result, RealT) or isinstance(result, VarT)):
             raise UsageError(
                 f"grad needs a function returning R; `{name}` returns {print_type(result)}")
-        self.set_strategy(strategy)
         if mode == "forward":
             value, gradient = self.runtime.differentiator.forward_grad(f, x)
             run_stats = Stats(0, 0)
@@ -777,8 +783,6 @@ class Program:
         function, its point's shape and the strategy already checked by a general run) at
         ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
         runtime = self.runtime
-        if runtime.interpreter.strategy != prepared.strategy:
-            runtime.set_strategy(prepared.strategy)
         value, gradient = prepared(inputs)
         # The gradient is made afresh (floats, right-nested pairs of them, new lists of
         # them, nested in the point's shape): once found finite, it is the Python data
@@ -841,17 +845,17 @@ class Program:
         """``(value, gradient, rows)`` of ``name`` at ``point``: ``rows[i]`` is the gradient
         of the derivative along the i-th input real (named by :meth:`input_names`), in the
         point's shape.  ``mode`` is the composition (:data:`COMPOSITIONS`): forward mode
-        over reverse mode by default (n Hessian-vector products).  ``wrt`` as for
-        :meth:`value_and_grad`."""
+        over reverse mode by default (n Hessian-vector products).  ``strategy`` and ``wrt``
+        as for :meth:`value_and_grad`."""
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.hessian(name, point, mode, strategy)
         if mode not in COMPOSITIONS:
             raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
         f, x = self._scalar_function(name, point)
-        self.set_strategy(strategy)
-        rows = self.runtime.differentiator.hessian_rows(f, x, mode)
-        value, gradient = self.runtime.differentiator.grad(f, x)
+        with self.runtime.strategy_of_call(strategy):
+            rows = self.runtime.differentiator.hessian_rows(f, x, mode)
+            value, gradient = self.runtime.differentiator.grad(f, x)
         self._require_finite(name, x, value, gradient)
         return to_python(value), to_python(gradient), [to_python(row) for row in rows]
 
