@@ -33,10 +33,10 @@ from .guard import (
     checked_ad_result,
     describe,
     locate,
+    limits_now,
     raise_limits,
     restore_limits,
 )
-from .iterate import FreezeRecord, resume_collector
 from .primitives import ADD, DIV, MUL, NEG, SUB, Primitive
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
@@ -138,9 +138,6 @@ class Interpreter:
         # Nesting levels (AD.md section 9) open around this code: while there is one, terms
         # compile in the generic variant, whose real primitives accept tagged reals.
         self.tagged_levels = 0
-        # What the program owning this interpreter records of the objects its runs froze
-        # (see lambdad.iterate.resume_collector); None: nothing is frozen.
-        self.freeze_record: FreezeRecord | None = None
         # Each real primitive's partial derivatives as terms over its parameters (and its
         # result), given by the differentiator; compiled on first use by generic_apply.
         self.partial_terms: Mapping[str, tuple[Term, ...]] = {}
@@ -474,19 +471,24 @@ class Interpreter:
         (see :meth:`restartable`).  A ``tape`` is the current tape during the call."""
         self.steps = 0
         self._deadline = None if self._timeout is None else time.monotonic() + self._timeout
-        saved = raise_limits() if raising else None
-        self._depth = depth
-        self._guarded = True
-        # Generated code makes no reference cycles (values are immutable trees and DAGs), so
-        # reference counting frees everything; the cyclic collector would only rescan the
-        # ever-growing graph of backpropagators, which can double the cost of a run.
+        # Whatever happens from here on (an error, a KeyboardInterrupt), the finally clause
+        # puts back the collector and the limits as they are now.
+        limits = limits_now() if raising else None
         collecting = gc.isenabled()
-        gc.disable()
-        saved_tape = self.tape
-        if tape is not None:
-            self.tape = tape
-            self._pinned += 1
+        saved_tape, pinned = self.tape, False
         try:
+            if limits is not None:
+                raise_limits(limits)
+            # Generated code makes no reference cycles (values are immutable trees and
+            # DAGs), so reference counting frees everything; the cyclic collector would only
+            # rescan the ever-growing graph of backpropagators, which can double the cost of
+            # a run.
+            gc.disable()
+            self._depth = depth
+            self._guarded = True
+            if tape is not None:
+                self.tape, pinned = tape, True
+                self._pinned += 1
             return function(*args)
         except DomainError as exc:  # raised by a primitive, unlocated: locate it
             raise locate(exc) from None
@@ -502,14 +504,15 @@ class Interpreter:
         except MemoryError:
             raise ResourceError("the program ran out of memory") from None
         finally:
-            if tape is not None:
+            if limits is not None:
+                restore_limits(limits)
+            if collecting:
+                gc.enable()
+            if pinned:
                 self.tape = saved_tape
                 self._pinned -= 1
-            resume_collector(collecting, self.freeze_record)
             self._depth = 0
             self._guarded = False
-            if saved is not None:
-                restore_limits(saved)
         # Only after a RecursionError without raised limits: again, with them raised.
         return self._outermost(function, args, depth, tape=tape)
 

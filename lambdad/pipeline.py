@@ -40,7 +40,7 @@ from .errors import (
     UsageError,
 )
 from .fuse import fused_backward_term
-from .iterate import FreezeRecord, collector_paused, run
+from .iterate import collector_paused, collector_paused_during, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
 from .primitives import FST, PRIMITIVES, SND, Primitive, declared_by, declared_primitives
@@ -190,11 +190,12 @@ def load(path: str | Path) -> "Program":
     return loads(read_source(path), str(path))
 
 
+@collector_paused_during
 def loads(text: str, file: str = "<string>") -> "Program":
     """The program whose source is ``text`` (``file`` names it in error messages); raises
     UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
     well-typed program."""
-    return Program(text, file)  # (which pauses the cyclic collector while it loads)
+    return Program(text, file)
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -255,11 +256,7 @@ class Program:
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
         prelude = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
-        # What loading and running this program freeze out of the cyclic collector is given
-        # back to it when the program is dropped (see lambdad.iterate.resume_collector).
-        self._frozen = FreezeRecord()
-        self._frozen.own(self)
-        with collector_paused(self._frozen):
+        with collector_paused():
             user = parse_module(text, file, predefined=self.prelude_names,
                                 allow_redefinition=True)
             self.user_names = tuple(d.name for d in user.decls)
@@ -290,7 +287,6 @@ class Program:
         self._added: tuple[Any, ...] | None = None
         self._serial = len(self.user_names)
         self.runtime = Runtime()
-        self.runtime.interpreter.freeze_record = self._frozen
         self._values: dict[str, Any] | None = None
         # The module _unevaluated() last read, with each declaration's position in it.
         self._positions: tuple[Module, dict[str, int]] | None = None
@@ -458,6 +454,7 @@ class Program:
         :data:`DEFAULT_STRATEGY`, ``fused``); UsageError for an unknown one."""
         self.runtime.set_strategy(strategy)
 
+    @collector_paused_during
     def value_of(self, name: str) -> Any:
         """The runtime value of the top-level ``name`` (evaluating what it needs)."""
         self.require(name)
@@ -497,10 +494,12 @@ class Program:
                     pending.append(used)
         return [module.decls[i] for i in sorted(positions[n] for n in needed)], ready
 
+    @collector_paused_during
     def run(self, entry: str = "main") -> Any:
         """The value of ``entry`` (default ``main``) as Python data."""
         return to_python(self.run_raw(entry))
 
+    @collector_paused_during
     def run_raw(self, entry: str = "main") -> Any:
         """The runtime value of ``entry`` (for printing in the language's syntax)."""
         if entry == "main" and entry not in self.decls:
@@ -508,6 +507,7 @@ class Program:
         self.require(entry)
         return self.value_of(entry)
 
+    @collector_paused_during
     def evaluate_text(self, text: str) -> tuple[Any, Type]:
         """Value and type of an expression over the program's names."""
         if not isinstance(text, str):
@@ -525,6 +525,7 @@ class Program:
         named ``a, b, ...``); raises TypeCheckError."""
         return infer_term(term, self._env_for(term)).type
 
+    @collector_paused_during
     def evaluate_term(self, term: Term) -> tuple[Any, Type]:
         """Value and type of the expression ``term`` over the program's names; raises
         TypeCheckError or EvalError."""
@@ -533,6 +534,7 @@ class Program:
         env = {name: self.value_of(name) for name in needed}
         return self.runtime.evaluate(term, env), type_
 
+    @collector_paused_during
     def extended(self, decls: Sequence[Decl]) -> "Program":
         """A new program: this one's declarations followed by ``decls``, each type-checked
         and evaluated at once against the names defined before it, as at an ML toplevel
@@ -546,8 +548,7 @@ class Program:
         already made: the environments are persistent maps, and the module as one sequence
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
-        # (the runtime, and its record, are shared)
-        new._frozen.own(new)
+        # (the runtime is shared)
         new._adapters = {}
         new._plans = {}
         new._gradients = {}
@@ -712,6 +713,7 @@ class Program:
         return self._adapters[key]
 
     # ------------------------------------------------------------ differentiation
+    @collector_paused_during
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
         reals = real_point(point)
@@ -723,6 +725,7 @@ class Program:
         f, x, _ = self.function_and_point(name, point)
         return to_python(self.runtime.apply(f, x))
 
+    @collector_paused_during
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
                        wrt: Sequence[str] | None = None):
@@ -822,6 +825,7 @@ class Program:
                                   wrt=wrt)
         return (out[1], out[2]) if stats else out[1]
 
+    @collector_paused_during
     def jvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """``(value, directional derivative)`` of ``name`` at ``point`` along ``direction``."""
         f, x, _ = self.function_and_point(name, point)
@@ -833,12 +837,15 @@ class Program:
             raise UsageError(exc.message) from None
         return to_python(value), to_python(tangent)
 
+    @collector_paused_during
     def vjp(self, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(value, pull-back)``; the pull-back takes and returns Python data."""
         f, x, _ = self.function_and_point(name, point)
         value, pullback = self.runtime.differentiator.vjp(f, x)
-        return to_python(value), lambda ct: to_python(pullback(from_python(ct)))
+        return to_python(value), collector_paused_during(
+            lambda ct: to_python(pullback(from_python(ct))))
 
+    @collector_paused_during
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
                 strategy: str | None = None,
                 wrt: Sequence[str] | None = None) -> tuple[Any, Any, list[Any]]:
@@ -859,6 +866,7 @@ class Program:
         self._require_finite(name, x, value, gradient)
         return to_python(value), to_python(gradient), [to_python(row) for row in rows]
 
+    @collector_paused_during
     def hvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
         """``(value, gradient, H·v)`` of ``name`` at ``point`` along ``direction``, by
         forward mode over reverse mode."""
@@ -892,6 +900,7 @@ class Program:
                 f"{print_type(result)}")
         return f, x
 
+    @collector_paused_during
     def restricted(self, name: str, point: Any, wrt: Sequence[str]) -> tuple["Program", Any]:
         """A program in which ``name`` is a function of its parameters named ``wrt`` only
         (curried, in that order), every other parameter fixed at its value in ``point``;
@@ -936,6 +945,7 @@ class Program:
                 self._restrictions[key] = program
         return program, packed([parts[i] for i in chosen])
 
+    @collector_paused_during
     def jacobian(self, name: str, point: Any, mode: str | None = None,
                  wrt: Sequence[str] | None = None) -> "Jacobian":
         """The Jacobian of ``name`` at ``point``, for any result built from reals, pairs and
@@ -1013,6 +1023,7 @@ class Program:
             pending.extend(p.name for p in declared_primitives(value))
         return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
 
+    @collector_paused_during
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
                           fused: bool = False) -> list[Decl]:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
@@ -1035,6 +1046,7 @@ class Program:
             out.append(Decl(decl.name, term, span=decl.span))
         return out
 
+    @collector_paused_during
     def show(self, name: str, forward: bool = False, reverse: bool = False,
              at: Any = None, raw: bool = False, backward: bool = False,
              fused: bool = False) -> str:
