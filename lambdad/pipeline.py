@@ -713,7 +713,6 @@ class Program:
         return self._adapters[key]
 
     # ------------------------------------------------------------ differentiation
-    @collector_paused_during
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
         reals = real_point(point)
@@ -721,11 +720,16 @@ class Program:
         if plan is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
+            # (The run pauses the collector: little is made outside it.)
             return to_python(self.runtime.apply_restartable(plan[0], reals[1]))
+        return self._general_call(name, point)
+
+    @collector_paused_during
+    def _general_call(self, name: str, point: Any) -> Any:
+        """:meth:`call` by the general path (the point fitted, the function found)."""
         f, x, _ = self.function_and_point(name, point)
         return to_python(self.runtime.apply(f, x))
 
-    @collector_paused_during
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
                        wrt: Sequence[str] | None = None):
@@ -743,8 +747,18 @@ class Program:
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
-        with self.runtime.strategy_of_call(strategy) as strategy:
-            return self._value_and_grad(name, point, mode, strategy, stats)
+        # (a repeated gradient costs microseconds: the strategy is switched without a
+        # context manager, and only when the call names another one)
+        runtime = self.runtime
+        current = runtime.interpreter.strategy
+        if strategy is None or strategy == current:
+            return self._value_and_grad(name, point, mode, current, stats)
+        runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
+        try:
+            return self._value_and_grad(name, point, mode, runtime.interpreter.strategy,
+                                        stats)
+        finally:
+            runtime.set_strategy(current)
 
     def _value_and_grad(self, name: str, point: Any, mode: str, strategy: str, stats: bool):
         """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
@@ -755,8 +769,16 @@ class Program:
                 prepared = self._gradients.get((name, inputs[0], strategy))
                 # (instrumented runs, under a step or time limit, report events: general path)
                 if prepared is not None and not self.runtime.interpreter.instrumented:
+                    # (its run pauses the collector: little is made outside it)
                     return self._prepared_value_and_grad(prepared, name, point, inputs[1],
                                                          stats)
+        return self._general_value_and_grad(name, point, mode, strategy, stats)
+
+    @collector_paused_during
+    def _general_value_and_grad(self, name: str, point: Any, mode: str, strategy: str,
+                                stats: bool):
+        """:meth:`_value_and_grad` by the general path: the function transformed (or its
+        image found), compiled if need be, and run; a prepared path kept for the next."""
         reals = real_point(point) if mode == "reverse" else None
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
@@ -866,7 +888,6 @@ class Program:
         self._require_finite(name, x, value, gradient)
         return to_python(value), to_python(gradient), [to_python(row) for row in rows]
 
-    @collector_paused_during
     def hvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
         """``(value, gradient, H·v)`` of ``name`` at ``point`` along ``direction``, by
         forward mode over reverse mode."""
@@ -879,8 +900,17 @@ class Program:
             prepared = self._products.get(key)
             # (instrumented runs, under a step or time limit, report events: general path)
             if prepared is not None and not runtime.interpreter.instrumented:
+                # (its runs pause the collector: little is made outside them)
                 value, gradient, product = prepared(inputs[1], along[1])
                 return to_python(value), to_python(gradient), to_python(product)
+        return self._general_hvp(name, point, direction, key, inputs)
+
+    @collector_paused_during
+    def _general_hvp(self, name: str, point: Any, direction: Any, key: Any,
+                     inputs: Any) -> tuple[Any, Any, Any]:
+        """:meth:`hvp` by the general path; a prepared product kept under ``key`` (None:
+        not a point of reals, whose ``inputs`` :func:`real_inputs` gave)."""
+        runtime = self.runtime
         f, x = self._scalar_function(name, point)
         v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
             direction, "--dir")
