@@ -85,8 +85,8 @@ def collector_paused() -> Iterator[None]:
     so far each time it runs, which makes a linear pass quadratic in practice; reference
     counting frees what they drop."""
     collecting = gc.isenabled()
-    gc.disable()
     try:
+        gc.disable()
         yield
     finally:
         if collecting:
@@ -104,8 +104,8 @@ def collector_paused_during(function: Callable[..., T]) -> Callable[..., T]:
     def paused(*args: Any, **kwargs: Any) -> T:
         if not gc.isenabled():
             return function(*args, **kwargs)
-        gc.disable()
         try:
+            gc.disable()
             return function(*args, **kwargs)
         finally:
             gc.enable()
