@@ -1,7 +1,8 @@
 """Run-time support of generated code: the guard around runs, limits, located errors.
 
 Generated code runs under a guard (see :class:`lambdad.interpreter.Interpreter`): the
-recursion limit and the stack are raised for deep call chains (:func:`raise_limits`),
+recursion limit and the stack are raised for deep call chains while a run lasts, and put
+back as they were when it ends however it ends (:func:`raise_limits`, :func:`restore_limits`),
 Python exceptions raised by a primitive become :class:`~lambdad.errors.EvalError` located
 at the primitive whose line of generated code raised them (:func:`locate`, which reads
 the line table of the generated module and the operands from the failing frame), and a
@@ -30,7 +31,7 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
     resource = None  # type: ignore[assignment]
 
 __all__ = ["RUNTIME_ERRORS", "PrimSite", "checked_ad_result", "describe", "locate",
-           "not_finite", "raise_limits", "restore_limits"]
+           "limits_now", "not_finite", "raise_limits", "restore_limits"]
 
 # Python exceptions a primitive's evaluation may raise on bad input; they become EvalErrors.
 RUNTIME_ERRORS = (DomainError, ArithmeticError, ValueError)
@@ -312,33 +313,50 @@ class _Atom:
 # --------------------------------------------------------------------------- limits
 
 
-def raise_limits() -> tuple[int, Any]:
-    """Raises the recursion limit (and, on Linux, the stack size) for generated code;
-    returns what :func:`restore_limits` needs to put them back."""
-    stack = _DEFAULT_STACK
-    saved_rlimit = None
+def limits_now() -> tuple[int, tuple[int, int] | None]:
+    """The limits :func:`raise_limits` may raise, as they are now: the recursion limit and,
+    where the stack can grow (Linux, the main thread), the stack's ``RLIMIT_STACK``."""
+    stack = None
     if _CAN_GROW_STACK and threading.current_thread() is threading.main_thread():
-        try:
-            soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-            if soft == resource.RLIM_INFINITY or soft >= _GROWN_STACK:
-                stack = _GROWN_STACK
-            elif hard == resource.RLIM_INFINITY or hard >= _GROWN_STACK:
-                resource.setrlimit(resource.RLIMIT_STACK, (_GROWN_STACK, hard))
-                saved_rlimit = (soft, hard)
-                stack = _GROWN_STACK
-            else:
-                stack = soft
-        except (ValueError, OSError):
-            pass
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, stack // _BYTES_PER_CALL))
-    return old, saved_rlimit
-
-
-def restore_limits(saved: tuple[int, Any]) -> None:
-    """Puts back the limits :func:`raise_limits` changed."""
-    old, saved_rlimit = saved
-    sys.setrecursionlimit(old)
-    if saved_rlimit is not None:
         with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_STACK, saved_rlimit)
+            stack = resource.getrlimit(resource.RLIMIT_STACK)
+    return sys.getrecursionlimit(), stack
+
+
+def raise_limits(now: tuple[int, tuple[int, int] | None]) -> None:
+    """Raises the recursion limit (and, on Linux, the stack size) for generated code, from
+    the limits ``now`` (:func:`limits_now`).  A caller puts them back with
+    :func:`restore_limits` in a ``finally`` clause whose ``try`` starts before this call, so
+    that nothing it raises leaves them raised."""
+    old, rlimit = now
+    stack = _DEFAULT_STACK
+    if rlimit is not None:
+        soft, hard = rlimit
+        if soft == resource.RLIM_INFINITY or soft >= _GROWN_STACK:
+            stack = _GROWN_STACK
+        elif _raisable(rlimit):
+            try:
+                resource.setrlimit(resource.RLIMIT_STACK, (_GROWN_STACK, hard))
+                stack = _GROWN_STACK
+            except (ValueError, OSError):
+                stack = soft
+        else:
+            stack = soft
+    sys.setrecursionlimit(max(old, stack // _BYTES_PER_CALL))
+
+
+def restore_limits(now: tuple[int, tuple[int, int] | None]) -> None:
+    """Puts back the limits ``now`` (:func:`limits_now`, taken before
+    :func:`raise_limits`)."""
+    old, rlimit = now
+    sys.setrecursionlimit(old)
+    if rlimit is not None and _raisable(rlimit):
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_STACK, rlimit)
+
+
+def _raisable(rlimit: tuple[int, int]) -> bool:
+    """Whether :func:`raise_limits` raises the stack limit ``rlimit``."""
+    soft, hard = rlimit
+    return soft != resource.RLIM_INFINITY and soft < _GROWN_STACK and (
+        hard == resource.RLIM_INFINITY or hard >= _GROWN_STACK)

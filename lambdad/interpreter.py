@@ -32,10 +32,10 @@ from .guard import (
     checked_ad_result,
     describe,
     locate,
+    limits_now,
     raise_limits,
     restore_limits,
 )
-from .iterate import FreezeRecord, resume_collector
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
     DEFAULT_STRATEGY,
@@ -124,9 +124,6 @@ class Interpreter:
         self._guarded = False  # inside the outermost guard (of _run or guarded)
         self._pinned = 0  # nesting of using_tape
         self._units = itertools.count()
-        # What the program owning this interpreter records of the objects its runs froze
-        # (see lambdad.iterate.resume_collector); None: nothing is frozen.
-        self.freeze_record: FreezeRecord | None = None
         # Told (tape, ring depth, bodies run, distinct bodies run) after each backward phase
         # a program's `cotangent x e` runs (the differentiator's per-level costs).
         self.on_read_off: Callable[[Tape, int, int, int], None] | None = None
@@ -356,19 +353,24 @@ class Interpreter:
         (see :meth:`restartable`).  A ``tape`` is the current tape during the call."""
         self.steps = 0
         self._deadline = None if self._timeout is None else time.monotonic() + self._timeout
-        saved = raise_limits() if raising else None
-        self._depth = depth
-        self._guarded = True
-        # Generated code makes no reference cycles (values are immutable trees and DAGs), so
-        # reference counting frees everything; the cyclic collector would only rescan the
-        # ever-growing graph of backpropagators, which can double the cost of a run.
+        # Whatever happens from here on (an error, a KeyboardInterrupt), the finally clause
+        # puts back the collector and the limits as they are now.
+        limits = limits_now() if raising else None
         collecting = gc.isenabled()
-        gc.disable()
-        saved_tape = self.tape
-        if tape is not None:
-            self.tape = tape
-            self._pinned += 1
+        saved_tape, pinned = self.tape, False
         try:
+            if limits is not None:
+                raise_limits(limits)
+            # Generated code makes no reference cycles (values are immutable trees and
+            # DAGs), so reference counting frees everything; the cyclic collector would only
+            # rescan the ever-growing graph of backpropagators, which can double the cost of
+            # a run.
+            gc.disable()
+            self._depth = depth
+            self._guarded = True
+            if tape is not None:
+                self.tape, pinned = tape, True
+                self._pinned += 1
             return function(*args)
         except DomainError as exc:  # raised by a primitive, unlocated: locate it
             raise locate(exc) from None
@@ -384,14 +386,15 @@ class Interpreter:
         except MemoryError:
             raise ResourceError("the program ran out of memory") from None
         finally:
-            if tape is not None:
+            if limits is not None:
+                restore_limits(limits)
+            if collecting:
+                gc.enable()
+            if pinned:
                 self.tape = saved_tape
                 self._pinned -= 1
-            resume_collector(collecting, self.freeze_record)
             self._depth = 0
             self._guarded = False
-            if saved is not None:
-                restore_limits(saved)
         # Only after a RecursionError without raised limits: again, with them raised.
         return self._outermost(function, args, depth, tape=tape)
 

@@ -21,9 +21,9 @@ and the nodes without children (most of a program) cost no generator.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
-import weakref
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from types import GeneratorType
 from typing import Any, TypeVar
 
@@ -77,98 +77,37 @@ def run(root: Step[T] | T) -> T:
 
 
 @contextlib.contextmanager
-def collector_paused(frozen: "FreezeRecord | None" = None) -> Iterator[None]:
-    """Inside the ``with`` block Python's cyclic garbage collector does not run (it is
-    restored as it was after, see :func:`resume_collector`).  Passes that build large
-    acyclic structures (syntax trees, types, generated code, tapes) use it: the collector
-    would rescan everything they made so far each time it runs, which makes a linear pass
-    quadratic in practice; reference counting frees what they drop."""
+def collector_paused() -> Iterator[None]:
+    """Inside the ``with`` block Python's cyclic garbage collector does not run; after it,
+    the collector is on again if it was on before, whatever the block raised (a
+    KeyboardInterrupt too).  Passes that build large acyclic structures (syntax trees,
+    types, generated code, tapes) use it: the collector would rescan everything they made
+    so far each time it runs, which makes a linear pass quadratic in practice; reference
+    counting frees what they drop."""
     collecting = gc.isenabled()
-    gc.disable()
     try:
+        gc.disable()
         yield
     finally:
-        resume_collector(collecting, frozen)
+        if collecting:
+            gc.enable()
 
 
-# New objects left alive by a block run with the collector paused above which they are
-# frozen (see resume_collector): a program of some thousand lines, or its compiled code.
-FREEZE_ABOVE = 100_000
+def collector_paused_during(function: Callable[..., T]) -> Callable[..., T]:
+    """``function`` run with the cyclic collector paused as :func:`collector_paused` pauses
+    it: for the public calls of a program (loading, running, differentiating), so that the
+    collector does not scan, in the middle of one, the many long-lived objects that loading
+    or compiling a large program made before it (half a second at 10^4 bindings).  It runs
+    after the call, when the caller's code next allocates."""
 
+    @functools.wraps(function)
+    def paused(*args: Any, **kwargs: Any) -> T:
+        if not gc.isenabled():
+            return function(*args, **kwargs)
+        try:
+            gc.disable()
+            return function(*args, **kwargs)
+        finally:
+            gc.enable()
 
-class FreezeRecord:
-    """Whether blocks run for one owner (a program and the programs extended from it, which
-    share its runtime) froze objects out of the cyclic collector (see
-    :func:`resume_collector`).  Each owner registers :meth:`thaw` as its finalizer through
-    :meth:`own`; the record gives its objects back when the last of them is dropped."""
-
-    __slots__ = ("froze", "owners", "__weakref__")
-
-    def __init__(self) -> None:
-        self.froze = False
-        self.owners = 0
-
-    def own(self, owner: object) -> None:
-        """Makes ``owner`` one of the record's owners: :meth:`thaw` runs when it is dropped
-        (not at exit: the interpreter's last collection would scan everything for nothing)."""
-        self.owners += 1
-        weakref.finalize(owner, self.thaw).atexit = False
-
-    def thaw(self) -> None:
-        """An owner is dropped.  When it was the last, and the record froze objects, they
-        are given back to the collector, so the cyclic garbage they leave (a compiled unit's
-        functions and their namespace) is collectable.
-
-        ``gc.unfreeze`` gives back every frozen object, not only this record's: those of
-        another program that froze, and those frozen outside lambdad (a server's
-        ``gc.freeze`` before forking, a benchmark's), which every full collection would
-        scan from then on.  So, while such objects exist, the next block that resumes the
-        collector (:func:`resume_collector`) collects the garbage and freezes what is
-        still alive again.  (Not here: the owner being dropped still holds what it made.)"""
-        self.owners -= 1
-        if self.owners > 0 or not self.froze:
-            return
-        self.froze = False
-        _FROZEN.records.discard(self)
-        gc.unfreeze()
-        if _FROZEN.records or _FROZEN.outside:
-            _FROZEN.refreeze = True
-
-
-class _Frozen:
-    """What is frozen out of the cyclic collector: by which live records (weakly held: a
-    record is dropped with its owners), whether by anyone else (objects were frozen when
-    none of them had frozen any), and whether they are to be frozen again (see
-    :meth:`FreezeRecord.thaw`)."""
-
-    def __init__(self) -> None:
-        self.records: weakref.WeakSet[FreezeRecord] = weakref.WeakSet()
-        self.outside = False
-        self.refreeze = False
-
-
-_FROZEN = _Frozen()
-
-
-def resume_collector(collecting: bool, frozen: FreezeRecord | None = None) -> None:
-    """Switches Python's cyclic collector back on if ``collecting`` (it was on before a
-    block that paused it).  When the block, run for the owner of ``frozen``, left more than
-    :data:`FREEZE_ABOVE` new objects alive (a large program loaded or compiled:
-    long-lived), they are frozen first (``gc.freeze``): else the collector's next
-    collection, however young, would scan every one of them (half a second at 10^4
-    bindings), and every full collection after it again (over a second).  They stay
-    frozen until the owner is dropped (:meth:`FreezeRecord.thaw`); reference counting
-    frees them meanwhile when they are dropped, only cyclic garbage waits."""
-    if not collecting:
-        return
-    if _FROZEN.refreeze:  # a frozen program was dropped while other objects were frozen
-        _FROZEN.refreeze = False
-        gc.collect()
-        gc.freeze()
-    if frozen is not None and gc.get_count()[0] > FREEZE_ABOVE:
-        if not _FROZEN.records:
-            _FROZEN.outside = gc.get_freeze_count() > 0
-        gc.freeze()
-        frozen.froze = True
-        _FROZEN.records.add(frozen)
-    gc.enable()
+    return paused

@@ -4,7 +4,8 @@ Parsing runs in two stages.
 
 1. lark's LALR(1) parser reads ``grammar.lark`` and calls the callbacks of
    :class:`_Concrete` on every reduction (no parse tree is built, and nothing recurses on the
-   nesting depth).  They build a light *concrete tree* of :class:`_Surface` nodes that still has
+   nesting depth).  A correct text is parsed by :class:`lambdad.lalr.Driver`, a faster loop
+   over lark's tables, once its self-check has passed; lark parses otherwise.  They build a light *concrete tree* of :class:`_Surface` nodes that still has
    parentheses, multi-parameter lambdas, patterns and operators as written.
 2. :class:`_Desugarer` walks that tree with :func:`lambdad.iterate.run` and builds the core
    terms: nested ``Lam`` for parameters, ``LetPair`` chains for patterns, right-nested
@@ -41,6 +42,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from .errors import ParseError, Span, TypeCheckError
 from .iterate import Step, run
+from .lalr import Driver, Refused, checked_driver
 from .primitives import (
     LINEAR_NAMES,
     NAMED,
@@ -469,236 +471,36 @@ def _cache_file(grammar: str) -> str | bool:
     return os.path.join(folder, f"grammar-{digest.hexdigest()[:16]}.lark-cache")
 
 
-class _Refused(Exception):
-    """The fast driver met something it does not decide itself (a syntax error, a character
-    no terminal matches): lark parses the text again and reports it."""
+# Valid input on which the fast driver must build what lark builds before it is used (see
+# lambdad.lalr.checked_driver): every kind of action, blanks and comments, a terminal
+# re-typed by its state (`*` in a type and in an expression), `-o`, `d<`.  Small: lark's
+# parse of it is paid once per process.
+_SELF_CHECK = (
+    ("def f (x : R * [R]) : R = let (a, _) = x in\n  if a < 0 then -a * 2 else sin a "
+     "-- c\n", "module"),
+    ("d<R> -o R -> R", "type_entry"),
+    ("\\a -o (a, [1.5])", "expr_entry"),
+)
 
 
-class _Reduction:
-    """A reduction of the fast driver: pop ``size`` values, build with ``build``, go to
-    ``origin``."""
-
-    __slots__ = ("size", "build", "origin")
-
-    def __init__(self, size: int, build: Any, origin: str):
-        self.size = size
-        self.build = build
-        self.origin = origin
-
-
-class _Pass:
-    """A one-child reduction whose single value is passed through unchanged (by lark for a
-    one-child ``?rule``, or by a callback marked :func:`_passes_its_child`), on one terminal
-    in one state: only the top state changes.
-
-    ``targets`` maps the state below to the top state after this reduction and the
-    one-child reductions the same terminal triggers next, with the action that terminal
-    has there (None if none: a syntax error); filled as met: a few entries."""
-
-    __slots__ = ("origin", "targets")
-
-    def __init__(self, origin: str):
-        self.origin = origin
-        self.targets: dict[int, tuple[int, Any]] = {}
-
-
-class _Accept:
-    """The action on the end of the text in the end state of the start symbol ``start``:
-    the parse is done (lark stops when a reduction at the end reaches that state)."""
-
-    __slots__ = ("start",)
-
-    def __init__(self, start: str):
-        self.start = start
-
-
-class _Driver:
-    """lark's LALR tables and callbacks run by a tight loop of our own.
-
-    lark's generic loop (a token-feeding state object, a token object with eight fields,
-    line and column counted for every token) costs about 30 µs a token in CPython; this one
-    reads the same tables, so a 10^4-line program parses in a fraction of the time.  It
-    builds exactly the tree lark would:
-
-    * in each parser state the scanner is one alternation of the terminals lark's contextual
-      lexer accepts there, in lark's order (priority, then length), so it matches what
-      lark's lexer for that state would;
-    * reductions call lark's own callbacks (the :class:`_Concrete` methods behind lark's
-      wrappers), except those lark would pass a single value through unchanged;
-    * tokens are :class:`_Token` with offsets, as :meth:`_Concrete.__getattr__` turns lark's.
-
-    Anything else (a syntax error, an unknown character) raises :class:`_Refused`, and
-    :func:`_concrete` lets lark parse the text again to report it in its terms.
-    """
-
-    def __init__(self, parser: lark.Lark):
-        frontend = parser.parser
-        lalr = frontend.parser.parser
-        table = lalr.parse_table
-        callbacks = lalr.callbacks
-        contextual = frontend.lexer
-        root = contextual.root_lexer
-        self.flags = root.g_regex_flags
-        # the terminals lark's lexer of each state tries, in its order
-        self.lexers = {state: lexer.terminals for state, lexer in contextual.lexers.items()}
-        self.ignored = frozenset(map(str, root.ignore_types))
-        # Blanks and comments (the ignored terminals) are skipped in the same match as the
-        # token after them; atomically, so the scanner cannot give back part of a comment
-        # (`--`) to match `-`.  This equals lark's lexer because in lark's order no other
-        # terminal before them matches where they do (a blank or `--`).
-        self.blanks = "(?>(?:" + "|".join(t.pattern.to_regexp() for t in root.terminals
-                                          if t.name in self.ignored) + ")*)"
-        self.skip = re.compile(self.blanks, self.flags)
-        # lark numbers its states 0, 1, ...: the driver's tables are lists indexed by state.
-        count = len(table.states)
-        assert set(table.states) == set(range(count))
-        # state -> the match method of its scanner (made when the state is first met), and
-        # the scanners by the terminals they try (many states accept the same ones)
-        self.scanners: list[Any] = [None] * count
-        self.by_terminals: dict[tuple[str, ...], Any] = {}
-        sentinel = object()
-        reductions: dict[Any, _Reduction] = {}
-        # state -> terminal or rule name -> a state to shift or go to, a _Reduction, a _Pass
-        # or an _Accept
-        self.actions: list[dict[str, Any]] = [{} for _ in range(count)]
-        for state, actions in table.states.items():
-            row = self.actions[state]
-            for symbol, (action, argument) in actions.items():
-                # Plain str keys: lark's are Tokens, whose __eq__ is Python code.
-                symbol = str(symbol)
-                if action.name == "Shift":
-                    row[symbol] = argument
-                    continue
-                rule = argument
-                build = callbacks[rule]
-                if len(rule.expansion) == 1 and (
-                        getattr(build, "passes_its_child", False)
-                        or rule.alias is None and rule.options.expand1
-                        and build([sentinel]) is sentinel):
-                    row[symbol] = _Pass(str(rule.origin.name))
-                    continue
-                if rule not in reductions:
-                    reductions[rule] = _Reduction(len(rule.expansion), build,
-                                                  str(rule.origin.name))
-                row[symbol] = reductions[rule]
-        self.start_states = dict(table.start_states)
-        # lark's end states have no action: reaching one at the end of the text accepts
-        self.accepts: dict[str, _Accept] = {}
-        for start, state in table.end_states.items():
-            assert not self.actions[state]
-            self.accepts[start] = self.actions[state]["$END"] = _Accept(start)
-        # A token of a regular terminal whose text is a string terminal of equal priority
-        # is re-typed by lark to that string terminal when the state accepts it (`*` is
-        # TIMES in a type and STAR in an expression): regular name -> {text: string name}.
-        self.unless: dict[str, dict[str, str]] = {}
-        for regular in root.terminals:
-            for string in root.terminals:
-                if (string.pattern.type == "str" and regular.pattern.type == "re"
-                        and string.priority == regular.priority
-                        and re.fullmatch(regular.pattern.to_regexp(), string.pattern.value,
-                                         self.flags)):
-                    self.unless.setdefault(regular.name, {})[string.pattern.value] = string.name
-
-    def scanner(self, state: int) -> Any:
-        """The match method of the scanner of ``state``: blanks and comments, then one of
-        the terminals lark's lexer of that state tries, as the named group of its terminal."""
-        terminals = [t for t in self.lexers[state] if t.name not in self.ignored]
-        key = tuple(t.name for t in terminals)
-        match = self.by_terminals.get(key)
-        if match is None:
-            match = self.by_terminals[key] = self.matcher(terminals)
-        self.scanners[state] = match
-        return match
-
-    def matcher(self, terminals: list[Any]) -> Any:
-        """The match method of one regular expression: blanks and comments (group 1), then
-        one of lark's ``terminals``, in their order, as the named group of its terminal."""
-        # Each terminal's group is an empty one after its pattern, not one around it: the
-        # regular expression engine skips an alternative whose first character cannot
-        # match without entering it, which a group opening it would prevent.
-        alternatives = "|".join(f"(?:{t.pattern.to_regexp()})(?P<{t.name}>)" for t in terminals)
-        return re.compile("(" + self.blanks + ")(?:" + alternatives + ")", self.flags).match
-
-    def parse(self, text: str, start: str) -> Any:
-        """What lark's ``parse(text, start=start)`` returns; raises _Refused on a syntax
-        error and whatever a callback raises (_Located)."""
-        actions = self.actions
-        unless = self.unless
-        scanners = self.scanners
-        new = tuple.__new__
-        # the parser's states, the top one also in ``state``, and the values above each
-        state = self.start_states[start]
-        states = [state]
-        values: list[Any] = []
-        pos = 0
-        while True:
-            # ---- the next token, lexed in the parser's current state
-            scan = scanners[state]
-            if scan is None:
-                scan = self.scanner(state)
-            match = scan(text, pos)
-            if match is not None:
-                kind = match.lastgroup
-                first = match.end(1)  # after the blanks and comments
-                pos = match.end()
-                value = text[first:pos]
-                if kind in unless:
-                    retyped = unless[kind].get(value)
-                    if retyped is not None and retyped in actions[state]:
-                        kind = retyped
-                token = new(_Token, (kind, value, first, pos))
-            elif self.skip.match(text, pos).end() == len(text):
-                kind = "$END"
-            else:
-                raise _Refused  # a character no terminal of this state matches
-            # ---- fed to the parser: reduce as the table says, then shift
-            action = actions[state].get(kind)
-            while True:
-                if action.__class__ is int:
-                    state = action
-                    states.append(state)
-                    values.append(token)
-                    break
-                if action.__class__ is _Pass:
-                    below = states[-2]
-                    target = action.targets.get(below)
-                    if target is None:
-                        target = action.targets[below] = self.passed(below, action, kind)
-                    state, action = target
-                    states[-1] = state
-                    continue
-                if action.__class__ is _Reduction:
-                    size = action.size
-                    if size:
-                        children = values[-size:]
-                        del states[-size:]
-                        del values[-size:]
-                    else:
-                        children = []
-                    values.append(action.build(children))
-                    state = actions[states[-1]][action.origin]
-                    states.append(state)
-                    action = actions[state].get(kind)
-                elif action is self.accepts[start]:
-                    return values[-1]
-                else:  # no action: a syntax error (or another start symbol's end state)
-                    raise _Refused
-
-    def passed(self, below: int, action: _Pass, kind: str) -> tuple[int, Any]:
-        """The top state after the one-child reduction ``action`` over ``below`` and those
-        that ``kind`` triggers after it, one after the other (the state below never
-        changes), and the action of ``kind`` in that state (None if it has none)."""
-        while True:
-            top = self.actions[below][action.origin]
-            action = self.actions[top].get(kind)
-            if action.__class__ is not _Pass:
-                return top, action
+def _shape(value: Any) -> Any:
+    """A concrete tree (or what a callback made) as plain data, tokens with their extents:
+    what two parsers of a text must agree on."""
+    if isinstance(value, _Surface):
+        return (value.kind, value.start, value.end, _shape(value.parts))
+    if isinstance(value, _Token):
+        return ("token", *value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_shape(part) for part in value)
+    return value
 
 
 @functools.cache
-def _driver() -> _Driver:
-    """The fast driver over ``_parser()``'s tables (built once, like them)."""
-    return _Driver(_parser())
+def _driver() -> Driver | None:
+    """The fast driver over ``_parser()``'s tables (built once, like them), or None when it
+    does not build what lark builds (see :func:`lambdad.lalr.checked_driver`): then lark's
+    own parser parses everything."""
+    return checked_driver(_parser(), _Token, _SELF_CHECK, _shape)
 
 
 # --------------------------------------------------------------------------- parse errors
@@ -905,10 +707,12 @@ def _concrete(text: str, file: str, start: str, origin: tuple[int, int] = (1, 1)
     """The concrete tree of ``text`` from the grammar rule ``start``; raises ParseError
     located in ``file`` where ``text`` starts at ``origin``."""
     try:
-        try:
-            return _driver().parse(text, start)
-        except _Refused:
-            pass  # lark parses it again and says what is wrong
+        driver = _driver()
+        if driver is not None:
+            try:
+                return driver.parse(text, start)
+            except Refused:
+                pass  # lark parses it again and says what is wrong
         return _parser().parse(text, start=start)
     except _Located as error:
         place = _Lines(text).place(error.pos)

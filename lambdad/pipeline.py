@@ -44,7 +44,7 @@ from .errors import (
     source_line,
 )
 from .fuse import fused_backward_term
-from .iterate import FreezeRecord, collector_paused, run
+from .iterate import collector_paused, collector_paused_during, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
 from .primitives import (
@@ -209,11 +209,12 @@ def load(path: str | Path) -> "Program":
 
 
 @checked
+@collector_paused_during
 def loads(text: str, file: str = "<string>") -> "Program":
     """The program whose source is ``text`` (``file`` names it in error messages); raises
     UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
     well-typed program."""
-    return Program(text, file)  # (which pauses the cyclic collector while it loads)
+    return Program(text, file)
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -275,11 +276,7 @@ class Program:
         self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
         prelude = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
-        # What loading and running this program freeze out of the cyclic collector is given
-        # back to it when the program is dropped (see lambdad.iterate.resume_collector).
-        self._frozen = FreezeRecord()
-        self._frozen.own(self)
-        with collector_paused(self._frozen):
+        with collector_paused():
             user = parse_module(text, file, predefined=self.prelude_names,
                                 allow_redefinition=True)
             self.user_names = tuple(d.name for d in user.decls)
@@ -313,7 +310,6 @@ class Program:
         self._added: tuple[Any, ...] | None = None
         self._serial = len(self.user_names)
         self.runtime = Runtime()
-        self.runtime.interpreter.freeze_record = self._frozen
         self._values: dict[str, Any] | None = None
         # The module _unevaluated() last read, with each declaration's position in it.
         self._positions: tuple[Module, dict[str, int]] | None = None
@@ -515,6 +511,7 @@ class Program:
         :data:`DEFAULT_STRATEGY`, ``fused``); UsageError for an unknown one."""
         self.runtime.set_strategy(strategy)
 
+    @collector_paused_during
     def value_of(self, name: str) -> Any:
         """The runtime value of the top-level ``name`` (evaluating what it needs)."""
         self.require(name)
@@ -554,10 +551,12 @@ class Program:
                     pending.append(used)
         return [module.decls[i] for i in sorted(positions[n] for n in needed)], ready
 
+    @collector_paused_during
     def run(self, entry: str = "main") -> Any:
         """The value of ``entry`` (default ``main``) as Python data."""
         return to_python(self.run_raw(entry))
 
+    @collector_paused_during
     def run_raw(self, entry: str = "main") -> Any:
         """The runtime value of ``entry`` (for printing in the language's syntax)."""
         if entry == "main" and entry not in self.decls:
@@ -565,6 +564,7 @@ class Program:
         self.require(entry)
         return self.value_of(entry)
 
+    @collector_paused_during
     def evaluate_text(self, text: str) -> tuple[Any, Type]:
         """Value and type of an expression over the program's names."""
         if not isinstance(text, str):
@@ -582,6 +582,7 @@ class Program:
         named ``a, b, ...``); raises TypeCheckError."""
         return infer_term(term, self._env_for(term)).type
 
+    @collector_paused_during
     def evaluate_term(self, term: Term) -> tuple[Any, Type]:
         """Value and type of the expression ``term`` over the program's names; raises
         TypeCheckError or EvalError."""
@@ -590,6 +591,7 @@ class Program:
         env = {name: self.value_of(name) for name in needed}
         return self.runtime.evaluate(term, env), type_
 
+    @collector_paused_during
     def extended(self, decls: Sequence[Decl]) -> "Program":
         """A new program: this one's declarations followed by ``decls``, each type-checked
         and evaluated at once against the names defined before it, as at an ML toplevel
@@ -603,8 +605,7 @@ class Program:
         already made: the environments are persistent maps, and the module as one sequence
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
-        # (the runtime, and its record, are shared)
-        new._frozen.own(new)
+        # (the runtime is shared)
         new._adapters = {}
         new._plans = {}
         new._gradients = {}
@@ -784,7 +785,13 @@ class Program:
         if plan is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
+            # (The run pauses the collector: little is made outside it.)
             return to_python(self.runtime.apply_restartable(plan[0], reals[1]))
+        return self._general_call(name, point)
+
+    @collector_paused_during
+    def _general_call(self, name: str, point: Any) -> Any:
+        """:meth:`call` by the general path (the point fitted, the function found)."""
         f, x, _ = self.function_and_point(name, point)
         return to_python(self.runtime.apply(f, x))
 
@@ -794,8 +801,9 @@ class Program:
         """``(value, gradient)`` of ``name`` at ``point``; the gradient has the point's shape.
 
         ``mode`` is ``"reverse"`` (backpropagation, default) or ``"forward"`` (one dual-number
-        run per input real); ``strategy`` is ``"fused"`` (default), ``"factored"`` or
-        ``"naive"`` (:data:`STRATEGIES`).  With
+        run per input real); ``strategy`` is ``"fused"``, ``"factored"`` or ``"naive"``
+        (:data:`STRATEGIES`) for this call (None, the default: the strategy
+        :meth:`set_strategy` set, ``fused`` unless changed).  With
         ``stats=True`` a third element reports backpropagators created and bodies run.
         With ``wrt`` (parameter names), the gradient is with respect to those parameters
         only, the others held at their values in ``point`` (see :meth:`restricted`): the
@@ -804,14 +812,38 @@ class Program:
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+        # (a repeated gradient costs microseconds: the strategy is switched without a
+        # context manager, and only when the call names another one)
+        runtime = self.runtime
+        current = runtime.interpreter.strategy
+        if strategy is None or strategy == current:
+            return self._value_and_grad(name, point, mode, current, stats)
+        runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
+        try:
+            return self._value_and_grad(name, point, mode, runtime.interpreter.strategy,
+                                        stats)
+        finally:
+            runtime.set_strategy(current)
+
+    def _value_and_grad(self, name: str, point: Any, mode: str, strategy: str, stats: bool):
+        """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
+        is set."""
         if mode == "reverse":
             inputs = real_inputs(point)
             if inputs is not None:
                 prepared = self._gradients.get((name, inputs[0], strategy))
                 # (instrumented runs, under a step or time limit, report events: general path)
                 if prepared is not None and not self.runtime.interpreter.instrumented:
+                    # (its run pauses the collector: little is made outside it)
                     return self._prepared_value_and_grad(prepared, name, point, inputs[1],
                                                          stats)
+        return self._general_value_and_grad(name, point, mode, strategy, stats)
+
+    @collector_paused_during
+    def _general_value_and_grad(self, name: str, point: Any, mode: str, strategy: str,
+                                stats: bool):
+        """:meth:`_value_and_grad` by the general path: the function transformed (or its
+        image found), compiled if need be, and run; a prepared path kept for the next."""
         reals = real_point(point) if mode == "reverse" else None
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
@@ -819,7 +851,6 @@ class Program:
         if not (isinstance(result, RealT) or isinstance(result, VarT)):
             raise UsageError(
                 f"grad needs a function returning R; `{name}` returns {print_type(result)}")
-        self.set_strategy(strategy)
         if mode == "forward":
             value, gradient = self.runtime.differentiator.forward_grad(f, x)
             run_stats = Stats(0, 0)
@@ -842,8 +873,6 @@ class Program:
         function, its point's shape and the strategy already checked by a general run) at
         ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
         runtime = self.runtime
-        if runtime.interpreter.strategy != prepared.strategy:
-            runtime.set_strategy(prepared.strategy)
         value, gradient = prepared(inputs)
         # The gradient is made afresh (floats, right-nested pairs of them, new lists of
         # them, nested in the point's shape): once found finite, it is the Python data
@@ -883,6 +912,7 @@ class Program:
                                   wrt=wrt)
         return (out[1], out[2]) if stats else out[1]
 
+    @collector_paused_during
     def jvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """``(value, directional derivative)`` of ``name`` at ``point`` along ``direction``."""
         f, x, _ = self.function_and_point(name, point)
@@ -894,30 +924,32 @@ class Program:
             raise UsageError(exc.message) from None
         return to_python(value), to_python(tangent)
 
+    @collector_paused_during
     def vjp(self, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(value, pull-back)``; the pull-back takes and returns Python data."""
         f, x, _ = self.function_and_point(name, point)
         value, pullback = self.runtime.differentiator.vjp(f, x)
-        return to_python(value), lambda ct: to_python(
-            pullback(point_from_python(ct, "the cotangent")))
+        return to_python(value), collector_paused_during(lambda ct: to_python(
+            pullback(point_from_python(ct, "the cotangent"))))
 
+    @collector_paused_during
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
                 strategy: str | None = None,
                 wrt: Sequence[str] | None = None) -> tuple[Any, Any, list[Any]]:
         """``(value, gradient, rows)`` of ``name`` at ``point``: ``rows[i]`` is the gradient
         of the derivative along the i-th input real (named by :meth:`input_names`), in the
         point's shape.  ``mode`` is the composition (:data:`COMPOSITIONS`): forward mode
-        over reverse mode by default (n Hessian-vector products).  ``wrt`` as for
-        :meth:`value_and_grad`."""
+        over reverse mode by default (n Hessian-vector products).  ``strategy`` and ``wrt``
+        as for :meth:`value_and_grad`."""
         if wrt is not None:
             program, point = self.restricted(name, point, wrt)
             return program.hessian(name, point, mode, strategy)
         if mode not in COMPOSITIONS:
             raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
         f, x = self._scalar_function(name, point)
-        self.set_strategy(strategy)
-        rows = self.runtime.differentiator.hessian_rows(f, x, mode)
-        value, gradient = self.runtime.differentiator.grad(f, x)
+        with self.runtime.strategy_of_call(strategy):
+            rows = self.runtime.differentiator.hessian_rows(f, x, mode)
+            value, gradient = self.runtime.differentiator.grad(f, x)
         self._require_finite(name, x, value, gradient)
         return to_python(value), to_python(gradient), [to_python(row) for row in rows]
 
@@ -933,8 +965,17 @@ class Program:
             prepared = self._products.get(key)
             # (instrumented runs, under a step or time limit, report events: general path)
             if prepared is not None and not runtime.interpreter.instrumented:
+                # (its runs pause the collector: little is made outside them)
                 value, gradient, product = prepared(inputs[1], along[1])
                 return to_python(value), to_python(gradient), to_python(product)
+        return self._general_hvp(name, point, direction, key, inputs)
+
+    @collector_paused_during
+    def _general_hvp(self, name: str, point: Any, direction: Any, key: Any,
+                     inputs: Any) -> tuple[Any, Any, Any]:
+        """:meth:`hvp` by the general path; a prepared product kept under ``key`` (None:
+        not a point of reals, whose ``inputs`` :func:`real_inputs` gave)."""
+        runtime = self.runtime
         f, x = self._scalar_function(name, point)
         v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
             direction, "--dir")
@@ -954,6 +995,7 @@ class Program:
                 f"{print_type(result)}")
         return f, x
 
+    @collector_paused_during
     def restricted(self, name: str, point: Any, wrt: Sequence[str]) -> tuple["Program", Any]:
         """A program in which ``name`` is a function of its parameters named ``wrt`` only
         (curried, in that order), every other parameter fixed at its value in ``point``;
@@ -998,6 +1040,7 @@ class Program:
                 self._restrictions[key] = program
         return program, packed([parts[i] for i in chosen])
 
+    @collector_paused_during
     def jacobian(self, name: str, point: Any, mode: str | None = None,
                  wrt: Sequence[str] | None = None) -> "Jacobian":
         """The Jacobian of ``name`` at ``point``, for any result built from reals, pairs and
@@ -1075,6 +1118,7 @@ class Program:
             pending.extend(str(p.name) for p in declared_primitives(value))
         return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
 
+    @collector_paused_during
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
                           fused: bool = False) -> list[Decl]:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
@@ -1091,6 +1135,7 @@ class Program:
                             span=decl.span))
         return out
 
+    @collector_paused_during
     def show(self, name: str, forward: bool = False, reverse: bool = False,
              at: Any = None, raw: bool = False, backward: bool = False,
              fused: bool = False) -> str:

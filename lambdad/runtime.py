@@ -10,7 +10,8 @@ the gradient checker and the REPL ask for a :class:`Runtime`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .differentiate import Differentiator
@@ -48,6 +49,22 @@ class Runtime:
         name = strategy_named(strategy or DEFAULT_STRATEGY).name
         self.interpreter.strategy = name
         self.differentiator.strategy = name
+
+    @contextlib.contextmanager
+    def strategy_of_call(self, strategy: str | None) -> Iterator[str]:
+        """A context in which backpropagators run by ``strategy`` (None: the one set now),
+        yielded by name; the strategy set before is set again after, whatever happens.
+        UsageError for an unknown strategy (before anything changes)."""
+        before = self.strategy
+        name = before if strategy is None else strategy_named(strategy).name
+        if name == before:
+            yield name
+            return
+        self.set_strategy(name)
+        try:
+            yield name
+        finally:
+            self.set_strategy(before)
 
     @property
     def max_steps(self) -> int | None:

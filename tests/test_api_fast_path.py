@@ -67,7 +67,7 @@ def test_the_prepared_path_gives_the_general_results_bit_for_bit(name, point, st
     assert shape == (0 if not isinstance(point, (tuple, list)) else
                      -1 if name in ("total", "unreached") else
                      len(point) if name in ("curried", "pair", "second") else shape)
-    prepared = program._gradients[(name, shape, strategy)]
+    prepared = program._gradients[(name, shape, strategy or program.strategy)]
     # a function that differentiates runs on a level: it has no prepared path
     assert isinstance(prepared, PreparedGradient) == (name != "differentiates")
     for _ in range(2):
@@ -75,7 +75,7 @@ def test_the_prepared_path_gives_the_general_results_bit_for_bit(name, point, st
         assert exact(again[:2]) == exact(first[:2]) == exact(general(name, point, strategy)[:2])
         assert again[2] == first[2]  # the same costs, per level
         assert program.stats() == first[2]
-        assert program.strategy == (strategy or "fused")
+        assert program.strategy == "fused"  # a call's strategy holds for that call only
         assert exact(program.grad(name, point, strategy=strategy)) == exact(first[1])
 
 
@@ -95,7 +95,7 @@ def test_other_points_of_the_same_shape_and_other_strategies_use_their_own_runs(
 def test_errors_on_the_prepared_path_are_located_as_on_the_general_path():
     program = lambdad.loads(SOURCE, file="fast.lam")
     assert program.value_and_grad("logged", 2.0)[1] == 1.0
-    assert isinstance(program._gradients[("logged", 0, None)], PreparedGradient)
+    assert isinstance(program._gradients[("logged", 0, "fused")], PreparedGradient)
     with pytest.raises(lambdad.EvalError) as fast:
         program.value_and_grad("logged", -1.0)
     with pytest.raises(lambdad.EvalError) as slow:
@@ -128,7 +128,7 @@ def low_recursion_limit():
 def test_a_prepared_run_that_needs_the_raised_limits_gets_them(low_recursion_limit):
     program = lambdad.loads(_closure_chain(500))
     first = program.value_and_grad("f", 1.0, stats=True)
-    prepared = program._gradients[("f", 0, None)]
+    prepared = program._gradients[("f", 0, "fused")]
     assert isinstance(prepared, PreparedGradient)
     assert prepared(1.0) == first[:2]  # (which makes its tape and seeds)
     with pytest.raises(RecursionError):  # at the process's limit the run cannot finish
@@ -320,7 +320,7 @@ def test_a_gradient_at_a_nested_point_that_overflows_is_reported_as_by_the_gener
     source = "def o (p : [R] * R) : R = let (xs, c) = p in fold (\\acc x -> acc + c * x) 0 xs\n"
     program = lambdad.loads(source)
     assert program.value_and_grad("o", ([1.0, 2.0], 3.0)) == (9.0, ([3.0, 3.0], 3.0))
-    assert isinstance(program._gradients[("o", real_inputs(([1.0, 2.0], 3.0))[0], None)],
+    assert isinstance(program._gradients[("o", real_inputs(([1.0, 2.0], 3.0))[0], "fused")],
                       PreparedGradient)
     overflowing = ([1e308, 1e308], 1e-10)  # the value is finite, c's adjoint is not
     with pytest.raises(lambdad.EvalError) as fast:

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lambdad.parser as parser_module
+from lambdad import lalr
 from lambdad.errors import ParseError, Span, TypeCheckError
 from lambdad.parser import (
     is_incomplete,
@@ -785,7 +786,7 @@ def _outcome(parse):
         return _concrete_shape(parse())
     except parser_module._Located as error:
         return ("located", error.message, error.pos)
-    except (parser_module._Refused, lark.exceptions.UnexpectedInput):
+    except (lalr.Refused, lark.exceptions.UnexpectedInput):
         return "refused"
 
 
