@@ -114,6 +114,8 @@ def test_only_the_driver_module_reads_larks_private_parts():
     readers = set()
     for path in sorted(Path(lambdad.__file__).parent.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr in private:
+            # (``gc.callbacks`` is the standard library's public list, not lark's)
+            if (isinstance(node, ast.Attribute) and node.attr in private
+                    and not (isinstance(node.value, ast.Name) and node.value.id == "gc")):
                 readers.add(path.name)
     assert readers == {"lalr.py"}

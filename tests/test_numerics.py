@@ -131,7 +131,9 @@ LOG_AT_TINY = "the derivative of `log` is not finite at 1e-320"
     ("jvp s 0 1", SQRT_AT_ZERO, "1:21"),
     ("snd (vjp sqrt 0) 1", SQRT_AT_ZERO, "2:17"),
     ("map (grad sqrt) [1, 0]", SQRT_AT_ZERO, "2:17"),
-    ("grad (grad sqrt) 0", SQRT_AT_ZERO, "2:18"),
+    # nested: the written-out program of the inner `grad sqrt` runs inside the outer one,
+    # and the error is placed at the differentiation that runs it
+    ("grad (grad sqrt) 0", SQRT_AT_ZERO, "2:12"),
     ("grad log 1e-320", LOG_AT_TINY, "2:12"),
     ("grad (\\x -> log x) 1e-320", LOG_AT_TINY, "2:24"),
     ("jvp log 1e-320 1", LOG_AT_TINY, "2:12"),
