@@ -17,13 +17,17 @@ Nothing else in lambdad reads lark's private attributes (a test checks it).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import lark
 
-__all__ = ["LARK_VERSIONS", "Driver", "Refused", "checked_driver"]
+__all__ = ["LARK_VERSIONS", "Driver", "Refused", "checked_driver", "verdict_file"]
 
 # The lark versions whose internals Driver reads, as pyproject.toml requires them.
 LARK_VERSIONS = ">=1.1.9,<1.4"
@@ -258,20 +262,39 @@ class Driver:
                 return top, action
 
 
-def checked_driver(parser: lark.Lark, token: type[tuple], samples: Iterable[tuple[str, str]],
-                   shape: Callable[[Any], Any]) -> Driver | None:
+def checked_driver(parser: lark.Lark, token: type[tuple], samples: Sequence[tuple[str, str]],
+                   shape: Callable[[Any], Any], passed: str | None = None) -> Driver | None:
     """A :class:`Driver` over ``parser``'s tables, making tokens of class ``token``, if on
     every ``(text, start)`` of ``samples`` it builds what ``parser.parse(text, start=start)``
     builds (compared as ``shape`` of each); None if it does not, or cannot be built.
 
     The samples are valid input: on them neither parser raises.  Any exception here means
     lark's internals are not what :class:`Driver` reads (a lark outside
-    :data:`LARK_VERSIONS`): it is not propagated, lark's own parser is used instead."""
+    :data:`LARK_VERSIONS`): it is not propagated, lark's own parser is used instead.
+
+    lark's first parse compiles its lexers (some 15 ms a process): with ``passed`` (see
+    :func:`verdict_file`) the check runs once, and that file, written when it passes, says
+    so to later processes.
+    """
     try:
         driver = Driver(parser, token)
+        if passed is not None and os.path.exists(passed):
+            return driver
         for text, start in samples:
             if shape(driver.parse(text, start)) != shape(parser.parse(text, start=start)):
                 return None
     except Exception:  # noqa: BLE001 - whatever lark's changed parts raise: not usable
         return None
+    if passed is not None:
+        with contextlib.suppress(OSError):
+            with open(passed, "x", encoding="utf-8"):
+                pass
     return driver
+
+
+def verdict_file(cache_file: str, samples: Sequence[tuple[str, str]]) -> str:
+    """The file recording that :func:`checked_driver` passed on ``samples`` for the parser
+    whose analysis lark keeps in ``cache_file``: named after that file, this module's source
+    and the samples."""
+    digest = hashlib.sha256(Path(__file__).read_bytes() + repr(samples).encode())
+    return f"{cache_file}.driver-{digest.hexdigest()[:16]}"

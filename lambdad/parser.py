@@ -42,7 +42,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from .errors import ParseError, Span, TypeCheckError
 from .iterate import Step, run
-from .lalr import Driver, Refused, checked_driver
+from .lalr import Driver, Refused, checked_driver, verdict_file
 from .primitives import (
     LINEAR_NAMES,
     NAMED,
@@ -442,7 +442,7 @@ def _parser() -> lark.Lark:
     kept between processes in the user's cache directory (lark's ``cache`` option; lark
     checks the file against the grammar, its options and its version, and analyses the
     grammar again when they differ or the file cannot be read)."""
-    grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
+    grammar = _grammar()
     return lark.Lark(
         grammar,
         parser="lalr",
@@ -452,6 +452,12 @@ def _parser() -> lark.Lark:
         maybe_placeholders=False,
         cache=_cache_file(grammar),
     )
+
+
+@functools.cache
+def _grammar() -> str:
+    """The text of ``grammar.lark`` (read once)."""
+    return (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
 
 
 def _cache_file(grammar: str) -> str | bool:
@@ -500,7 +506,9 @@ def _driver() -> Driver | None:
     """The fast driver over ``_parser()``'s tables (built once, like them), or None when it
     does not build what lark builds (see :func:`lambdad.lalr.checked_driver`): then lark's
     own parser parses everything."""
-    return checked_driver(_parser(), _Token, _SELF_CHECK, _shape)
+    cache = _cache_file(_grammar())
+    passed = verdict_file(cache, _SELF_CHECK) if cache else None
+    return checked_driver(_parser(), _Token, _SELF_CHECK, _shape, passed)
 
 
 # --------------------------------------------------------------------------- parse errors

@@ -34,8 +34,10 @@ def syntax_and_spans(text, file="t.lam"):
 
 
 @pytest.fixture
-def lark_only(monkeypatch):
-    """Parsing with the self-check failing: the driver's parse builds a different tree."""
+def lark_only(monkeypatch, tmp_path):
+    """Parsing with the self-check failing: the driver's parse builds a different tree (and
+    no earlier process recorded that the check passed)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     real = lalr.Driver.parse
 
     def wrong(self, text, start):
@@ -72,6 +74,27 @@ def test_a_driver_that_cannot_read_larks_tables_falls_back_to_larks_parser(monke
         monkeypatch.undo()
         parser_module._driver.cache_clear()
     assert parser_module._driver() is not None
+
+
+def test_a_passed_self_check_is_recorded_and_not_run_again(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    parser_module._driver.cache_clear()
+    try:
+        assert parser_module._driver() is not None
+        (verdict,) = (tmp_path / "lambdad").glob("*.driver-*")
+        parser_module._driver.cache_clear()
+
+        def unused(*args, **kwargs):
+            raise AssertionError("lark's parser ran")
+
+        monkeypatch.setattr(lalr.Driver, "parse", unused)  # the check would fail
+        assert parser_module._driver() is not None
+        verdict.unlink()
+        parser_module._driver.cache_clear()
+        assert parser_module._driver() is None  # without the record, it runs and fails
+    finally:
+        monkeypatch.undo()
+        parser_module._driver.cache_clear()
 
 
 @pytest.mark.parametrize("path", TEXTS, ids=[p.name for p in TEXTS])
