@@ -16,6 +16,7 @@ LAYERS = [
     {"desugar"},
     {"parser"},
     {"rich"},
+    {"unify"},
     {"typecheck", "rules"},
     {"tape"},
     {"forward", "backward", "simplify", "fuse", "values"},
