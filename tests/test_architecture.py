@@ -26,6 +26,7 @@ LAYERS = [
     {"graph", "calling"},
     {"differentiate"},
     {"runtime"},
+    {"probing"},
     {"trace", "gradcheck", "testing", "plot"},
     {"edge"},
     {"pipeline"},
