@@ -6,35 +6,50 @@ The CLI, the REPL and the Python API are thin layers over this module.
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from . import backward as backward_mode
-from . import rich
 from . import forward as forward_mode
 from . import nesting
-from .differentiate import (
-    COMPOSITIONS,
-    FORWARD,
-    REVERSE,
-    Stats,
-    count_reals,
-    is_real,
-    map_value,
+from . import rich
+from .calling import (
+    argument_names,
+    argument_type,
+    arguments_covered,
+    check_functions,
+    curried_call,
+    curried_parts,
+    finite_reals,
+    first_non_finite,
+    first_too_deep,
+    input_names,
+    literal_value,
+    output_names,
+    packed,
+    point_from_python,
+    point_source,
+    point_span,
+    point_term,
+    Shape,
+    real_inputs,
+    real_point,
+    real_term,
+    too_deep_message,
+    uncurried_lambda,
+    uncurried_term,
 )
+from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals, is_real, map_value
 from .edge import checked, checked_class
 from .errors import (
     DifferentiationError,
     EvalError,
-    FileAccessError,
     LambdadError,
     ResourceError,
     ShadowWarning,
@@ -57,36 +72,18 @@ from .primitives import (
     declared_by,
     declared_primitives,
 )
-from .calling import (
-    argument_names,
-    argument_type,
-    arguments_covered,
-    check_functions,
-    curried_call,
-    curried_parts,
-    finite_reals,
-    first_non_finite,
-    first_too_deep,
-    from_python,
-    input_names,
-    literal_value,
-    output_names,
-    packed,
-    point_from_python,
-    point_source,
-    point_span,
-    point_term,
-    Shape,
-    real_inputs,
-    real_point,
-    real_term,
-    too_deep_message,
-    uncurried_lambda,
-    uncurried_term,
-)
 from .printer import builtin_uses, print_decl, print_type, print_type_comment, unshadowed
+from .results import Jacobian, _reals_of
 from .runtime import Runtime
 from .simplify import simplify
+from .sources import (
+    PRELUDE_FILE,
+    _prelude,
+    _prelude_closure,
+    _prelude_typing,
+    prelude_text,
+    read_source,
+)
 from .syntax import (
     is_differentiable,
     result_after,
@@ -114,89 +111,12 @@ from .syntax import (
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
-from .values import format_real, format_value, to_json, to_python
+from .values import format_real, to_python
 
-PRELUDE_FILE = "<prelude>"
+
 # A name as the lexer reads it (an identifier, possibly primed: ``f'1``).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 MODES = ("reverse", "forward", "both")
-
-
-@functools.cache
-def prelude_text() -> str:
-    """The source of the prelude, the definitions every program starts with (read once).
-    Installed as files, it is read beside this module: finding it as a package resource
-    costs a fresh process some milliseconds, the resource lookup is for other installs
-    (a zip archive)."""
-    beside = Path(__file__).with_name("prelude.lam")
-    if beside.is_file():
-        return beside.read_text(encoding="utf-8")
-    return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
-
-
-@functools.cache
-def _prelude() -> Module:
-    """The prelude's declarations, parsed once (they are immutable: every program shares
-    these very nodes)."""
-    return parse_module(prelude_text(), PRELUDE_FILE)
-
-
-@functools.cache
-def _prelude_uses(name: str) -> frozenset[str]:
-    """The prelude definitions that the prelude's definition ``name`` uses directly."""
-    decls = {decl.name: decl for decl in _prelude().decls}
-    return free_vars(decls[name].value) & decls.keys()
-
-
-def _prelude_closure(names: frozenset[str]) -> frozenset[str]:
-    """``names`` (prelude definitions) with every prelude definition they use, transitively."""
-    reached = set(names)
-    pending = list(names)
-    while pending:
-        for used in _prelude_uses(pending.pop()):
-            if used not in reached:
-                reached.add(used)
-                pending.append(used)
-    return frozenset(reached)
-
-
-@functools.lru_cache(maxsize=64)
-def _prelude_typing(names: frozenset[str]) -> ModuleTyping:
-    """The typing of the prelude's definitions ``names`` (closed under use), made once per
-    set (of the few sets programs reach).  A program types only the part of the prelude it reaches: the prelude is tested,
-    so putting the rest off changes no message, and a small program loads without typing
-    all of it (the typing's node-keyed types stay valid: these very nodes are reused)."""
-    return infer_module(Module(tuple(d for d in _prelude().decls if d.name in names)))
-
-
-# Larger sources are refused before parsing: far beyond any program written by hand or
-# generated for a benchmark, and a guard against endless inputs such as /dev/zero.
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
-
-
-def read_source(path: str | Path) -> str:
-    """The text of the file ``path``; raises FileAccessError (a UsageError) if it cannot be
-    read, is not UTF-8, or is larger than MAX_SOURCE_BYTES."""
-    path = Path(path)
-    if "\0" in str(path):
-        raise FileAccessError(f"no such file: {str(path)!r} (a file name has no NUL character)")
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_SOURCE_BYTES + 1)
-    except FileNotFoundError:
-        raise FileAccessError(f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise FileAccessError(f"{path} is a directory, not a .lam file") from None
-    except OSError as exc:
-        raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SOURCE_BYTES:
-        raise FileAccessError(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MiB; "
-                              "lambdad reads source files up to that size")
-    try:
-        # Windows line ends read as \n; a line ends at \n only, in the parser and every message.
-        return data.decode("utf-8").replace("\r\n", "\n")
-    except UnicodeDecodeError as exc:
-        raise FileAccessError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
 
 
 @checked
@@ -1365,73 +1285,6 @@ def _rename_free(term: Term, old: str, new: str) -> Term:
         return with_children(t, kids)
 
     return run(visit(term))
-
-
-def format_python(value: Any) -> str:
-    """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_result(value)
-
-
-@attrs.frozen
-class Jacobian:
-    """A Jacobian and how it was computed.  ``jacobian`` has the shape of ``value`` with
-    each real replaced by that output's gradient (in the shape of the point); ``matrix`` is
-    the same numbers as rows (one per output real) of columns (one per input real), named
-    by ``outputs`` and ``inputs``."""
-
-    value: Any
-    jacobian: Any
-    matrix: list[list[float]]
-    mode: str
-    inputs: list[str]
-    outputs: list[str]
-
-
-def _reals_of(value: Any) -> list[float]:
-    """The reals of a runtime value, left to right."""
-    found: list[float] = []
-    map_value(value, is_real, lambda r: found.append(r) or r)
-    return found
-
-
-def format_jacobian(result: Jacobian, chosen: bool) -> str:
-    """The text ``lambdad jacobian`` and the REPL's ``:jacobian`` print: the value, then the
-    matrix with its outputs and inputs named (``chosen``: the mode was the cheaper one,
-    not asked for)."""
-    inputs, outputs = len(result.inputs), len(result.outputs)
-    lines = [f"value: {format_result(result.value)}",
-             f"jacobian ({outputs} output{'s' * (outputs != 1)} x {inputs} input"
-             f"{'s' * (inputs != 1)}, {result.mode} mode"
-             f"{', the cheaper for these sizes' if chosen else ''}):"]
-    cells = [[""] + result.inputs] + [
-        [name] + [format_real(r) for r in row] for name, row in zip(result.outputs, result.matrix)]
-    widths = [max(len(row[i]) for row in cells) for i in range(inputs + 1)]
-    for row in cells:
-        lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w)
-                                      for i, (c, w) in enumerate(zip(row, widths))).rstrip())
-    return "\n".join(lines)
-
-
-def format_hessian(value: Any, gradient: Any, rows: list[Any], names: list[str],
-                   mode: str) -> str:
-    """The text ``lambdad hessian`` and the REPL's ``:hessian`` print: value, gradient and
-    a row per input real, named by ``names``."""
-    width = max((len(n) for n in names), default=0)
-    return "\n".join([
-        f"value: {format_result(value)}", f"gradient: {format_result(gradient)}",
-        f"hessian ({mode}), row i the gradient of the derivative along input i:",
-        *(f"  {name.ljust(width)} : {format_result(row)}" for name, row in zip(names, rows))])
-
-
-def format_result(value: Any) -> str:
-    """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_value(from_python(value, finite=False))
-
-
-def json_result(value: Any) -> Any:
-    """Python data (a result of :class:`Program`) as JSON-ready data (non-finite reals as
-    the strings ``"nan"``, ``"inf"``, ``"-inf"``)."""
-    return to_json(from_python(value, finite=False))
 
 
 def _span_text(span: Span, sources: dict[str, str]) -> str | None:

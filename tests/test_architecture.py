@@ -28,7 +28,7 @@ LAYERS = [
     {"runtime"},
     {"probing"},
     {"trace", "gradcheck", "testing", "plot"},
-    {"edge"},
+    {"edge", "sources", "results"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},
 ]
