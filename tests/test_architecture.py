@@ -25,10 +25,11 @@ LAYERS = [
     {"interpreter", "nesting"},
     {"graph", "calling"},
     {"differentiate"},
-    {"runtime"},
+    {"runtime", "results"},
     {"probing"},
     {"trace", "gradcheck", "testing", "plot"},
-    {"edge", "sources", "results"},
+    {"edge", "sources"},
+    {"derivatives"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},
 ]
