@@ -14,16 +14,11 @@ from typing import Any
 
 import attrs
 
-from . import backward as backward_mode
-from . import forward as forward_mode
-from . import nesting
 from . import rich
 from .calling import (
     argument_type,
     arguments_covered,
     check_functions,
-    curried_call,
-    curried_parts,
     first_non_finite,
     first_too_deep,
     input_names,
@@ -31,19 +26,14 @@ from .calling import (
     point_from_python,
     point_source,
     point_span,
-    point_term,
     Shape,
     real_point,
-    real_term,
     too_deep_message,
     uncurried_lambda,
     uncurried_term,
 )
-from .derivatives import (
-    Derivatives,
-    _remember,
-)
-from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals  # noqa: F401 (read by the front ends)
+from .derivatives import Derivatives, _remember
+from .differentiate import COMPOSITIONS, Stats  # noqa: F401 (read by the front ends)
 from .edge import checked, checked_class
 from .errors import (
     LambdadError,
@@ -54,24 +44,14 @@ from .errors import (
     UsageError,
     source_line,
 )
-from .fuse import fused_backward_term
 from .iterate import collector_paused, collector_paused_during, run
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
-from .primitives import (
-    FST,
-    LINEAR_NAMES,
-    NAMED,
-    PRIMITIVES,
-    SND,
-    Primitive,
-    declared_by,
-    declared_primitives,
-)
-from .printer import builtin_uses, print_decl, print_type, print_type_comment, unshadowed
+from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
+from .printer import builtin_uses, print_decl, print_type
 from .results import Jacobian
 from .runtime import Runtime
-from .simplify import simplify
+from .showing import Showing
 from .sources import (
     PRELUDE_FILE,
     _prelude,
@@ -82,23 +62,17 @@ from .sources import (
 )
 from .syntax import (
     result_after,
-    App,
-    Const,
     Decl,
-    Let,
-    LetPair,
     Module,
-    Pair,
-    ReadOff,
-    Seed,
     Term,
     Type,
     Var,
     binders,
     children,
     free_vars,
-    names_in,
+    names_used,
     numbered,
+    unused_name,
     with_children,
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
@@ -481,7 +455,7 @@ class Program:
         schemes, types = _persistent(typing.schemes), _persistent(typing.types)
         env = typing.env
         used = self._used if self._used is not None else PersistentMap(
-            dict.fromkeys(_names_used(self.module.decls)))
+            dict.fromkeys(names_used(self.module.decls)))
         order = self._order if self._order is not None else PersistentMap(
             {name: serial for serial, name in enumerate(self.user_names)})
         serial = self._serial
@@ -522,7 +496,7 @@ class Program:
             types = types.update(typed.types)
             env = env.extend_all(typed.schemes)
             values = values.set(decl.name, value)
-            used = used.update(dict.fromkeys(_names_used((decl,))))
+            used = used.update(dict.fromkeys(names_used((decl,))))
             added = (decl, added)
             serial += 1
             order = order.set(decl.name, serial)
@@ -542,7 +516,7 @@ class Program:
         """The name a definition of ``name`` gets when :meth:`extended` replaces it:
         ``name'1``, ``name'2``, ..., the first that no declaration defines, uses or binds."""
         used = self._used if self._used is not None else PersistentMap(
-            dict.fromkeys(_names_used(self.module.decls)))
+            dict.fromkeys(names_used(self.module.decls)))
         return _hidden_name(name, used)
 
     # ------------------------------------------------------------ points
@@ -727,59 +701,22 @@ class Program:
     # ------------------------------------------------------------ showing programs
     def dependencies(self, name: str) -> list[Decl]:
         """The declarations ``name`` needs (transitively), in program order, ending with it."""
-        self.require(name)
-        needed = {name}
-        defined = {decl.name for decl in self.module.decls}
-        for decl in reversed(self.module.decls):
-            if decl.name in needed:
-                needed |= free_vars(decl.value) & defined
-                # the declarations of the primitives it uses, so a printed program parses
-                needed |= {str(p.name) for p in declared_primitives(decl.value)}
-        return [d for d in self.module.decls if d.name in needed]
+        return Showing(self).dependencies(name)
 
     def expanded_dependencies(self, name: str) -> list[Decl]:
         """The declarations ``name`` needs, in program order, each with its uses of
         ``grad``/``jvp``/``vjp`` written out as target programs (lambdad.nesting); a
         definition that differentiates is inlined where it is used, so it is needed only
         if used otherwise.  Raises DifferentiationError located at a use with no program."""
-        self.require(name)
-        module = self.module.decls  # as one module: a replaced definition has a hidden name
-        by_name = {d.name: d for d in module}
-        definitions = {d.name: d.value for d in module if declared_by(d.name, d.value) is None}
-        values: dict[str, Term] = {}
-        needed: set[str] = set()
-        pending = [name]
-        while pending:
-            current = pending.pop()
-            if current in needed:
-                continue
-            needed.add(current)
-            value = by_name[current].value
-            if current in definitions:
-                value = nesting.expand(value, definitions, self.typing.env)
-            values[current] = value
-            pending.extend(free_vars(value) & by_name.keys())
-            pending.extend(str(p.name) for p in declared_primitives(value))
-        return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
+        return Showing(self).expanded_dependencies(name)
 
-    @collector_paused_during
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
                           fused: bool = False) -> list[Decl]:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
         reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
         strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified)."""
-        if fused and mode == FORWARD:
-            raise UsageError("--fused is a form of reverse mode; use it with --reverse")
-        out = []
-        for decl in self.expanded_dependencies(name):
-            if declared_by(decl.name, decl.value) is not None:
-                out.append(decl)  # a primitive is declared as it is; the rules use it
-                continue
-            out.append(Decl(decl.name, _transformed(decl.value, mode, raw, fused),
-                            span=decl.span))
-        return out
+        return Showing(self).transformed_decls(name, mode, raw, fused)
 
-    @collector_paused_during
     def show(self, name: str, forward: bool = False, reverse: bool = False,
              at: Any = None, raw: bool = False, backward: bool = False,
              fused: bool = False) -> str:
@@ -789,109 +726,11 @@ class Program:
         fresh, and a definition of the program named ``main`` is printed renamed
         (``main'1``).  With ``fused``, reverse mode is printed in the form the ``fused``
         strategy runs.  Raises UsageError for a point that does not fit."""
-        reverse = reverse or backward  # ``backward``: the earlier name of ``reverse``
-        if forward == reverse:
-            raise UsageError("choose one of --forward and --reverse")
-        mode = FORWARD if forward else REVERSE
-        transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
-        decls = self.transformed_decls(name, mode, raw, fused)
-        source_names = [decl.name for decl in decls]
-        wrapped = at is not None and declared_by(name, decls[-1].value) is not None
-        if wrapped:
-            # main calls a primitive through its transformed application, `f'1`
-            wrapper = _unused_name(name, decls)
-            decls.append(Decl(wrapper, _transformed(decls[-1].value, mode, raw, fused)))
-            source_names.append(name)
-        used_after: set[str] = set()
-        if at is not None:  # the built-ins main uses, whatever the entry is printed as
-            used_after = builtin_uses(self._show_main(name, name, at, mode, set())[1])
-        # A definition named `main`, or shadowing a built-in used after it, is printed
-        # renamed (`main'1`, `cosh'1`), its uses with it.
-        decls, renamed = unshadowed(decls, used_after, ("main",) if at is not None else ())
-        entry = decls[-1].name if wrapped else renamed.get(name, name)
-        main = None
-        if at is not None:
-            # main refers to the entry alone: its locals need only avoid the top-level names.
-            main = self._show_main(name, entry, at, mode, {decl.name for decl in decls})
-        header = "→D" if forward else "fused ←D" if fused else "←D"
-        lines = []
-        for source_name, decl in zip(source_names, decls):
-            source_type = self._scheme(source_name).type
-            if declared_by(decl.name, decl.value) is not None:
-                lines.append(print_type_comment(
-                    decl.name, source_type,
-                    "a primitive: both transformations use its partials"))
-            else:
-                lines.append(print_type_comment(decl.name, transform_type(source_type),
-                                                header, of=source_type))
-            lines.append(print_decl(decl))
-            lines.append("")
-        if main is not None:
-            comment, main_term = main
-            lines.append(comment + "\n" + print_decl(Decl("main", main_term)))
-            lines.append("")
-        return "\n".join(lines).rstrip() + "\n"
+        return Showing(self).show(name, forward, reverse, at, raw, backward, fused)
 
-    def _show_main(self, name: str, entry: str, at: Any, mode: str, taken: set[str]
-                   ) -> tuple[str, Term]:
-        """The comment and the value of ``def main = ...`` computing the value and gradient
-        of ``name`` (printed as ``entry``) at the point ``at`` by ``mode``; its local names
-        avoid ``taken``.  Evaluates nothing (but a point that is not written with literals
-        only)."""
-        x, k = self.fitted_point(name, at)
-        parts = curried_parts(x, k)
-        taken = set(taken) | {entry}
-
-        def fresh(base: str) -> str:
-            chosen = base if base not in taken else _unused_name(base, (), taken)
-            taken.add(chosen)
-            return chosen
-
-        def call(arguments: Sequence[Term]) -> Term:
-            body: Term = Var(entry)
-            for argument in arguments:
-                body = App(body, argument)
-            return body
-
-        if mode == REVERSE:
-            point, value, back = fresh("x"), fresh("v"), fresh("v_")
-            counter = iter(range(10**9))
-            seeded = point_term(x, lambda r: Pair(real_term(r),
-                                                  Seed(Const(float(next(counter))))))
-            body = LetPair(value, back, curried_call(Var(entry), Var(point), k),
-                           Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
-            main: Term = Let(point, seeded, body)
-            comment = "-- value and gradient by backpropagation"
-        else:
-            n = count_reals(x)
-            results = [fresh(f"r{i}") for i in range(max(n, 1))]
-            runs = []
-            for i in range(len(results)):
-                position = iter(range(10**9))
-
-                def dual(r: float, i: int = i, position=position) -> Term:
-                    return Pair(real_term(r), Const(1.0 if next(position) == i else 0.0))
-
-                runs.append(call([point_term(part, dual) for part in parts]))
-            reads = iter(results)
-            gradient = point_term(x, lambda r: SND.applied(Var(next(reads))))
-            main = Pair(FST.applied(Var(results[0])), gradient)
-            for result, run in reversed(list(zip(results, runs))):
-                main = Let(result, run, main)
-            comment = f"-- value and gradient by forward mode: one run per input real ({n})"
-        return comment, main
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _transformed(term: Term, mode: str, raw: bool, fused: bool) -> Term:
-    """``term`` transformed by ``mode`` (``fused``: reverse mode in the form the fused
-    strategy runs, not simplified), simplified for reading unless ``raw``."""
-    if fused:
-        return fused_backward_term(term)
-    term = (forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term)(term)
-    return term if raw else simplify(term)
 
 
 def _name_span(decl: Decl, sources: Mapping[str, str]) -> Span:
@@ -958,18 +797,6 @@ def _module_of(module: Module, added: tuple[Any, ...] | None) -> Module:
     return Module(tuple(decls))
 
 
-def _unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:
-    """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
-    mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
-    nothing."""
-    return numbered(f"{name}'", set(taken or ()) | _names_used(decls))
-
-
-def _names_used(decls: Sequence[Decl]) -> set[str]:
-    """Every name the declarations define, mention as a variable, or bind."""
-    return {d.name for d in decls} | names_in(*(d.value for d in decls))
-
-
 def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
                     ) -> tuple[tuple[Decl, ...], tuple[Decl, ...]]:
     """The prelude's and the program's declarations, the prelude's that the program
@@ -984,7 +811,7 @@ def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
     for index, decl in enumerate(decls):
         if decl.name not in redefined:
             continue
-        hidden = _unused_name(decl.name, [*decls, *own])
+        hidden = unused_name(decl.name, [*decls, *own])
         decls[index] = attrs.evolve(decl, name=hidden)
         for later in range(index + 1, len(decls)):
             decls[later] = attrs.evolve(

@@ -12,7 +12,7 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -573,6 +573,18 @@ def numbered(base: str, taken: "Container[str]") -> str:
     while f"{base}{k}" in taken:
         k += 1
     return f"{base}{k}"
+
+
+def unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:
+    """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
+    mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
+    nothing."""
+    return numbered(f"{name}'", set(taken or ()) | names_used(decls))
+
+
+def names_used(decls: Sequence[Decl]) -> set[str]:
+    """Every name the declarations define, mention as a variable, or bind."""
+    return {d.name for d in decls} | names_in(*(d.value for d in decls))
 
 
 def free_vars(term: Term) -> frozenset[str]:

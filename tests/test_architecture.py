@@ -29,7 +29,7 @@ LAYERS = [
     {"probing"},
     {"trace", "gradcheck", "testing", "plot"},
     {"edge", "sources"},
-    {"derivatives"},
+    {"derivatives", "showing"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook"},
 ]
