@@ -44,7 +44,7 @@ from .errors import (
     UsageError,
     source_line,
 )
-from .iterate import collector_paused, collector_paused_during, run
+from .iterate import collector_paused, collector_paused_during
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
 from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
@@ -61,6 +61,7 @@ from .sources import (
     read_source,
 )
 from .syntax import (
+    renamed_free,
     result_after,
     Decl,
     Module,
@@ -73,7 +74,6 @@ from .syntax import (
     names_used,
     numbered,
     unused_name,
-    with_children,
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
@@ -793,7 +793,7 @@ def _module_of(module: Module, added: tuple[Any, ...] | None) -> Module:
         for later in range(index + 1, len(decls)):
             if name in free_vars(decls[later].value):
                 decls[later] = attrs.evolve(
-                    decls[later], value=_rename_free(decls[later].value, name, hidden))
+                    decls[later], value=renamed_free(decls[later].value, {name: hidden}))
     return Module(tuple(decls))
 
 
@@ -815,27 +815,12 @@ def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
         decls[index] = attrs.evolve(decl, name=hidden)
         for later in range(index + 1, len(decls)):
             decls[later] = attrs.evolve(
-                decls[later], value=_rename_free(decls[later].value, decl.name, hidden))
+                decls[later], value=renamed_free(decls[later].value, {decl.name: hidden}))
         for before in range(position[decl.name] + 1):
             if decl.name in free_vars(own[before].value):
                 own[before] = attrs.evolve(
-                    own[before], value=_rename_free(own[before].value, decl.name, hidden))
+                    own[before], value=renamed_free(own[before].value, {decl.name: hidden}))
     return tuple(decls), tuple(own)
-
-
-def _rename_free(term: Term, old: str, new: str) -> Term:
-    """``term`` with its free occurrences of the variable ``old`` renamed ``new`` (``new``
-    must not be bound in ``term``).  Iterative."""
-
-    def visit(t: Term):
-        if isinstance(t, Var):
-            return attrs.evolve(t, name=new) if t.name == old else t
-        kids = []
-        for kid, names in zip(children(t), binders(t)):
-            kids.append(kid if old in names else (yield visit(kid)))
-        return with_children(t, kids)
-
-    return run(visit(term))
 
 
 def _span_text(span: Span, sources: dict[str, str]) -> str | None:

@@ -12,12 +12,13 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
 from .errors import Span, direct_init
+from .iterate import run
 
 N = TypeVar("N", bound="Node")
 T = TypeVar("T", bound="Term")
@@ -585,6 +586,24 @@ def unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None)
 def names_used(decls: Sequence[Decl]) -> set[str]:
     """Every name the declarations define, mention as a variable, or bind."""
     return {d.name for d in decls} | names_in(*(d.value for d in decls))
+
+
+def renamed_free(term: Term, renaming: Mapping[str, str]) -> Term:
+    """``term`` with each free occurrence of a name of ``renaming`` renamed (the new names
+    must not be bound in ``term``): the one walk renaming free variables.  Iterative."""
+    if not renaming:
+        return term
+
+    def go(t: Term, hidden: frozenset[str]):
+        if isinstance(t, Var):
+            new = renaming.get(t.name)
+            return t if new is None or t.name in hidden else attrs.evolve(t, name=new)
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
+        return with_children(t, kids)
+
+    return run(go(term, frozenset()))
 
 
 def free_vars(term: Term) -> frozenset[str]:
