@@ -505,6 +505,16 @@ class _Desugarer:
                     return self.saturate(name, [arg], (s.start, s.end))
         return self._application(s)
 
+    def arguments(self, nodes: list) -> Step[list[Term]]:
+        """The terms of the argument nodes of an application spine (a step)."""
+        args = []
+        for node in nodes:
+            arg = self.term(node.parts[1])
+            if arg.__class__ is GeneratorType:  # not a leaf
+                arg = yield arg
+            args.append(arg)
+        return args
+
     def _application(self, s):
         """``f a1 ... an``: see the module docstring for built-in heads."""
         spine = []
@@ -519,24 +529,14 @@ class _Desugarer:
         if name in self.declared and not self.scope.binds_locally(name):
             arity = self.declared[name].arity
             if arity <= len(spine):
-                args = []
-                for node in spine[:arity]:
-                    arg = self.term(node.parts[1])
-                    if arg.__class__ is GeneratorType:  # not a leaf
-                        arg = yield arg
-                    args.append(arg)
+                args = yield from self.arguments(spine[:arity])
                 fn = Prim(self.declared[name].name, tuple(args), span=self.span(
                     _pos(spine[arity - 1])))
                 used = arity
         elif name is not None and name not in self.scope:
             arity = _builtin_arity(name)
             if arity is not None and arity <= len(spine):
-                args = []
-                for node in spine[:arity]:
-                    arg = self.term(node.parts[1])
-                    if arg.__class__ is GeneratorType:  # not a leaf
-                        arg = yield arg
-                    args.append(arg)
+                args = yield from self.arguments(spine[:arity])
                 fn = self.saturate(name, args, _pos(spine[arity - 1]) if arity else _pos(head))
                 used = arity
         if fn is None:
