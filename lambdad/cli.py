@@ -21,20 +21,9 @@ from typing import Any
 
 from .errors import FileAccessError, LambdadError, UsageError, render
 from .limits import default_max_memory, parse_bytes, watching
-from .pipeline import (
-    COMPOSITIONS,
-    MODES,
-    PRELUDE_FILE,
-    DEFAULT_STRATEGY,
-    STRATEGIES,
-    Program,
-    format_hessian,
-    format_jacobian,
-    format_result,
-    json_result,
-    prelude_text,
-    read_source,
-)
+from .pipeline import COMPOSITIONS, MODES, DEFAULT_STRATEGY, STRATEGIES, Program
+from .results import format_hessian, format_jacobian, format_result, json_result
+from .sources import PRELUDE_FILE, prelude_text, read_source
 from .values import format_value, to_json
 
 

@@ -36,8 +36,10 @@ farther from its kink than the probes move its arguments.  The primitives' ``kin
 ``domain`` functions of the table say where that is; an interpreter with an event hook
 reports each primitive evaluated.
 
-This module works on a loaded program (anything with the interface of
-:class:`lambdad.pipeline.Program`) and never prints; :meth:`Report.render` is the table.
+The points, the probes and the finite differences are :mod:`lambdad.probing`'s; this module
+runs the modes of AD, compares them and writes the report.  It works on a loaded program
+(anything with the interface of :class:`lambdad.pipeline.Program`) and never prints;
+:meth:`Report.render` is the table.
 """
 
 from __future__ import annotations
@@ -46,53 +48,38 @@ import math
 import multiprocessing
 import os
 import random
-import sys
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from . import rich
-from .differentiate import Differentiator, is_real, map_value
-from .errors import EvalError, LambdadError, ResourceError, UsageError
+from .calling import arguments_covered, from_python, input_names, point_from_python
+from .errors import LambdadError, ResourceError, UsageError
 from .limits import watch_forked
-from .runtime import Runtime
-from .calling import (
-    arguments_covered,
-    curried_parts,
-    from_python,
-    input_names,
-    point_from_python,
-    uncurried_term,
+from .probing import (
+    AGREEMENT,
+    AGREEMENT_FLOOR,
+    ATTEMPTS,
+    DEFAULT_EPS,
+    DEFAULT_RTOL,
+    MIN_EPS,
+    NAIVE_SECONDS,
+    Prober,
+    _Differences,
+    _error_of,
+    _finite,
+    _require_checkable,
+    _result,
+    differentiable_functions,
+    finite_differences,
+    function_params,
+    leaves,
+    replace_leaves,
+    sample_value,
 )
-from .syntax import (
-    is_differentiable,
-    curried_params,
-    tuple_type,
-    ListT,
-    Module,
-    PairT,
-    RealT,
-    Type,
-    VarT,
-)
-from .values import PrimEvent, format_value
-
-MACHINE_EPSILON = sys.float_info.epsilon
-# The smallest relative step: x ± eps * |x| / 2 (the finer probe) still differs from x.
-MIN_EPS = 4.0 * MACHINE_EPSILON
-DEFAULT_EPS = MACHINE_EPSILON ** (1.0 / 3.0)  # ≈ 6.06e-6: balances h^2 f''' against eps/h
-DEFAULT_RTOL = 1e-5         # AD vs finite differences, relative
-AGREEMENT = 1e-9            # AD mode vs AD mode, relative ...
-AGREEMENT_FLOOR = 1e-12     # ... plus this times the computation's scale
-ROUNDING_SAFETY = 100.0     # rounding bound of a difference quotient: this * eps * S / h
-UNSETTLED = 0.01            # halving the step may change a difference by at most this
-KINK_MARGIN = 10.0          # a kink must be this many probe moves away
-SAMPLE_RANGE = 2.0          # sampled reals are uniform in [-SAMPLE_RANGE, SAMPLE_RANGE]
-SAMPLE_LIST_LENGTH = 3
-ATTEMPTS = 200              # candidates tried per sampled point
-NAIVE_SECONDS = 2.0         # naive backpropagation is given up after this
+from .syntax import tuple_type, RealT, Type
+from .values import format_value
 
 # The derivatives compared: "reverse" is the factored strategy (←D as the paper evaluates it).
 MODES = ("forward", "fused", "reverse", "naive")
@@ -234,304 +221,6 @@ class Report:
 
 
 NOT_COMPARED = "finite differences not compared"
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def function_params(program: Any, name: str) -> list[Type]:
-    """The curried parameter types of the top-level ``name`` (empty if not a function)."""
-    return curried_params(program.typing.schemes[name].type)
-
-
-def _result(program: Any, name: str, k: int) -> Type:
-    t = program.typing.schemes[name].type
-    for _ in range(k):
-        t = t.result
-    return t
-
-
-def _require_checkable(program: Any, name: str) -> list[Type]:
-    """The curried parameter types of ``name``; UsageError if the program has no such
-    definition or its parameters are not reals, pairs and lists of reals."""
-    if name not in program.decls:  # the program's own names, or the prelude's
-        known = ", ".join(program.names()) or "none"
-        raise UsageError(f"no top-level definition named `{name}` (defined: {known})")
-    params = function_params(program, name)
-    if not params or not all(is_differentiable(p) for p in params):
-        raise UsageError(f"`{name}` does not take reals, pairs and lists of reals only; "
-                         f"it has type {program.typing.schemes[name]}")
-    return params
-
-
-def differentiable_functions(program: Any) -> list[str]:
-    """The program's own top-level functions whose curried parameters are all differentiable
-    and whose result is ``R``: what ``lambdad check`` checks by default."""
-    found = []
-    for name in program.names():
-        params = function_params(program, name)
-        if params and all(is_differentiable(p) for p in params) and isinstance(
-                _result(program, name, len(params)), RealT):
-            found.append(name)
-    return found
-
-
-def leaves(value: Any) -> list[float]:
-    """The reals of ``value`` (pairs, lists), left to right."""
-    out = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is float:
-            out.append(v)
-        elif isinstance(v, (tuple, list)):
-            stack.extend(reversed(v))
-    return out
-
-
-def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
-    """``value`` with its real leaves replaced, in order, by ``reals``."""
-    it = iter(reals)
-    return map_value(value, is_real, lambda _: next(it))
-
-
-def sample_value(t: Type, rng: random.Random, orthant: int | None = None) -> Any:
-    """A random runtime value of the differentiable type ``t``: reals uniform in
-    ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items.  With an
-    ``orthant``, the signs alternate: the i-th real is positive when ``orthant + i`` is
-    even, negative otherwise (``+ - + ...`` for orthant 0, ``- + - ...`` for orthant 1)."""
-    value = _draw(t, rng)
-    if orthant is None:
-        return value
-    reals = [abs(r) if (orthant + i) % 2 == 0 else -abs(r) for i, r in enumerate(leaves(value))]
-    return replace_leaves(value, reals)
-
-
-def _draw(t: Type, rng: random.Random) -> Any:
-    if isinstance(t, (RealT, VarT)):
-        return rng.uniform(-SAMPLE_RANGE, SAMPLE_RANGE)
-    if isinstance(t, PairT):
-        return (_draw(t.first, rng), _draw(t.second, rng))
-    if isinstance(t, ListT):
-        return [_draw(t.item, rng) for _ in range(SAMPLE_LIST_LENGTH)]
-    raise UsageError("cannot sample a point of a non-differentiable type")
-
-
-# --------------------------------------------------------------------------- evaluation
-
-
-@attrs.frozen
-class Probe:
-    """One evaluation of the function with every primitive evaluation recorded."""
-
-    value: Any
-    events: tuple[PrimEvent, ...]
-
-
-def moving_magnitude(plus: Probe, minus: Probe) -> float:
-    """The largest magnitude among the reals that differ between two probes of one input:
-    their values, and the results of the primitives whose arguments or result differ.  A
-    constant (``-1e30``, ``log (exp 30)``) does not move, so it does not count; a sum that
-    adds a moving input to it does."""
-    biggest = 0.0
-    if plus.value != minus.value:
-        biggest = max(abs(plus.value), abs(minus.value))
-    for a, b in zip(plus.events, minus.events):
-        if type(a.result) is float and type(b.result) is float and (
-                a.result != b.result or a.args != b.args):
-            for r in (a.result, b.result):
-                if math.isfinite(r):
-                    biggest = max(biggest, abs(r))
-    return biggest
-
-
-class Prober:
-    """Evaluates the top-level ``name`` of ``program`` on an interpreter that reports every
-    primitive evaluation (the program's own interpreter stays uninstrumented and fast)."""
-
-    def __init__(self, program: Any, name: str, k: int):
-        self.events: list[PrimEvent] = []
-        # The step limit of the program (--max-steps) holds for every probe too.
-        self.max_steps = getattr(program, "max_steps", None)
-        self.runtime = Runtime(on_event=self._record, max_steps=self.max_steps)
-        # Only the declarations `name` needs are compiled (not the whole prelude).
-        self.module = Module(tuple(program.dependencies(name)))
-        self.function = self.runtime.evaluate_module(self.module, upto=name)[name]
-        self.program, self.name, self.k = program, name, k
-        self._naive: tuple[Differentiator, Any] | None = None
-
-    def naive_gradient(self, point: Any, seconds: float) -> list[float] | None:
-        """The gradient at ``point`` by naive backpropagation, on an interpreter of its own
-        that gives up after ``seconds`` (None then).  Any other limit (the program's step
-        limit, the caller's time limit) raises ResourceError."""
-        if self._naive is None:
-            runtime = Runtime(strategy="naive", timeout=seconds, max_steps=self.max_steps)
-            f = runtime.evaluate_module(self.module, upto=self.name)[self.name]
-            if self.k > 1:
-                f = runtime.evaluate(uncurried_term(self.name, self.k), {self.name: f})
-            self._naive = (runtime.differentiator, f)
-        differentiator, f = self._naive
-        started = time.monotonic()
-        try:
-            _, gradient = differentiator.grad(f, point, strategy="naive")
-        except ResourceError:
-            if time.monotonic() - started < seconds:
-                raise  # not this budget: a limit the user set
-            return None
-        return leaves(gradient)
-
-    def _record(self, event: Any) -> None:
-        if isinstance(event, PrimEvent):
-            self.events.append(event)
-
-    def __call__(self, point: Any) -> Probe:
-        """The recorded evaluation at ``point``; raises LambdadError from the program."""
-        self.events = []
-        value = self.runtime.apply(self.function, *curried_parts(point, self.k))
-        return Probe(value, tuple(self.events))
-
-
-def _real_args(event: PrimEvent) -> bool:
-    return bool(event.args) and all(type(a) is float for a in event.args)
-
-
-def _where(event: PrimEvent) -> str:
-    return f" at {event.span}" if event.span is not None and event.span.line else ""
-
-
-def branch_problem(center: Probe, probe: Probe) -> str | None:
-    """Why ``probe`` (a finite-difference probe) does not see the same smooth piece of the
-    function as ``center``, or None: another control path, or a kink closer to the center's
-    arguments than the probe moved them."""
-    for a, b in zip(center.events, probe.events):
-        if a.prim is not b.prim and a.prim.name != b.prim.name:
-            return "a finite-difference probe takes another branch"
-        if type(a.result) is bool and a.result != b.result:
-            return (f"a finite-difference probe changes the outcome of "
-                    f"`{a.prim.spelling.symbol}`{_where(a)}")
-        if a.prim.kink is not None and _real_args(a) and _real_args(b):
-            moved = max(abs(x - y) for x, y in zip(a.args, b.args))
-            distance = a.prim.kink(*a.args)
-            # Arguments that move together keep their distance to the kink exactly (`max y y`,
-            # `y < y`): such a primitive stays on one piece however close it is.
-            if moved == 0.0 or b.prim.kink(*b.args) == distance:
-                continue
-            size = max(abs(x) for x in a.args)
-            if distance <= KINK_MARGIN * moved + 1e-12 * (1.0 + size):
-                return (f"`{a.prim.spelling.symbol}`{_where(a)} is evaluated "
-                        f"{distance:.2g} from a kink")
-    if len(center.events) != len(probe.events):
-        return "a finite-difference probe takes another branch"
-    return None
-
-
-def domain_problem(center: Probe) -> str | None:
-    """The first primitive evaluated outside the comfortable ``domain`` the table gives it
-    (``log`` near 0, a divisor near 0...), or None."""
-    for e in center.events:
-        if e.prim.domain is not None and _real_args(e) and not e.prim.domain(*e.args):
-            args = ", ".join(format_value(a) for a in e.args)
-            return (f"`{e.prim.spelling.symbol}`{_where(e)} is evaluated outside the range "
-                    f"sampling prefers for it, near the edge of its domain or where it is "
-                    f"steep ({args})")
-    return None
-
-
-def _finite(value: Any) -> bool:
-    return type(value) is float and math.isfinite(value)
-
-
-def _error_of(d: float, fd: float, floor: float, rtol: float) -> float:
-    """``|d - fd| / max(|d|, |fd|, floor / rtol)``: relative, with magnitudes below
-    ``floor / rtol`` counted as that (the module docstring)."""
-    if d == fd:
-        return 0.0
-    return abs(d - fd) / max(abs(d), abs(fd), floor / rtol)
-
-
-@attrs.frozen
-class _Differences:
-    value: float
-    quotients: tuple[float, ...]
-    # Allowed absolute deviation of a derivative from each quotient (atol_i): rounding error
-    # of the difference quotients plus their estimated truncation error.
-    atols: tuple[float, ...]
-    # M_i: the largest magnitude that moves when input i is probed.
-    magnitudes: tuple[float, ...]
-    # Why the finite differences cannot judge input i (None where they can).
-    unresolved: tuple[str | None, ...]
-    problem: str | None
-    domain: str | None
-
-
-def _quotient(prober: Prober, center: Probe, point: Any, reals: list[float], i: int,
-              h: float) -> tuple[float, float, float, str | None]:
-    """The central difference for input ``i`` with step ``h``, its rounding error bound, the
-    magnitude ``M_i`` of what moves, and what is wrong with its probes (if anything)."""
-    x = reals[i]
-    up, down = list(reals), list(reals)
-    up[i], down[i] = x + h, x - h
-    try:
-        plus = prober(replace_leaves(point, up))
-        minus = prober(replace_leaves(point, down))
-    except ResourceError:
-        raise  # a limit the user set: the check stops, it is not a failed probe
-    except LambdadError as exc:
-        return math.nan, math.inf, math.inf, f"a finite-difference probe fails: {exc.message}"
-    problem = branch_problem(center, plus) or branch_problem(center, minus)
-    if not (_finite(plus.value) and _finite(minus.value)):
-        return math.nan, math.inf, math.inf, problem or "a finite-difference probe is not finite"
-    step = up[i] - down[i]  # the representable step, not 2h
-    magnitude = moving_magnitude(plus, minus)
-    rounding = ROUNDING_SAFETY * MACHINE_EPSILON * magnitude / (step / 2.0)
-    return (plus.value - minus.value) / step, rounding, magnitude, problem
-
-
-def finite_differences(prober: Prober, point: Any, eps: float = DEFAULT_EPS,
-                       rtol: float = DEFAULT_RTOL) -> _Differences:
-    """Central differences at ``point`` for every input real, with each one's floor
-    ``atol_i``, and the reason (if any) they cannot be trusted there: a kink or a branch
-    switch between the probes (for the whole point); for an input, differences that change
-    when the step is halved or a floor too large for ``rtol``.  Raises LambdadError if the
-    function fails at the point itself or its value is not finite.
-
-    Each derivative is estimated with the step ``h`` and with ``h / 2`` and extrapolated
-    (Richardson: ``(4 D(h/2) - D(h)) / 3`` cancels the ``h^2`` error term); the change
-    between the two steps bounds the truncation error left."""
-    center = prober(point)
-    if not _finite(center.value):
-        raise EvalError(f"the value of `{prober.name}` at {format_value(point)} is "
-                        f"{format_value(center.value)}")
-    reals = leaves(point)
-    quotients, atols, magnitudes, unresolved = [], [], [], []
-    problem = None
-    for i, x in enumerate(reals):
-        h = eps * max(1.0, abs(x))
-        coarse, coarse_rounding, coarse_size, trouble = _quotient(prober, center, point, reals,
-                                                                  i, h)
-        problem = problem or trouble
-        fine, fine_rounding, fine_size, trouble = _quotient(prober, center, point, reals, i,
-                                                            h / 2.0)
-        problem = problem or trouble
-        estimate = (4.0 * fine - coarse) / 3.0
-        rounding = (4.0 * fine_rounding + coarse_rounding) / 3.0
-        truncation = abs(fine - coarse) / 3.0
-        atol = rounding + truncation
-        reason = None
-        if math.isfinite(estimate):
-            if truncation > UNSETTLED * max(abs(estimate), rounding):
-                reason = (f"the finite differences do not settle (halving the step changes "
-                          f"them by {abs(fine - coarse):.2g}): the function is too curved at "
-                          "this scale")
-            elif rounding > rtol * max(abs(estimate), 1.0):
-                reason = (f"their rounding error is {rounding:.2g} here (magnitudes up "
-                          f"to {max(coarse_size, fine_size):.2g} move with this input)")
-        quotients.append(estimate)
-        atols.append(atol)
-        magnitudes.append(max(coarse_size, fine_size))
-        unresolved.append(reason)
-    return _Differences(center.value, tuple(quotients), tuple(atols), tuple(magnitudes),
-                        tuple(unresolved), problem, domain_problem(center))
 
 
 # --------------------------------------------------------------------------- checking

@@ -61,6 +61,8 @@ from . import primitives
 from .primitives import PRIMITIVES
 from .rules import NameSupply, NoReverseImageError, lift, plus, primal_of, times
 from .syntax import (
+    rename_binders,
+    renamed_free,
     Annot,
     App,
     Builtin,
@@ -221,24 +223,6 @@ def inline_closures(lam: Lam, layout: Sequence[tuple[str, object]]
     return build(lam, layout, True), tuple(kept)
 
 
-def renamed_free(term: Term, renaming: Mapping[str, str]) -> Term:
-    """``term`` with each free occurrence of a name of ``renaming`` renamed (the new names
-    must not be bound in ``term``)."""
-    if not renaming:
-        return term
-
-    def go(t: Term, hidden: frozenset[str]):
-        if isinstance(t, Var):
-            new = renaming.get(t.name)
-            return t if new is None or t.name in hidden else attrs.evolve(t, name=new)
-        kids = []
-        for child, bound in zip(children(t), binders(t)):
-            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
-        return with_children(t, kids)
-
-    return run(go(term, frozenset()))
-
-
 def _ground(t: Type) -> bool:
     """Whether ``t`` has no type variable."""
     return not any(isinstance(inner, VarT) for inner in walk(t))
@@ -274,7 +258,7 @@ def _fresh_copy(term: Term, avoid: set[str], seen: set[str], names: NameSupply) 
                     inner[name] = fresh[name]
             kids.append((yield go(child, inner)))
         rebuilt = with_children(t, kids)
-        return _rename_binders(rebuilt, fresh)
+        return rename_binders(rebuilt, fresh)
 
     return run(go(term, {}))
 
@@ -284,18 +268,6 @@ def _base(name: str) -> str:
     stem = name.rstrip("0123456789'_")
     return stem or "v"
 
-
-def _rename_binders(t: Term, fresh: Mapping[str, str]) -> Term:
-    if not fresh:
-        return t
-    if isinstance(t, (Lam, LinLam)):
-        return attrs.evolve(t, param=fresh.get(t.param, t.param))
-    if isinstance(t, Let):
-        return attrs.evolve(t, name=fresh.get(t.name, t.name))
-    if isinstance(t, LetPair):
-        return attrs.evolve(t, first=fresh.get(t.first, t.first),
-                            second=fresh.get(t.second, t.second))
-    return t
 
 
 def _differentiating(definitions: Mapping[str, Term]) -> set[str]:

@@ -30,8 +30,9 @@ from .errors import LambdadError, ParseError, UsageError, render
 from .graph import Graph, graph_of
 from .parser import parse_entry, parse_module
 from .plot import Plot
-from .pipeline import Program, format_python
+from .pipeline import Program
 from .printer import print_type
+from .results import format_python
 from .syntax import Decl
 from .trace import Trace, trace
 

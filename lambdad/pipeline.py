@@ -6,35 +6,36 @@ The CLI, the REPL and the Python API are thin layers over this module.
 from __future__ import annotations
 
 import copy
-import functools
-import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from . import backward as backward_mode
 from . import rich
-from . import forward as forward_mode
-from . import nesting
-from .differentiate import (
-    COMPOSITIONS,
-    FORWARD,
-    REVERSE,
-    Stats,
-    count_reals,
-    is_real,
-    map_value,
+from .calling import (
+    argument_type,
+    arguments_covered,
+    check_functions,
+    first_non_finite,
+    first_too_deep,
+    input_names,
+    literal_value,
+    point_from_python,
+    point_source,
+    point_span,
+    Shape,
+    real_point,
+    too_deep_message,
+    uncurried_lambda,
+    uncurried_term,
 )
+from .derivatives import Derivatives, _remember
+from .differentiate import COMPOSITIONS, Stats  # noqa: F401 (read by the front ends)
 from .edge import checked, checked_class
 from .errors import (
-    DifferentiationError,
-    EvalError,
-    FileAccessError,
     LambdadError,
     ResourceError,
     ShadowWarning,
@@ -43,160 +44,45 @@ from .errors import (
     UsageError,
     source_line,
 )
-from .fuse import fused_backward_term
-from .iterate import collector_paused, collector_paused_during, run
+from .iterate import collector_paused, collector_paused_during
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
-from .primitives import (
-    FST,
-    LINEAR_NAMES,
-    NAMED,
-    PRIMITIVES,
-    SND,
-    Primitive,
-    declared_by,
-    declared_primitives,
-)
-from .calling import (
-    argument_names,
-    argument_type,
-    arguments_covered,
-    check_functions,
-    curried_call,
-    curried_parts,
-    finite_reals,
-    first_non_finite,
-    first_too_deep,
-    from_python,
-    input_names,
-    literal_value,
-    output_names,
-    packed,
-    point_from_python,
-    point_source,
-    point_span,
-    point_term,
-    Shape,
-    real_inputs,
-    real_point,
-    real_term,
-    too_deep_message,
-    uncurried_lambda,
-    uncurried_term,
-)
-from .printer import builtin_uses, print_decl, print_type, print_type_comment, unshadowed
+from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
+from .printer import builtin_uses, print_decl, print_type
+from .results import Jacobian
 from .runtime import Runtime
-from .simplify import simplify
+from .showing import Showing
+from .sources import (
+    PRELUDE_FILE,
+    _prelude,
+    _prelude_closure,
+    _prelude_typing,
+    prelude_text,
+    read_source,
+)
 from .syntax import (
-    is_differentiable,
+    renamed_free,
     result_after,
-    App,
-    Const,
     Decl,
-    Let,
-    LetPair,
-    Lam,
     Module,
-    Pair,
-    RealT,
-    ReadOff,
-    Seed,
     Term,
     Type,
     Var,
-    VarT,
     binders,
     children,
     free_vars,
-    names_in,
+    names_used,
     numbered,
-    with_children,
+    unused_name,
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
-from .values import format_real, format_value, to_json, to_python
+from .values import to_python
 
-PRELUDE_FILE = "<prelude>"
+
 # A name as the lexer reads it (an identifier, possibly primed: ``f'1``).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_']*")
 MODES = ("reverse", "forward", "both")
-
-
-@functools.cache
-def prelude_text() -> str:
-    """The source of the prelude, the definitions every program starts with (read once).
-    Installed as files, it is read beside this module: finding it as a package resource
-    costs a fresh process some milliseconds, the resource lookup is for other installs
-    (a zip archive)."""
-    beside = Path(__file__).with_name("prelude.lam")
-    if beside.is_file():
-        return beside.read_text(encoding="utf-8")
-    return resources.files("lambdad").joinpath("prelude.lam").read_text(encoding="utf-8")
-
-
-@functools.cache
-def _prelude() -> Module:
-    """The prelude's declarations, parsed once (they are immutable: every program shares
-    these very nodes)."""
-    return parse_module(prelude_text(), PRELUDE_FILE)
-
-
-@functools.cache
-def _prelude_uses(name: str) -> frozenset[str]:
-    """The prelude definitions that the prelude's definition ``name`` uses directly."""
-    decls = {decl.name: decl for decl in _prelude().decls}
-    return free_vars(decls[name].value) & decls.keys()
-
-
-def _prelude_closure(names: frozenset[str]) -> frozenset[str]:
-    """``names`` (prelude definitions) with every prelude definition they use, transitively."""
-    reached = set(names)
-    pending = list(names)
-    while pending:
-        for used in _prelude_uses(pending.pop()):
-            if used not in reached:
-                reached.add(used)
-                pending.append(used)
-    return frozenset(reached)
-
-
-@functools.lru_cache(maxsize=64)
-def _prelude_typing(names: frozenset[str]) -> ModuleTyping:
-    """The typing of the prelude's definitions ``names`` (closed under use), made once per
-    set (of the few sets programs reach).  A program types only the part of the prelude it reaches: the prelude is tested,
-    so putting the rest off changes no message, and a small program loads without typing
-    all of it (the typing's node-keyed types stay valid: these very nodes are reused)."""
-    return infer_module(Module(tuple(d for d in _prelude().decls if d.name in names)))
-
-
-# Larger sources are refused before parsing: far beyond any program written by hand or
-# generated for a benchmark, and a guard against endless inputs such as /dev/zero.
-MAX_SOURCE_BYTES = 64 * 1024 * 1024
-
-
-def read_source(path: str | Path) -> str:
-    """The text of the file ``path``; raises FileAccessError (a UsageError) if it cannot be
-    read, is not UTF-8, or is larger than MAX_SOURCE_BYTES."""
-    path = Path(path)
-    if "\0" in str(path):
-        raise FileAccessError(f"no such file: {str(path)!r} (a file name has no NUL character)")
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_SOURCE_BYTES + 1)
-    except FileNotFoundError:
-        raise FileAccessError(f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise FileAccessError(f"{path} is a directory, not a .lam file") from None
-    except OSError as exc:
-        raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SOURCE_BYTES:
-        raise FileAccessError(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MiB; "
-                              "lambdad reads source files up to that size")
-    try:
-        # Windows line ends read as \n; a line ends at \n only, in the parser and every message.
-        return data.decode("utf-8").replace("\r\n", "\n")
-    except UnicodeDecodeError as exc:
-        raise FileAccessError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
 
 
 @checked
@@ -216,46 +102,6 @@ def loads(text: str, file: str = "<string>") -> "Program":
     well-typed program."""
     return Program(text, file)
 
-
-# How many programs restricted() keeps for later calls, per program.
-_RESTRICTIONS_KEPT = 8
-
-
-_PREPARED_SHAPES = 256
-
-
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    """``cache[key] = value``, the cache emptied first when it is full (see
-    Program._plans)."""
-    if len(cache) >= _PREPARED_SHAPES:
-        cache.clear()
-    cache[key] = value
-
-
-def _fixed_key(values: Sequence[Any]) -> str | None:
-    """A key telling apart the runtime values ``values`` (reals, booleans, pairs, lists):
-    their text, exact for reals; None when one holds a function (no key)."""
-    stack = list(values)
-    while stack:
-        value = stack.pop()
-        if type(value) in (tuple, list):
-            stack.extend(value)
-        elif type(value) not in (float, bool):
-            return None
-    return repr(values)
-
-
-def _python_reals(point: Any) -> Any:
-    """A runtime point of right-nested pairs of reals as the Python tuple it packs (which
-    repeated calls convert fastest, see calling.real_point); any other point unchanged."""
-    if type(point) is not tuple or not finite_reals(point):
-        return point
-    reals = []
-    while type(point) is tuple:
-        reals.append(point[0])
-        point = point[1]
-    reals.append(point)
-    return tuple(reals)
 
 
 @checked_class
@@ -310,6 +156,7 @@ class Program:
         self._added: tuple[Any, ...] | None = None
         self._serial = len(self.user_names)
         self.runtime = Runtime()
+        self._derivatives = Derivatives()
         self._values: dict[str, Any] | None = None
         # The module _unevaluated() last read, with each declaration's position in it.
         self._positions: tuple[Module, dict[str, int]] | None = None
@@ -319,16 +166,6 @@ class Program:
         # (A shape names its lists' lengths: caches past _PREPARED_SHAPES entries start
         # again, so points of ever new lengths do not fill them.)
         self._plans: dict[tuple[str, Shape], tuple[Any, Type]] = {}
-        # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
-        # strategy asked for): the prepared path, found after the first general run (see
-        # Differentiator.prepared_grad), or None when there is none.
-        self._gradients: dict[tuple[str, Shape, str | None], Any] = {}
-        # Hessian-vector products at points and directions of Python reals, by (name, shape
-        # of the point, strategy): the prepared path, found after the first general run
-        # (see Differentiator.prepared_hvp), or None when there is none.
-        self._products: dict[tuple[str, Shape, str], Any] = {}
-        # Programs made by restricted(), by name, chosen parameters and the fixed values.
-        self._restrictions: dict[tuple[Any, ...], Program] = {}
 
     @property
     def typing(self) -> ModuleTyping:
@@ -608,9 +445,7 @@ class Program:
         # (the runtime is shared)
         new._adapters = {}
         new._plans = {}
-        new._gradients = {}
-        new._products = {}
-        new._restrictions = {}
+        new._derivatives = Derivatives()
         # The module and what was added to it, read before anything below (value_of) may
         # make this program's module, which would fold ``added`` into it.
         base, added = self._module, self._added if self._added is not None else ()
@@ -620,7 +455,7 @@ class Program:
         schemes, types = _persistent(typing.schemes), _persistent(typing.types)
         env = typing.env
         used = self._used if self._used is not None else PersistentMap(
-            dict.fromkeys(_names_used(self.module.decls)))
+            dict.fromkeys(names_used(self.module.decls)))
         order = self._order if self._order is not None else PersistentMap(
             {name: serial for serial, name in enumerate(self.user_names)})
         serial = self._serial
@@ -661,7 +496,7 @@ class Program:
             types = types.update(typed.types)
             env = env.extend_all(typed.schemes)
             values = values.set(decl.name, value)
-            used = used.update(dict.fromkeys(_names_used((decl,))))
+            used = used.update(dict.fromkeys(names_used((decl,))))
             added = (decl, added)
             serial += 1
             order = order.set(decl.name, serial)
@@ -681,7 +516,7 @@ class Program:
         """The name a definition of ``name`` gets when :meth:`extended` replaces it:
         ``name'1``, ``name'2``, ..., the first that no declaration defines, uses or binds."""
         used = self._used if self._used is not None else PersistentMap(
-            dict.fromkeys(_names_used(self.module.decls)))
+            dict.fromkeys(names_used(self.module.decls)))
         return _hidden_name(name, used)
 
     # ------------------------------------------------------------ points
@@ -809,130 +644,22 @@ class Program:
         only, the others held at their values in ``point`` (see :meth:`restricted`): the
         gradient has the shape of those parameters (a tuple for several).
         """
-        if wrt is not None:
-            program, point = self.restricted(name, point, wrt)
-            return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
-        # (a repeated gradient costs microseconds: the strategy is switched without a
-        # context manager, and only when the call names another one)
-        runtime = self.runtime
-        current = runtime.interpreter.strategy
-        if strategy is None or strategy == current:
-            return self._value_and_grad(name, point, mode, current, stats)
-        runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
-        try:
-            return self._value_and_grad(name, point, mode, runtime.interpreter.strategy,
-                                        stats)
-        finally:
-            runtime.set_strategy(current)
-
-    def _value_and_grad(self, name: str, point: Any, mode: str, strategy: str, stats: bool):
-        """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
-        is set."""
-        if mode == "reverse":
-            inputs = real_inputs(point)
-            if inputs is not None:
-                prepared = self._gradients.get((name, inputs[0], strategy))
-                # (instrumented runs, under a step or time limit, report events: general path)
-                if prepared is not None and not self.runtime.interpreter.instrumented:
-                    # (its run pauses the collector: little is made outside it)
-                    return self._prepared_value_and_grad(prepared, name, point, inputs[1],
-                                                         stats)
-        return self._general_value_and_grad(name, point, mode, strategy, stats)
-
-    @collector_paused_during
-    def _general_value_and_grad(self, name: str, point: Any, mode: str, strategy: str,
-                                stats: bool):
-        """:meth:`_value_and_grad` by the general path: the function transformed (or its
-        image found), compiled if need be, and run; a prepared path kept for the next."""
-        reals = real_point(point) if mode == "reverse" else None
-        if mode not in ("reverse", "forward"):
-            raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
-        f, x, result = self.function_and_point(name, point)
-        if not (isinstance(result, RealT) or isinstance(result, VarT)):
-            raise UsageError(
-                f"grad needs a function returning R; `{name}` returns {print_type(result)}")
-        if mode == "forward":
-            value, gradient = self.runtime.differentiator.forward_grad(f, x)
-            run_stats = Stats(0, 0)
-        else:
-            value, gradient = self.runtime.differentiator.grad(f, x)
-            run_stats = self.runtime.differentiator.last_stats
-            if reals is not None:
-                _remember(self._gradients, (name, reals[0], strategy),
-                          self.runtime.differentiator.prepared_grad(f, reals[0]))
-        if type(value) is float and finite_reals(value) and finite_reals(gradient):
-            out = (value, gradient)  # immutable reals and tuples: the Python data already
-        else:
-            self._require_finite(name, x, value, gradient)
-            out = (to_python(value), to_python(gradient))
-        return out + (run_stats,) if stats else out
-
-    def _prepared_value_and_grad(self, prepared: Any, name: str, point: Any, inputs: Any,
-                                 stats: bool):
-        """:meth:`value_and_grad` in reverse mode by a prepared gradient of ``name`` (the
-        function, its point's shape and the strategy already checked by a general run) at
-        ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
-        runtime = self.runtime
-        value, gradient = prepared(inputs)
-        # The gradient is made afresh (floats, right-nested pairs of them, new lists of
-        # them, nested in the point's shape): once found finite, it is the Python data
-        # already.
-        shape = prepared.shape
-        if type(value) is float and value - value == 0.0 and (
-                first_non_finite(gradient) is None if type(shape) is not int
-                else all(map(math.isfinite, gradient)) if shape < 0
-                else finite_reals(gradient)):
-            out = (value, gradient)
-        else:
-            self._require_finite(name, real_point(point)[1], value, gradient)
-            out = (to_python(value), to_python(gradient))
-        return out + (runtime.differentiator.last_stats,) if stats else out
-
-    def _require_finite(self, name: str, x: Any, value: Any, gradient: Any) -> None:
-        """Raises EvalError if the value or a gradient component is NaN or infinite: an
-        overflow somewhere in the program must not pass silently as a number."""
-        reals: list[float] = []
-        map_value(gradient, is_real, lambda r: reals.append(r) or r)
-        bad = [i for i, r in enumerate(reals) if not math.isfinite(r)]
-        span = self.decls[name].span
-        if type(value) is float and not math.isfinite(value):
-            raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "
-                            "result overflowed or was undefined", span)
-        if bad:
-            names = self.input_names(name, x)
-            listed = ", ".join(f"{names[i]} = {format_real(reals[i])}" for i in bad[:5])
-            raise EvalError(f"the gradient of `{name}` is not finite ({listed}): adjoints "
-                            "summed to an overflow", span)
+        return self._derivatives.value_and_grad(self, name, point, mode, strategy, stats, wrt)
 
     def grad(self, name: str, point: Any, mode: str = "reverse",
              strategy: str | None = None, stats: bool = False,
              wrt: Sequence[str] | None = None):
         """The gradient of ``name`` at ``point`` (``(gradient, stats)`` with ``stats=True``)."""
-        out = self.value_and_grad(name, point, mode=mode, strategy=strategy, stats=stats,
-                                  wrt=wrt)
-        return (out[1], out[2]) if stats else out[1]
+        return self._derivatives.grad(self, name, point, mode, strategy, stats, wrt)
 
-    @collector_paused_during
     def jvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """``(value, directional derivative)`` of ``name`` at ``point`` along ``direction``."""
-        f, x, _ = self.function_and_point(name, point)
-        v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
-            direction, "--dir")
-        try:
-            value, tangent = self.runtime.differentiator.jvp(f, x, v)
-        except DifferentiationError as exc:
-            raise UsageError(exc.message) from None
-        return to_python(value), to_python(tangent)
+        return self._derivatives.jvp(self, name, point, direction)
 
-    @collector_paused_during
     def vjp(self, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(value, pull-back)``; the pull-back takes and returns Python data."""
-        f, x, _ = self.function_and_point(name, point)
-        value, pullback = self.runtime.differentiator.vjp(f, x)
-        return to_python(value), collector_paused_during(lambda ct: to_python(
-            pullback(point_from_python(ct, "the cotangent"))))
+        return self._derivatives.vjp(self, name, point)
 
-    @collector_paused_during
     def hessian(self, name: str, point: Any, mode: str = "forward-over-reverse",
                 strategy: str | None = None,
                 wrt: Sequence[str] | None = None) -> tuple[Any, Any, list[Any]]:
@@ -941,61 +668,13 @@ class Program:
         point's shape.  ``mode`` is the composition (:data:`COMPOSITIONS`): forward mode
         over reverse mode by default (n Hessian-vector products).  ``strategy`` and ``wrt``
         as for :meth:`value_and_grad`."""
-        if wrt is not None:
-            program, point = self.restricted(name, point, wrt)
-            return program.hessian(name, point, mode, strategy)
-        if mode not in COMPOSITIONS:
-            raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
-        f, x = self._scalar_function(name, point)
-        with self.runtime.strategy_of_call(strategy):
-            rows = self.runtime.differentiator.hessian_rows(f, x, mode)
-            value, gradient = self.runtime.differentiator.grad(f, x)
-        self._require_finite(name, x, value, gradient)
-        return to_python(value), to_python(gradient), [to_python(row) for row in rows]
+        return self._derivatives.hessian(self, name, point, mode, strategy, wrt)
 
     def hvp(self, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
         """``(value, gradient, H·v)`` of ``name`` at ``point`` along ``direction``, by
         forward mode over reverse mode."""
-        runtime = self.runtime
-        inputs = real_inputs(point)
-        along = real_inputs(direction) if inputs is not None else None
-        key = (name, inputs[0], runtime.interpreter.strategy) if inputs is not None else None
-        if along is not None and along[0] == inputs[0] and (
-                inputs[0] != -1 or len(along[1]) == len(inputs[1])):
-            prepared = self._products.get(key)
-            # (instrumented runs, under a step or time limit, report events: general path)
-            if prepared is not None and not runtime.interpreter.instrumented:
-                # (its runs pause the collector: little is made outside them)
-                value, gradient, product = prepared(inputs[1], along[1])
-                return to_python(value), to_python(gradient), to_python(product)
-        return self._general_hvp(name, point, direction, key, inputs)
+        return self._derivatives.hvp(self, name, point, direction)
 
-    @collector_paused_during
-    def _general_hvp(self, name: str, point: Any, direction: Any, key: Any,
-                     inputs: Any) -> tuple[Any, Any, Any]:
-        """:meth:`hvp` by the general path; a prepared product kept under ``key`` (None:
-        not a point of reals, whose ``inputs`` :func:`real_inputs` gave)."""
-        runtime = self.runtime
-        f, x = self._scalar_function(name, point)
-        v = self._as_value(direction) if not isinstance(direction, str) else self.parse_point(
-            direction, "--dir")
-        try:
-            value, gradient, product = runtime.differentiator.hvp(f, x, v)
-        except DifferentiationError as exc:
-            raise UsageError(exc.message) from None
-        if key is not None and key not in self._products:
-            _remember(self._products, key, runtime.differentiator.prepared_hvp(f, x, inputs[0]))
-        return to_python(value), to_python(gradient), to_python(product)
-
-    def _scalar_function(self, name: str, point: Any) -> tuple[Any, Any]:
-        f, x, result = self.function_and_point(name, point)
-        if not (isinstance(result, RealT) or isinstance(result, VarT)):
-            raise UsageError(
-                f"second derivatives need a function returning R; `{name}` returns "
-                f"{print_type(result)}")
-        return f, x
-
-    @collector_paused_during
     def restricted(self, name: str, point: Any, wrt: Sequence[str]) -> tuple["Program", Any]:
         """A program in which ``name`` is a function of its parameters named ``wrt`` only
         (curried, in that order), every other parameter fixed at its value in ``point``;
@@ -1004,43 +683,8 @@ class Program:
         definition stays, renamed as :meth:`extended` renames a redefined name, for the new
         one to call.  Raises UsageError for a name that is not one of the parameters the
         point gives."""
-        self.require(name)
-        if not wrt:
-            raise UsageError("--wrt needs the name of at least one parameter")
-        value = self._as_value(point)
-        k = arguments_covered(name, self._scheme(name).type, value)
-        names = argument_names(self.decls[name].value, k)
-        parts = curried_parts(value, k)
-        chosen: list[int] = []
-        for wanted in wrt:
-            if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
-                listed = ", ".join(f"`{n}`" for n in names if n != "_")
-                problem = "is given twice" if wanted in names and names.index(wanted) in chosen \
-                    else f"is not a parameter of `{name}` that the point gives"
-                raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
-                                 "parameter written as a pattern has no name to choose)")
-            chosen.append(names.index(wanted))
-        fixed = [part for i, part in enumerate(parts) if i not in chosen]
-        key = (name, tuple(chosen), k, _fixed_key(fixed))
-        program = self._restrictions.get(key) if key[-1] is not None else None
-        if program is None:
-            hidden = self.hidden_name(name)
-            body: Term = Var(hidden)
-            for i, part in enumerate(parts):
-                body = App(body, Var(names[i]) if i in chosen else point_term(part, real_term))
-            for i in reversed(chosen):
-                body = Lam(names[i], body)
-            program = self.extended([Decl(name, body)])
-            assert hidden in program.decls, "extended() renames the old definition to `hidden`"
-            if key[-1] is not None:
-                # Kept for the calls to come (a loop holding the data fixed while the chosen
-                # parameters move reuses one program and its compiled code); a few only.
-                if len(self._restrictions) >= _RESTRICTIONS_KEPT:
-                    del self._restrictions[next(iter(self._restrictions))]
-                self._restrictions[key] = program
-        return program, packed([parts[i] for i in chosen])
+        return self._derivatives.restricted(self, name, point, wrt)
 
-    @collector_paused_during
     def jacobian(self, name: str, point: Any, mode: str | None = None,
                  wrt: Sequence[str] | None = None) -> "Jacobian":
         """The Jacobian of ``name`` at ``point``, for any result built from reals, pairs and
@@ -1049,33 +693,7 @@ class Program:
         cheaper of the two from the numbers of inputs and outputs (forward when there are
         no more inputs than outputs).  ``wrt`` as for :meth:`value_and_grad`.  Raises
         UsageError for a bad mode or a result that is not differentiable."""
-        if wrt is not None:
-            program, point = self.restricted(name, point, wrt)
-            return program.jacobian(name, point, mode)
-        if mode not in (None, FORWARD, REVERSE):
-            raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
-        f, x, result = self.function_and_point(name, point)
-        if not is_differentiable(result):
-            raise UsageError(f"a Jacobian needs a result built from R, pairs and lists; "
-                             f"`{name}` returns {print_type(result)}")
-        inputs = count_reals(x)
-        if mode is None:
-            outputs = count_reals(self.runtime.apply(f, x))
-            mode = FORWARD if inputs <= outputs else REVERSE
-        value, jacobian = self.runtime.differentiator.jacobian(f, x, mode)
-        rows = [[] for _ in range(count_reals(value))]
-        reals = iter(_reals_of(jacobian))
-        for row in rows:
-            row.extend(next(reals) for _ in range(inputs))
-        bad = next((r for row in rows for r in row if not math.isfinite(r)), None)
-        if bad is not None:
-            raise EvalError(f"the Jacobian of `{name}` is not finite ({format_real(bad)}): an "
-                            "intermediate derivative overflowed or was undefined")
-        # -0.0 (a zero tangent times a negative partial) reads as 0
-        rows = [[r + 0.0 for r in row] for row in rows]
-        jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
-        return Jacobian(to_python(value), to_python(jacobian), rows, mode,
-                        self.input_names(name, x), output_names(name, value))
+        return self._derivatives.jacobian(self, name, point, mode, wrt)
 
     def stats(self) -> Stats | None:
         return self.runtime.differentiator.last_stats
@@ -1083,59 +701,22 @@ class Program:
     # ------------------------------------------------------------ showing programs
     def dependencies(self, name: str) -> list[Decl]:
         """The declarations ``name`` needs (transitively), in program order, ending with it."""
-        self.require(name)
-        needed = {name}
-        defined = {decl.name for decl in self.module.decls}
-        for decl in reversed(self.module.decls):
-            if decl.name in needed:
-                needed |= free_vars(decl.value) & defined
-                # the declarations of the primitives it uses, so a printed program parses
-                needed |= {str(p.name) for p in declared_primitives(decl.value)}
-        return [d for d in self.module.decls if d.name in needed]
+        return Showing(self).dependencies(name)
 
     def expanded_dependencies(self, name: str) -> list[Decl]:
         """The declarations ``name`` needs, in program order, each with its uses of
         ``grad``/``jvp``/``vjp`` written out as target programs (lambdad.nesting); a
         definition that differentiates is inlined where it is used, so it is needed only
         if used otherwise.  Raises DifferentiationError located at a use with no program."""
-        self.require(name)
-        module = self.module.decls  # as one module: a replaced definition has a hidden name
-        by_name = {d.name: d for d in module}
-        definitions = {d.name: d.value for d in module if declared_by(d.name, d.value) is None}
-        values: dict[str, Term] = {}
-        needed: set[str] = set()
-        pending = [name]
-        while pending:
-            current = pending.pop()
-            if current in needed:
-                continue
-            needed.add(current)
-            value = by_name[current].value
-            if current in definitions:
-                value = nesting.expand(value, definitions, self.typing.env)
-            values[current] = value
-            pending.extend(free_vars(value) & by_name.keys())
-            pending.extend(str(p.name) for p in declared_primitives(value))
-        return [attrs.evolve(d, value=values[d.name]) for d in module if d.name in needed]
+        return Showing(self).expanded_dependencies(name)
 
-    @collector_paused_during
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
                           fused: bool = False) -> list[Decl]:
         """The declarations ``name`` depends on, transformed by ``mode``: simplified for
         reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
         strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified)."""
-        if fused and mode == FORWARD:
-            raise UsageError("--fused is a form of reverse mode; use it with --reverse")
-        out = []
-        for decl in self.expanded_dependencies(name):
-            if declared_by(decl.name, decl.value) is not None:
-                out.append(decl)  # a primitive is declared as it is; the rules use it
-                continue
-            out.append(Decl(decl.name, _transformed(decl.value, mode, raw, fused),
-                            span=decl.span))
-        return out
+        return Showing(self).transformed_decls(name, mode, raw, fused)
 
-    @collector_paused_during
     def show(self, name: str, forward: bool = False, reverse: bool = False,
              at: Any = None, raw: bool = False, backward: bool = False,
              fused: bool = False) -> str:
@@ -1145,109 +726,11 @@ class Program:
         fresh, and a definition of the program named ``main`` is printed renamed
         (``main'1``).  With ``fused``, reverse mode is printed in the form the ``fused``
         strategy runs.  Raises UsageError for a point that does not fit."""
-        reverse = reverse or backward  # ``backward``: the earlier name of ``reverse``
-        if forward == reverse:
-            raise UsageError("choose one of --forward and --reverse")
-        mode = FORWARD if forward else REVERSE
-        transform_type = forward_mode.forward_type if forward else backward_mode.backward_type
-        decls = self.transformed_decls(name, mode, raw, fused)
-        source_names = [decl.name for decl in decls]
-        wrapped = at is not None and declared_by(name, decls[-1].value) is not None
-        if wrapped:
-            # main calls a primitive through its transformed application, `f'1`
-            wrapper = _unused_name(name, decls)
-            decls.append(Decl(wrapper, _transformed(decls[-1].value, mode, raw, fused)))
-            source_names.append(name)
-        used_after: set[str] = set()
-        if at is not None:  # the built-ins main uses, whatever the entry is printed as
-            used_after = builtin_uses(self._show_main(name, name, at, mode, set())[1])
-        # A definition named `main`, or shadowing a built-in used after it, is printed
-        # renamed (`main'1`, `cosh'1`), its uses with it.
-        decls, renamed = unshadowed(decls, used_after, ("main",) if at is not None else ())
-        entry = decls[-1].name if wrapped else renamed.get(name, name)
-        main = None
-        if at is not None:
-            # main refers to the entry alone: its locals need only avoid the top-level names.
-            main = self._show_main(name, entry, at, mode, {decl.name for decl in decls})
-        header = "→D" if forward else "fused ←D" if fused else "←D"
-        lines = []
-        for source_name, decl in zip(source_names, decls):
-            source_type = self._scheme(source_name).type
-            if declared_by(decl.name, decl.value) is not None:
-                lines.append(print_type_comment(
-                    decl.name, source_type,
-                    "a primitive: both transformations use its partials"))
-            else:
-                lines.append(print_type_comment(decl.name, transform_type(source_type),
-                                                header, of=source_type))
-            lines.append(print_decl(decl))
-            lines.append("")
-        if main is not None:
-            comment, main_term = main
-            lines.append(comment + "\n" + print_decl(Decl("main", main_term)))
-            lines.append("")
-        return "\n".join(lines).rstrip() + "\n"
+        return Showing(self).show(name, forward, reverse, at, raw, backward, fused)
 
-    def _show_main(self, name: str, entry: str, at: Any, mode: str, taken: set[str]
-                   ) -> tuple[str, Term]:
-        """The comment and the value of ``def main = ...`` computing the value and gradient
-        of ``name`` (printed as ``entry``) at the point ``at`` by ``mode``; its local names
-        avoid ``taken``.  Evaluates nothing (but a point that is not written with literals
-        only)."""
-        x, k = self.fitted_point(name, at)
-        parts = curried_parts(x, k)
-        taken = set(taken) | {entry}
-
-        def fresh(base: str) -> str:
-            chosen = base if base not in taken else _unused_name(base, (), taken)
-            taken.add(chosen)
-            return chosen
-
-        def call(arguments: Sequence[Term]) -> Term:
-            body: Term = Var(entry)
-            for argument in arguments:
-                body = App(body, argument)
-            return body
-
-        if mode == REVERSE:
-            point, value, back = fresh("x"), fresh("v"), fresh("v_")
-            counter = iter(range(10**9))
-            seeded = point_term(x, lambda r: Pair(real_term(r),
-                                                  Seed(Const(float(next(counter))))))
-            body = LetPair(value, back, curried_call(Var(entry), Var(point), k),
-                           Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
-            main: Term = Let(point, seeded, body)
-            comment = "-- value and gradient by backpropagation"
-        else:
-            n = count_reals(x)
-            results = [fresh(f"r{i}") for i in range(max(n, 1))]
-            runs = []
-            for i in range(len(results)):
-                position = iter(range(10**9))
-
-                def dual(r: float, i: int = i, position=position) -> Term:
-                    return Pair(real_term(r), Const(1.0 if next(position) == i else 0.0))
-
-                runs.append(call([point_term(part, dual) for part in parts]))
-            reads = iter(results)
-            gradient = point_term(x, lambda r: SND.applied(Var(next(reads))))
-            main = Pair(FST.applied(Var(results[0])), gradient)
-            for result, run in reversed(list(zip(results, runs))):
-                main = Let(result, run, main)
-            comment = f"-- value and gradient by forward mode: one run per input real ({n})"
-        return comment, main
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _transformed(term: Term, mode: str, raw: bool, fused: bool) -> Term:
-    """``term`` transformed by ``mode`` (``fused``: reverse mode in the form the fused
-    strategy runs, not simplified), simplified for reading unless ``raw``."""
-    if fused:
-        return fused_backward_term(term)
-    term = (forward_mode.forward_term if mode == FORWARD else backward_mode.backward_term)(term)
-    return term if raw else simplify(term)
 
 
 def _name_span(decl: Decl, sources: Mapping[str, str]) -> Span:
@@ -1310,20 +793,8 @@ def _module_of(module: Module, added: tuple[Any, ...] | None) -> Module:
         for later in range(index + 1, len(decls)):
             if name in free_vars(decls[later].value):
                 decls[later] = attrs.evolve(
-                    decls[later], value=_rename_free(decls[later].value, name, hidden))
+                    decls[later], value=renamed_free(decls[later].value, {name: hidden}))
     return Module(tuple(decls))
-
-
-def _unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:
-    """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
-    mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
-    nothing."""
-    return numbered(f"{name}'", set(taken or ()) | _names_used(decls))
-
-
-def _names_used(decls: Sequence[Decl]) -> set[str]:
-    """Every name the declarations define, mention as a variable, or bind."""
-    return {d.name for d in decls} | names_in(*(d.value for d in decls))
 
 
 def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
@@ -1340,98 +811,16 @@ def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
     for index, decl in enumerate(decls):
         if decl.name not in redefined:
             continue
-        hidden = _unused_name(decl.name, [*decls, *own])
+        hidden = unused_name(decl.name, [*decls, *own])
         decls[index] = attrs.evolve(decl, name=hidden)
         for later in range(index + 1, len(decls)):
             decls[later] = attrs.evolve(
-                decls[later], value=_rename_free(decls[later].value, decl.name, hidden))
+                decls[later], value=renamed_free(decls[later].value, {decl.name: hidden}))
         for before in range(position[decl.name] + 1):
             if decl.name in free_vars(own[before].value):
                 own[before] = attrs.evolve(
-                    own[before], value=_rename_free(own[before].value, decl.name, hidden))
+                    own[before], value=renamed_free(own[before].value, {decl.name: hidden}))
     return tuple(decls), tuple(own)
-
-
-def _rename_free(term: Term, old: str, new: str) -> Term:
-    """``term`` with its free occurrences of the variable ``old`` renamed ``new`` (``new``
-    must not be bound in ``term``).  Iterative."""
-
-    def visit(t: Term):
-        if isinstance(t, Var):
-            return attrs.evolve(t, name=new) if t.name == old else t
-        kids = []
-        for kid, names in zip(children(t), binders(t)):
-            kids.append(kid if old in names else (yield visit(kid)))
-        return with_children(t, kids)
-
-    return run(visit(term))
-
-
-def format_python(value: Any) -> str:
-    """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_result(value)
-
-
-@attrs.frozen
-class Jacobian:
-    """A Jacobian and how it was computed.  ``jacobian`` has the shape of ``value`` with
-    each real replaced by that output's gradient (in the shape of the point); ``matrix`` is
-    the same numbers as rows (one per output real) of columns (one per input real), named
-    by ``outputs`` and ``inputs``."""
-
-    value: Any
-    jacobian: Any
-    matrix: list[list[float]]
-    mode: str
-    inputs: list[str]
-    outputs: list[str]
-
-
-def _reals_of(value: Any) -> list[float]:
-    """The reals of a runtime value, left to right."""
-    found: list[float] = []
-    map_value(value, is_real, lambda r: found.append(r) or r)
-    return found
-
-
-def format_jacobian(result: Jacobian, chosen: bool) -> str:
-    """The text ``lambdad jacobian`` and the REPL's ``:jacobian`` print: the value, then the
-    matrix with its outputs and inputs named (``chosen``: the mode was the cheaper one,
-    not asked for)."""
-    inputs, outputs = len(result.inputs), len(result.outputs)
-    lines = [f"value: {format_result(result.value)}",
-             f"jacobian ({outputs} output{'s' * (outputs != 1)} x {inputs} input"
-             f"{'s' * (inputs != 1)}, {result.mode} mode"
-             f"{', the cheaper for these sizes' if chosen else ''}):"]
-    cells = [[""] + result.inputs] + [
-        [name] + [format_real(r) for r in row] for name, row in zip(result.outputs, result.matrix)]
-    widths = [max(len(row[i]) for row in cells) for i in range(inputs + 1)]
-    for row in cells:
-        lines.append("  " + "  ".join(c.rjust(w) if i else c.ljust(w)
-                                      for i, (c, w) in enumerate(zip(row, widths))).rstrip())
-    return "\n".join(lines)
-
-
-def format_hessian(value: Any, gradient: Any, rows: list[Any], names: list[str],
-                   mode: str) -> str:
-    """The text ``lambdad hessian`` and the REPL's ``:hessian`` print: value, gradient and
-    a row per input real, named by ``names``."""
-    width = max((len(n) for n in names), default=0)
-    return "\n".join([
-        f"value: {format_result(value)}", f"gradient: {format_result(gradient)}",
-        f"hessian ({mode}), row i the gradient of the derivative along input i:",
-        *(f"  {name.ljust(width)} : {format_result(row)}" for name, row in zip(names, rows))])
-
-
-def format_result(value: Any) -> str:
-    """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_value(from_python(value, finite=False))
-
-
-def json_result(value: Any) -> Any:
-    """Python data (a result of :class:`Program`) as JSON-ready data (non-finite reals as
-    the strings ``"nan"``, ``"inf"``, ``"-inf"``)."""
-    return to_json(from_python(value, finite=False))
 
 
 def _span_text(span: Span, sources: dict[str, str]) -> str | None:

@@ -31,19 +31,9 @@ from prompt_toolkit.shortcuts import CompleteStyle
 from . import graph, gradcheck, highlight, trace
 from .errors import LambdadError, ParseError, UsageError, render
 from .parser import is_incomplete, parse_entry
-from .pipeline import (
-    COMPOSITIONS,
-    PRELUDE_FILE,
-    DEFAULT_STRATEGY,
-    STRATEGIES,
-    Program,
-    format_hessian,
-    format_jacobian,
-    format_result,
-    prelude_text,
-    read_source,
-    strategy_named,
-)
+from .pipeline import COMPOSITIONS, DEFAULT_STRATEGY, STRATEGIES, Program, strategy_named
+from .results import format_hessian, format_jacobian, format_result
+from .sources import PRELUDE_FILE, prelude_text, read_source
 from .primitives import NAMED
 from .printer import print_type
 from .syntax import Decl, Term

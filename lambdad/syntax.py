@@ -12,12 +12,13 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
 from .errors import Span, direct_init
+from .iterate import run
 
 N = TypeVar("N", bound="Node")
 T = TypeVar("T", bound="Term")
@@ -573,6 +574,36 @@ def numbered(base: str, taken: "Container[str]") -> str:
     while f"{base}{k}" in taken:
         k += 1
     return f"{base}{k}"
+
+
+def unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:
+    """``name'1``, ``name'2``, ...: the first that no declaration of ``decls`` defines or
+    mentions (as a variable or a binder), nor ``taken`` holds, so renaming to it captures
+    nothing."""
+    return numbered(f"{name}'", set(taken or ()) | names_used(decls))
+
+
+def names_used(decls: Sequence[Decl]) -> set[str]:
+    """Every name the declarations define, mention as a variable, or bind."""
+    return {d.name for d in decls} | names_in(*(d.value for d in decls))
+
+
+def renamed_free(term: Term, renaming: Mapping[str, str]) -> Term:
+    """``term`` with each free occurrence of a name of ``renaming`` renamed (the new names
+    must not be bound in ``term``): the one walk renaming free variables.  Iterative."""
+    if not renaming:
+        return term
+
+    def go(t: Term, hidden: frozenset[str]):
+        if isinstance(t, Var):
+            new = renaming.get(t.name)
+            return t if new is None or t.name in hidden else attrs.evolve(t, name=new)
+        kids = []
+        for child, bound in zip(children(t), binders(t)):
+            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
+        return with_children(t, kids)
+
+    return run(go(term, frozenset()))
 
 
 def free_vars(term: Term) -> frozenset[str]:

@@ -67,7 +67,7 @@ def test_the_prepared_path_gives_the_general_results_bit_for_bit(name, point, st
     assert shape == (0 if not isinstance(point, (tuple, list)) else
                      -1 if name in ("total", "unreached") else
                      len(point) if name in ("curried", "pair", "second") else shape)
-    prepared = program._gradients[(name, shape, strategy or program.strategy)]
+    prepared = program._derivatives._gradients[(name, shape, strategy or program.strategy)]
     # a function that differentiates runs on a level: it has no prepared path
     assert isinstance(prepared, PreparedGradient) == (name != "differentiates")
     for _ in range(2):
@@ -95,7 +95,7 @@ def test_other_points_of_the_same_shape_and_other_strategies_use_their_own_runs(
 def test_errors_on_the_prepared_path_are_located_as_on_the_general_path():
     program = lambdad.loads(SOURCE, file="fast.lam")
     assert program.value_and_grad("logged", 2.0)[1] == 1.0
-    assert isinstance(program._gradients[("logged", 0, "fused")], PreparedGradient)
+    assert isinstance(program._derivatives._gradients[("logged", 0, "fused")], PreparedGradient)
     with pytest.raises(lambdad.EvalError) as fast:
         program.value_and_grad("logged", -1.0)
     with pytest.raises(lambdad.EvalError) as slow:
@@ -128,7 +128,7 @@ def low_recursion_limit():
 def test_a_prepared_run_that_needs_the_raised_limits_gets_them(low_recursion_limit):
     program = lambdad.loads(_closure_chain(500))
     first = program.value_and_grad("f", 1.0, stats=True)
-    prepared = program._gradients[("f", 0, "fused")]
+    prepared = program._derivatives._gradients[("f", 0, "fused")]
     assert isinstance(prepared, PreparedGradient)
     assert prepared(1.0) == first[:2]  # (which makes its tape and seeds)
     with pytest.raises(RecursionError):  # at the process's limit the run cannot finish
@@ -287,10 +287,10 @@ def test_nested_points_of_other_lengths_are_prepared_for_their_own_shape():
     for point in points * 2:
         assert exact(program.value_and_grad("net", point)) == exact(general("net", point)[:2])
         assert exact(program.call("net", point)) == exact(lambdad.loads(SOURCE).call("net", point))
-    shapes = {key[1] for key in program._gradients}
+    shapes = {key[1] for key in program._derivatives._gradients}
     assert shapes == {("t", (("L", 1, ("l", 2)), ("l", 1), None)),
                       ("t", (("L", 4, ("l", 3)), ("l", 4), None))}
-    assert all(isinstance(prepared, PreparedGradient) for prepared in program._gradients.values())
+    assert all(isinstance(prepared, PreparedGradient) for prepared in program._derivatives._gradients.values())
     assert {key[1] for key in program._plans} == shapes
 
 
@@ -299,7 +299,7 @@ def test_prepared_caches_start_again_when_points_of_many_shapes_fill_them():
     for n in range(1, 300):
         point = ([1.0] * n, (0.5, 2.0))
         assert program.value_and_grad("two", point) == ((n * 0.5 + 2.0), ([0.5] * n, (n, 1.0)))
-        assert len(program._gradients) <= 256 and len(program._plans) <= 256
+        assert len(program._derivatives._gradients) <= 256 and len(program._plans) <= 256
 
 
 def test_hessian_vector_products_of_nested_points_are_prepared_and_agree():
@@ -308,7 +308,7 @@ def test_hessian_vector_products_of_nested_points_are_prepared_and_agree():
     direction = ([[1.0, 0.0], [0.5, -1.0]], [0.0, 2.0], 1.0)
     first = program.hvp("net", point, direction)
     shape = real_inputs(point)[0]
-    assert program._products[("net", shape, "fused")] is not None
+    assert program._derivatives._products[("net", shape, "fused")] is not None
     assert exact(program.hvp("net", point, direction)) == exact(first) == \
         exact(lambdad.loads(SOURCE).hvp("net", point, direction))
     # a direction of another shape is the general path's to refuse
@@ -320,7 +320,7 @@ def test_a_gradient_at_a_nested_point_that_overflows_is_reported_as_by_the_gener
     source = "def o (p : [R] * R) : R = let (xs, c) = p in fold (\\acc x -> acc + c * x) 0 xs\n"
     program = lambdad.loads(source)
     assert program.value_and_grad("o", ([1.0, 2.0], 3.0)) == (9.0, ([3.0, 3.0], 3.0))
-    assert isinstance(program._gradients[("o", real_inputs(([1.0, 2.0], 3.0))[0], "fused")],
+    assert isinstance(program._derivatives._gradients[("o", real_inputs(([1.0, 2.0], 3.0))[0], "fused")],
                       PreparedGradient)
     overflowing = ([1e308, 1e308], 1e-10)  # the value is finite, c's adjoint is not
     with pytest.raises(lambdad.EvalError) as fast:

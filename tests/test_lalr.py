@@ -11,7 +11,7 @@ import pytest
 
 import lambdad
 from lambdad import lalr
-from lambdad import parser as parser_module
+from lambdad import reading as reading_module
 from lambdad.errors import ParseError
 from lambdad.parser import parse_module
 from lambdad.syntax import walk
@@ -45,18 +45,18 @@ def lark_only(monkeypatch, tmp_path):
         return tree[:-1] if isinstance(tree, list) and tree else tree
 
     monkeypatch.setattr(lalr.Driver, "parse", wrong)
-    parser_module._driver.cache_clear()
+    reading_module._driver.cache_clear()
     yield
     monkeypatch.undo()
-    parser_module._driver.cache_clear()
+    reading_module._driver.cache_clear()
 
 
 def test_the_fast_driver_passes_its_self_check_with_the_installed_lark():
-    assert isinstance(parser_module._driver(), lalr.Driver)
+    assert isinstance(reading_module._driver(), lalr.Driver)
 
 
 def test_a_failed_self_check_falls_back_to_larks_parser(lark_only):
-    assert parser_module._driver() is None
+    assert reading_module._driver() is None
     assert len(parse_module("def f (x : R) : R = x * 2\ndef g = f 1\n", "t.lam").decls) == 2
 
 
@@ -66,42 +66,42 @@ def test_a_driver_that_cannot_read_larks_tables_falls_back_to_larks_parser(monke
         raise AttributeError("'LALR_Parser' object has no attribute 'parser'")
 
     monkeypatch.setattr(lalr.Driver, "__init__", renamed)
-    parser_module._driver.cache_clear()
+    reading_module._driver.cache_clear()
     try:
-        assert parser_module._driver() is None
+        assert reading_module._driver() is None
         assert parse_module("def f = 1\n", "t.lam").decls[0].name == "f"
     finally:
         monkeypatch.undo()
-        parser_module._driver.cache_clear()
-    assert parser_module._driver() is not None
+        reading_module._driver.cache_clear()
+    assert reading_module._driver() is not None
 
 
 def test_a_passed_self_check_is_recorded_and_not_run_again(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    parser_module._driver.cache_clear()
+    reading_module._driver.cache_clear()
     try:
-        assert parser_module._driver() is not None
+        assert reading_module._driver() is not None
         (verdict,) = (tmp_path / "lambdad").glob("*.driver-*")
-        parser_module._driver.cache_clear()
+        reading_module._driver.cache_clear()
 
         def unused(*args, **kwargs):
             raise AssertionError("lark's parser ran")
 
         monkeypatch.setattr(lalr.Driver, "parse", unused)  # the check would fail
-        assert parser_module._driver() is not None
+        assert reading_module._driver() is not None
         verdict.unlink()
-        parser_module._driver.cache_clear()
-        assert parser_module._driver() is None  # without the record, it runs and fails
+        reading_module._driver.cache_clear()
+        assert reading_module._driver() is None  # without the record, it runs and fails
     finally:
         monkeypatch.undo()
-        parser_module._driver.cache_clear()
+        reading_module._driver.cache_clear()
 
 
 @pytest.mark.parametrize("path", TEXTS, ids=[p.name for p in TEXTS])
 def test_the_fast_path_and_the_fallback_give_the_same_syntax_trees(path, monkeypatch):
     text = path.read_text(encoding="utf-8")
     fast = syntax_and_spans(text)
-    monkeypatch.setattr(parser_module, "_driver", lambda: None)
+    monkeypatch.setattr(reading_module, "_driver", lambda: None)
     assert syntax_and_spans(text) == fast
 
 
@@ -109,13 +109,13 @@ def test_the_fast_path_and_the_fallback_give_the_same_syntax_trees(path, monkeyp
 def test_the_fast_path_and_the_fallback_give_the_same_errors(text, monkeypatch):
     fast = syntax_and_spans(text)
     assert fast[0] == "error"
-    monkeypatch.setattr(parser_module, "_driver", lambda: None)
+    monkeypatch.setattr(reading_module, "_driver", lambda: None)
     assert syntax_and_spans(text) == fast
 
 
 def test_the_self_check_covers_every_start_symbol_but_the_repls():
     # (the REPL's entries start with an expression or a declaration: checked through those)
-    assert {start for _, start in parser_module._SELF_CHECK} == {"module", "type_entry",
+    assert {start for _, start in reading_module._SELF_CHECK} == {"module", "type_entry",
                                                                 "expr_entry"}
 
 

@@ -6,7 +6,7 @@ import pytest
 import lambdad
 from lambdad.errors import EvalError, TypeCheckError
 from lambdad.parser import parse_module
-from lambdad.pipeline import PRELUDE_FILE, prelude_text
+from lambdad.sources import PRELUDE_FILE, prelude_text
 from lambdad.printer import print_type
 from lambdad.typecheck import infer_module
 

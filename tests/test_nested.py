@@ -273,7 +273,7 @@ def test_a_repeated_hvp_runs_prepared_and_gives_the_general_paths_numbers(
     general.set_strategy(strategy)
     assert prog.hvp(name, *first) == general.hvp(name, *first)
     shape = lambdad.calling.real_inputs(first[0])[0]
-    assert prog._products[(name, shape, strategy)] is not None  # the next call is prepared
+    assert prog._derivatives._products[(name, shape, strategy)] is not None  # the next call is prepared
     want = lambdad.loads(PREPARED_PRODUCTS)
     want.set_strategy(strategy)
     assert prog.hvp(name, *second) == want.hvp(name, *second)  # bit for bit

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import lambdad.desugar as desugar_module
 import lambdad.parser as parser_module
+import lambdad.reading as reading_module
 from lambdad import lalr
 from lambdad.errors import ParseError, Span, TypeCheckError
 from lambdad.parser import (
@@ -641,8 +643,8 @@ def test_a_chain_of_lets_desugars_as_the_same_lets_one_inside_the_other():
 def test_spans_on_the_lines_of_the_last_ones_are_those_the_search_finds(text, extents):
     """The desugarer remembers the lines of the last span it made: in any order of offsets,
     each span is the one the search of the lines gives."""
-    desugarer = parser_module._desugarer(text, "f.lam", ())
-    lines = parser_module._Lines(text)
+    desugarer = desugar_module._desugarer(text, "f.lam", ())
+    lines = reading_module._Lines(text)
     for start, end in extents:
         start, end = sorted((min(start, len(text)), min(end, len(text))))
         assert desugarer.span_at(start, end) == Span("f.lam", *lines.place((start, end)))
@@ -772,9 +774,9 @@ def test_the_sample_program_parses():
 
 def _concrete_shape(value):
     """A concrete tree (or what a callback made) as plain data, tokens with their positions."""
-    if isinstance(value, parser_module._Surface):
+    if isinstance(value, reading_module._Surface):
         return (value.kind, value.start, value.end, _concrete_shape(value.parts))
-    if isinstance(value, parser_module._Token):
+    if isinstance(value, reading_module._Token):
         return ("token", value.kind, value.text, value.start, value.end)
     if isinstance(value, (list, tuple)):
         return tuple(_concrete_shape(part) for part in value)
@@ -784,7 +786,7 @@ def _concrete_shape(value):
 def _outcome(parse):
     try:
         return _concrete_shape(parse())
-    except parser_module._Located as error:
+    except reading_module._Located as error:
         return ("located", error.message, error.pos)
     except (lalr.Refused, lark.exceptions.UnexpectedInput):
         return "refused"
@@ -802,7 +804,7 @@ def test_the_fast_driver_builds_what_lark_builds(text, start, typed):
     where lark raises a syntax error (which lark then reports)."""
     if typed:
         text = _TYPED + text
-    driver, reference = parser_module._driver(), parser_module._parser()
+    driver, reference = reading_module._driver(), reading_module._parser()
     assert _outcome(lambda: driver.parse(text, start)) == \
         _outcome(lambda: reference.parse(text, start=start))
 
@@ -810,7 +812,7 @@ def test_the_fast_driver_builds_what_lark_builds(text, start, typed):
 def test_the_fast_driver_lexes_by_context():
     """`*` is a product in a type and a product of reals in an expression; `d<` opens a
     cotangent type only where a type is expected; `-o` after an operand is a subtraction."""
-    driver, reference = parser_module._driver(), parser_module._parser()
+    driver, reference = reading_module._driver(), reading_module._parser()
     for text, start in [("R * d<R> -o R", "type_entry"), ("d<x * y -o", "expr_entry"),
                         ("x * y", "expr_entry"), ("\\a -o a", "expr_entry"),
                         ("(x : R * R)", "expr_entry"), ("", "module"), ("  -- only\n", "module")]:
@@ -879,7 +881,7 @@ def test_leaves_converted_at_once_are_those_of_the_steps(text, monkeypatch):
                 for node in walk(decl.value)]
 
     at_once = parse_module(text, "f.lam", predefined=["sum"])
-    desugarer = parser_module._Desugarer
+    desugarer = desugar_module._Desugarer
     for arm in ("_name", "_number"):  # every leaf a step (one that returns at once)
         monkeypatch.setattr(desugarer, arm, _as_step(getattr(desugarer, arm)))
     by_steps = parse_module(text, "f.lam", predefined=["sum"])

@@ -959,7 +959,7 @@ def test_repeated_restricted_gradients_reuse_the_program_of_the_fixed_values():
     assert first == (27.0, 10.0)
     again = [program.value_and_grad("f", (1.0, 2.0, 3.0, x), wrt=["x"]) for x in (4.0, 5.0)]
     assert again == [(27.0, 10.0), (38.0, 12.0)]
-    assert len(program._restrictions) == 1
+    assert len(program._derivatives._restrictions) == 1
     assert program.value_and_grad("f", (1.0, 2.0, 3.0, 4.0), wrt=["x", "a"]) == \
         (27.0, (10.0, 16.0))
     assert program.value_and_grad("f", (2.0, 2.0, 3.0, 4.0), wrt=["x"]) == (43.0, 18.0)

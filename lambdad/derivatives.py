@@ -1,0 +1,355 @@
+"""The derivatives :class:`lambdad.pipeline.Program` offers, at points of Python data.
+
+:class:`Derivatives` is one program's: gradients in either mode (a prepared path kept per
+point shape and strategy after the first general run, see
+:meth:`lambdad.differentiate.Differentiator.prepared_grad`), directional derivatives and
+pull-backs, Hessian-vector products (prepared likewise), Hessians, Jacobians, and gradients
+with respect to chosen parameters through a restricted program.  A result that is not finite
+is an error located at the definition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .calling import (
+    argument_names,
+    arguments_covered,
+    curried_parts,
+    finite_reals,
+    first_non_finite,
+    output_names,
+    packed,
+    point_from_python,
+    point_term,
+    Shape,
+    real_inputs,
+    real_point,
+    real_term,
+)
+from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals, is_real, map_value
+from .errors import DifferentiationError, EvalError, UsageError
+from .iterate import collector_paused_during
+from .printer import print_type
+from .results import Jacobian, _reals_of
+from .syntax import is_differentiable, App, Decl, Lam, RealT, Term, Var, VarT
+from .values import format_real, to_python
+
+
+# How many programs restricted() keeps for later calls, per program.
+_RESTRICTIONS_KEPT = 8
+
+
+_PREPARED_SHAPES = 256
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """``cache[key] = value``, the cache emptied first when it is full (see
+    Program._plans)."""
+    if len(cache) >= _PREPARED_SHAPES:
+        cache.clear()
+    cache[key] = value
+
+
+def _fixed_key(values: Sequence[Any]) -> str | None:
+    """A key telling apart the runtime values ``values`` (reals, booleans, pairs, lists):
+    their text, exact for reals; None when one holds a function (no key)."""
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if type(value) in (tuple, list):
+            stack.extend(value)
+        elif type(value) not in (float, bool):
+            return None
+    return repr(values)
+
+
+def _python_reals(point: Any) -> Any:
+    """A runtime point of right-nested pairs of reals as the Python tuple it packs (which
+    repeated calls convert fastest, see calling.real_point); any other point unchanged."""
+    if type(point) is not tuple or not finite_reals(point):
+        return point
+    reals = []
+    while type(point) is tuple:
+        reals.append(point[0])
+        point = point[1]
+    reals.append(point)
+    return tuple(reals)
+
+
+class Derivatives:
+    """The derivatives of a :class:`lambdad.pipeline.Program`'s definitions at points of
+    Python data: gradients (the prepared paths kept per point shape), Jacobian- and
+    Hessian-vector products, Hessians, Jacobians, and gradients with respect to chosen
+    parameters (:meth:`restricted`).  It holds the program's caches only: the program
+    (``owner``) is passed to each method, so no reference cycle keeps a dropped program."""
+
+    def __init__(self) -> None:
+        # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
+        # strategy asked for): the prepared path, found after the first general run (see
+        # Differentiator.prepared_grad), or None when there is none.
+        self._gradients: dict[tuple[str, Shape, str | None], Any] = {}
+        # Hessian-vector products at points and directions of Python reals, by (name, shape
+        # of the point, strategy): the prepared path, found after the first general run
+        # (see Differentiator.prepared_hvp), or None when there is none.
+        self._products: dict[tuple[str, Shape, str], Any] = {}
+        # Programs made by restricted(), by name, chosen parameters and the fixed values.
+        self._restrictions: dict[tuple[Any, ...], Any] = {}
+
+    def value_and_grad(self, owner: Any, name: str, point: Any, mode: str = "reverse",
+                       strategy: str | None = None, stats: bool = False,
+                       wrt: Sequence[str] | None = None):
+        """The work of :meth:`Program.value_and_grad`."""
+        if wrt is not None:
+            program, point = self.restricted(owner, name, point, wrt)
+            return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+        # (a repeated gradient costs microseconds: the strategy is switched without a
+        # context manager, and only when the call names another one)
+        runtime = owner.runtime
+        current = runtime.interpreter.strategy
+        if strategy is None or strategy == current:
+            return self._value_and_grad(owner, name, point, mode, current, stats)
+        runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
+        try:
+            return self._value_and_grad(owner, name, point, mode, runtime.interpreter.strategy,
+                                        stats)
+        finally:
+            runtime.set_strategy(current)
+
+    def _value_and_grad(self, owner: Any, name: str, point: Any, mode: str, strategy: str, stats: bool):
+        """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
+        is set."""
+        if mode == "reverse":
+            inputs = real_inputs(point)
+            if inputs is not None:
+                prepared = self._gradients.get((name, inputs[0], strategy))
+                # (instrumented runs, under a step or time limit, report events: general path)
+                if prepared is not None and not owner.runtime.interpreter.instrumented:
+                    # (its run pauses the collector: little is made outside it)
+                    return self._prepared_value_and_grad(owner, prepared, name, point, inputs[1],
+                                                         stats)
+        return self._general_value_and_grad(owner, name, point, mode, strategy, stats)
+
+    @collector_paused_during
+    def _general_value_and_grad(self, owner: Any, name: str, point: Any, mode: str, strategy: str,
+                                stats: bool):
+        """:meth:`_value_and_grad` by the general path: the function transformed (or its
+        image found), compiled if need be, and run; a prepared path kept for the next."""
+        reals = real_point(point) if mode == "reverse" else None
+        if mode not in ("reverse", "forward"):
+            raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
+        f, x, result = owner.function_and_point(name, point)
+        if not (isinstance(result, RealT) or isinstance(result, VarT)):
+            raise UsageError(
+                f"grad needs a function returning R; `{name}` returns {print_type(result)}")
+        if mode == "forward":
+            value, gradient = owner.runtime.differentiator.forward_grad(f, x)
+            run_stats = Stats(0, 0)
+        else:
+            value, gradient = owner.runtime.differentiator.grad(f, x)
+            run_stats = owner.runtime.differentiator.last_stats
+            if reals is not None:
+                _remember(self._gradients, (name, reals[0], strategy),
+                          owner.runtime.differentiator.prepared_grad(f, reals[0]))
+        if type(value) is float and finite_reals(value) and finite_reals(gradient):
+            out = (value, gradient)  # immutable reals and tuples: the Python data already
+        else:
+            self._require_finite(owner, name, x, value, gradient)
+            out = (to_python(value), to_python(gradient))
+        return out + (run_stats,) if stats else out
+
+    def _prepared_value_and_grad(self, owner: Any, prepared: Any, name: str, point: Any, inputs: Any,
+                                 stats: bool):
+        """:meth:`value_and_grad` in reverse mode by a prepared gradient of ``name`` (the
+        function, its point's shape and the strategy already checked by a general run) at
+        ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
+        runtime = owner.runtime
+        value, gradient = prepared(inputs)
+        # The gradient is made afresh (floats, right-nested pairs of them, new lists of
+        # them, nested in the point's shape): once found finite, it is the Python data
+        # already.
+        shape = prepared.shape
+        if type(value) is float and value - value == 0.0 and (
+                first_non_finite(gradient) is None if type(shape) is not int
+                else all(map(math.isfinite, gradient)) if shape < 0
+                else finite_reals(gradient)):
+            out = (value, gradient)
+        else:
+            self._require_finite(owner, name, real_point(point)[1], value, gradient)
+            out = (to_python(value), to_python(gradient))
+        return out + (runtime.differentiator.last_stats,) if stats else out
+
+    def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
+        """Raises EvalError if the value or a gradient component is NaN or infinite: an
+        overflow somewhere in the program must not pass silently as a number."""
+        reals: list[float] = []
+        map_value(gradient, is_real, lambda r: reals.append(r) or r)
+        bad = [i for i, r in enumerate(reals) if not math.isfinite(r)]
+        span = owner.decls[name].span
+        if type(value) is float and not math.isfinite(value):
+            raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "
+                            "result overflowed or was undefined", span)
+        if bad:
+            names = owner.input_names(name, x)
+            listed = ", ".join(f"{names[i]} = {format_real(reals[i])}" for i in bad[:5])
+            raise EvalError(f"the gradient of `{name}` is not finite ({listed}): adjoints "
+                            "summed to an overflow", span)
+
+    def grad(self, owner: Any, name: str, point: Any, mode: str = "reverse",
+             strategy: str | None = None, stats: bool = False,
+             wrt: Sequence[str] | None = None):
+        """The work of :meth:`Program.grad`."""
+        out = self.value_and_grad(owner, name, point, mode=mode, strategy=strategy, stats=stats,
+                                  wrt=wrt)
+        return (out[1], out[2]) if stats else out[1]
+
+    @collector_paused_during
+    def jvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
+        """The work of :meth:`Program.jvp`."""
+        f, x, _ = owner.function_and_point(name, point)
+        v = owner._as_value(direction) if not isinstance(direction, str) else owner.parse_point(
+            direction, "--dir")
+        try:
+            value, tangent = owner.runtime.differentiator.jvp(f, x, v)
+        except DifferentiationError as exc:
+            raise UsageError(exc.message) from None
+        return to_python(value), to_python(tangent)
+
+    @collector_paused_during
+    def vjp(self, owner: Any, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
+        """The work of :meth:`Program.vjp`."""
+        f, x, _ = owner.function_and_point(name, point)
+        value, pullback = owner.runtime.differentiator.vjp(f, x)
+        return to_python(value), collector_paused_during(lambda ct: to_python(
+            pullback(point_from_python(ct, "the cotangent"))))
+
+    @collector_paused_during
+    def hessian(self, owner: Any, name: str, point: Any, mode: str = "forward-over-reverse",
+                strategy: str | None = None,
+                wrt: Sequence[str] | None = None) -> tuple[Any, Any, list[Any]]:
+        """The work of :meth:`Program.hessian`."""
+        if wrt is not None:
+            program, point = self.restricted(owner, name, point, wrt)
+            return program.hessian(name, point, mode, strategy)
+        if mode not in COMPOSITIONS:
+            raise UsageError(f"unknown mode `{mode}`; use one of {', '.join(COMPOSITIONS)}")
+        f, x = self._scalar_function(owner, name, point)
+        with owner.runtime.strategy_of_call(strategy):
+            rows = owner.runtime.differentiator.hessian_rows(f, x, mode)
+            value, gradient = owner.runtime.differentiator.grad(f, x)
+        self._require_finite(owner, name, x, value, gradient)
+        return to_python(value), to_python(gradient), [to_python(row) for row in rows]
+
+    def hvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
+        """The work of :meth:`Program.hvp`."""
+        runtime = owner.runtime
+        inputs = real_inputs(point)
+        along = real_inputs(direction) if inputs is not None else None
+        key = (name, inputs[0], runtime.interpreter.strategy) if inputs is not None else None
+        if along is not None and along[0] == inputs[0] and (
+                inputs[0] != -1 or len(along[1]) == len(inputs[1])):
+            prepared = self._products.get(key)
+            # (instrumented runs, under a step or time limit, report events: general path)
+            if prepared is not None and not runtime.interpreter.instrumented:
+                # (its runs pause the collector: little is made outside them)
+                value, gradient, product = prepared(inputs[1], along[1])
+                return to_python(value), to_python(gradient), to_python(product)
+        return self._general_hvp(owner, name, point, direction, key, inputs)
+
+    @collector_paused_during
+    def _general_hvp(self, owner: Any, name: str, point: Any, direction: Any, key: Any,
+                     inputs: Any) -> tuple[Any, Any, Any]:
+        """:meth:`hvp` by the general path; a prepared product kept under ``key`` (None:
+        not a point of reals, whose ``inputs`` :func:`real_inputs` gave)."""
+        runtime = owner.runtime
+        f, x = self._scalar_function(owner, name, point)
+        v = owner._as_value(direction) if not isinstance(direction, str) else owner.parse_point(
+            direction, "--dir")
+        try:
+            value, gradient, product = runtime.differentiator.hvp(f, x, v)
+        except DifferentiationError as exc:
+            raise UsageError(exc.message) from None
+        if key is not None and key not in self._products:
+            _remember(self._products, key, runtime.differentiator.prepared_hvp(f, x, inputs[0]))
+        return to_python(value), to_python(gradient), to_python(product)
+
+    def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:
+        f, x, result = owner.function_and_point(name, point)
+        if not (isinstance(result, RealT) or isinstance(result, VarT)):
+            raise UsageError(
+                f"second derivatives need a function returning R; `{name}` returns "
+                f"{print_type(result)}")
+        return f, x
+
+    @collector_paused_during
+    def restricted(self, owner: Any, name: str, point: Any, wrt: Sequence[str]) -> tuple[Any, Any]:
+        """The work of :meth:`Program.restricted`."""
+        owner.require(name)
+        if not wrt:
+            raise UsageError("--wrt needs the name of at least one parameter")
+        value = owner._as_value(point)
+        k = arguments_covered(name, owner._scheme(name).type, value)
+        names = argument_names(owner.decls[name].value, k)
+        parts = curried_parts(value, k)
+        chosen: list[int] = []
+        for wanted in wrt:
+            if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
+                listed = ", ".join(f"`{n}`" for n in names if n != "_")
+                problem = "is given twice" if wanted in names and names.index(wanted) in chosen \
+                    else f"is not a parameter of `{name}` that the point gives"
+                raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
+                                 "parameter written as a pattern has no name to choose)")
+            chosen.append(names.index(wanted))
+        fixed = [part for i, part in enumerate(parts) if i not in chosen]
+        key = (name, tuple(chosen), k, _fixed_key(fixed))
+        program = self._restrictions.get(key) if key[-1] is not None else None
+        if program is None:
+            hidden = owner.hidden_name(name)
+            body: Term = Var(hidden)
+            for i, part in enumerate(parts):
+                body = App(body, Var(names[i]) if i in chosen else point_term(part, real_term))
+            for i in reversed(chosen):
+                body = Lam(names[i], body)
+            program = owner.extended([Decl(name, body)])
+            assert hidden in program.decls, "extended() renames the old definition to `hidden`"
+            if key[-1] is not None:
+                # Kept for the calls to come (a loop holding the data fixed while the chosen
+                # parameters move reuses one program and its compiled code); a few only.
+                if len(self._restrictions) >= _RESTRICTIONS_KEPT:
+                    del self._restrictions[next(iter(self._restrictions))]
+                self._restrictions[key] = program
+        return program, packed([parts[i] for i in chosen])
+
+    @collector_paused_during
+    def jacobian(self, owner: Any, name: str, point: Any, mode: str | None = None,
+                 wrt: Sequence[str] | None = None) -> "Jacobian":
+        """The work of :meth:`Program.jacobian`."""
+        if wrt is not None:
+            program, point = self.restricted(owner, name, point, wrt)
+            return program.jacobian(name, point, mode)
+        if mode not in (None, FORWARD, REVERSE):
+            raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
+        f, x, result = owner.function_and_point(name, point)
+        if not is_differentiable(result):
+            raise UsageError(f"a Jacobian needs a result built from R, pairs and lists; "
+                             f"`{name}` returns {print_type(result)}")
+        inputs = count_reals(x)
+        if mode is None:
+            outputs = count_reals(owner.runtime.apply(f, x))
+            mode = FORWARD if inputs <= outputs else REVERSE
+        value, jacobian = owner.runtime.differentiator.jacobian(f, x, mode)
+        rows = [[] for _ in range(count_reals(value))]
+        reals = iter(_reals_of(jacobian))
+        for row in rows:
+            row.extend(next(reals) for _ in range(inputs))
+        bad = next((r for row in rows for r in row if not math.isfinite(r)), None)
+        if bad is not None:
+            raise EvalError(f"the Jacobian of `{name}` is not finite ({format_real(bad)}): an "
+                            "intermediate derivative overflowed or was undefined")
+        # -0.0 (a zero tangent times a negative partial) reads as 0
+        rows = [[r + 0.0 for r in row] for row in rows]
+        jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
+        return Jacobian(to_python(value), to_python(jacobian), rows, mode,
+                        owner.input_names(name, x), output_names(name, value))
