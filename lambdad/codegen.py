@@ -42,6 +42,7 @@ from typing import Any
 import attrs
 
 from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
+from .batching import BatchedFold, batched_fold_step
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .primitives import (ADD, FOLD, MAP, MUL, NEG, ZIP, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
@@ -68,7 +69,6 @@ from .syntax import (
     Zero,
     free_vars,
 )
-from .fuse import BatchedFold, batched_fold_step
 from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_slot_body,
                    batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
@@ -452,7 +452,7 @@ def _lifted_reals(f: Term) -> str | None:
 
 def _reads_element(step: Lam) -> bool:
     """Whether the batched step ``step`` (``\\acc -> lets in \\x -> e``, see
-    :class:`~lambdad.fuse.BatchedFold`) reads its element ``x``."""
+    :class:`~lambdad.batching.BatchedFold`) reads its element ``x``."""
     body: Term = step.body
     while isinstance(body, (Let, LetPair)):
         body = body.body
@@ -793,7 +793,7 @@ class _CodeGenerator:
         return t
 
     def batched_fold(self, term: Prim, fn: _Function):
-        """``fold f z xs`` marked by fusion (:func:`lambdad.fuse.batched_fold_step`).  ``f``
+        """``fold f z xs`` marked by fusion (:func:`lambdad.batching.batched_fold_step`).  ``f``
         is compiled as itself (a fold of too few steps, or of values that are not those of
         a first-order reverse-mode run, runs it as any fold does) and batched: its steps run
         inline in a Python loop here, each step's backpropagators made as the tuples of
@@ -1023,7 +1023,7 @@ class _CodeGenerator:
 
     def step_spine(self, term: Term, fn: _Function, element: str):
         """The statements of a batched step's body ``lets in \\x -> lets in (e, [g1 .. gk])``
-        (:class:`~lambdad.fuse.BatchedFold`), ``x`` being ``element``: returns the atoms of
+        (:class:`~lambdad.batching.BatchedFold`), ``x`` being ``element``: returns the atoms of
         ``e`` and of the records ``g1 .. gk``."""
         if isinstance(term, (Let, LetPair)):
             return (yield from self.let(term, fn, lambda t, f: self.step_spine(t, f, element)))
