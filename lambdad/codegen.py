@@ -41,7 +41,7 @@ from typing import Any
 
 import attrs
 
-from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
+from .errors import DerivativeSpan, EvalError, ResourceError, Span
 from .batching import BatchedFold, batched_fold_step
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
@@ -73,7 +73,7 @@ from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_slot
                    batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
 
-__all__ = ["RuntimeCalls", "compile_term"]
+__all__ = ["CompileOptions", "RuntimeCalls", "compile_term"]
 
 # Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
 _MAX_IF_DEPTH = 48
@@ -487,9 +487,10 @@ def _stageable(body: Term) -> bool:
 class _CodeGenerator:
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
-    def __init__(self, calls: RuntimeCalls, instrumented: bool):
+    def __init__(self, calls: RuntimeCalls, options: CompileOptions):
         self.calls = calls
-        self.instrumented = instrumented
+        self.instrumented = instrumented = options.instrumented
+        self.batch_folds = options.batch_folds and not instrumented
         self.counter = itertools.count()
         # The module source written so far, a line per item (see write_out).
         self.out: list[str] = []
@@ -749,8 +750,7 @@ class _CodeGenerator:
     def prim(self, term: Prim, fn: _Function):
         """``op e1 .. ek``: arguments left to right, then one statement for the primitive.
         Applied to leaves (most applications), it is compiled at once, without a step."""
-        if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
-                and not self.instrumented):
+        if self.batch_folds and term.op == FOLD.name:
             return self.batched_fold(term, fn)
         if term.op == MAP.name and not self.instrumented:
             lifted = _lifted_reals(term.args[0])
@@ -793,7 +793,8 @@ class _CodeGenerator:
         return t
 
     def batched_fold(self, term: Prim, fn: _Function):
-        """``fold f z xs`` marked by fusion (:func:`lambdad.batching.batched_fold_step`).  ``f``
+        """``fold f z xs`` in a unit compiled with ``batch_folds`` (a fused ←D program):
+        batched when its step qualifies (:func:`lambdad.batching.batched_fold_step`).  ``f``
         is compiled as itself (a fold of too few steps, or of values that are not those of
         a first-order reverse-mode run, runs it as any fold does) and batched: its steps run
         inline in a Python loop here, each step's backpropagators made as the tuples of
@@ -1695,6 +1696,21 @@ _ARMS: dict[type, Callable[[_CodeGenerator, Any, _Function], Any]] = {
 
 
 @attrs.frozen
+class CompileOptions:
+    """The settings a unit is compiled under: with the term and its parameters, all that
+    makes two compilations differ (the interpreter keys its compiled units by them).
+
+    ``instrumented`` code reports every primitive to ``RuntimeCalls.prim_event`` (events,
+    step and time limits).  ``batch_folds`` is for a fused ←D program (the caller knows it
+    made one): a ``fold`` whose step qualifies (:func:`lambdad.batching.batched_fold_step`)
+    runs its steps' backpropagator bodies as one loop, the backward phase of those steps
+    (never in instrumented code, whose backpropagators are each counted)."""
+
+    instrumented: bool = False
+    batch_folds: bool = False
+
+
+@attrs.frozen
 class RuntimeCalls:
     """What generated code calls at run time, supplied by the interpreter running it.
 
@@ -1719,17 +1735,16 @@ class RuntimeCalls:
 
 
 def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *,
-                 instrumented: bool, filename: str
+                 options: CompileOptions, filename: str
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
     """The entry function computing ``term`` from the values of its free variables, and
     its parameters (source names): ``names`` if given, else the free variables in order of
-    first occurrence.  ``instrumented`` code reports every primitive to
-    ``calls.prim_event``.
+    first occurrence; compiled under ``options`` (see :class:`CompileOptions`).
 
     Raises EvalError for a free variable not in ``names`` or a term that cannot be
     evaluated, ResourceError when the program is too large for Python to compile.
     """
-    generator = _CodeGenerator(calls, instrumented)
+    generator = _CodeGenerator(calls, options)
     namespace = generator.namespace
     # Nothing cyclic is made while the syntax and code structures are built.
     with collector_paused():

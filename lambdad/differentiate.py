@@ -336,14 +336,18 @@ class Differentiator:
         if entry is None:
             try:
                 transformed = lam
+                fused = False
                 for mode in modes:
                     if mode == REVERSE and len(modes) > 1:
                         mode = inner_reverse
                     transformed = self._transformer(mode)(transformed)
+                    fused = fused or mode == _FUSED
             except NestedDifferentiationError:
                 entry = (lam, None)
             else:
-                entry = (lam, (self.interpreter.compile_open(transformed, names),
+                # a fused ←D program (or its →D) runs a qualifying fold's steps batched
+                entry = (lam, (self.interpreter.compile_open(transformed, names,
+                                                             batch_folds=fused),
                                tuple((name, None) for name in names)))
             self._compiled[key] = entry
         if entry[1] is not None:

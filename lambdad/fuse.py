@@ -36,10 +36,9 @@ from types import GeneratorType
 import attrs
 
 from .backward import backward_term
-from .batching import batched_fold_step
-from .errors import BatchedFoldSpan, DerivativeSpan, Span
+from .errors import DerivativeSpan, Span
 from .iterate import run
-from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB
+from .primitives import ADD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB
 from .rules import NameSupply
 from .spines import Binding as _Binding
 from .spines import Linear as _Linear
@@ -124,8 +123,6 @@ class _Fuser:
         self.log: list[tuple[str, object]] = []
         # The fresh names bound to literals (`r` or `-r`), which their uses are replaced by.
         self.constants: dict[str, Term] = {}
-        # The fresh names bound to functions (a fold's step is often one).
-        self.lambdas: dict[str, Lam] = {}
 
     # ---- scopes
     def fresh(self, name: str) -> str:
@@ -276,12 +273,6 @@ class _Fuser:
         """The application of ``op`` to the walked ``args`` (of a node with ``span``)."""
         if isinstance(span, DerivativeSpan):
             span = self.derivative_span(span)
-        if op == FOLD.name and span is not None:
-            step = args[0]
-            if isinstance(step, Var):
-                step = self.lambdas.get(step.name, step)
-            if batched_fold_step(step) is not None:
-                return Prim(op, args, span=BatchedFoldSpan.of(span))
         for arg in args:
             if arg.__class__ is not Var:
                 break
@@ -418,8 +409,6 @@ class _Fuser:
         self.bind(t.name, name)
         if _constant(value) is not None:
             self.constants[name] = value
-        elif isinstance(value, Lam):
-            self.lambdas[name] = value
 
     def let_pair(self, t: LetPair, value: Term, region: _Region) -> None:
         """Appends ``let (x, y) = value`` (of the node ``t``), or binds ``x`` and ``y`` to
