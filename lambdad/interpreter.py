@@ -36,6 +36,7 @@ from .guard import (
     raise_limits,
     restore_limits,
 )
+from .memo import Memo
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
     DEFAULT_STRATEGY,
@@ -128,9 +129,9 @@ class Interpreter:
         # a program's `cotangent x e` runs (the differentiator's per-level costs).
         self.on_read_off: Callable[[Tape, int, int, int], None] | None = None
         self._new_backprop = self._backprop_maker()
-        # (id(term), names, compile options) -> (term kept alive, function, names)
-        self._compiled: dict[tuple[int, tuple[str, ...] | None, CompileOptions],
-                             tuple[Term, Callable[..., Any], tuple[str, ...]]] = {}
+        # (id(term), names, compile options) -> (term kept alive, function, names); the
+        # least recently used unit forgotten first (its closures keep their own code)
+        self._compiled = Memo(_CACHE_SIZE)
 
     # ---- public API
     # The event hook, the step limit and the time limit: setting one notes whether terms
@@ -260,13 +261,7 @@ class Interpreter:
         compiled = self._compiled
         entry = compiled.get(key)
         if entry is None:
-            entry = (term, *self._compile(term, names, options))
-            if len(compiled) >= _CACHE_SIZE:
-                # Forget the least recently used unit (its closures keep their own code).
-                del compiled[next(iter(compiled))]
-        else:
-            del compiled[key]  # re-inserted below: most recently used last
-        compiled[key] = entry
+            entry = compiled.put(key, (term, *self._compile(term, names, options)))
         return entry[1], entry[2]
 
     @staticmethod

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "lambdad"
 # Stages in order; a module may import only from earlier layers (and its own layer when
 # listed as allowed below).
 LAYERS = [
-    {"iterate", "errors", "persistent", "document", "lalr"},
+    {"iterate", "errors", "persistent", "document", "lalr", "memo"},
     {"syntax"},
     {"primitives"},
     {"printer", "parser", "highlight"},
