@@ -20,6 +20,7 @@ LAYERS = [
     {"tape"},
     {"forward", "backward", "simplify", "fuse", "values"},
     {"guard", "limits"},
+    {"pieces"},
     {"codegen"},
     {"interpreter", "nesting"},
     {"graph", "calling"},
