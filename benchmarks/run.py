@@ -915,7 +915,7 @@ PHASES = (
     ("←D", "lambdad.backward", "backward_term"),
     ("fusion", "lambdad.fuse", "fused_backward_term"),
     ("code generation", "lambdad.codegen", "compile_term"),
-    ("Python compile", "lambdad.codegen", "_compiled_functions"),
+    ("Python compile", "lambdad.pieces", "_compiled_functions"),
 )
 
 

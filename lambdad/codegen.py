@@ -41,9 +41,11 @@ from typing import Any
 
 import attrs
 
-from .errors import BatchedFoldSpan, DerivativeSpan, EvalError, ResourceError, Span
+from .errors import DerivativeSpan, EvalError, ResourceError, Span
+from .batching import BatchedFold, batched_fold_step
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
+from .pieces import Line, cut_into_pieces, define_functions
 from .primitives import (ADD, FOLD, MAP, MUL, NEG, ZIP, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB,
                          TWO_ARGUMENTS, Primitive)
 from .syntax import (
@@ -68,12 +70,11 @@ from .syntax import (
     Zero,
     free_vars,
 )
-from .fuse import BatchedFold, batched_fold_step
 from .tape import (BATCHED_FOLD_MIN_STEPS, ZERO, Sum, batched_fold, batched_slot_body,
                    batched_steps_body, batches, scalar_sum)
 from .values import BuiltinFunction
 
-__all__ = ["RuntimeCalls", "compile_term"]
+__all__ = ["CompileOptions", "RuntimeCalls", "compile_term"]
 
 # Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
 _MAX_IF_DEPTH = 48
@@ -93,167 +94,6 @@ _PROPAGATING = frozenset(p.name for p in (ADD, SUB, MUL, NEG))
 _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinstance", "len",
                   "list", "max", "min", "pow", "range", "reversed", "round", "sum", "tuple", "type",
                   "zip")
-
-
-
-# Longest function generated in one piece (in statements): a longer one, the body of a
-# long straight-line program, is cut into pieces called one after the other (see _pieces).
-_MAX_PIECE_LINES = 250
-# The names a statement of generated code may read or bind locally.
-# (Written to start with a character class, which the engine looks for before trying a
-# match, rather than with `\b`: the lookbehind after it checks what `\b` would.)
-# (`_r0` is the steps a batched fold's loop function receives, `_r1` the second list of
-# a zip whose steps keep no record, see batched_loop.)
-_LOCAL_OR_PARAMETER = re.compile(
-    r"[tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)(?:c|st|r[01]))\b")
-# The names a statement binds: `t1 = ...`, `v2, v3 = ...`, `c4, c5, = _c`, and the targets
-# of a loop, `for v6 in ...:`, `for v7, v8 in zip(...):`.
-_TARGETS = re.compile(r"^(?:for )?((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?)(?: = | in )",
-                      re.MULTILINE)
-# A backpropagator body's first statement, unpacking the values it captures (as
-# _CodeGenerator.lin_lam writes it).
-_CAPTURED_UNPACK = re.compile(r"((?:c[0-9]+, )+)= _c")
-
-Line = tuple[int, str, "PrimSite | None", tuple[str, ...], tuple[str, ...]]
-
-
-def _pieces(name: str, params: list[str], lines: list[Line], fresh: Callable[[str], str]
-            ) -> list[tuple[str, list[str], list[Line]]]:
-    """The function ``name(params)`` with body ``lines`` as functions of at most about
-    _MAX_PIECE_LINES statements each (name, parameters, body): a long body is cut between
-    top-level statements into pieces, called in turn by the function itself.  CPython's
-    compiler holds the syntax tree of a whole function at once and slows down on very long
-    ones; pieces keep both bounded.  Lines keep their sites (errors).
-
-    Frames stay small too, however long the body.  CPython keeps frames in chunks of a
-    stack that it maps from the system when a frame does not fit, and unmaps when the
-    frame at a chunk's start returns: a piece called where its frame does not fit pays a
-    mapping per call, tens of microseconds, and a function holding every value that
-    crosses between its pieces has a frame that large programs make too big.  So each
-    piece returns the values later pieces read as one tuple, which the function keeps
-    (``_o0``, ``_o1``, ...) and passes on, and a later piece takes them out by index (its
-    parameters ``_i0``, ``_i1``, ...); the captured values unpacked from ``_c`` reach a
-    piece as the slice of ``_c`` it reads.  A value read once, by a statement with no site,
-    is read in place (the tuple of a long program's backpropagator, built from all its
-    captured values); any other is first loaded into a local of its own name, where an
-    error finds it.  Pieces alike stay the same text up to their local names."""
-    if len(lines) <= _MAX_PIECE_LINES:
-        return [(name, params, lines)]
-    source: dict[str, tuple[str, int]] = {}  # a value from outside a piece -> (tuple, index)
-    body = []
-    for line in lines:
-        match = _CAPTURED_UNPACK.fullmatch(line[1]) \
-            if line[0] == 1 and not source and "_c" in params else None
-        if match is not None:
-            source.update((local, ("_c", index))
-                          for index, local in enumerate(match.group(1).split(", ")[:-1]))
-        else:
-            body.append(line)
-    segments: list[list[Line]] = [[]]
-    for line in body:
-        if (len(segments[-1]) >= _MAX_PIECE_LINES and line[0] == 1
-                and not line[1].startswith("else:")):
-            segments.append([])
-        segments[-1].append(line)
-    # Per segment: the names it reads from outside with their number of reads, in order
-    # of first appearance, and the names it binds, in order.
-    reads: list[dict[str, int]] = []
-    binds: list[list[str]] = []
-    # An error at a site reads its source primitive's arguments from the frame by name
-    # (lambdad.guard; its operands are in its text): those a piece does not read.
-    unread: list[tuple[int, str]] = []
-    for index, segment in enumerate(segments):
-        # (the segment's statements as one text: a regular expression run once, not per line)
-        text = "\n".join([line[1] for line in segment])
-        targets = dict.fromkeys(_LOCAL_OR_PARAMETER.findall(" ".join(_TARGETS.findall(text))))
-        counts = collections.Counter(_LOCAL_OR_PARAMETER.findall(text))
-        for line in segment:
-            if line[2] is not None and line[2].source_atoms:
-                unread.extend((index, atom) for atom in line[2].source_atoms
-                              if atom not in counts and atom not in targets
-                              and _LOCAL_OR_PARAMETER.fullmatch(atom))
-        reads.append({local: count for local, count in counts.items() if local not in targets})
-        binds.append(list(targets))
-    if unread:
-        # Loaded too where bound before the piece whatever runs: a parameter, a captured
-        # value, a statement of the body itself (not of a branch).
-        bound_in = dict.fromkeys([*params, *source], -1)  # name -> segment binding it
-        for index, segment in enumerate(segments):
-            bound_in.update(dict.fromkeys(_LOCAL_OR_PARAMETER.findall(" ".join(
-                _TARGETS.findall("\n".join([line[1] for line in segment
-                                             if line[0] == 1])))), index))
-        for index, atom in unread:
-            if bound_in.get(atom, index) < index:
-                reads[index][atom] = 2  # (loaded, never read in place)
-    later: set[str] = set()
-    returned: list[list[str]] = [[] for _ in segments]
-    for index in range(len(segments) - 1, -1, -1):
-        returned[index] = [local for local in binds[index] if local in later]
-        later.update(reads[index])
-        source.update((local, (f"_o{index}", position))
-                      for position, local in enumerate(returned[index]))
-    pieces: list[tuple[str, list[str], list[Line]]] = []
-    calls: list[Line] = []
-    for index, segment in enumerate(segments):
-        piece = fresh("_f")
-        arguments: list[str] = []
-        piece_params: list[str] = []
-        # The tuples it reads, in order of first use; a slice of `_c` from the first
-        # captured value it reads (so pieces alike read alike).
-        tuples: dict[str, str] = {}
-        first_captured = min((source[local][1] for local in reads[index]
-                              if local in source and source[local][0] == "_c"), default=0)
-        last_captured = first_captured
-        place: dict[str, str] = {}  # a value read from a tuple -> its expression there
-        for local in reads[index]:
-            if local not in source:  # a parameter of the function
-                arguments.append(local)
-                piece_params.append(local)
-                continue
-            outer, position = source[local]
-            if outer not in tuples:
-                tuples[outer] = f"_i{len(tuples)}"
-            if outer == "_c":
-                last_captured = max(last_captured, position)
-                position -= first_captured
-            place[local] = f"{tuples[outer]}[{position}]"
-        for outer, param in tuples.items():
-            arguments.append(f"_c[{first_captured}:{last_captured + 1}]" if outer == "_c"
-                             else outer)
-            piece_params.append(param)
-        # Values read once, by a statement with no site that says it uses them, are read
-        # in place there; the others are loaded.
-        once = {local for local in place if reads[index][local] == 1}
-        in_place: set[str] = set()
-        if once:
-            once.difference_update(itertools.chain.from_iterable(
-                [line[4] for line in segment if line[2] is not None]))
-
-            def in_its_tuple(match: re.Match) -> str:
-                found = match.group(0)
-                if found not in once:
-                    return found
-                in_place.add(found)
-                return place[found]
-
-            segment = [line if line[2] is not None or once.isdisjoint(line[4]) else
-                       (line[0], _LOCAL_OR_PARAMETER.sub(in_its_tuple, line[1]), *line[2:])
-                       for line in segment]
-        loads: list[Line] = [(1, f"{local} = {where}", None, (), ())
-                             for local, where in place.items() if local not in in_place]
-        call = f"{piece}({', '.join(arguments)})"
-        if index == len(segments) - 1:
-            calls.append((1, f"return {call}", None, (), ()))
-            piece_body = loads + segment
-        elif returned[index]:
-            calls.append((1, f"_o{index} = {call}", None, (), ()))
-            names = "".join(f"{local}, " for local in returned[index])
-            piece_body = loads + segment + [(1, f"return ({names})", None, (), ())]
-        else:
-            calls.append((1, call, None, (), ()))
-            piece_body = loads + segment
-        pieces.append((piece, piece_params, piece_body))
-    return [(name, params, calls), *pieces]
 
 
 def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
@@ -452,7 +292,7 @@ def _lifted_reals(f: Term) -> str | None:
 
 def _reads_element(step: Lam) -> bool:
     """Whether the batched step ``step`` (``\\acc -> lets in \\x -> e``, see
-    :class:`~lambdad.fuse.BatchedFold`) reads its element ``x``."""
+    :class:`~lambdad.batching.BatchedFold`) reads its element ``x``."""
     body: Term = step.body
     while isinstance(body, (Let, LetPair)):
         body = body.body
@@ -487,9 +327,10 @@ def _stageable(body: Term) -> bool:
 class _CodeGenerator:
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
-    def __init__(self, calls: RuntimeCalls, instrumented: bool):
+    def __init__(self, calls: RuntimeCalls, options: CompileOptions):
         self.calls = calls
-        self.instrumented = instrumented
+        self.instrumented = instrumented = options.instrumented
+        self.batch_folds = options.batch_folds and not instrumented
         self.counter = itertools.count()
         # The module source written so far, a line per item (see write_out).
         self.out: list[str] = []
@@ -501,7 +342,7 @@ class _CodeGenerator:
         self.lines: dict[int, PrimSite] = {}
         # (function name, line of its `def` in the module, number of lines), in order
         self.placed: list[tuple[str, int, int]] = []
-        # Names of the pieces long functions are cut into (see _pieces).
+        # Names of the pieces long functions are cut into (see lambdad.pieces).
         self.pieces: set[str] = set()
         self.namespace: dict[str, Any] = {
             "__builtins__": {name: getattr(builtins, name) for name in _SAFE_BUILTINS},
@@ -528,7 +369,7 @@ class _CodeGenerator:
             "_nonfinite": not_finite,
             # Linear bodies whose finiteness checks are deferred (see deferred_checks).
             "__lambdad_deferred__": set(),
-            # The pieces of such a body cut into pieces (see _pieces), to the body.
+            # The pieces of such a body cut into pieces (see lambdad.pieces), to the body.
             "__lambdad_piece_of__": {},
         }
         self.evaluators: dict[str, str] = {}
@@ -663,7 +504,7 @@ class _CodeGenerator:
             if dead else fn.lines
         if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
             kept = [(1, "pass", None, (), ())]
-        cut = _pieces(name, params, kept, self.fresh)
+        cut = cut_into_pieces(name, params, kept, self.fresh)
         if len(cut) > 1:
             self.pieces.update(piece for piece, _, _ in cut[1:])
             if name in self.namespace["__lambdad_deferred__"]:
@@ -749,8 +590,7 @@ class _CodeGenerator:
     def prim(self, term: Prim, fn: _Function):
         """``op e1 .. ek``: arguments left to right, then one statement for the primitive.
         Applied to leaves (most applications), it is compiled at once, without a step."""
-        if (isinstance(term.span, BatchedFoldSpan) and term.op == FOLD.name
-                and not self.instrumented):
+        if self.batch_folds and term.op == FOLD.name:
             return self.batched_fold(term, fn)
         if term.op == MAP.name and not self.instrumented:
             lifted = _lifted_reals(term.args[0])
@@ -793,7 +633,8 @@ class _CodeGenerator:
         return t
 
     def batched_fold(self, term: Prim, fn: _Function):
-        """``fold f z xs`` marked by fusion (:func:`lambdad.fuse.batched_fold_step`).  ``f``
+        """``fold f z xs`` in a unit compiled with ``batch_folds`` (a fused ←D program):
+        batched when its step qualifies (:func:`lambdad.batching.batched_fold_step`).  ``f``
         is compiled as itself (a fold of too few steps, or of values that are not those of
         a first-order reverse-mode run, runs it as any fold does) and batched: its steps run
         inline in a Python loop here, each step's backpropagators made as the tuples of
@@ -1023,7 +864,7 @@ class _CodeGenerator:
 
     def step_spine(self, term: Term, fn: _Function, element: str):
         """The statements of a batched step's body ``lets in \\x -> lets in (e, [g1 .. gk])``
-        (:class:`~lambdad.fuse.BatchedFold`), ``x`` being ``element``: returns the atoms of
+        (:class:`~lambdad.batching.BatchedFold`), ``x`` being ``element``: returns the atoms of
         ``e`` and of the records ``g1 .. gk``."""
         if isinstance(term, (Let, LetPair)):
             return (yield from self.let(term, fn, lambda t, f: self.step_spine(t, f, element)))
@@ -1075,7 +916,7 @@ class _CodeGenerator:
                           fresh: Callable[[str], str]) -> list[str]:
         """The statements assigning the captured locals ``reads`` from the element, whose
         roots are ``roots``: pairs unpacked one by one (into new locals ``fresh`` makes
-        where a part is not read, or is taken apart further), as :data:`_TARGETS` reads
+        where a part is not read, or is taken apart further), as :data:`lambdad.pieces._TARGETS` reads
         them."""
         by_path = {path: name for name, path in reads.items()}
         inner = {path[:end] for path in reads.values() for end in range(1, len(path))}
@@ -1695,6 +1536,21 @@ _ARMS: dict[type, Callable[[_CodeGenerator, Any, _Function], Any]] = {
 
 
 @attrs.frozen
+class CompileOptions:
+    """The settings a unit is compiled under: with the term and its parameters, all that
+    makes two compilations differ (the interpreter keys its compiled units by them).
+
+    ``instrumented`` code reports every primitive to ``RuntimeCalls.prim_event`` (events,
+    step and time limits).  ``batch_folds`` is for a fused ←D program (the caller knows it
+    made one): a ``fold`` whose step qualifies (:func:`lambdad.batching.batched_fold_step`)
+    runs its steps' backpropagator bodies as one loop, the backward phase of those steps
+    (never in instrumented code, whose backpropagators are each counted)."""
+
+    instrumented: bool = False
+    batch_folds: bool = False
+
+
+@attrs.frozen
 class RuntimeCalls:
     """What generated code calls at run time, supplied by the interpreter running it.
 
@@ -1719,27 +1575,23 @@ class RuntimeCalls:
 
 
 def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *,
-                 instrumented: bool, filename: str
+                 options: CompileOptions, filename: str
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
     """The entry function computing ``term`` from the values of its free variables, and
     its parameters (source names): ``names`` if given, else the free variables in order of
-    first occurrence.  ``instrumented`` code reports every primitive to
-    ``calls.prim_event``.
+    first occurrence; compiled under ``options`` (see :class:`CompileOptions`).
 
     Raises EvalError for a free variable not in ``names`` or a term that cannot be
     evaluated, ResourceError when the program is too large for Python to compile.
     """
-    generator = _CodeGenerator(calls, instrumented)
+    generator = _CodeGenerator(calls, options)
     namespace = generator.namespace
     # Nothing cyclic is made while the syntax and code structures are built.
     with collector_paused():
         try:
             entry, names, source = generator.compile_unit(term, names)
-            if source.count("\n") <= _LINES_PER_COMPILE:  # small: compiled at once
-                exec(compile(source, filename, "exec"), namespace)
-            else:
-                namespace.update(_compiled_functions(generator.out, generator.placed, namespace,
-                                                     filename, generator.pieces))
+            define_functions(source, generator.out, generator.placed, namespace, filename,
+                             generator.pieces)
         except (RecursionError, MemoryError):
             raise ResourceError("the program is too large to compile",
                                 getattr(term, "span", None)) from None
@@ -1753,128 +1605,7 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
     return namespace[entry], names
 
 
-
-# Names local to a generated function (parameters and temporaries; `_c` and `_st` are the
-# same in every function) and the numbered globals (functions `_f3`, constants `_k4`): what
-# differs between two pieces of long functions that compute alike.
-_LOCAL_OR_NUMBERED_NAME = re.compile(  # `\b([tvc][0-9]+|_[fk][0-9]+)\b`, as above
-    r"([tvc_](?<!\w[tvc_])(?:(?<=[tvc])[0-9]+|(?<=_)[fk][0-9]+))\b")
 # What a batched fold's step sends to a slot of the previous step, added to what it has
 # (see _CodeGenerator.staged): the slot's local and the term.
 _SENT_SUM = re.compile(r"(t[0-9]+) = (\S+) if \1 is None else \1 \+ \2 "
                        r"if type\(\2\) is float else _ssum\(\1, \2\)")
-# Lines of generated code compiled at once: CPython's compiler holds the syntax tree of
-# what it compiles (kilobytes a line), so a bounded batch keeps memory bounded.
-_LINES_PER_COMPILE = 4000
-
-
-def _canonical_names(count: int, prefix: str, known: list[str]) -> list[str]:
-    """``known`` extended to at least ``count`` names ``prefix0``, ``prefix1``, ..."""
-    while len(known) < count:
-        known.append(f"{prefix}{len(known)}")
-    return known
-
-
-def _canonical_piece(body: str, local_names: list[str], global_names: list[str]
-                     ) -> tuple[str, dict[str, str]]:
-    """The text of a piece's ``body`` (from its parameters on) with its locals renamed
-    ``a0``, ``a1``, ... and its numbered globals ``g0``, ``g1``, ... in order of first
-    appearance, the globals made keyword-only parameters; and the renaming, from new names
-    to old.  (``local_names`` and ``global_names`` cache the new names.)"""
-    # Split at the names: the odd parts are the names, in order of appearance.
-    parts = _LOCAL_OR_NUMBERED_NAME.split(body)
-    names = parts[1::2]
-    seen = list(dict.fromkeys(names))
-    local = [n for n in seen if n[0] != "_"]
-    numbered = [n for n in seen if n[0] == "_"]
-    canonical = dict(zip(local, _canonical_names(len(local), "a", local_names)))
-    canonical.update(zip(numbered, _canonical_names(len(numbered), "g", global_names)))
-    parts[1::2] = [canonical[n] for n in names]
-    text = "".join(parts)
-    if numbered:  # (the parameters end at the header's first `):`)
-        end = text.index("):")
-        keywords = ", ".join(canonical[n] for n in numbered)
-        text = f"{text[:end]}{', ' if end else ''}*, {keywords}{text[end:]}"
-    return text, {new: old for old, new in canonical.items()}
-
-
-def _compiled_functions(lines: Sequence[str], placed: Sequence[tuple[str, int, int]],
-                        namespace: dict[str, Any], filename: str,
-                        pieces: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
-    """The functions of the generated module of ``lines`` (each at its place in ``placed``),
-    as ``exec`` of the module would define them, compiled in batches of bounded size.
-
-    Functions of the same text but for their name (locals are numbered per function, and
-    the backpropagators of a long straight-line program come in a handful of shapes) are
-    compiled once: each one is that code with its own name and its own first line (an
-    error finds its site in the module's line table by line number; the line table of a
-    code object counts from its first line).
-
-    The ``pieces`` of a long function (see :func:`_pieces`) differ in the numbers of their
-    locals and in the numbered globals they read (the backpropagator bodies and spans of
-    their own statements): such a piece is compiled with its names renamed in order of
-    appearance and those globals as keyword-only parameters, which its function receives
-    as defaults (the values of the globals, bound once every function exists); its code
-    gets back its own local names (an error reads operands from the frame by name, and the
-    parameters standing for globals are named as the globals).  So pieces alike share one
-    compilation too.
-    """
-    shapes: dict[str, types.CodeType] = {}  # canonical text -> its code
-    waiting: dict[str, None] = {}  # canonical texts not compiled yet, in order
-    made: list[tuple[str, int, str, dict[str, str]]] = []
-    functions: dict[str, Any] = {}
-    # Pieces whose keyword-only parameters (globals) get their values at the end.
-    bound_later: list[Any] = []
-    local_names: list[str] = []
-    global_names: list[str] = []
-
-    def compile_waiting() -> None:
-        texts = list(waiting)
-        module = compile("".join(text.replace("def _shape(", f"def _shape{index}(", 1)
-                                 for index, text in enumerate(texts)), filename, "exec")
-        codes = {code.co_name: code for code in module.co_consts
-                 if isinstance(code, types.CodeType)}
-        for index, text in enumerate(texts):
-            shapes[text] = codes[f"_shape{index}"]
-        waiting.clear()
-
-    def define_made() -> None:
-        compile_waiting()
-        for name, first, text, renaming in made:
-            code = shapes[text]
-            if renaming:
-                code = code.replace(co_name=name, co_qualname=name, co_firstlineno=first,
-                                    co_varnames=tuple(renaming.get(local, local)
-                                                      for local in code.co_varnames))
-            else:
-                code = code.replace(co_name=name, co_qualname=name, co_firstlineno=first)
-            function = types.FunctionType(code, namespace, name)
-            functions[name] = function
-            if code.co_kwonlyargcount:
-                bound_later.append(function)
-        made.clear()
-
-    waiting_lines = 0
-    for name, first, count in placed:
-        header = lines[first - 1]
-        body = "\n".join(lines[first - 1:first - 1 + count])[header.index("(") + 1:]
-        if name in pieces:
-            text, renaming = _canonical_piece(body, local_names, global_names)
-        else:
-            # Locals are numbered per function (see _Function): alike is the same text.
-            text, renaming = body, {}
-        text = "def _shape(" + text + "\n"
-        made.append((name, first, text, renaming))
-        if text not in shapes and text not in waiting:
-            waiting[text] = None
-            waiting_lines += count
-            if waiting_lines > _LINES_PER_COMPILE:
-                define_made()
-                waiting_lines = 0
-    define_made()
-    for function in bound_later:
-        code = function.__code__
-        keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
-        function.__kwdefaults__ = {keyword: functions[keyword] if keyword in functions
-                                   else namespace[keyword] for keyword in keywords}
-    return functions

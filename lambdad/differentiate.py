@@ -44,6 +44,7 @@ from .rules import NestedDifferentiationError
 from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term, Type, Var,
                      VarT, free_vars, walk)
 from .fuse import fused_backward_term
+from .memo import Memo
 from .tape import (
     DEFAULT_STRATEGY,
     ZERO,
@@ -74,6 +75,18 @@ _REVERSE_ONLY = frozenset((REVERSE,))
 
 _IMAGES_KEPT = 256
 """How many images of closures a differentiator keeps for later differentiations."""
+_UNITS_KEPT = 2048
+"""How many compiled units (images of λ-terms, written-out programs or their refusals)."""
+_ANALYSES_KEPT = 4096
+"""How many facts about λ-terms (types of closures, whether they differentiate, the
+specialisations of closures over closures that differentiate)."""
+_PIECES_KEPT = 256
+"""How many of the terms the differentiator writes itself (λs of primitives, parts of a
+function's result, the closures of `grad f`), parsed and compiled."""
+
+# The kinds of compiled unit (see Differentiator._unit_key).
+_IMAGE = "image"
+_PROGRAM = "program"
 
 
 # ---------------------------------------------------------------- walking runtime values
@@ -217,14 +230,19 @@ class Differentiator:
         interpreter.on_read_off = self._on_read_off
         # per tape of a run: the distinct bodies its inner levels' backward phases ran
         self._inner_reached: dict[int, int] = {}
-        # (mode, id(λ-term), names, ...) -> (λ-term kept alive, function of the captured
-        # values), or (λ-term, None) when the term differentiates (it runs on a level)
-        self._compiled: dict[tuple, tuple[Term, Callable[..., Any] | None]] = {}
+        # What is worked out once, one bounded table per kind of entry (see lambdad.memo):
+        # compiled units by _unit_key -> (λ-term kept alive, the image's function of the
+        # captured values, or None when the term differentiates; the compiled written-out
+        # program, or the refusal saying why there is none)
+        self._units = Memo(_UNITS_KEPT)
+        # facts about λ-terms (closure types, "differentiates", specialisations)
+        self._analyses = Memo(_ANALYSES_KEPT)
+        # the terms the differentiator writes itself, parsed and compiled
+        self._pieces = Memo(_PIECES_KEPT)
         self._depth = 0  # differentiations in progress, one inside the other
         self._costs: list[list] = []  # per depth: [modes, created, bodies run]
-        # (id(function value), modes, strategy, instrumented) -> (the function value kept
-        # alive, its image), oldest first; see transform_function
-        self._images: dict[tuple, tuple[Any, Any]] = {}
+        # _image_key -> (the function value kept alive, its image); see transform_function
+        self._images = Memo(_IMAGES_KEPT)
 
     # ---- hooks for the interpreter's `grad`, `jvp`, `vjp` primitives
     def hooks(self) -> dict[str, Callable[..., Any]]:
@@ -309,59 +327,70 @@ class Differentiator:
         fused ←D for a strategy that fuses, ←D as the paper writes it otherwise."""
         return _FUSED if strategy_named(strategy or self.strategy).fuses else REVERSE
 
-    def _lambda_key(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...]) -> tuple:
-        """Where the image of ``lam`` under ``modes`` is kept.  Under a further mode, ←D is
-        the one the strategy runs (its last item), so the strategy is part of the key; so
-        is the variant it is compiled in (instrumented code counts steps and reports
-        events)."""
-        inner_reverse = self._reverse(None) if len(modes) > 1 else None
-        interpreter = self.interpreter
-        return (modes, id(lam), names, interpreter.instrumented,
-                inner_reverse)
+    def _unit_key(self, kind: str, lam: Lam, identity: tuple, modes: tuple[str, ...]) -> tuple:
+        """Where a compiled unit of ``lam`` under ``modes`` is kept: its ``kind`` (the
+        image, or the written-out program of a λ that differentiates), ``identity`` (the
+        captured names, or the types of the captured values and the point), and the
+        settings that change what is compiled: the variant the interpreter compiles
+        (instrumented code counts steps and reports events) and, under a further mode or
+        in a written-out program, the form of ←D the strategy runs (the key's last item).
+        The one place these keys are made."""
+        inner_reverse = self._reverse(None) if len(modes) > 1 or kind == _PROGRAM else None
+        return (kind, modes, id(lam), identity, self.interpreter.instrumented, inner_reverse)
+
+    def _image_key(self, f: Any, modes: tuple[str, ...]) -> tuple:
+        """Where the image of the function value ``f`` under ``modes`` is kept: by the
+        strategy set (its ←D, its backward phase) and the variant compiled."""
+        return (id(f), modes, self.strategy, self.interpreter.instrumented)
 
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...],
                          captured: dict[str, Any], point: Any,
-                         param_type: Type | None = None) -> tuple[Callable[..., Any], tuple]:
+                         param_type: Type | None = None
+                         ) -> tuple[Callable[..., Any], tuple, bool]:
         """The image of ``lam`` under ``modes`` (innermost first) compiled as a function of
         the values of its free names, and those names: each ``(name, None)`` for a
         captured value, ``(name, (captured name, inner modes, type))`` for the image of a
         captured function under further modes.  A λ that differentiates is written out as
         a target program first (:func:`lambdad.nesting.expand_closure`), for the types of
         the captured values and of ``point`` (the argument it is differentiated at, or
-        ``None``).  Raises a located DifferentiationError (or TypeCheckError) when it has
+        ``None``); and whether it is the image of ``lam`` itself (not of a written-out
+        program).  Raises a located DifferentiationError (or TypeCheckError) when it has
         no target program."""
-        key = self._lambda_key(lam, names, modes)
+        key = self._unit_key(_IMAGE, lam, names, modes)
         inner_reverse = key[-1]
-        entry = self._compiled.get(key)
+        entry = self._units.get(key)
         if entry is None:
             try:
                 transformed = lam
+                fused = False
                 for mode in modes:
                     if mode == REVERSE and len(modes) > 1:
                         mode = inner_reverse
                     transformed = self._transformer(mode)(transformed)
+                    fused = fused or mode == _FUSED
             except NestedDifferentiationError:
                 entry = (lam, None)
             else:
-                entry = (lam, (self.interpreter.compile_open(transformed, names),
+                # a fused ←D program (or its →D) runs a qualifying fold's steps batched
+                entry = (lam, (self.interpreter.compile_open(transformed, names,
+                                                             batch_folds=fused),
                                tuple((name, None) for name in names)))
-            self._compiled[key] = entry
+            self._units.put(key, entry)
         if entry[1] is not None:
-            return entry[1]
+            return (*entry[1], True)
         types = tuple((name, self._value_type(captured[name])) for name in names)
         point_type = param_type if point is None else value_type(point)
-        nested_key = (modes, id(lam), types, point_type,
-                      self.interpreter.instrumented, self._reverse(None))
-        found = self._compiled.get(nested_key)
+        nested_key = self._unit_key(_PROGRAM, lam, (types, point_type), modes)
+        found = self._units.get(nested_key)
         if found is None:
             try:
                 found = (lam, self._compiled_program(lam, types, point_type, modes))
             except (DifferentiationError, TypeCheckError) as refusal:
                 found = (lam, refusal)
-            self._compiled[nested_key] = found
+            self._units.put(nested_key, found)
         if isinstance(found[1], LambdadError):
             raise found[1].with_traceback(None)  # the refusal, kept (as a program would be)
-        return found[1]
+        return (*found[1], False)
 
     def _value_type(self, value: Any, depth: int = 0) -> Type | None:
         """The type of a runtime value when its values tell it (:func:`value_type`); for a
@@ -375,9 +404,9 @@ class Differentiator:
         captured = tuple((name, self._value_type(v, depth + 1))
                          for name, v in parts.captured.items())
         key = ("type", id(parts.lam), captured)
-        found = self._compiled.get(key)
+        found = self._analyses.get(key)
         if found is None:
-            found = self._compiled[key] = (parts.lam, _closure_type(parts.lam, captured))
+            found = self._analyses.put(key, (parts.lam, _closure_type(parts.lam, captured)))
         return found[1]
 
     def _compiled_program(self, lam: Lam, types: tuple, point_type: Type | None,
@@ -440,7 +469,7 @@ class Differentiator:
         if isinstance(modes, str):
             modes = (modes,)
         interpreter = self.interpreter
-        image_key = (id(f), modes, self.strategy, interpreter.instrumented)
+        image_key = self._image_key(f, modes)
         found = self._images.get(image_key)
         if found is not None and found[0] is f:
             return found[1]
@@ -457,7 +486,7 @@ class Differentiator:
         if parts.lam is not None:
             parts = self._specialised(parts)
             names = tuple(parts.captured)
-            make, free = self._compiled_lambda(parts.lam, names, modes, parts.captured,
+            make, free, plain = self._compiled_lambda(parts.lam, names, modes, parts.captured,
                                                point, param_type)
             stamps = (tape or interpreter.tape).stamps
             env = [self._embedded(parts.captured[name], modes, tape) if image is None
@@ -465,9 +494,7 @@ class Differentiator:
                                                 tape, param_type=_argument_type(image[2]))
                    for name, image in free]
             image = make(*env)
-            if ((tape or interpreter.tape).stamps == stamps
-                    and self._compiled[self._lambda_key(parts.lam, names, modes)][1]
-                    is not None):
+            if (tape or interpreter.tape).stamps == stamps and plain:
                 self._remember_image(image_key, f, image)
             return image
         # (UNPLACED: an error in its derivative is one of the built-in's derivative)
@@ -489,9 +516,9 @@ class Differentiator:
         kept: list[Any] = []
         layout = self._layout(parts, kept, 0)
         key = ("specialised", _layout_key(parts.lam, layout))
-        found = self._compiled.get(key)
+        found = self._analyses.get(key)
         if found is None:
-            found = self._compiled[key] = (layout, nesting.inline_closures(parts.lam, layout))
+            found = self._analyses.put(key, (layout, nesting.inline_closures(parts.lam, layout)))
         lam, names = found[1]
         return FunctionParts(lam=lam, captured=dict(zip(names, kept)))
 
@@ -524,9 +551,9 @@ class Differentiator:
             return FunctionParts(lam=lam, captured=dict(zip(PRIMITIVES[parts.builtin].params,
                                                             parts.args)))
         key = ("differentiates", id(parts.lam))
-        found = self._compiled.get(key)
+        found = self._analyses.get(key)
         if found is None:
-            found = self._compiled[key] = (parts.lam, nesting.differentiates(parts.lam))
+            found = self._analyses.put(key, (parts.lam, nesting.differentiates(parts.lam)))
         if found[1] or any(self._differentiating(v, depth + 1) is not None
                            for v in parts.captured.values()):
             return parts
@@ -540,23 +567,20 @@ class Differentiator:
         no tape, and it is kept only when making it stamped nothing on the run's tape and
         its λ does not differentiate (whose image depends on the point too).  So the
         embedding of a captured data set or closure is done once, not on every gradient.
-        At most _IMAGES_KEPT are kept, the oldest forgotten first."""
-        images = self._images
-        if len(images) >= _IMAGES_KEPT:
-            del images[next(iter(images))]
-        images[key] = (f, image)
+        At most _IMAGES_KEPT are kept, the least recently used forgotten first."""
+        self._images.put(key, (f, image))
 
     def _primitive_lambda(self, name: str, given: int) -> Lam:
         """``\\p_{k+1} -> ... -> name p_1 ... p_n`` over the primitive's parameters (its
         first ``given`` ones free), made once per primitive and count."""
         key = ("primitive", name, given)
-        found = self._compiled.get(key)
+        found = self._pieces.get(key)
         if found is None:
             params = PRIMITIVES[name].params
             body: Term = Prim(name, tuple(Var(p) for p in params))
             for param in reversed(params[given:]):
                 body = Lam(param, body)
-            found = self._compiled[key] = (body, None)
+            found = self._pieces.put(key, (body, None))
         return found[0]
 
     # ---- reverse mode
@@ -602,7 +626,7 @@ class Differentiator:
         if interpreter.instrumented:
             return None
         modes = (self._reverse(None),)
-        found = self._images.get((id(f), modes, self.strategy, False))
+        found = self._images.get(self._image_key(f, modes))
         if found is None or found[0] is not f:
             return None
         strategy = strategy_named(self.strategy)
@@ -786,19 +810,19 @@ class Differentiator:
         (``primal``) or of its tangent along ``v`` (see :meth:`_split`), compiled once per
         path."""
         key = ("part", path, primal)
-        found = self._compiled.get(key)
+        found = self._pieces.get(key)
         if found is None:
             term = _part_term(path, primal)
-            found = self._compiled[key] = (term, self.interpreter.compile_open(
-                term, ("f", "x", "v")))
+            found = self._pieces.put(key, (term, self.interpreter.compile_open(
+                term, ("f", "x", "v"))))
         return found[1]
 
     def _term(self, name: str, source: str) -> Term:
         """The term ``source``, parsed once."""
         key = ("term", name)
-        found = self._compiled.get(key)
+        found = self._pieces.get(key)
         if found is None:
-            found = self._compiled[key] = (parse_expr(source, "<differentiation>"), None)
+            found = self._pieces.put(key, (parse_expr(source, "<differentiation>"), None))
         return found[0]
 
     @staticmethod
@@ -910,11 +934,11 @@ class Differentiator:
         """The closure of the λ ``source`` (parsed once) over ``f`` (and ``es``): a closure
         of the interpreter, so differentiating it transforms its written-out program."""
         key = ("closure", name)
-        found = self._compiled.get(key)
+        found = self._pieces.get(key)
         if found is None:
             term = parse_expr(source, "<differentiation>")
             names = ("f", "es")[:len(captured)]
-            found = self._compiled[key] = (term, self.interpreter.compile_open(term, names))
+            found = self._pieces.put(key, (term, self.interpreter.compile_open(term, names)))
         return found[1](*captured)
 
     def _directional_derivative(self, f: Any, direction: Any) -> Any:

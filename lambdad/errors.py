@@ -105,18 +105,6 @@ class DerivativeSpan(Span):
 DerivativeSpan.__init__ = direct_init(DerivativeSpan)  # type: ignore[method-assign]
 
 
-@attrs.frozen
-class BatchedFoldSpan(Span):
-    """The span of a ``fold`` of a fused program whose step fusion found batchable
-    (``lambdad.fuse.batched_fold_step``): the code generator may run its steps'
-    backpropagators as one loop.  Spans are not compared with terms, so the mark changes
-    neither a term's equality nor its printed text (which reads back as a plain fold)."""
-
-    @classmethod
-    def of(cls, span: Span) -> "BatchedFoldSpan":
-        return cls(span.file, span.line, span.col, span.end_line, span.end_col)
-
-
 class LambdadError(Exception):
     """Any error a user can cause.  ``kind`` names the family in the rendered message."""
 

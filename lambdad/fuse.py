@@ -36,10 +36,15 @@ from types import GeneratorType
 import attrs
 
 from .backward import backward_term
-from .errors import BatchedFoldSpan, DerivativeSpan, Span
+from .errors import DerivativeSpan, Span
 from .iterate import run
-from .primitives import ADD, FOLD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB
+from .primitives import ADD, MUL, NEG, PRIMITIVES, REAL_EXPRESSION_KINDS, SUB
 from .rules import NameSupply
+from .spines import Binding as _Binding
+from .spines import Linear as _Linear
+from .spines import normal_form as _normal_form
+from .spines import rebuild as _rebuild
+from .spines import without_unit as _without_unit
 from .syntax import (
     Annot,
     App,
@@ -50,7 +55,6 @@ from .syntax import (
     Let,
     LetPair,
     LinLam,
-    ListLit,
     Pair,
     Plus,
     Prim,
@@ -65,7 +69,7 @@ from .syntax import (
     with_children,
 )
 
-__all__ = ["BatchedFold", "batched_fold_step", "fuse", "fused_backward_term"]
+__all__ = ["fuse", "fused_backward_term"]
 
 
 def fused_backward_term(term: Term) -> Term:
@@ -78,7 +82,6 @@ def fused_backward_term(term: Term) -> Term:
     return run(_Fuser(names).term(backward_term(term, names, term_names)))
 
 
-
 def fuse(term: Term, names: NameSupply | None = None) -> Term:
     """``term`` (a target term, such as ←D of a λ-term) with the backpropagators of each
     straight-line region fused as the module docstring describes; the same meaning and
@@ -87,211 +90,6 @@ def fuse(term: Term, names: NameSupply | None = None) -> Term:
     if names is None:
         names = NameSupply.for_terms(term)
     return run(_Fuser(names).term(term))
-
-
-@attrs.frozen
-class BatchedFold:
-    """How a fused ``fold``'s step runs batched (:func:`batched_fold_step`).
-
-    ``step`` is the step whose region also returns, as a list, its backpropagators (the
-    ``\\a -o e`` nodes whose ``id`` is in ``slots``, each mapped to its slot number);
-    ``paths`` gives each slot's place in the accumulator (``(0, 1)``: the backpropagator of
-    the first component); ``previous`` maps each name of the accumulator the step is given
-    that its backpropagators send to, and that is the previous step's slot, to that slot."""
-
-    step: Lam
-    slots: dict[int, int]
-    paths: tuple[tuple[int, ...], ...]
-    previous: dict[str, int]
-
-
-def batched_fold_step(step: Term) -> BatchedFold | None:
-    """How the step ``\\p -> ... \\x -> region`` of a fused ``fold`` runs batched; None
-    unless it qualifies.
-
-    It qualifies when the backpropagators of the region are exactly those of the
-    accumulator it returns — each bound by ``let``, a sum of applications, occurring once,
-    in the returned structure — and the accumulator ``p`` it is given is only taken apart,
-    used by real operations, and sent to by those backpropagators.  Then what a step's
-    backpropagators send to ``p`` reaches only the previous step's (or, for the first step,
-    the start's), so the steps' bodies can run in one reverse loop, adjoints carried from
-    step to step (the backward phase of factored evaluation, step by step).
-
-    Its binders are renamed apart first when they are not (→D of a fused step, run by
-    forward mode over reverse mode, shadows names as the paper's rules do); the plan's
-    ``step`` is then the renamed one."""
-    if not isinstance(step, Lam):
-        return None
-    if not _binders_apart(step):  # they must be, for the spine to be flattened
-        step = _renamed_apart(step)
-    outer, inner = _flat_spine(step.body)
-    if not isinstance(inner, Lam):
-        return None
-    spine, end = _flat_spine(inner.body)
-    # The place in the accumulator of each name bound from it, wherever it is bound (a
-    # binder comes before its uses in pre-order), and the occurrences that bind them
-    # (`let (a, b) = p`): every use of such a name is checked below, so none escapes.
-    from_p: dict[str, tuple[int, ...]] = {step.param: ()}
-    taking_apart: set[int] = set()
-    for node in walk(step):
-        if isinstance(node, (Let, LetPair)) and isinstance(node.value, Var) \
-                and node.value.name in from_p:
-            taking_apart.add(id(node.value))
-            path = from_p[node.value.name]
-            if isinstance(node, Let):
-                from_p[node.name] = path
-            else:
-                from_p[node.first] = path + (0,)
-                from_p[node.second] = path + (1,)
-    marked: dict[str, LinLam] = {}
-    pairs: dict[str, Term] = {}
-    for in_region, binding in [(False, b) for b in outer] + [(True, b) for b in spine]:
-        value = binding.value
-        if isinstance(value, Var) and value.name in from_p:
-            continue
-        elif binding.second is None and isinstance(value, LinLam) \
-                and not isinstance(value.body, Zero):
-            if not in_region or _normal_form(value) is None:
-                return None
-            marked[binding.name] = value
-        elif binding.second is None and isinstance(value, (Pair, Var)):
-            pairs[binding.name] = value
-    if not marked:
-        return None
-    ids = {id(lam) for lam in marked.values()}
-    occurrences: dict[str, int] = {}
-    heads: set[str] = set()
-    work: list[tuple[Term, Term | None, bool]] = [(step, None, False)]
-    while work:
-        node, parent, in_marked = work.pop()
-        if isinstance(node, LinLam) and not isinstance(node.body, Zero) and id(node) not in ids:
-            return None
-        if isinstance(node, Var):
-            name = node.name
-            occurrences[name] = occurrences.get(name, 0) + 1
-            if name in from_p:
-                if in_marked and isinstance(parent, App) and parent.fn is node:
-                    heads.add(name)
-                elif not (id(node) in taking_apart
-                          or (isinstance(parent, Prim)
-                              and PRIMITIVES[parent.op].kind in REAL_EXPRESSION_KINDS)):
-                    return None
-            if name in marked and not isinstance(parent, Pair):
-                return None
-        inside = in_marked or id(node) in ids
-        work.extend((child, node, inside) for child in children(node))
-    # What the region returns: every marked backpropagator, reached through pairs used
-    # nowhere else; its place there is its slot's.
-    places: dict[str, tuple[int, ...]] = {}
-    pending: list[tuple[Term, tuple[int, ...]]] = [(end, ())]
-    while pending:
-        node, path = pending.pop()
-        if isinstance(node, Pair):
-            pending.extend(((node.first, path + (0,)), (node.second, path + (1,))))
-        elif isinstance(node, Var):
-            if node.name in marked:
-                places[node.name] = path
-            elif node.name in pairs:
-                if occurrences.get(node.name) != 1:
-                    return None
-                pending.append((pairs[node.name], path))
-    if set(places) != set(marked) or any(occurrences.get(name) != 1 for name in marked):
-        return None
-    order = sorted(marked, key=places.__getitem__)
-    paths = tuple(places[name] for name in order)
-    slot_at = {path: slot for slot, path in enumerate(paths)}
-    previous = {name: slot_at[from_p[name]] for name in heads if from_p[name] in slot_at}
-    returned = Pair(end, ListLit(tuple(Var(name) for name in order)))
-    batched = attrs.evolve(step, body=_rebuild(outer, attrs.evolve(
-        inner, body=_rebuild(spine, returned))))
-    return BatchedFold(batched, {id(marked[name]): slot for slot, name in enumerate(order)},
-                       paths, previous)
-
-
-def _binders_apart(term: Term) -> bool:
-    """Whether no two binders of ``term`` bind the same name (``_`` aside)."""
-    seen: set[str] = set()
-    for node in walk(term):
-        for bound in binders(node):
-            for name in bound:
-                if name in seen and name != "_":
-                    return False
-                seen.add(name)
-    return True
-
-
-def _renamed_apart(term: Term) -> Term:
-    """``term`` with every binder renamed to a fresh name (one the term does not mention),
-    with its bound occurrences: no two binders share a name, and no free name is captured."""
-    names = NameSupply.for_terms(term)
-
-    def go(t: Term, current: dict[str, str]):
-        if isinstance(t, Var):
-            new = current.get(t.name)
-            return t if new is None else attrs.evolve(t, name=new)
-        fresh = {name: names.fresh(name.rstrip("0123456789'_") or "v")
-                 for bound in binders(t) for name in bound if name != "_"}
-        kids = []
-        for child, bound in zip(children(t), binders(t)):
-            inner = current
-            if bound:
-                inner = {**current, **{name: fresh[name] for name in bound if name != "_"}}
-            kids.append((yield go(child, inner)))
-        return rename_binders(with_children(t, kids), fresh)
-
-    return run(go(term, {}))
-
-
-def _flat_spine(t: Term) -> tuple[list[_Binding], Term]:
-    """The ``let``s of ``t``'s spine in evaluation order, a ``let`` whose value is itself a
-    spine coming after that spine's own (names must be apart), and the spine's end."""
-    out: list[_Binding] = []
-    stack: list[tuple[Term, _Binding | None]] = []
-    while True:
-        if isinstance(t, (Let, LetPair)) and isinstance(t.value, (Let, LetPair)):
-            stack.append((t, None))
-            t = t.value
-            continue
-        if isinstance(t, Let):
-            out.append(_Binding(t.name, None, t.value, t.span))
-            t = t.body
-            continue
-        if isinstance(t, LetPair):
-            out.append(_Binding(t.first, t.second, t.value, t.span))
-            t = t.body
-            continue
-        if not stack:
-            return out, t
-        # t ends the spine of a let's value: that let binds it, then goes on
-        node, _ = stack.pop()
-        second = node.second if isinstance(node, LetPair) else None
-        first = node.first if isinstance(node, LetPair) else node.name
-        out.append(_Binding(first, second, t, node.span))
-        t = node.body
-
-
-@attrs.define
-class _Binding:
-    """``let name = value`` (``second`` is None) or ``let (name, second) = value`` of a
-    spine, with the span of the node it came from.  (Not the node: a binding would keep
-    the rest of the spine alive, and the term being fused is let go as it is walked.)"""
-
-    name: str
-    second: str | None
-    value: Term
-    span: Span | None
-
-
-@attrs.define
-class _Linear:
-    """A backpropagator body ``\\param -o ...`` in normal form: ``let``s (bindings, in
-    order), then a sum of applications ``head arg``, grouped by head in order of first
-    appearance."""
-
-    param: str
-    lets: list[_Binding]
-    sends: dict[str, list[Term]]
-    span: object
 
 
 class _Region:
@@ -325,8 +123,6 @@ class _Fuser:
         self.log: list[tuple[str, object]] = []
         # The fresh names bound to literals (`r` or `-r`), which their uses are replaced by.
         self.constants: dict[str, Term] = {}
-        # The fresh names bound to functions (a fold's step is often one).
-        self.lambdas: dict[str, Lam] = {}
 
     # ---- scopes
     def fresh(self, name: str) -> str:
@@ -477,12 +273,6 @@ class _Fuser:
         """The application of ``op`` to the walked ``args`` (of a node with ``span``)."""
         if isinstance(span, DerivativeSpan):
             span = self.derivative_span(span)
-        if op == FOLD.name and span is not None:
-            step = args[0]
-            if isinstance(step, Var):
-                step = self.lambdas.get(step.name, step)
-            if batched_fold_step(step) is not None:
-                return Prim(op, args, span=BatchedFoldSpan.of(span))
         for arg in args:
             if arg.__class__ is not Var:
                 break
@@ -619,8 +409,6 @@ class _Fuser:
         self.bind(t.name, name)
         if _constant(value) is not None:
             self.constants[name] = value
-        elif isinstance(value, Lam):
-            self.lambdas[name] = value
 
     def let_pair(self, t: LetPair, value: Term, region: _Region) -> None:
         """Appends ``let (x, y) = value`` (of the node ``t``), or binds ``x`` and ``y`` to
@@ -756,33 +544,6 @@ def _without_body(t: Lam | Annot) -> Lam | Annot:
 _PLACEHOLDER = Zero()
 
 
-def _normal_form(lam: LinLam) -> _Linear | None:
-    """The body of ``lam`` as ``let``s then sends, or None if it is not a tree of ``<+>``,
-    ``zero``, ``let`` and applications of variables (names are apart, so ``let``s hoist)."""
-    lets: list[_Binding] = []
-    sends: dict[str, list[Term]] = {}
-    work = [lam.body]
-    while work:
-        t = work.pop()
-        kind = t.__class__
-        if kind is App and t.fn.__class__ is Var:
-            sends.setdefault(t.fn.name, []).append(_without_unit(t.arg))
-        elif kind is Plus:
-            work.append(t.right)
-            work.append(t.left)
-        elif kind is Zero:
-            continue
-        elif kind is Let:
-            lets.append(_Binding(t.name, None, t.value, t.span))
-            work.append(t.body)
-        elif kind is LetPair:
-            lets.append(_Binding(t.first, t.second, t.value, t.span))
-            work.append(t.body)
-        else:
-            return None
-    return _Linear(lam.param, lets, sends, lam.span)
-
-
 def _folded(t: Prim) -> Term:
     """``t`` evaluated when its arguments are literals and its value is a finite real or
     a truth value (the same operation on the same reals gives the same value when the
@@ -807,27 +568,6 @@ def _folded(t: Prim) -> Term:
             return NEG.applied(Const(-value, span=t.span), span=t.span)
         return Const(value, span=t.span)
     return _without_unit(t)
-
-
-def _without_unit(t: Term) -> Term:
-    """``t`` without the unit operand of its operation, by the laws of the primitive table
-    (``1 * e`` is ``e``, exactly): ←D scales every send by a partial, often the constant 1,
-    and a fused body then binds the adjoint itself, which costs nothing."""
-    while t.__class__ is Prim and len(t.args) == 2:
-        x, y = t.args
-        if x.__class__ is not Const and y.__class__ is not Const:
-            break  # (most operands: no literal, no law to look up)
-        entry = PRIMITIVES.get(t.op)
-        laws = entry.laws if entry is not None else None
-        if laws is None:
-            break
-        if laws.left_unit is not None and isinstance(x, Const) and x.value == laws.left_unit:
-            t = y
-        elif laws.right_unit is not None and isinstance(y, Const) and y.value == laws.right_unit:
-            t = x
-        else:
-            break
-    return t
 
 
 def _sum(args: list[Term]) -> Term:
@@ -954,17 +694,6 @@ def _linear_term(normal: _Linear) -> LinLam:
         send = App(Var(head), _sum(args))
         body = send if body is None else Plus(send, body)
     return LinLam(normal.param, _rebuild(normal.lets, body or Zero()), span=normal.span)
-
-
-def _rebuild(spine: list[_Binding], final: Term) -> Term:
-    """``let``s of ``spine`` around ``final``, innermost last, without recursion."""
-    t = final
-    for binding in reversed(spine):
-        if binding.second is None:
-            t = Let(binding.name, binding.value, t, span=binding.span)
-        else:
-            t = LetPair(binding.name, binding.second, binding.value, t, span=binding.span)
-    return t
 
 
 def _variables(t: Term, into: list[str]) -> None:

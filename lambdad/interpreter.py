@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .codegen import RuntimeCalls, compile_term
+from .codegen import CompileOptions, RuntimeCalls, compile_term
 from .errors import DomainError, EvalError, LambdadError, ResourceError, Span
 from .guard import (
     RUNTIME_ERRORS,
@@ -36,6 +36,7 @@ from .guard import (
     raise_limits,
     restore_limits,
 )
+from .memo import Memo
 from .syntax import Decl, Module, Term, Var, walk
 from .tape import (
     DEFAULT_STRATEGY,
@@ -128,9 +129,9 @@ class Interpreter:
         # a program's `cotangent x e` runs (the differentiator's per-level costs).
         self.on_read_off: Callable[[Tape, int, int, int], None] | None = None
         self._new_backprop = self._backprop_maker()
-        # (id(term), names, instrumented) -> (term kept alive, function, names)
-        self._compiled: dict[tuple[int, tuple[str, ...] | None, bool],
-                             tuple[Term, Callable[..., Any], tuple[str, ...]]] = {}
+        # (id(term), names, compile options) -> (term kept alive, function, names); the
+        # least recently used unit forgotten first (its closures keep their own code)
+        self._compiled = Memo(_CACHE_SIZE)
 
     # ---- public API
     # The event hook, the step limit and the time limit: setting one notes whether terms
@@ -204,13 +205,15 @@ class Interpreter:
                 break
         return values
 
-    def compile_open(self, term: Term, free_names: Sequence[str]) -> Callable[..., Any]:
+    def compile_open(self, term: Term, free_names: Sequence[str], *,
+                     batch_folds: bool = False) -> Callable[..., Any]:
         """``term`` compiled as a function of ``free_names`` (in that order): calling it with
         their values evaluates ``term`` (under the runtime guard, see :meth:`apply`).
+        ``batch_folds`` for a fused ←D program (see :class:`~lambdad.codegen.CompileOptions`).
 
         Raises EvalError if ``term`` has a free variable not in ``free_names``.
         """
-        function, names = self._function(term, tuple(free_names))
+        function, names = self._function(term, tuple(free_names), batch_folds)
         return _OpenTerm(self, function, names)
 
     @staticmethod
@@ -248,22 +251,17 @@ class Interpreter:
                                     self.on_event))
 
     # ---- compilation
-    def _function(self, term: Term, names: tuple[str, ...] | None
+    def _function(self, term: Term, names: tuple[str, ...] | None, batch_folds: bool = False
                   ) -> tuple[Callable[..., Any], tuple[str, ...]]:
         """The compiled entry function of ``term`` and its parameters (see
-        :func:`~lambdad.codegen.compile_term`), compiled once per term, names and variant."""
-        instrumented = self.instrumented
-        key = (id(term), names, instrumented)
+        :func:`~lambdad.codegen.compile_term`), compiled once per term, names and options
+        (the variant, instrumented or not, and ``batch_folds``)."""
+        options = CompileOptions(self.instrumented, batch_folds)
+        key = (id(term), names, options)
         compiled = self._compiled
         entry = compiled.get(key)
         if entry is None:
-            entry = (term, *self._compile(term, names, instrumented))
-            if len(compiled) >= _CACHE_SIZE:
-                # Forget the least recently used unit (its closures keep their own code).
-                del compiled[next(iter(compiled))]
-        else:
-            del compiled[key]  # re-inserted below: most recently used last
-        compiled[key] = entry
+            entry = compiled.put(key, (term, *self._compile(term, names, options)))
         return entry[1], entry[2]
 
     @staticmethod
@@ -276,10 +274,10 @@ class Interpreter:
                         None)
             raise EvalError(f"unbound variable `{name}`", span) from None
 
-    def _compile(self, term: Term, names: tuple[str, ...] | None, instrumented: bool
+    def _compile(self, term: Term, names: tuple[str, ...] | None, options: CompileOptions
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        return compile_term(term, names, self._runtime_calls(instrumented),
-                            instrumented=instrumented,
+        return compile_term(term, names, self._runtime_calls(options.instrumented),
+                            options=options,
                             filename=f"<lambdad unit {next(self._units)}>")
 
     def _runtime_calls(self, instrumented: bool) -> RuntimeCalls:

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "lambdad"
 # Stages in order; a module may import only from earlier layers (and its own layer when
 # listed as allowed below).
 LAYERS = [
-    {"iterate", "errors", "persistent", "document", "lalr"},
+    {"iterate", "errors", "persistent", "document", "lalr", "memo"},
     {"syntax"},
     {"primitives"},
     {"printer", "reading", "highlight"},
@@ -18,9 +18,12 @@ LAYERS = [
     {"rich"},
     {"unify"},
     {"typecheck", "rules"},
+    {"spines"},
+    {"batching"},
     {"tape"},
     {"forward", "backward", "simplify", "fuse", "values"},
     {"guard", "limits"},
+    {"pieces"},
     {"codegen"},
     {"interpreter", "nesting"},
     {"graph", "calling"},
@@ -106,6 +109,37 @@ def test_transformations_and_interpreter_do_not_know_each_other():
             assert not imports_of(path) & {"interpreter", "codegen", "guard", "values", "tape"}
     interpreter = imports_of(PACKAGE / "interpreter.py")
     assert not interpreter & {"forward", "backward", "simplify", "parser", "typecheck"}
+
+
+TRANSFORMATIONS = {"forward", "backward", "simplify", "fuse", "rules", "nesting"}
+
+
+def reachable_from(module, graph):
+    """Every module ``module`` imports, directly or through others (itself left out)."""
+    seen, pending = set(), [module]
+    while pending:
+        for imported in graph.get(pending.pop(), ()):
+            if imported not in seen:
+                seen.add(imported)
+                pending.append(imported)
+    return seen - {module}
+
+
+def test_the_run_time_reaches_no_transformation_even_indirectly():
+    """The interpreter and what it runs on (code generation, the guard, tapes, values) do
+    not depend on a transformation, not even through a module they import: running a
+    program never needs the code that writes one."""
+    graph = {}
+    for path in source_files():
+        graph.setdefault(module_of(path), set()).update(imports_of(path))
+    for module in ("interpreter", "codegen", "guard", "tape", "values", "batching"):
+        reached = reachable_from(module, graph) & TRANSFORMATIONS
+        assert not reached, f"{module} reaches {sorted(reached)}"
+
+
+def test_the_reachability_check_sees_an_indirect_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"fuse"}}
+    assert reachable_from("a", graph) == {"b", "c", "fuse"}
 
 
 def test_only_the_primitive_table_names_primitives():

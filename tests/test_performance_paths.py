@@ -741,7 +741,7 @@ def test_long_functions_are_cut_into_pieces_that_compute_the_same():
     program = lambdad.loads(_chain(300))
     value = program.call("chain", -0.5)
     pieces = program.value_of("chain").__globals__["__lambdad_source__"]
-    assert pieces.count("\ndef ") > 300 // codegen._MAX_PIECE_LINES + 1
+    assert pieces.count("\ndef ") > 300 // lambdad.pieces.MAX_PIECE_LINES + 1
     x = -0.5
     for _ in range(300):
         x = x * x * 0.5 + math.sin(x)
@@ -795,7 +795,7 @@ def _with_and_without_pieces(monkeypatch, source, name, point):
         return (value, grads), texts + made
 
     cut, texts = results()
-    monkeypatch.setattr(codegen, "_MAX_PIECE_LINES", 10 ** 9)
+    monkeypatch.setattr(lambdad.pieces, "MAX_PIECE_LINES", 10 ** 9)
     whole, _ = results()
     return cut, whole, any("_o0 = _f" in text for text in texts)
 
@@ -857,7 +857,7 @@ def test_the_frames_of_a_long_program_stay_as_small_as_a_piece(monkeypatch, stra
                    if isinstance(found, types.FunctionType))
 
     short, long = largest_frame(600), largest_frame(2400)
-    assert long <= short < 2 * codegen._MAX_PIECE_LINES
+    assert long <= short < 2 * lambdad.pieces.MAX_PIECE_LINES
 
 
 def test_functions_alike_share_one_compilation(monkeypatch):
@@ -869,9 +869,9 @@ def test_functions_alike_share_one_compilation(monkeypatch):
               "def _f4(c0, v1):\n    t2 = (c0 / v1)\n    return t2\n"
               "def _f8(c0, v1):\n    t2 = (v1 / c0)\n    return t2\n")
     compiled = []
-    monkeypatch.setattr(codegen, "compile", lambda text, *rest: compiled.append(text) or
+    monkeypatch.setattr(lambdad.pieces, "compile", lambda text, *rest: compiled.append(text) or
                         compile(text, *rest), raising=False)
-    functions = codegen._compiled_functions(
+    functions = lambdad.pieces._compiled_functions(
         source.split("\n"), [("_f1", 1, 3), ("_f4", 4, 3), ("_f8", 7, 3)], {}, "<test unit>")
     assert len(compiled) == 1 and compiled[0].count("def ") == 2
     first, second, third = (functions[name] for name in ("_f1", "_f4", "_f8"))
@@ -892,10 +892,10 @@ def test_pieces_alike_up_to_their_names_share_one_compilation(monkeypatch):
     source = ("def _f1(t3, v4):\n    t5 = _k6(t3, v4)\n    return t5\n"
               "def _f7(t8, v9):\n    t10 = _k11(t8, v9)\n    return t10\n")
     compiled = []
-    monkeypatch.setattr(codegen, "compile", lambda text, *rest: compiled.append(text) or
+    monkeypatch.setattr(lambdad.pieces, "compile", lambda text, *rest: compiled.append(text) or
                         compile(text, *rest), raising=False)
     namespace = {"_k6": lambda a, b: a / b, "_k11": lambda a, b: a - b}
-    functions = codegen._compiled_functions(
+    functions = lambdad.pieces._compiled_functions(
         source.split("\n"), [("_f1", 1, 3), ("_f7", 4, 3)], namespace, "<test unit>",
         {"_f1", "_f7"})
     assert len(compiled) == 1 and compiled[0].count("def ") == 1
@@ -995,8 +995,7 @@ def test_a_whole_literal_exponent_is_computed_inline_with_the_same_value_and_mes
 ])
 def test_the_name_patterns_of_code_generation_find_what_word_boundaries_would(pattern, plain):
     import random
-    from lambdad import codegen
-    fast, slow = getattr(codegen, pattern), re.compile(plain)
+    fast, slow = getattr(lambdad.pieces, pattern), re.compile(plain)
     generated, _ = sources_made_by(lambda: lambdad.loads(
         "def f (x : R) : R = let y = x * x in let z = sin y * x in y * z - z ^ 2")
         .value_and_grad("f", 0.3))

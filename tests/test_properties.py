@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import lambdad
-from lambdad import codegen, rules, tape, testing
+from lambdad import codegen, pieces, rules, tape, testing
 from lambdad.parser import parse_expr, parse_module
 from lambdad.primitives import PRIMITIVES
 from lambdad.syntax import (
@@ -113,12 +113,12 @@ def test_forward_and_both_reverse_strategies_agree(case):
 def every_fold_batched(piece_lines=None):
     """Every fold batched, however short (the generated lists are short: this checks the
     loop), and with ``piece_lines`` every function longer than that many statements cut
-    into pieces (lambdad.codegen._pieces: this checks what crosses them)."""
+    into pieces (lambdad.pieces.cut_into_pieces: this checks what crosses them)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
         patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
         if piece_lines is not None:
-            patch.setattr(codegen, "_MAX_PIECE_LINES", piece_lines)
+            patch.setattr(pieces, "MAX_PIECE_LINES", piece_lines)
         yield
 
 
