@@ -14,54 +14,97 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+import attrs
 from lark.exceptions import LarkError, UnexpectedToken
 
 from .desugar import _desugarer
-from .errors import Span
+from .errors import ParseError, Span
 from .iterate import run
 from .primitives import Primitive
-from .reading import _concrete, _Located, _parser, _pos
+from .reading import _concrete, _Lines, _Located, _parser, _pos
 from .syntax import Decl, Module, Term, Type
 
-__all__ = ["parse_module", "parse_expr", "parse_type", "parse_entry", "is_incomplete"]
+__all__ = ["Import", "ProgramText", "parse_module", "parse_expr", "parse_type", "parse_entry",
+           "is_incomplete"]
 
 
 # --------------------------------------------------------------------------- public API
 
 
+@attrs.frozen
+class Import:
+    """``import "FILE"``: the file's name as written (relative to the importing file), and
+    where the import is."""
+
+    path: str
+    span: Span
+
+
+class ProgramText:
+    """A program's text read: its imports (:attr:`imports`), and its declarations, desugared
+    by :meth:`declarations` once the names the imports define are known.  Raises ParseError
+    for a syntax error."""
+
+    def __init__(self, text: str, file: str = "<input>"):
+        self.text = text
+        self.file = file
+        trees = _concrete(text, file, "module")
+        count = 0
+        while count < len(trees) and trees[count].kind == "import":
+            count += 1
+        lines = _Lines(text)
+        self.imports = tuple(Import(tree.parts[0], Span(file, *lines.place(_pos(tree))))
+                             for tree in trees[:count])
+        self._trees = trees[count:]
+
+    def declarations(self, predefined: Iterable[str] = (), allow_redefinition: bool = False,
+                     closed: bool = True, declared: Iterable[Primitive] = ()) -> Module:
+        """The declarations of the text; raises ParseError (a name defined twice, a
+        definition of a built-in); see :func:`parse_module`.  The names of the ``declared``
+        primitives (an imported file's ``primitive`` declarations) mean them, up to a
+        definition of the name."""
+        text, file = self.text, self.file
+        desugarer = _desugarer(text, file, list(predefined), declared)
+        desugarer.closed = closed
+        defined: dict[str, Span] = {}
+        decls = []
+        trees = self._trees
+        for tree in reversed(trees):  # the first definition of a name wins
+            desugarer.later[str(tree.parts[0])] = _pos(tree.parts[0])
+        for tree in trees:
+            name = tree.parts[0]
+            desugarer.check_definable(name)
+            if str(name) in defined:
+                raise desugarer.error(f"`{name}` is already defined at {defined[str(name)]}",
+                                      _pos(name))
+            if str(name) in desugarer.scope.top and not allow_redefinition:
+                raise desugarer.error(f"`{name}` is already defined", _pos(name))
+            if tree.kind == "primitive_decl":
+                decls.append(desugarer.primitive_declaration(tree))
+            else:
+                desugarer.declared.pop(str(name), None)  # an imported primitive shadowed
+                decls.append(run(desugarer.declaration(tree)))
+            defined[str(name)] = desugarer.span(_pos(name))
+            desugarer.scope.top.add(str(name))
+        return Module(tuple(decls))
+
+
 def parse_module(text: str, file: str = "<input>", predefined: Iterable[str] = (),
                  allow_redefinition: bool = False, closed: bool = True) -> Module:
     """The declarations of a program ``text``; raises ParseError (syntax, a name defined twice,
-    a definition of a built-in).
+    a definition of a built-in, an import: files are imported by :mod:`lambdad.modules`).
 
     ``predefined`` names (a prelude, the REPL's environment) are in scope; redefining one is an
     error unless ``allow_redefinition``.  A use of the definition being defined or of a later
     one is an error that says so, unless not ``closed`` (a module whose free names are
     resolved elsewhere, as in the printer's tests).
     """
-    predefined = list(predefined)
-    trees = _concrete(text, file, "module")
-    desugarer = _desugarer(text, file, predefined)
-    desugarer.closed = closed
-    defined: dict[str, Span] = {}
-    decls = []
-    for tree in reversed(trees):  # the first definition of a name wins
-        desugarer.later[str(tree.parts[0])] = _pos(tree.parts[0])
-    for tree in trees:
-        name = tree.parts[0]
-        desugarer.check_definable(name)
-        if str(name) in defined:
-            raise desugarer.error(f"`{name}` is already defined at {defined[str(name)]}",
-                                  _pos(name))
-        if str(name) in desugarer.scope.top and not allow_redefinition:
-            raise desugarer.error(f"`{name}` is already defined", _pos(name))
-        if tree.kind == "primitive_decl":
-            decls.append(desugarer.primitive_declaration(tree))
-        else:
-            decls.append(run(desugarer.declaration(tree)))
-        defined[str(name)] = desugarer.span(_pos(name))
-        desugarer.scope.top.add(str(name))
-    return Module(tuple(decls))
+    read = ProgramText(text, file)
+    if read.imports:
+        raise ParseError("an import is read where a program file is loaded (`lambdad.load`, "
+                         "the command line, `:load` at the REPL, `%lambdad_load` in a "
+                         "notebook); here only definitions are", read.imports[0].span)
+    return read.declarations(predefined, allow_redefinition, closed)
 
 
 def parse_expr(text: str, file: str = "<expr>", bound: Iterable[str] = (),

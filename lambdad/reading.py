@@ -186,6 +186,13 @@ class _Concrete(lark.Transformer):
         return items[0]
 
     # ---- declarations
+    def import_decl(self, items):
+        """``import "FILE"``: the file's name without its quotes is the node's part."""
+        path = items[1].text[1:-1]
+        if not path.strip():
+            raise _Located('an import names a file: `import "lib/stats.lam"`', _pos(items[1]))
+        return _Surface("import", items[0].start, items[1].end, (path, items[1]))
+
     def decl(self, items):
         """``def NAME param* [: type] = expr``."""
         params, result = _split_signature(items[2:-2])
@@ -426,6 +433,7 @@ _SELF_CHECK = (
      "-- c\n", "module"),
     ("d<R> -o R -> R", "type_entry"),
     ("\\a -o (a, [1.5])", "expr_entry"),
+    ('import "a.lam"\nimport "b c.lam" def import = 1', "module"),
 )
 
 
@@ -471,6 +479,8 @@ _TERMINAL_WORDS = {
     "DEF": "`def`",
     "PRIMITIVE": "`primitive`",
     "PARTIAL": "`partial`",
+    "IMPORT": "`import`",
+    "STRING": "a file name in quotes",
     "LET": "`let`",
     "IF": "`if`",
     "TRUE": "`true`",
@@ -606,6 +616,9 @@ def _habit_hint(text: str, token: lark.Token) -> tuple[str, Place] | None:
                 (line, col - 1, line, col + 1))
     if token.type == "ARROW":
         return (f"unexpected `->`: {_LAMBDA_HINT}", (line, col, line, col + len(token)))
+    if token.type == "STRING" and re.search(r"(?<![A-Za-z0-9_'])import\s*$", text[:start]):
+        return ("imports come first in a file, before its definitions",
+                (line, col, line, col + len(token)))
     return None
 
 
@@ -635,6 +648,8 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Plac
         bad = _MALFORMED_NUMBER.match(text, offset)
         if bad is not None:
             return f"malformed number `{bad.group()}`", (line, col, line, col + len(bad.group()))
+        if text[offset] == '"':
+            return ('a file name in quotes ends with `"` on its line', (line, col, line, col + 1))
         return f"unexpected character {_character(text[offset])}", (line, col, line, col + 1)
     return "syntax error", (error.line, error.column, error.line, error.column + 1)
 

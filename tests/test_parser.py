@@ -605,7 +605,7 @@ def test_complete_or_wrong_inputs(text):
     ("def f : = 1", "unexpected `=`; expected a type", 1, 9),
     ("def f = 1\nlet x = 2", "unexpected `let`; expected an argument, an operator, `def`, "
      "`primitive` or end of input", 2, 1),
-    ("f = 1", "unexpected name `f`; expected `def`, `primitive` or end of input", 1, 1),
+    ("f = 1", "unexpected name `f`; expected `def`, `primitive`, `import` or end of input", 1, 1),
 ])
 def test_error_messages(text, message, line, col):
     error = error_of(text, lambda t: parse_module(t, "m.lam"))
