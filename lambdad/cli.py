@@ -37,7 +37,7 @@ class _Session:
     def load(self, path: str) -> Program:
         text = read_source(path)
         self.sources[path] = text
-        program = Program(text, path)
+        program = Program(text, path, sources=self.sources)  # (it adds the files imported)
         program.set_max_steps(self.max_steps)
         return program
 

@@ -128,6 +128,13 @@ class ParseError(LambdadError):
     kind = "parse error"
 
 
+class ModuleError(LambdadError):
+    """An import that cannot be followed: a file that cannot be read, or a cycle of imports;
+    located at the ``import``."""
+
+    kind = "import error"
+
+
 class TypeCheckError(LambdadError):
     kind = "type error"
 

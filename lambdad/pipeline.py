@@ -45,6 +45,7 @@ from .errors import (
     source_line,
 )
 from .iterate import collector_paused, collector_paused_during
+from .modules import gather, link
 from .parser import parse_expr, parse_module
 from .persistent import PersistentMap
 from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
@@ -112,39 +113,46 @@ class Program:
     ``Bool`` ↔ bool.  A function of several curried arguments takes a tuple point.
     """
 
-    def __init__(self, text: str, file: str = "<string>"):
+    def __init__(self, text: str, file: str = "<string>",
+                 sources: dict[str, str] | None = None):
         if not isinstance(text, str):
             raise UsageError(f"a program's source must be a str, not {type(text).__name__}")
         if not isinstance(file, str):
             raise UsageError(f"a program's file name must be a str, not {type(file).__name__}")
         prelude_source = prelude_text()
         self.file = file
-        self.sources: dict[str, str] = {PRELUDE_FILE: prelude_source, file: text}
+        # Every source text by file name: the caller's dictionary if given, which then gets
+        # the text of each imported file as it is read (an error in one can be shown).
+        self.sources: dict[str, str] = sources if sources is not None else {}
+        self.sources.update({PRELUDE_FILE: prelude_source, file: text})
         prelude = _prelude()
         self.prelude_names = tuple(d.name for d in prelude.decls)
         with collector_paused():
-            user = parse_module(text, file, predefined=self.prelude_names,
-                                allow_redefinition=True)
-            self.user_names = tuple(d.name for d in user.decls)
-            kept, own = _hide_redefined(prelude.decls, user.decls)
+            units = gather(text, file, read_source, self.sources)
+            linked = link(prelude.decls, PRELUDE_FILE, units)
+            kept, own = linked.prelude, linked.decls
+            self.user_names = tuple(d.name for d in own if d.name not in linked.hidden)
             self.module = Module(kept + own)
-            # the prelude's definitions the program redefines, by their hidden names
-            self._prelude_hidden = {a.name: b.name for a, b in zip(kept, prelude.decls)
-                                    if a is not b}
+            # the definitions the program shadows (the prelude's, an imported file's), by
+            # their hidden names: their names as written and their files
+            self._hidden = dict(linked.hidden)
             if all(a is b for a, b in zip(kept, prelude.decls)):
                 # Only the program's own declarations are inferred here, in the environment
                 # of the prelude definitions they reach; the rest of the prelude is typed
                 # when a name of it is asked for (see _typed_with).
-                # Every name the program uses is a word of its text: the words name the
+                # Every name the program uses is a word of its texts: the words name the
                 # prelude definitions it may use (a few mentioned in comments are typed in
-                # vain) at a fraction of the cost of walking its terms.  A name the text
-                # does not contain is none of its words: a long program mentioning none is
+                # vain) at a fraction of the cost of walking its terms.  A name the texts
+                # do not contain is none of their words: a long program mentioning none is
                 # not split into words at all.
-                spelled = frozenset(name for name in self.prelude_names if name in text)
-                words = frozenset(_WORD.findall(text)) & spelled if spelled else spelled
+                texts = [unit.read.text for unit in units]
+                spelled = frozenset(name for name in self.prelude_names
+                                    if any(name in part for part in texts))
+                words = frozenset(word for part in texts for word in _WORD.findall(part)) \
+                    & spelled if spelled else spelled
                 self._own: ModuleTyping | None = None
                 self._prelude_typed = frozenset()
-                self._typed_with(words, user)
+                self._typed_with(words, Module(own))
             else:
                 self.typing = infer_module(self.module)
         self.decls: Mapping[str, Decl] = {d.name: d for d in self.module.decls}
@@ -267,25 +275,31 @@ class Program:
         return [(name, str(self._scheme(name))) for name in self.user_names]
 
     def warnings(self) -> list[ShadowWarning]:
-        """Remarks on the program, which loads: each definition of a built-in's or the
-        prelude's name (which shadows it from there on) in a program whose definitions above
-        it use the name's other meaning, so that in one program the name means both.  A
-        definition of such a name that nothing above it uses is not remarked on: adding a
-        built-in never breaks a program, nor makes it noisy."""
-        hidden = self._prelude_hidden
+        """Remarks on the program, which loads: each definition of a built-in's, the
+        prelude's or an imported file's name (which shadows it from there on) in a file whose
+        definitions above it use the name's other meaning, so that in one file the name
+        means both.  A definition of such a name that nothing above it uses is not remarked
+        on: adding a built-in never breaks a program, nor makes it noisy."""
+        hidden = self._hidden
+        origins: dict[str, list[str]] = {}  # a name: the files of its definitions shadowed
+        for written, origin in hidden.values():
+            origins.setdefault(written, []).append(origin)
         builtin_names = NAMED.keys() | set(LINEAR_NAMES)
-        first_use: dict[tuple[str, str], Decl] = {}  # (meaning, name): the first user
+        # (meaning, name, file): the first user in that file; a meaning is "built-in" or
+        # the file of a definition shadowed
+        first_use: dict[tuple[str, str, str], Decl] = {}
         found = []
         for name in self.user_names:
             decl = self.decls.get(name)
             if decl is None or decl.span is None:
                 continue
-            for meaning in ("built-in", "prelude"):
-                user = first_use.get((meaning, name))
-                if user is not None and (name in builtin_names if meaning == "built-in"
-                                         else name in self.prelude_names):
-                    what = f"the built-in `{name}`" if meaning == "built-in" else \
-                        f"the prelude's `{name}`"
+            meanings = (["built-in"] if name in builtin_names else []) + origins.get(name, [])
+            for meaning in meanings:
+                user = first_use.get((meaning, name, decl.span.file))
+                if user is not None:
+                    what = (f"the built-in `{name}`" if meaning == "built-in" else
+                            f"the prelude's `{name}`" if meaning == PRELUDE_FILE else
+                            f"the definition of `{name}` in {meaning}")
                     found.append(ShadowWarning(
                         f"this definition of `{name}` shadows {what}, which a definition "
                         f"above uses (`{user.name}`, line {user.span.line}): from here on "
@@ -294,10 +308,11 @@ class Program:
             terms = [decl.value] if entry is None else [entry.declaration.body,
                                                        *entry.declaration.partials]
             for used in builtin_uses(*terms):
-                first_use.setdefault(("built-in", used), decl)
+                first_use.setdefault(("built-in", used, decl.span.file), decl)
             for variable in free_vars(decl.value):
                 if variable in hidden:
-                    first_use.setdefault(("prelude", hidden[variable]), decl)
+                    written, origin = hidden[variable]
+                    first_use.setdefault((origin, written, decl.span.file), decl)
         return found
 
     def source(self) -> str:
@@ -795,32 +810,6 @@ def _module_of(module: Module, added: tuple[Any, ...] | None) -> Module:
                 decls[later] = attrs.evolve(
                     decls[later], value=renamed_free(decls[later].value, {name: hidden}))
     return Module(tuple(decls))
-
-
-def _hide_redefined(prelude: Sequence[Decl], user: Sequence[Decl]
-                    ) -> tuple[tuple[Decl, ...], tuple[Decl, ...]]:
-    """The prelude's and the program's declarations, the prelude's that the program
-    redefines renamed ``name'1`` with their uses in the prelude, so that the rest of the
-    prelude keeps using its own versions (a program's own ``dot`` does not change the
-    prelude's ``norm``), and with the uses in the program's definitions up to its own (which
-    see the prelude's: a definition sees only the ones above it)."""
-    decls = list(prelude)
-    own = list(user)
-    position = {d.name: index for index, d in enumerate(own)}
-    redefined = position.keys() & {d.name for d in prelude}
-    for index, decl in enumerate(decls):
-        if decl.name not in redefined:
-            continue
-        hidden = unused_name(decl.name, [*decls, *own])
-        decls[index] = attrs.evolve(decl, name=hidden)
-        for later in range(index + 1, len(decls)):
-            decls[later] = attrs.evolve(
-                decls[later], value=renamed_free(decls[later].value, {decl.name: hidden}))
-        for before in range(position[decl.name] + 1):
-            if decl.name in free_vars(own[before].value):
-                own[before] = attrs.evolve(
-                    own[before], value=renamed_free(own[before].value, {decl.name: hidden}))
-    return tuple(decls), tuple(own)
 
 
 def _span_text(span: Span, sources: dict[str, str]) -> str | None:

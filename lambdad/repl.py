@@ -115,12 +115,14 @@ class Session:
         return sorted(words | set(NAMED) | set(KEYWORDS))
 
     def load(self, path: str) -> str:
-        """Load the definitions of the file ``path`` in place of the current ones (those
-        entered at the prompt are forgotten); raises UsageError if the file cannot be read
-        and the file's parse or type error otherwise, leaving the session unchanged."""
+        """Load the definitions of the file ``path`` and of the files it imports, in place
+        of the current ones (those entered at the prompt are forgotten); raises UsageError
+        if the file cannot be read and the file's import, parse or type error otherwise,
+        leaving the session unchanged.  Every file is read again (``:reload`` sees what
+        changed in the files imported too)."""
         text = read_source(path)
         self._sources[path] = text
-        program = Program(text, path)
+        program = Program(text, path, sources=self._sources)
         program.set_strategy(self.strategy)
         self.file, self.program = path, program
         count = len(program.names())

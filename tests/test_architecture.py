@@ -15,6 +15,7 @@ LAYERS = [
     {"printer", "reading", "highlight"},
     {"desugar"},
     {"parser"},
+    {"modules"},
     {"rich"},
     {"unify"},
     {"typecheck", "rules"},
