@@ -129,6 +129,9 @@ class Program:
         self.prelude_names = tuple(d.name for d in prelude.decls)
         with collector_paused():
             units = gather(text, file, read_source, self.sources)
+            # the files read: those imported, directly or not, each after its imports, then
+            # this one
+            self.files = tuple(unit.file for unit in units)
             linked = link(prelude.decls, PRELUDE_FILE, units)
             kept, own = linked.prelude, linked.decls
             self.user_names = tuple(d.name for d in own if d.name not in linked.hidden)

@@ -125,8 +125,9 @@ class Session:
         program = Program(text, path, sources=self._sources)
         program.set_strategy(self.strategy)
         self.file, self.program = path, program
-        count = len(program.names())
-        return f"loaded {path} ({count} definition{'s' if count != 1 else ''})"
+        count, imported = len(program.names()), len(program.files) - 1
+        files = f", {imported} file{'s' if imported != 1 else ''} imported" if imported else ""
+        return f"loaded {path} ({count} definition{'s' if count != 1 else ''}{files})"
 
     def define(self, decl: Decl) -> str:
         """``name : type`` of the new declaration ``decl``, after adding it (replacing an

@@ -256,6 +256,33 @@ def test_load_and_reload(tmp_path):
         entry(session, ":load no/such/file.lam")
 
 
+def test_load_follows_imports_and_reload_reads_every_file_again(tmp_path):
+    main, lib = tmp_path / "main.lam", tmp_path / "lib" / "scale.lam"
+    lib.parent.mkdir()
+    main.write_text('import "lib/scale.lam"\ndef f x = scale x + 1\n')
+    lib.write_text("def scale x = 2 * x\n")
+    session = Session()
+    assert entry(session, f":load {main}") == f"loaded {main} (2 definitions, 1 file imported)"
+    assert entry(session, "f 3") == "7 : R"
+    assert entry(session, ":grad scale 1").splitlines()[-1] == "gradient: 2"
+    lib.write_text("def scale x = 10 * x\n")
+    assert entry(session, ":reload") == f"loaded {main} (2 definitions, 1 file imported)"
+    assert entry(session, "f 3") == "31 : R"
+    lib.write_text("def scale x = x + true\n")
+    with pytest.raises(LambdadError) as caught:
+        entry(session, ":reload")
+    assert render(caught.value, session.sources).splitlines() == [
+        f"{lib}:1:19: type error: `+` expects R, but this has type Bool",
+        "    1 | def scale x = x + true",
+        "      |                   ^^^^"]
+    assert entry(session, "f 3") == "31 : R"  # the failed load changed nothing
+    lib.unlink()
+    with pytest.raises(LambdadError) as caught:
+        entry(session, ":reload")
+    assert render(caught.value, session.sources).splitlines()[0] == (
+        f"{main}:1:1: import error: cannot import `lib/scale.lam`: no such file: {lib}")
+
+
 def test_env_help_and_unknown_commands(baydin):
     assert entry(Session(), ":env") == "no definitions yet"
     help_text = entry(baydin, ":help")
@@ -388,6 +415,25 @@ def test_terminal_tab_completion(terminal):
     answer(terminal, "quadr\t 2", "8 : R")
     # only the completed command can type the expression
     answer(terminal, ":ty\t 1", "1 : R")
+
+
+def test_terminal_load_and_reload_of_a_file_with_imports(history, tmp_path):
+    main, lib = tmp_path / "main.lam", tmp_path / "lib.lam"
+    main.write_text('import "lib.lam"\ndef f x = scale x * x\n')
+    lib.write_text("def scale x = 2 * x\n")
+    child = spawn(history)
+    try:
+        answer(child, f":load {main}", f"loaded {main} (2 definitions, 1 file imported)")
+        answer(child, "f 3", "18 : R")
+        answer(child, ":grad f 3", "gradient: 12")
+        lib.write_text("def scale x = 3 * x\n")
+        answer(child, ":reload", f"loaded {main} (2 definitions, 1 file imported)")
+        answer(child, "f 3", "27 : R")
+        main.write_text('import "main.lam"\n')
+        answer(child, ":reload", f"import error: import cycle: {main} imports {main}")
+        answer(child, "f 1", "3 : R")
+    finally:
+        child.close(force=True)
 
 
 def test_terminal_line_editing(terminal):
