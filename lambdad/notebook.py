@@ -13,7 +13,13 @@ that program and return rich results — HTML in a notebook, text in a terminal:
                                              [R]: %plot NAME, against its index)
     %check [NAME [POINT]]                    the gradient check
     %hessian NAME POINT                      value, gradient and Hessian
-    %lambdad EXPR                            the value and type of an expression
+    %lambdad EXPR                            the value and type of an expression (without
+                                             EXPR: the program's definitions)
+    %lambdad_load FILE                       the definitions of a .lam file (and of the
+                                             files it imports) in place of the notebook's
+    %lambdad_reload                          the last file loaded, read again
+    %lambdad_use PROGRAM                     a Program made in Python (``lambdad.load``)
+                                             becomes the notebook's
 
 Errors show as the command line shows them (``<cell 2>:3:9: type error: ...`` with a
 caret), never as a Python traceback.
@@ -21,6 +27,7 @@ caret), never as a Python traceback.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -33,6 +40,7 @@ from .plot import Plot
 from .pipeline import Program
 from .printer import print_type
 from .results import format_python
+from .sources import read_source
 from .syntax import Decl
 from .trace import Trace, trace
 
@@ -44,13 +52,76 @@ class NotebookSession:
     """The program a notebook builds cell by cell, and the source texts its errors point
     into (cells are ``<cell 1>``, ``<cell 2>``, …; a magic's arguments ``<%grad>``, …)."""
 
-    def __init__(self) -> None:
+    def __init__(self, namespace: Mapping[str, Any] | None = None) -> None:
         self.program = Program("", NOTEBOOK_FILE)
         self.cells = 0
+        self.file: str | None = None  # the file loaded last
+        # The notebook's Python variables (the shell's namespace), where an error looks for
+        # a program that defines the name asked for.
+        self.namespace: Mapping[str, Any] = namespace if namespace is not None else {}
 
     @property
     def sources(self) -> dict[str, str]:
         return self.program.sources
+
+    # ------------------------------------------------------------ programs from elsewhere
+
+    def load(self, path: str) -> rich.Source:
+        """``%lambdad_load FILE``: the definitions of the file ``path`` and of the files it
+        imports, in place of the notebook's (those of the cells run before are forgotten,
+        as at the REPL's ``:load``), with their types.  Raises UsageError if the file cannot
+        be read, and its import, parse or type error otherwise, leaving the program
+        unchanged."""
+        path = path.strip()
+        if not path:
+            raise UsageError("usage: %lambdad_load FILE")
+        text = read_source(path)
+        self.sources[path] = text
+        program = Program(text, path, sources=self.sources)
+        self.program, self.file = program, path
+        return self._summary(f"-- {path}", program)
+
+    def reload(self, line: str = "") -> rich.Source:
+        """``%lambdad_reload``: the file loaded last, read again (with its imports)."""
+        if self.file is None:
+            raise UsageError("no file loaded yet; use %lambdad_load FILE")
+        return self.load(self.file)
+
+    def use(self, program: Any, spelled: str = "the program") -> rich.Source:
+        """``%lambdad_use PROGRAM``: the :class:`Program` ``program`` (made in Python, by
+        ``lambdad.load`` or ``lambdad.loads``) becomes the notebook's, with its definitions'
+        types; cells and magics work on it from now on (``program`` itself is not changed:
+        cells make new programs).  Raises UsageError if it is not a Program."""
+        if not isinstance(program, Program):
+            raise UsageError(f"%lambdad_use needs a lambdad program (lambdad.load(...)); "
+                             f"{spelled} is a {type(program).__name__}")
+        adopted = program.extended([])
+        adopted.sources = dict(program.sources)  # the cells' texts go in the notebook's
+        self.program = adopted
+        return self._summary(f"-- {spelled}: {program.file}", adopted)
+
+    @staticmethod
+    def _summary(title: str, program: Program) -> rich.Source:
+        """``title`` over the types of ``program``'s definitions."""
+        rows = [f"{name} : {scheme}" for name, scheme in program.types()]
+        return rich.Source("\n".join([title, *rows] if rows else [title, "-- no definitions"]))
+
+    def require(self, name: str) -> None:
+        """Raises UsageError if the notebook's program does not define ``name``; when a
+        program of the notebook's Python variables does, the message says how to use it."""
+        if name in self.program.decls:
+            return
+        try:
+            self.program.require(name)
+        except UsageError as error:
+            holders = sorted(variable for variable, value in list(self.namespace.items())
+                             if isinstance(value, Program) and not variable.startswith("_")
+                             and name in value.decls)
+            if holders:
+                error.notes += (f"the Python variable `{holders[0]}` holds a program that "
+                                f"defines it: `%lambdad_use {holders[0]}` makes it the "
+                                "notebook's program",)
+            raise
 
     def run_cell(self, text: str, number: int | None = None) -> rich.Source:
         """Adds the cell's definitions (replacing older ones of the same names) and returns
@@ -81,7 +152,10 @@ class NotebookSession:
                                      for d in decls))
 
     def evaluate(self, text: str, number: int | None = None) -> rich.Source:
-        """The value and type of the expression ``text``."""
+        """The value and type of the expression ``text``; without one, the program's
+        definitions as written, each under its type."""
+        if not text.strip():
+            return rich.Source(self.program.source().rstrip("\n") or "-- no definitions")
         return self.run_cell(text, number)
 
     # ------------------------------------------------------------ commands
@@ -98,6 +172,7 @@ class NotebookSession:
         name, _, point_text = text.partition(" ")
         if not name or (point_needed and not point_text.strip()):
             raise UsageError(f"usage: {usage}")
+        self.require(name)
         point = None
         if point_text.strip():
             where = f"<{command}>"
@@ -153,6 +228,7 @@ class NotebookSession:
             raise UsageError("usage: %plot NAME A B [ORDER] (a function R -> R), or "
                              "%plot NAME (a list [R])")
         name, bounds = words[0], words[1:3]
+        self.require(name)
         start, stop = (plot.bound_of(self.program, text, "%plot") for text in bounds) \
             if bounds else (None, None)
         order = None
@@ -217,6 +293,29 @@ class LambdadMagics(Magics):
         """The value and type of a lambdad expression."""
         return self.session.evaluate(line, self._cell_number())
 
+    @line_magic("lambdad_load")
+    def lambdad_load(self, line: str) -> rich.Source:
+        """%lambdad_load FILE: the definitions of a .lam file (following its imports)."""
+        return self.session.load(line)
+
+    @line_magic("lambdad_reload")
+    def lambdad_reload(self, line: str) -> rich.Source:
+        """%lambdad_reload: the file loaded last, read again."""
+        return self.session.reload(line)
+
+    @line_magic("lambdad_use")
+    def lambdad_use(self, line: str) -> rich.Source:
+        """%lambdad_use PROGRAM: a Program made in Python becomes the notebook's."""
+        spelled = line.strip()
+        if not spelled:
+            raise UsageError("usage: %lambdad_use PROGRAM (a Python variable holding "
+                             "lambdad.load(...))")
+        try:
+            value = self.shell.ev(spelled)
+        except Exception as exc:  # the user's expression: its own error, said plainly
+            raise UsageError(f"%lambdad_use {spelled}: {type(exc).__name__}: {exc}") from None
+        return self.session.use(value, f"`{spelled}`")
+
     @line_magic("grad")
     def grad(self, line: str) -> rich.Lines:
         """%grad NAME POINT [forward]: value and gradient."""
@@ -265,7 +364,7 @@ class HessianMagics(Magics):
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext lambdad``: a fresh notebook program, the magics, and lambdad's errors
     shown as the command line shows them."""
-    session = NotebookSession()
+    session = NotebookSession(ipython.user_ns)
     ipython.register_magics(LambdadMagics(ipython, session))
     if callable(getattr(Program, "hessian", None)):
         ipython.register_magics(HessianMagics(ipython, session))

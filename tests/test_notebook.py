@@ -113,6 +113,50 @@ def test_plot_draws_a_function_with_its_derivatives_or_a_list(session):
         session.plot("losses 0 1")
 
 
+def test_a_file_is_loaded_with_its_imports_and_reloaded(tmp_path):
+    main, lib = tmp_path / "main.lam", tmp_path / "lib.lam"
+    main.write_text('import "lib.lam"\ndef f x = scale x * x\n')
+    lib.write_text("def scale x = 2 * x\n")
+    notebook = NotebookSession()
+    notebook.run_cell("def forgotten = 1\n")
+    assert str(notebook.load(f" {main} ")) == f"-- {main}\nscale : R -> R\nf : R -> R"
+    assert notebook.grad("f 3")["gradient"] == "12"
+    assert str(notebook.run_cell("def g x = f x + 1\n")) == "g : R -> R"
+    assert str(notebook.evaluate("g 1")) == "3 : R"
+    with pytest.raises(UsageError, match="no top-level definition named `forgotten`"):
+        notebook.grad("forgotten 1")
+    lib.write_text("def scale x = x + true\n")
+    with pytest.raises(TypeCheckError) as caught:
+        notebook.reload()
+    assert render(caught.value, notebook.sources).splitlines()[1:] == [
+        "    1 | def scale x = x + true", "      |                   ^^^^"]
+    assert notebook.grad("f 3")["gradient"] == "12"  # the failed load changed nothing
+    lib.write_text("def scale x = 3 * x\n")
+    assert str(notebook.reload()).endswith("f : R -> R")
+    assert notebook.grad("f 3")["gradient"] == "18"
+    with pytest.raises(LambdadError, match="an import is read where a program file is loaded"):
+        notebook.run_cell(f'import "{lib}"\n')
+
+
+def test_a_program_loaded_in_python_is_pointed_at_and_used(tmp_path):
+    program = lambdad.load(ROOT / "programs" / "baydin.lam")
+    notebook = NotebookSession({"prog": program, "other": 3})
+    with pytest.raises(UsageError) as caught:
+        notebook.grad("f 2,5")
+    assert render(caught.value).splitlines() == [
+        "usage error: no top-level definition named `f` (defined: none)",
+        "  note: the Python variable `prog` holds a program that defines it: "
+        "`%lambdad_use prog` makes it the notebook's program"]
+    assert str(notebook.use(program, "`prog`")).splitlines()[:2] == [
+        "-- `prog`: " + str(ROOT / "programs" / "baydin.lam"), "f : R -> R -> R"]
+    assert notebook.grad("f 2,5")["gradient"] == "(5.5, 1.7163378145367738)"
+    assert str(notebook.evaluate("")).startswith("-- f : R -> R -> R\ndef f (x1 : R)")
+    notebook.run_cell("def g x = f x x\n", number=3)
+    assert "g" not in program.decls and "<cell 3>" not in program.sources
+    with pytest.raises(UsageError, match="needs a lambdad program .*`other` is a int"):
+        notebook.use(3, "`other`")
+
+
 def test_the_python_api_results_show_richly():
     program = lambdad.load(ROOT / "programs" / "baydin.lam")
     html = program._repr_html_()
@@ -138,6 +182,17 @@ def test_the_extension_loads_into_ipython_and_shows_errors_without_a_traceback(c
         shown = capsys.readouterr()
         assert "type error: `+` expects R, but this has type Bool" in shown.out + shown.err
         assert "Traceback" not in shown.out + shown.err
+        shell.run_cell(f"import lambdad\nprog = lambdad.load({str(ROOT / 'programs' / 'baydin.lam')!r})")
+        shell.run_cell("%grad main 1")  # the notebook defines no `main`: the note says so
+        shown = capsys.readouterr()
+        assert "`%lambdad_use prog` makes it the notebook's program" in shown.out + shown.err
+        shell.run_line_magic("lambdad_use", "prog")
+        assert shell.run_line_magic("grad", "f 2,5")["value"] == "11.652071455223084"
+        assert str(shell.run_line_magic("lambdad_load", str(ROOT / "programs" / "quadratic.lam"))
+                   ).startswith("-- ")
+        result = shell.run_cell("%lambdad_use nothing_here")
+        assert isinstance(result.error_in_exec, UsageError)
+        assert "NameError" in capsys.readouterr().out
     finally:
         InteractiveShell.clear_instance()
 
