@@ -27,6 +27,7 @@ from pygments.token import (
     Number,
     Operator,
     Punctuation,
+    String,
     Text,
 )
 
@@ -51,6 +52,7 @@ class LambdadLexer(RegexLexer):
             (r"[ \t\r\n\f]+", Text),
             (r"--[^\n]*", Comment.Single),
             (r"(def)(\s+)([A-Za-z_][A-Za-z0-9_']*)", bygroups(Keyword, Text, Name.Function)),
+            (r'(import)(\s+)("[^"\n]*")', bygroups(Keyword.Namespace, Text, String)),
             (words(KEYWORDS, suffix=_IDENT_END), Keyword),
             (words(CONSTANTS, suffix=_IDENT_END), Keyword.Constant),
             (words(TYPE_NAMES, suffix=_IDENT_END), Keyword.Type),
