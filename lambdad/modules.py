@@ -149,16 +149,18 @@ def link(prelude: Sequence[Decl], prelude_file: str, units: Sequence[Unit]) -> L
         modules.append(unit.read.declarations(names, allow_redefinition=True,
                                               declared=declared.values()))
 
-    # Every declaration by (layer, position): layer -1 the prelude, then the units.
+    # The declarations by layer: 0 the prelude, then the units in order.
     layers = [tuple(prelude), *(module.decls for module in modules)]
     last = {decl.name: layer for layer, decls in enumerate(layers) for decl in decls}
-    taken = names_used([decl for decls in layers for decl in decls])
+    taken: set[str] | None = None  # every name the layers use, once a name is hidden
     renamed: list[dict[str, str]] = []  # per layer: a name hidden, its new name
     hidden: dict[str, tuple[str, str]] = {}
     for layer, decls in enumerate(layers):
         here: dict[str, str] = {}
         for decl in decls:
             if last[decl.name] != layer:
+                if taken is None:
+                    taken = names_used([decl for decls in layers for decl in decls])
                 new = numbered(f"{decl.name}'", taken)
                 taken.add(new)
                 here[decl.name] = new
@@ -166,18 +168,19 @@ def link(prelude: Sequence[Decl], prelude_file: str, units: Sequence[Unit]) -> L
         renamed.append(here)
 
     def scoped(layer: int, decls: Sequence[Decl], scope: dict[str, str]) -> tuple[Decl, ...]:
-        """``decls`` of ``layer`` with their uses of what ``scope`` renames (a name: the
-        name it has in the linked module) renamed, each adding itself to ``scope``."""
+        """``decls`` of ``layer`` with their uses of the names ``scope`` renames (to the
+        names their meanings have in the linked module) renamed, each declaration then
+        updating ``scope``.  Nothing is walked while nothing is renamed."""
         out = []
         for decl in decls:
             written = decl.name
             new = renamed[layer].get(written, written)
-            changed = {name: scope[name] for name in free_vars(decl.value) & scope.keys()
-                       if scope[name] != name}
+            changed = {name: scope[name] for name in free_vars(decl.value) if name in scope} \
+                if scope else {}
             if changed or new != written:
                 decl = attrs.evolve(decl, name=new, value=renamed_free(decl.value, changed))
             out.append(decl)
-            scope[written] = new
+            _see(scope, written, new)
         return tuple(out)
 
     prelude_scope: dict[str, str] = {}
@@ -187,7 +190,15 @@ def link(prelude: Sequence[Decl], prelude_file: str, units: Sequence[Unit]) -> L
         scope = dict(prelude_scope)
         for before in sorted(reached[index]):
             for decl in modules[before].decls:
-                scope[decl.name] = renamed[before + 1].get(decl.name, decl.name)
+                _see(scope, decl.name, renamed[before + 1].get(decl.name, decl.name))
         linked.extend(scoped(index + 1, modules[index].decls, scope))
     return Linked(linked_prelude, tuple(linked), hidden)
 
+
+def _see(scope: dict[str, str], name: str, new: str) -> None:
+    """``scope`` after a definition of ``name`` that the linked module calls ``new``: it
+    holds the names renamed only."""
+    if new != name:
+        scope[name] = new
+    else:
+        scope.pop(name, None)
