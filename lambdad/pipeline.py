@@ -88,8 +88,10 @@ MODES = ("reverse", "forward", "both")
 
 @checked
 def load(path: str | Path) -> "Program":
-    """The program in the file ``path``; raises UsageError if it cannot be read and
-    ParseError / TypeCheckError if it is not a well-typed program."""
+    """The program in the file ``path``, with the files it imports (each relative to the
+    file importing it); raises UsageError if it cannot be read, ModuleError for an import
+    that cannot be followed, and ParseError / TypeCheckError if it is not a well-typed
+    program."""
     if not isinstance(path, (str, os.PathLike)):
         raise UsageError(f"load needs a file name, not {type(path).__name__}")
     return loads(read_source(path), str(path))
@@ -98,9 +100,11 @@ def load(path: str | Path) -> "Program":
 @checked
 @collector_paused_during
 def loads(text: str, file: str = "<string>") -> "Program":
-    """The program whose source is ``text`` (``file`` names it in error messages); raises
-    UsageError if ``text`` is not a str, ParseError / TypeCheckError if it is not a
-    well-typed program."""
+    """The program whose source is ``text`` (``file`` names it in error messages; its
+    imports are relative to ``file``'s directory, the current one for a name like
+    ``<string>``); raises UsageError if ``text`` is not a str, ModuleError for an import
+    that cannot be followed, ParseError / TypeCheckError if it is not a well-typed
+    program."""
     return Program(text, file)
 
 

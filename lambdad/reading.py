@@ -616,10 +616,19 @@ def _habit_hint(text: str, token: lark.Token) -> tuple[str, Place] | None:
                 (line, col - 1, line, col + 1))
     if token.type == "ARROW":
         return (f"unexpected `->`: {_LAMBDA_HINT}", (line, col, line, col + len(token)))
-    if token.type == "STRING" and re.search(r"(?<![A-Za-z0-9_'])import\s*$", text[:start]):
-        return ("imports come first in a file, before its definitions",
-                (line, col, line, col + len(token)))
     return None
+
+
+def _import_hint(text: str, token: lark.Token, start: str) -> str | None:
+    """What to write instead of an ``import`` where there can be none: after definitions,
+    or at the REPL's prompt."""
+    if token.type != "STRING" or token.start_pos is None or not re.search(
+            r"(?<![A-Za-z0-9_'])import\s*$", text[:token.start_pos]):
+        return None
+    if start == "module":
+        return "imports come first in a file, before its definitions"
+    return ("`import` is for the top of a file; at the REPL `:load FILE` loads a file with its "
+            "imports")
 
 
 def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Place]:
@@ -633,6 +642,9 @@ def _from_lark(error: UnexpectedInput, text: str, start: str) -> tuple[str, Plac
         hint = _habit_hint(text, token)
         if hint is not None:
             return hint
+        words = _import_hint(text, token, start)
+        if words is not None:
+            return words, _lark_pos(token)
         if token.type == "RPAR" and expected == {"COMMA", "COLON"}:
             return (f"unexpected `)`: {_PARAMETER_HINT}", _lark_pos(token))
         if token.type == "COMMA" and _PARAMETER_START <= expected and (

@@ -182,7 +182,8 @@ def test_the_extension_loads_into_ipython_and_shows_errors_without_a_traceback(c
         shown = capsys.readouterr()
         assert "type error: `+` expects R, but this has type Bool" in shown.out + shown.err
         assert "Traceback" not in shown.out + shown.err
-        shell.run_cell(f"import lambdad\nprog = lambdad.load({str(ROOT / 'programs' / 'baydin.lam')!r})")
+        baydin = str(ROOT / "programs" / "baydin.lam")
+        shell.run_cell(f"import lambdad\nprog = lambdad.load({baydin!r})")
         shell.run_cell("%grad main 1")  # the notebook defines no `main`: the note says so
         shown = capsys.readouterr()
         assert "`%lambdad_use prog` makes it the notebook's program" in shown.out + shown.err

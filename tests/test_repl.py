@@ -283,6 +283,13 @@ def test_load_follows_imports_and_reload_reads_every_file_again(tmp_path):
         f"{main}:1:1: import error: cannot import `lib/scale.lam`: no such file: {lib}")
 
 
+def test_an_import_at_the_prompt_points_at_load():
+    with pytest.raises(LambdadError) as caught:
+        entry(Session(), 'import "lib.lam"')
+    assert caught.value.message == ("`import` is for the top of a file; at the REPL "
+                                    "`:load FILE` loads a file with its imports")
+
+
 def test_env_help_and_unknown_commands(baydin):
     assert entry(Session(), ":env") == "no definitions yet"
     help_text = entry(baydin, ":help")
