@@ -3,7 +3,9 @@
 A ``%%lambdad`` cell defines (or redefines) top-level names of the notebook's program, as
 at the REPL: a redefinition replaces the old definition for what follows.  A cell holding
 one expression instead prints its value and type.  Line magics run the REPL's commands on
-that program and return rich results — HTML in a notebook, text in a terminal:
+that program and return rich results — HTML in a notebook, text in a terminal.  A name the
+notebook's program does not define is looked for in the programs the notebook's Python
+variables hold (``prog = lambdad.load(...)``), if exactly one of them defines it:
 
     %grad NAME POINT [forward]               value and gradient
     %show NAME [POINT] [forward|raw]         the backpropagation (or forward-mode) program
@@ -106,22 +108,30 @@ class NotebookSession:
         rows = [f"{name} : {scheme}" for name, scheme in program.types()]
         return rich.Source("\n".join([title, *rows] if rows else [title, "-- no definitions"]))
 
-    def require(self, name: str) -> None:
-        """Raises UsageError if the notebook's program does not define ``name``; when a
-        program of the notebook's Python variables does, the message says how to use it."""
+    def program_for(self, name: str) -> Program:
+        """The program a magic asked for ``name`` works on: the notebook's when it defines
+        ``name``; otherwise the one program held by a Python variable of the notebook
+        (``prog = lambdad.load(...)``) that defines it.  Raises UsageError when none does,
+        or when several do (the note says how to choose one: ``%lambdad_use``)."""
         if name in self.program.decls:
-            return
+            return self.program
+        holders = sorted((variable, value) for variable, value in list(self.namespace.items())
+                         if isinstance(value, Program) and not variable.startswith("_")
+                         and name in value.decls)
+        if len({id(program) for _, program in holders}) == 1:
+            program = holders[0][1]
+            self.sources.update(program.sources)  # to show where its errors are
+            return program
         try:
-            self.program.require(name)
+            self.program.require(name)  # raises: the notebook's program does not define it
         except UsageError as error:
-            holders = sorted(variable for variable, value in list(self.namespace.items())
-                             if isinstance(value, Program) and not variable.startswith("_")
-                             and name in value.decls)
             if holders:
-                error.notes += (f"the Python variable `{holders[0]}` holds a program that "
-                                f"defines it: `%lambdad_use {holders[0]}` makes it the "
+                spelled = ", ".join(f"`{variable}`" for variable, _ in holders)
+                error.notes += (f"the Python variables {spelled} hold programs that define "
+                                f"it: `%lambdad_use {holders[0][0]}` makes one the "
                                 "notebook's program",)
             raise
+        raise AssertionError(f"the notebook's program defines no `{name}`, yet require passed")
 
     def run_cell(self, text: str, number: int | None = None) -> rich.Source:
         """Adds the cell's definitions (replacing older ones of the same names) and returns
@@ -161,9 +171,10 @@ class NotebookSession:
     # ------------------------------------------------------------ commands
 
     def _arguments(self, line: str, command: str, usage: str, point_needed: bool = True,
-                   words: tuple[str, ...] = ()) -> tuple[str, Any, str | None]:
-        """The name, the point (None if absent and not needed) and the trailing word (one
-        of ``words``) of a magic's arguments; raises UsageError."""
+                   words: tuple[str, ...] = ()) -> tuple[Program, str, Any, str | None]:
+        """The program to work on (:meth:`program_for`), the name, the point (None if
+        absent and not needed) and the trailing word (one of ``words``) of a magic's
+        arguments; raises UsageError."""
         text = line.strip()
         word = None
         last = text.rsplit(None, 1)
@@ -172,37 +183,36 @@ class NotebookSession:
         name, _, point_text = text.partition(" ")
         if not name or (point_needed and not point_text.strip()):
             raise UsageError(f"usage: {usage}")
-        self.require(name)
+        program = self.program_for(name)
         point = None
         if point_text.strip():
             where = f"<{command}>"
             self.sources[where] = point_text
-            point = self.program.parse_point(point_text, where)
-        return name, point, word
+            point = program.parse_point(point_text, where)
+        return program, name, point, word
 
     def grad(self, line: str) -> rich.Lines:
         """``%grad NAME POINT [forward]``: value and gradient."""
-        name, point, word = self._arguments(line, "%grad", "%grad NAME POINT [forward]",
-                                            words=MODES)
-        value, gradient = self.program.value_and_grad(name, point, mode=word or "reverse")
+        program, name, point, word = self._arguments(line, "%grad",
+                                                     "%grad NAME POINT [forward]", words=MODES)
+        value, gradient = program.value_and_grad(name, point, mode=word or "reverse")
         return rich.Lines([("value", format_python(value)),
                            ("gradient", format_python(gradient))])
 
     def show(self, line: str) -> rich.Source:
         """``%show NAME [POINT] [forward|backward|raw]``: a transformed program."""
-        name, point, word = self._arguments(line, "%show",
-                                            "%show NAME [POINT] [forward|backward|raw]",
-                                            point_needed=False,
-                                            words=("forward", "backward", "raw"))
+        program, name, point, word = self._arguments(
+            line, "%show", "%show NAME [POINT] [forward|backward|raw]", point_needed=False,
+            words=("forward", "backward", "raw"))
         forward = word == "forward"
-        return rich.Source(self.program.show(name, forward=forward, backward=not forward,
-                                             at=point, raw=word == "raw").rstrip("\n"))
+        return rich.Source(program.show(name, forward=forward, backward=not forward,
+                                        at=point, raw=word == "raw").rstrip("\n"))
 
     def trace(self, line: str) -> Trace:
         """``%trace NAME POINT [reverse]``: the trace table."""
-        name, point, word = self._arguments(line, "%trace", "%trace NAME POINT [reverse]",
-                                            words=MODES)
-        return trace(self.program, name, point, mode=word or "forward")
+        program, name, point, word = self._arguments(line, "%trace",
+                                                     "%trace NAME POINT [reverse]", words=MODES)
+        return trace(program, name, point, mode=word or "forward")
 
     def graph(self, line: str) -> Graph:
         """``%graph NAME POINT [forward] [constants]``: the computational graph (adjoints by
@@ -211,13 +221,12 @@ class NotebookSession:
         constants = len(words) > 2 and words[-1] == "constants"
         if constants:
             line = line.rstrip()[:-len("constants")]
-        name, point, word = self._arguments(line, "%graph",
-                                            "%graph NAME POINT [forward] [constants]",
-                                            words=MODES)
+        program, name, point, word = self._arguments(
+            line, "%graph", "%graph NAME POINT [forward] [constants]", words=MODES)
         point_text = line.strip().partition(" ")[2]
         if word is not None:
             point_text = point_text.rsplit(None, 1)[0]
-        return graph_of(trace(self.program, name, point, mode=word or "reverse"),
+        return graph_of(trace(program, name, point, mode=word or "reverse"),
                         f"{name} at {point_text.strip()}", constants)
 
     def plot(self, line: str) -> Plot:
@@ -228,29 +237,29 @@ class NotebookSession:
             raise UsageError("usage: %plot NAME A B [ORDER] (a function R -> R), or "
                              "%plot NAME (a list [R])")
         name, bounds = words[0], words[1:3]
-        self.require(name)
-        start, stop = (plot.bound_of(self.program, text, "%plot") for text in bounds) \
+        program = self.program_for(name)
+        start, stop = (plot.bound_of(program, text, "%plot") for text in bounds) \
             if bounds else (None, None)
         order = None
         if len(words) == 4:
             if not words[3].isdigit():
                 raise UsageError(f"%plot: the order is a whole number, not {words[3]!r}")
             order = int(words[3])
-        return plot.plot_of(self.program, name, start, stop, order)
+        return plot.plot_of(program, name, start, stop, order)
 
     def check(self, line: str) -> gradcheck.Report:
         """``%check [NAME [POINT]]``: the gradient check (every function without a name)."""
         if not line.strip():
             return gradcheck.check(self.program)
-        name, point, _ = self._arguments(line, "%check", "%check [NAME [POINT]]",
-                                         point_needed=False)
-        return gradcheck.check(self.program, name, point=point)
+        program, name, point, _ = self._arguments(line, "%check", "%check [NAME [POINT]]",
+                                                  point_needed=False)
+        return gradcheck.check(program, name, point=point)
 
     def hessian(self, line: str) -> rich.Matrix:
         """``%hessian NAME POINT``: value, gradient and Hessian (forward over reverse)."""
-        name, point, _ = self._arguments(line, "%hessian", "%hessian NAME POINT")
-        value, gradient, rows = self.program.hessian(name, point)
-        names = self.program.input_names(name, point)
+        program, name, point, _ = self._arguments(line, "%hessian", "%hessian NAME POINT")
+        value, gradient, rows = program.hessian(name, point)
+        names = program.input_names(name, point)
         return rich.Matrix([("value", format_python(value)),
                             ("gradient", format_python(gradient))], "hessian", names,
                            [[format_python(r) for r in _reals(row)] for row in rows],

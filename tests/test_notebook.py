@@ -138,15 +138,19 @@ def test_a_file_is_loaded_with_its_imports_and_reloaded(tmp_path):
         notebook.run_cell(f'import "{lib}"\n')
 
 
-def test_a_program_loaded_in_python_is_pointed_at_and_used(tmp_path):
+def test_magics_see_a_program_loaded_in_python_and_can_adopt_it():
     program = lambdad.load(ROOT / "programs" / "baydin.lam")
     notebook = NotebookSession({"prog": program, "other": 3})
-    with pytest.raises(UsageError) as caught:
-        notebook.grad("f 2,5")
-    assert render(caught.value).splitlines() == [
-        "usage error: no top-level definition named `f` (defined: none)",
-        "  note: the Python variable `prog` holds a program that defines it: "
-        "`%lambdad_use prog` makes it the notebook's program"]
+    # a name the notebook does not define: the one Python program that defines it
+    assert notebook.grad("f 2,5")["gradient"] == "(5.5, 1.7163378145367738)"
+    assert "11.652071455223084" in str(notebook.hessian("f 2,5"))
+    assert "x1_" in str(notebook.show("f"))
+    with pytest.raises(UsageError, match="no top-level definition named `nothing`"):
+        notebook.grad("nothing 1")
+    # the notebook's own definitions come first
+    notebook.run_cell("def f (x : R) (y : R) : R = x * y\n")
+    assert notebook.grad("f 2,5")["gradient"] == "(5, 2)"
+    # `%lambdad_use`: the program becomes the notebook's, for cells too
     assert str(notebook.use(program, "`prog`")).splitlines()[:2] == [
         "-- `prog`: " + str(ROOT / "programs" / "baydin.lam"), "f : R -> R -> R"]
     assert notebook.grad("f 2,5")["gradient"] == "(5.5, 1.7163378145367738)"
@@ -155,6 +159,19 @@ def test_a_program_loaded_in_python_is_pointed_at_and_used(tmp_path):
     assert "g" not in program.decls and "<cell 3>" not in program.sources
     with pytest.raises(UsageError, match="needs a lambdad program .*`other` is a int"):
         notebook.use(3, "`other`")
+
+
+def test_two_python_programs_defining_a_name_are_named_not_chosen():
+    first = lambdad.loads("def k = 1\n", "first.lam")
+    second = lambdad.loads("def k = 2\n", "second.lam")
+    notebook = NotebookSession({"a": first, "b": second, "same": first})
+    with pytest.raises(UsageError) as caught:
+        notebook.grad("k 1")
+    assert render(caught.value).splitlines() == [
+        "usage error: no top-level definition named `k` (defined: none)",
+        "  note: the Python variables `a`, `b`, `same` hold programs that define it: "
+        "`%lambdad_use a` makes one the notebook's program"]
+    assert str(NotebookSession({"a": first, "same": first}).evaluate("")) == "-- no definitions"
 
 
 def test_the_python_api_results_show_richly():
@@ -182,13 +199,17 @@ def test_the_extension_loads_into_ipython_and_shows_errors_without_a_traceback(c
         shown = capsys.readouterr()
         assert "type error: `+` expects R, but this has type Bool" in shown.out + shown.err
         assert "Traceback" not in shown.out + shown.err
-        baydin = str(ROOT / "programs" / "baydin.lam")
-        shell.run_cell(f"import lambdad\nprog = lambdad.load({baydin!r})")
-        shell.run_cell("%grad main 1")  # the notebook defines no `main`: the note says so
-        shown = capsys.readouterr()
-        assert "`%lambdad_use prog` makes it the notebook's program" in shown.out + shown.err
+        bmp = str(ROOT / "programs" / "bmp.lam")
+        shell.run_cell(f"import lambdad\nprog = lambdad.load({bmp!r})")
+        # the issue's session: the notebook defines no `f_shared`, the program `prog` does
+        assert shell.run_line_magic("grad", "f_shared 3,1")["gradient"] == \
+            "(-2.6145744834544478, 2.6145744834544478)"
+        result = shell.run_cell("%grad nowhere 1")
+        assert isinstance(result.error_in_exec, UsageError)
+        assert "no top-level definition named `nowhere`" in capsys.readouterr().out
         shell.run_line_magic("lambdad_use", "prog")
-        assert shell.run_line_magic("grad", "f 2,5")["value"] == "11.652071455223084"
+        assert shell.run_line_magic("grad", "f 3,1")["value"] == \
+            shell.run_line_magic("grad", "f_shared 3,1")["value"]
         assert str(shell.run_line_magic("lambdad_load", str(ROOT / "programs" / "quadratic.lam"))
                    ).startswith("-- ")
         result = shell.run_cell("%lambdad_use nothing_here")
