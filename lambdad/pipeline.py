@@ -46,7 +46,7 @@ from .errors import (
 )
 from .iterate import collector_paused, collector_paused_during
 from .modules import gather, link
-from .parser import parse_expr, parse_module
+from .parser import parse_expr
 from .persistent import PersistentMap
 from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import builtin_uses, print_decl, print_type
@@ -74,7 +74,6 @@ from .syntax import (
     free_vars,
     names_used,
     numbered,
-    unused_name,
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
