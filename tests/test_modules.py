@@ -58,6 +58,24 @@ def test_an_imported_file_s_errors_point_into_it(tmp_path):
         "      |               ^^^^"]
 
 
+def test_the_command_line_shows_an_error_of_an_imported_file_and_runs_the_rest(
+        tmp_path, lambdad_cli):
+    main = write(tmp_path, {"main.lam": 'import "lib/ops.lam"\ndef main = halve 3\n',
+                            "lib/ops.lam": "def halve x = x / 2\ndef broken = log (0 - 1)\n"})
+    done = lambdad_cli("run", str(main))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "1.5\n", "")
+    done = lambdad_cli("run", str(main), "--entry", "broken")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"{tmp_path / 'lib' / 'ops.lam'}:2:14: runtime error: log of a non-positive number (-1)",
+        "    2 | def broken = log (0 - 1)",
+        "      |              ^^^^^^^^^^^"]
+    (tmp_path / "lib" / "ops.lam").write_text("def halve x = x / true\n")
+    done = lambdad_cli("check-types", str(main))
+    assert done.returncode == 1 and done.stderr.splitlines()[1:] == [
+        "    1 | def halve x = x / true", "      |                   ^^^^"]
+
+
 def test_a_missing_file_is_an_error_at_its_import(tmp_path):
     main = write(tmp_path, {"main.lam": "-- uses a library\n"
                                         'import "lib/nothere.lam"\ndef a = 1\n'})
@@ -201,3 +219,27 @@ def test_definitions_read_without_a_file_refuse_an_import():
     with pytest.raises(lambdad.ParseError, match="an import is read where a program file "
                                                  "is loaded"):
         parse_module('import "lib.lam"\ndef a = 1\n', "<cell 1>")
+
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+
+
+@pytest.mark.parametrize("path", sorted(PROGRAMS.glob("*.lam")), ids=lambda path: path.name)
+def test_a_program_split_into_a_library_and_an_importer_means_the_same(path, tmp_path):
+    """Every program of programs/, cut after each of its declarations into a file of the
+    declarations above and a file importing it with the rest, has the same definitions,
+    types and value: an import is the imported file's definitions written above."""
+    whole = lambdad.load(path)
+    text = path.read_text(encoding="utf-8")
+    expected = (whole.types(), whole.run() if "main" in whole.decls else None)
+    lines = text.split("\n")
+    starts = [decl.span.line for decl in whole.module.decls if decl.span is not None
+              and decl.span.file == str(path)]
+    for cut in starts[1:]:
+        (tmp_path / "lib").mkdir(exist_ok=True)
+        (tmp_path / "lib" / "above.lam").write_text("\n".join(lines[:cut - 1]) + "\n")
+        main = tmp_path / "main.lam"
+        main.write_text('import "lib/above.lam"\n' + "\n".join(lines[cut - 1:]))
+        split = lambdad.load(main)
+        assert (split.types(), split.run() if "main" in split.decls else None) == expected, cut
+        assert split.files == (str(tmp_path / "lib" / "above.lam"), str(main))
