@@ -10,6 +10,7 @@ import pytest
 
 import lambdad
 from lambdad.errors import ModuleError, render
+from lambdad.modules import gather
 from lambdad.parser import parse_module
 
 
@@ -126,6 +127,26 @@ def test_a_file_imported_along_two_paths_is_read_once(tmp_path):
     assert program.run() == [11, 12, 10]
     assert program.names() == ("base", "l", "r", "main")
     assert [decl.name for decl in program.module.decls].count("base") == 1
+
+
+def test_gather_reads_each_file_once_and_orders_a_file_after_its_imports(tmp_path):
+    main = write(tmp_path, {
+        "main.lam": 'import "left.lam"\nimport "right.lam"\nimport "sub/../base.lam"\n',
+        "left.lam": 'import "base.lam"\n', "right.lam": 'import "./base.lam"\n',
+        "base.lam": "def base = 1\n"})
+    reads: list[str] = []
+
+    def read(path: str) -> str:
+        reads.append(path)
+        return Path(path).read_text()
+
+    sources: dict[str, str] = {}
+    units = gather(main.read_text(), str(main), read, sources)
+    base, left, right = (str(tmp_path / name) for name in ("base.lam", "left.lam", "right.lam"))
+    assert reads == [left, base, right]
+    assert [unit.file for unit in units] == [base, left, right, str(main)]
+    assert [unit.imports for unit in units] == [(), (0,), (0,), (1, 2, 0)]
+    assert sources == {path: Path(path).read_text() for path in reads}
 
 
 def test_an_own_definition_shadows_an_imported_one_which_keeps_its_meaning_there(tmp_path):
