@@ -179,14 +179,15 @@ def test_the_collector_is_paused_while_programs_are_loaded_compiled_and_transfor
 
         monkeypatch.setattr(module, name, stage)
 
-    watched(pipeline, "parse_module")
+    watched(pipeline, "gather")  # reads the program's files
+    watched(pipeline, "link")  # desugars their declarations into one module
     watched(interpreter, "compile_term")
     watched(differentiate.Differentiator, "transform_function")
     assert gc.isenabled()
     program = lambdad.loads(SOURCE)
     for call in CALLS.values():
         call(program)
-    assert {name for name, _ in seen} == {"parse_module", "compile_term",
+    assert {name for name, _ in seen} == {"gather", "link", "compile_term",
                                           "transform_function"}
     assert [name for name, collecting in seen if collecting] == []
     assert gc.isenabled()
