@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .arraylib import all_finite
 from .calling import (
     argument_names,
     arguments_covered,
@@ -186,7 +187,8 @@ class Derivatives:
         overflow somewhere in the program must not pass silently as a number."""
         reals: list[float] = []
         map_value(gradient, is_real, lambda r: reals.append(r) or r)
-        bad = [i for i, r in enumerate(reals) if not math.isfinite(r)]
+        bad = [i for i, r in enumerate(reals)
+               if not (math.isfinite(r) if type(r) is float else all_finite(r))]
         span = owner.decls[name].span
         if type(value) is float and not math.isfinite(value):
             raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "

@@ -34,12 +34,13 @@ import attrs
 
 from .errors import LambdadError, TypeCheckError
 from .iterate import Step, run
-from .primitives import NAMED, PRIMITIVES, Primitive, declared_by
+from .primitives import ARRAY_NAMESAKES, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import print_term, print_type
 from .syntax import (
     BOOL,
     REAL,
     Annot,
+    ArrayT,
     App,
     BoolLit,
     BoolT,
@@ -199,6 +200,11 @@ _READ_OFF = "cotangent"
 
 # The deepest tree of primitive applications typed by recursion rather than by steps.
 _PRIMITIVE_TREE_DEPTH = 16
+
+
+class _OnArrays(Exception):
+    """An argument of a primitive that also applies to arrays is an array: the application
+    is typed by the primitive's array entry instead."""
 
 
 class _Inference(_Unifier):
@@ -455,11 +461,20 @@ class _Inference(_Unifier):
         inner node: one generator, not two)."""
         try:
             primitive, remaining = self._prim_instance(term)
+            arrays = primitive.result_type is not None
+            types: list[Type] = []
             for arg in term.args:
                 arg_type = self._visit(arg)
                 if arg_type.__class__ is GeneratorType:  # not a leaf
                     arg_type = yield arg_type
-                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                types.append(arg_type)
+                if not arrays:
+                    try:
+                        remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                    except _OnArrays:
+                        arrays, primitive = True, PRIMITIVES[primitive.on_arrays]
+            if arrays:
+                remaining = self._array_result(term, primitive, types)
         except LambdadError as error:
             raise error.with_span(_span(term))
         self.visited.append((term, remaining))
@@ -468,9 +483,52 @@ class _Inference(_Unifier):
     def _prim_of_leaves(self, term: Prim) -> Type:
         """:meth:`_prim` of a primitive applied to leaves only (a leaf itself: no step)."""
         primitive, remaining = self._prim_instance(term)
+        if primitive.result_type is not None or primitive.on_arrays is not None:
+            return self._maybe_arrays(term, primitive, remaining,
+                                      [self._visit(arg) for arg in term.args])
         for arg in term.args:
             remaining = self._prim_argument(primitive, remaining, arg, self._visit(arg))
         return remaining
+
+    def _maybe_arrays(self, term: Prim, primitive: Primitive, remaining: Type,
+                      types: list[Type]) -> Type:
+        """The type of ``term`` applying ``primitive`` to arguments of ``types``: by the
+        primitive's type, or, when an argument is an array, by its array entry's rule."""
+        if primitive.result_type is None:
+            try:
+                for arg, arg_type in zip(term.args, types):
+                    remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                return remaining
+            except _OnArrays:
+                primitive = PRIMITIVES[primitive.on_arrays]
+        return self._array_result(term, primitive, types)
+
+    def _array_result(self, term: Prim, primitive: Primitive, types: list[Type]) -> Type:
+        """The type of an application of the array entry ``primitive`` to arguments of
+        ``types``, by its rank rule (an argument of unknown type is taken to be a real);
+        the application is elaborated to the entry the rule chooses (``x * y`` of arrays is
+        the elementwise product, ``m @ v`` the product of a Mat and a Vec).  Raises
+        TypeCheckError naming the types given."""
+        resolved = []
+        for arg, arg_type in zip(term.args, types):
+            t = self._resolve(arg_type)
+            if isinstance(t, VarT) and _flexible(t):
+                self._expect(REAL, t, arg, lambda e, a: f"expected {e}, but this has type {a}")
+                t = REAL
+            resolved.append(t)
+        found = primitive.result_type(tuple(resolved))
+        if isinstance(found, str):
+            given = " and ".join(self._show(*resolved))
+            raise TypeCheckError(
+                f"`{primitive.spelling.symbol}` cannot take {given}: {found}", _span(term))
+        if isinstance(found, tuple):
+            found, name = found
+            primitive = PRIMITIVES[name]
+        if term.op != primitive.name:
+            # Elaboration in place: the node is the application of the chosen entry from
+            # now on (its spelling, hence its printed form, is unchanged).
+            object.__setattr__(term, "op", primitive.name)
+        return found
 
     def _shallow_primitives(self, term: Prim, depth: int) -> bool:
         """Whether ``term``'s arguments are leaves or primitive applications whose own are,
@@ -489,6 +547,19 @@ class _Inference(_Unifier):
         step), each inner application recorded and its errors located as :meth:`_visit`
         does (the arithmetic of a line such as ``x * x * 0.5 + sin x``)."""
         primitive, remaining = self._prim_instance(term)
+        if primitive.result_type is not None or primitive.on_arrays is not None:
+            types = []
+            for arg in term.args:
+                if arg.__class__ is Prim:
+                    try:
+                        arg_type = self._prim_tree(arg)
+                    except LambdadError as error:
+                        raise error.with_span(_span(arg))
+                    self.visited.append((arg, arg_type))
+                else:
+                    arg_type = self._visit(arg)
+                types.append(arg_type)
+            return self._maybe_arrays(term, primitive, remaining, types)
         for arg in term.args:
             if arg.__class__ is Prim:
                 try:
@@ -539,6 +610,8 @@ class _Inference(_Unifier):
         ``arg`` of type ``arg_type``; raises TypeCheckError at ``arg`` if they differ."""
         assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
         if arg_type is not remaining.arg:  # (the same type object unifies as it is)
+            if primitive.on_arrays is not None and isinstance(self._resolve(arg_type), ArrayT):
+                raise _OnArrays()
             symbol = primitive.spelling.symbol
             try:
                 self._expect(remaining.arg, arg_type, arg,
@@ -572,6 +645,26 @@ class _Inference(_Unifier):
             raise TypeCheckError(f"{_describe_function(term.fn)} is not a function; it has type "
                                  f"{shown}", _span(term.fn), _indexing_hint(term, fn_type))
         arg_type = yield self._visit(term.arg)
+        if term.fn.__class__ is Var and term.fn.name in ARRAY_NAMESAKES \
+                and isinstance(self._resolve(arg_type), ArrayT):
+            return self._namesake_on_array(term, arg_type)
+        self._expect(fn_type.arg, arg_type, term.arg,
+                     lambda e, a: f"this function expects {e}, but the argument has type {a}")
+        return fn_type.result
+
+    def _namesake_on_array(self, term: App, arg_type: Type) -> Type:
+        """``sum v`` of an array ``v``, where ``sum`` names the prelude's function of lists:
+        the application is elaborated (in place) to the array primitive of the same name."""
+        entry = PRIMITIVES[term.fn.name]
+        object.__setattr__(term, "fn", Builtin(entry.name, span=term.fn.span))
+        if entry.result_type is not None and entry.arity == 1:
+            found = entry.result_type((self._resolve(arg_type),))
+            if isinstance(found, str):
+                (given,) = self._show(arg_type)
+                raise TypeCheckError(f"`{entry.spelling.symbol}` cannot take {given}: {found}",
+                                     _span(term))
+            return found
+        fn_type = entry.type
         self._expect(fn_type.arg, arg_type, term.arg,
                      lambda e, a: f"this function expects {e}, but the argument has type {a}")
         return fn_type.result
