@@ -113,6 +113,15 @@ class Sparse:
 
     __rmul__ = __mul__
 
+    def __sub__(self, other: Any) -> Any:
+        return self.dense() - dense(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return dense(other) - self.dense()
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.dense() / dense(other)
+
     def __neg__(self) -> "Sparse":
         return Sparse(self.shape, self.positions, [-v for v in self.values])
 
@@ -123,6 +132,29 @@ class Sparse:
 def dense(x: Any) -> Any:
     """``x`` with a sparse cotangent made dense (anything else as it is)."""
     return x.dense() if type(x) is Sparse else x
+
+
+def array_adjoint(x: ARRAY, adjoint: Any) -> ARRAY:
+    """The adjoint of the input array ``x`` as a dense array of its shape (``adjoint`` may
+    be sparse, or the real 0 of an input never reached)."""
+    adjoint = dense(adjoint)
+    if type(adjoint) is not ARRAY:
+        return np.full(x.shape, float(adjoint))
+    return adjoint
+
+
+def densely(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` taking sparse cotangents as dense arrays (the array operations other
+    than addition are computed on dense arrays)."""
+
+    def evaluate(*args: Any) -> Any:
+        for a in args:
+            if type(a) is Sparse:
+                return function(*map(dense, args))
+        return function(*args)
+
+    evaluate.__name__ = getattr(function, "__name__", "evaluate")
+    return evaluate
 
 
 # --------------------------------------------------------------------------- elementwise

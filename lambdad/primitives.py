@@ -702,7 +702,8 @@ _ENTRIES: list[Primitive] = [
 ELEMENTWISE = "array."
 
 _ELEMENTWISE_PARTIALS = {
-    "pow": ("y * x ^ (y - 1)", "log x * r"),
+    # (log x where x > 0, 0 elsewhere, computed without a log of a non-positive number)
+    "pow": ("y * x ^ (y - 1)", "heaviside x * log (abs x + 1 - heaviside x) * r"),
     "relu": ("heaviside x",),
     "abs": ("sign x",),
     "max": ("1 - heaviside (y - x)", "heaviside (y - x)"),
@@ -764,7 +765,8 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
     rule = None if kind != "array" else ArrayRule(
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero")
     return Primitive(name, kind, params, type_,
-                     Spelling(symbol or name, fixity, level, "left"), doc, evaluate,
+                     Spelling(symbol or name, fixity, level, "left"), doc,
+                     arraylib.densely(evaluate),
                      result=result, result_type=result_type, rule=rule)
 
 

@@ -607,6 +607,22 @@ def lift(t: Type, term: Term, zero: Callable[[], Term], span: Span | None) -> Te
     raise DifferentiationError("cannot differentiate a primitive returning a function", span)
 
 
+def applied_primitive(t: App) -> Prim | None:
+    """``f a1 .. ak`` of a built-in ``f`` of an array (kind ``array``) taking k arguments,
+    as the primitive application it is; None for any other application."""
+    args: list[Term] = []
+    head: Term = t
+    while isinstance(head, App):
+        args.append(head.arg)
+        head = head.fn
+    if not isinstance(head, Builtin):
+        return None
+    entry = PRIMITIVES.get(head.name)
+    if entry is None or entry.kind != "array" or entry.arity != len(args):
+        return None
+    return Prim(head.name, tuple(reversed(args)), span=t.span)
+
+
 def eta_expand(name: str, names: NameSupply, span: Span | None) -> Term:
     """``\\x1 -> ... -> \\xk -> f x1 .. xk`` for the primitive ``name`` used as a value, with
     the table's parameter names.  Raises DifferentiationError for ``grad``/``jvp``/``vjp``."""
@@ -684,6 +700,10 @@ class Differentiation:
             body = yield self.term(t.body)
             param_type = None if t.param_type is None else self.located_type(t.param_type, s)
             return Lam(t.param, body, param_type, span=s)
+        if isinstance(t, App) and (applied := applied_primitive(t)) is not None:
+            # a built-in applied to all its arguments (``sum v`` of an array v, elaborated
+            # from the prelude's name): D of the primitive application
+            return (yield self.term(applied))
         if isinstance(t, App):
             # D(f a) = D(f) D(a), the application of a backpropagator included
             fn = yield self.term(t.fn)

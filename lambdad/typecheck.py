@@ -34,7 +34,7 @@ import attrs
 
 from .errors import LambdadError, TypeCheckError
 from .iterate import Step, run
-from .primitives import ARRAY_NAMESAKES, NAMED, PRIMITIVES, Primitive, declared_by
+from .primitives import ARRAY_NAMESAKES, ELEMENTWISE, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import print_term, print_type
 from .syntax import (
     BOOL,
@@ -48,6 +48,7 @@ from .syntax import (
     Const,
     CotangentT,
     backpropagator_type,
+    curried_params,
     FunT,
     If,
     Let,
@@ -225,6 +226,13 @@ class _Inference(_Unifier):
         self.visited: list[tuple[Term, Type]] = []
         self.primitive_schemes: dict[str, Scheme] = {}
         self.primitive_entries: dict[str, tuple[Primitive, int, Type | None]] = {}
+        # Inside a linear abstraction (how many deep), an elementwise operation on operands
+        # of unknown type waits (``pending``) until they are known: the cotangent `a` of
+        # `\a -o x_ (x * a)` is an array when x is one, which only a later use may tell.
+        self.linear_depth = 0
+        self.pending: list[tuple[Prim, Primitive, list[Type], Type]] = []
+        # The linear abstractions whose parameter waits so: (its type, its ring, itself).
+        self.linear_params: list[tuple[Type, Type, Term]] = []
         # The arms of nodes without sub-terms: plain functions, not steps.
         self.leaves: dict[type, Callable[[Any], Type]] = {
             Const: self._const,
@@ -263,6 +271,8 @@ class _Inference(_Unifier):
         self.rigid_levels = dict(self.fixed)
         self.visited = []
         result = run(self._visit(term))
+        if self.pending:
+            self._solve_pending()
         if expected is not None:
             self._expect(expected, result, term,
                          message or (lambda e, a: f"expected {e}, but this has type {a}"))
@@ -509,13 +519,62 @@ class _Inference(_Unifier):
         the application is elaborated to the entry the rule chooses (``x * y`` of arrays is
         the elementwise product, ``m @ v`` the product of a Mat and a Vec).  Raises
         TypeCheckError naming the types given."""
-        resolved = []
-        for arg, arg_type in zip(term.args, types):
-            t = self._resolve(arg_type)
+        resolved = [self._resolve(t) for t in types]
+        if primitive.kind == "elementwise" and any(
+                isinstance(t, VarT) and _flexible(t) for t in resolved):
+            result = self._fresh()
+            self.pending.append((term, primitive, resolved, result))
+            return result
+        return self._array_type(term, primitive, resolved)
+
+    def _solve_pending(self) -> None:
+        """Types the elementwise operations left waiting (see ``pending``): each once its
+        operands are known; when none is, the first one's unknown operands are taken to be
+        its result's type if that is an array, else reals."""
+        while self.pending:
+            progress = False
+            for item in list(self.pending):
+                term, primitive, types, result = item
+                resolved = [self._resolve(t) for t in types]
+                if any(isinstance(t, VarT) and _flexible(t) for t in resolved):
+                    continue
+                self.pending.remove(item)
+                found = self._array_type(term, primitive, resolved)
+                self._expect(result, found, term,
+                             lambda e, a: f"expected {e}, but this has type {a}")
+                progress = True
+            if not progress:
+                term, primitive, types, result = self.pending[0]
+                wanted = self._resolve(result)
+                default = wanted if isinstance(wanted, ArrayT) else REAL
+                for arg, t in zip(term.args, types):
+                    t = self._resolve(t)
+                    if isinstance(t, VarT) and _flexible(t):
+                        self._expect(default, t, arg,
+                                     lambda e, a: f"expected {e}, but this has type {a}")
+        # a linear abstraction's parameter that is not an array ranges over its ring
+        for param, ring, term in self.linear_params:
+            if not isinstance(self._resolve(param), ArrayT):
+                self._expect(ring, param, term,
+                             lambda e, a: f"expected {e}, but this has type {a}")
+        self.linear_params = []
+
+    def _array_type(self, term: Prim, primitive: Primitive, resolved: list[Type]) -> Type:
+        """:meth:`_array_result` of operands whose types ``resolved`` are known (but for
+        unknown ones, given a default here)."""
+        # An argument of unknown type is taken to be what the primitive's type says; for
+        # an elementwise operation, an array of the largest rank among the others (the
+        # cotangent `a` of `\a -o x_ (x * a)`), else a real.
+        widest: Type = REAL
+        for t in resolved:
+            if isinstance(t, ArrayT) and (not isinstance(widest, ArrayT) or t.rank > widest.rank):
+                widest = t
+        params = curried_params(primitive.type)
+        for k, (arg, t) in enumerate(zip(term.args, resolved)):
             if isinstance(t, VarT) and _flexible(t):
-                self._expect(REAL, t, arg, lambda e, a: f"expected {e}, but this has type {a}")
-                t = REAL
-            resolved.append(t)
+                default = widest if primitive.kind == "elementwise" else params[k]
+                self._expect(default, t, arg, lambda e, a: f"expected {e}, but this has type {a}")
+                resolved[k] = default
         found = primitive.result_type(tuple(resolved))
         if isinstance(found, str):
             given = " and ".join(self._show(*resolved))
@@ -524,6 +583,9 @@ class _Inference(_Unifier):
         if isinstance(found, tuple):
             found, name = found
             primitive = PRIMITIVES[name]
+        if found is REAL and primitive.kind == "elementwise" and \
+                PRIMITIVES[term.op].kind == "real":
+            return found  # (reals only, after all: the real primitive stays)
         if term.op != primitive.name:
             # Elaboration in place: the node is the application of the chosen entry from
             # now on (its spelling, hence its printed form, is unchanged).
@@ -610,8 +672,12 @@ class _Inference(_Unifier):
         ``arg`` of type ``arg_type``; raises TypeCheckError at ``arg`` if they differ."""
         assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
         if arg_type is not remaining.arg:  # (the same type object unifies as it is)
-            if primitive.on_arrays is not None and isinstance(self._resolve(arg_type), ArrayT):
-                raise _OnArrays()
+            if primitive.on_arrays is not None:
+                resolved = self._resolve(arg_type)
+                if isinstance(resolved, ArrayT) or (
+                        self.linear_depth and isinstance(resolved, VarT) and _flexible(resolved)
+                        and primitive.on_arrays.startswith(ELEMENTWISE)):
+                    raise _OnArrays()
             symbol = primitive.spelling.symbol
             try:
                 self._expect(remaining.arg, arg_type, arg,
@@ -773,9 +839,22 @@ class _Inference(_Unifier):
         """``\\a -o e``: ``K -o d<K>`` when ``e : d<K>`` with ``a : K`` (``R -o d`` in a
         first-order program; a nesting level's ring otherwise)."""
         ring = self._fresh()
-        old = self._bind_local(term.param, ring)
-        body = yield self._visit(term.body)
+        # An array's backpropagator takes a whole cotangent array: ``Vec -o d<K>`` (AD.md
+        # section 10); any other takes a scalar of the ring, ``K -o d<K>``.
+        param = self._fresh()
+        old = self._bind_local(term.param, param)
+        self.linear_depth += 1
+        try:
+            body = yield self._visit(term.body)
+        finally:
+            self.linear_depth -= 1
         self._unbind_local(term.param, old)
+        resolved = self._resolve(param)
+        if self.pending and isinstance(resolved, VarT) and _flexible(resolved):
+            # known once the operations waiting on it are (see _solve_pending)
+            self.linear_params.append((param, ring, term))
+        elif not isinstance(resolved, ArrayT):
+            self._expect(ring, param, term, lambda e, a: f"expected {e}, but this has type {a}")
         try:
             self._expect(CotangentT(ring), body, term.body,
                          lambda e, a: f"the body of a linear abstraction must have type "
@@ -788,6 +867,9 @@ class _Inference(_Unifier):
                 "the body of a linear abstraction must be a cotangent over the type of its "
                 "parameter (d<K> when the parameter has type K), not a value of that type",
                 _span(term.body)) from None
+        if self.linear_params and self.linear_params[-1][0] is param or isinstance(
+                self._resolve(param), ArrayT):
+            return FunT(param, CotangentT(ring))
         return backpropagator_type(ring)
 
     def _zero(self, term: Zero) -> Type:

@@ -30,7 +30,7 @@ import attrs
 
 from .errors import Span
 from .primitives import Primitive
-from .arraylib import ARRAY
+from .arraylib import ARRAY, array_adjoint
 from .syntax import ArrayT, BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
 from .tape import Backprop, Call, Sum, Tape, ring_zero
 
@@ -122,6 +122,8 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
 
     def adjoint(v: tuple[Any, Backprop]) -> Any:
         index = v[1].seed_index
+        if type(v[0]) is ARRAY:
+            return array_adjoint(v[0], adjoints.get(index, 0.0) if index is not None else 0.0)
         if index is not None and index in adjoints:
             return adjoints[index]
         return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
