@@ -37,9 +37,21 @@ def shape_text(x: Any) -> str:
     return "R"
 
 
+# Floating-point warnings are not printed: a result that is not finite is an error raised
+# with the operation's name (see _finite).
+def _quiet() -> Any:
+    return np.errstate(all="ignore")
+
+
 def _finite(name: str, result: Any) -> Any:
     """``result``, unless some element is not finite: then a DomainError naming ``name``."""
     if type(result) is ARRAY:
+        # One reduction says all is well, mostly: the sum of finite numbers is finite (but
+        # for an overflow of the sum itself, which the exact test below tells apart).
+        with _quiet():
+            total = np.add.reduce(result, axis=None)
+        if total - total == 0.0:
+            return result
         if not np.isfinite(result).all():
             raise DomainError(f"{name} gave a result that is not finite (an overflow or an "
                               "undefined value in some element)")
@@ -59,13 +71,16 @@ def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
     of rank ``rank``; raises DomainError when it is not one (ragged rows, wrong rank, a
     value that is not a finite number)."""
     try:
-        array = np.array(value, dtype=np.float64)
+        # (a float64 array is used as it is: programs never change an array)
+        array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise DomainError(f"{what} must be numbers in a rectangular shape") from None
     if array.ndim != rank:
         raise DomainError(f"{what} must have rank {rank} ({'Vec' if rank == 1 else 'Mat'}), "
                           f"not rank {array.ndim}")
-    if not np.isfinite(array).all():
+    with _quiet():
+        total = np.add.reduce(array, axis=None)
+    if total - total != 0.0 and not np.isfinite(array).all():
         raise DomainError(f"{what} has an element that is not a finite number")
     return array
 
@@ -185,13 +200,16 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         if not any(type(a) is ARRAY or type(a) is Sparse for a in args):
             return scalar(*args)
         args = tuple(map(dense, args))
-        _broadcast_check(name, args)
         if check is not None:
             problem = check(*args)
             if problem is not None:
                 raise DomainError(f"{name}: {problem}")
-        with np.errstate(all="ignore"):
-            result = ufunc(*args)
+        try:
+            with _quiet():
+                result = ufunc(*args)
+        except ValueError:
+            _broadcast_check(name, args)  # (raises, naming the shapes)
+            raise
         return _finite(name, result)
 
     evaluate.__name__ = f"{name}_elementwise"
@@ -236,6 +254,11 @@ def _power(x: Any, y: Any) -> Any:
 
 
 def _pow_check(x: Any, y: Any) -> str | None:
+    if type(y) is float and y >= 0.0 and y.is_integer():
+        return None  # a whole exponent >= 0: defined at every base
+    with _quiet():
+        if type(x) is ARRAY and (x > 0).all():
+            return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
     if bad.any():
@@ -276,6 +299,7 @@ UFUNCS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None]] = {
     "round": (np.round, None),
     "sign": (np.sign, None),
     "relu": (lambda x: np.maximum(x, 0.0), None),
+    "heaviside": (lambda x: np.heaviside(x, 0.0), None),
     "abs": (np.abs, None),
     "max": (lambda x, y: np.where(x >= y, x, y), None),
     "min": (lambda x, y: np.where(x <= y, x, y), None),
