@@ -27,6 +27,14 @@ from .errors import DomainError
 ARRAY = np.ndarray
 """The class of array values."""
 
+FLOAT = np.dtype(np.float64)
+"""The type of their elements."""
+
+
+def zeros_of(shape: tuple[int, ...]) -> ARRAY:
+    """The array of zeros of ``shape``."""
+    return np.zeros(shape)
+
 
 def shape_text(x: Any) -> str:
     """``x``'s shape as the messages write it: ``R``, ``Vec[3]``, ``Mat[2x3]``."""
@@ -197,19 +205,29 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
     derivatives of an array operation may be) it is ``scalar``."""
 
     def evaluate(*args: Any) -> Any:
-        if not any(type(a) is ARRAY or type(a) is Sparse for a in args):
+        for a in args:  # (runs per operation: a loop, no generator)
+            kind = type(a)
+            if kind is ARRAY:
+                break
+            if kind is Sparse:
+                args = tuple(map(dense, args))
+                break
+        else:
             return scalar(*args)
-        args = tuple(map(dense, args))
         if check is not None:
             problem = check(*args)
             if problem is not None:
                 raise DomainError(f"{name}: {problem}")
         try:
-            with _quiet():
+            with np.errstate(all="ignore"):
                 result = ufunc(*args)
+                # finite, mostly, if one reduction is (see _finite)
+                total = np.add.reduce(result, axis=None)
         except ValueError:
             _broadcast_check(name, args)  # (raises, naming the shapes)
             raise
+        if total - total == 0.0:
+            return result
         return _finite(name, result)
 
     evaluate.__name__ = f"{name}_elementwise"

@@ -197,7 +197,7 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
             value = item if value is None else (item, value)
         else:
             return len(point), value
-    else:
+    elif kind is not arraylib.ARRAY:
         point = _finite_real(point)
         return None if point is None else (0, point)
     found = point_shape(point)
@@ -225,7 +225,7 @@ def real_inputs(point: Any) -> tuple[Shape, Any] | None:
     elif kind is list:
         if point and all_reals(point):
             return (-1, point[:]) if all(map(math.isfinite, point)) else None
-    else:
+    elif kind is not arraylib.ARRAY:
         point = _finite_real(point)
         return None if point is None else (0, point)
     return point_shape(point)
@@ -259,6 +259,12 @@ def _shape_of(value: Any, flat: list[float], depth: int) -> Shape:
             return _NO_SHAPE
         flat.append(value)
         return None
+    if kind is arraylib.ARRAY:  # an array of reals: a leaf, keyed by its shape
+        if value.dtype != arraylib.FLOAT or value.ndim not in (1, 2) \
+                or not arraylib.all_finite(value):
+            return _NO_SHAPE
+        flat.append(value)
+        return ("a", value.shape)
     if depth > _MAX_SHAPE_DEPTH:
         return _NO_SHAPE
     if kind is list:
@@ -300,6 +306,10 @@ def shaped(shape: Shape, items: Iterator[Any]) -> Any:
     if shape is None:
         return next(items)
     kind = shape[0]
+    if kind == "a":  # an array, or its adjoint (made dense, zeros if it was never reached)
+        item = next(items)
+        return item if type(item) is not float and type(item) is not arraylib.Sparse \
+            else arraylib.array_adjoint(arraylib.zeros_of(shape[1]), item)
     if kind == "l":
         return list(islice(items, shape[1]))
     if kind == "L":
