@@ -1,6 +1,7 @@
 """lambdad benchmarks: cheap gradient, forward vs reverse, sharing, reference programs, MLP,
-scale, peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python), and setup beside
-JAX's jit.
+scale, peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python), setup beside
+JAX's jit, and array programs (``--only arrays``: lambdad with arrays beside a hand-written
+NumPy value+gradient, PyTorch, JAX and lambdad's list versions; benchmarks/array_workloads.py).
 
     python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
                              [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
@@ -899,10 +900,13 @@ def _array_table(kind: str, records: list[dict[str, Any]], aw: Any) -> None:
                      fmt_time(t["numpy primal"]) if i == 0 else "",
                      fmt_time(t["numpy v+g"]) if i == 0 else ""]
             if "lambdad" in r["unavailable"]:
-                cells += ["not available", "-", "-", "-"]
+                cells += ["not available", "-", "-", "-", "-"]
             else:
+                setup = r["setup"]
+                first = (setup.get("lambdad load", 0.0) + setup.get(f"{label} 1st call", 0.0)
+                         + setup.get(f"{label} 1st grad", 0.0))
                 cells += [fmt_time(primal), fmt_time(vg), fmt_ratio(ratio(vg, primal)),
-                          fmt_ratio(ratio(primal, t["numpy primal"]))]
+                          fmt_ratio(ratio(primal, t["numpy primal"])), fmt_time(first)]
             for peer in ("torch", "jax", "jax-jit"):
                 cells.append(fmt_time(t.get(peer)) if i == 0 else "")
             cells.append(fmt_time(r["compile"].get("jax-jit")) if i == 0 else "")
@@ -929,15 +933,17 @@ def _array_table(kind: str, records: list[dict[str, Any]], aw: Any) -> None:
                          f"on {r['workload']} (value or gradient beyond 1e-8 relative)")
     print_table(f"10{'abcd'['llsq lse mlp gmm'.split().index(kind)]}. Arrays: {aw.TITLES[kind]}",
                 ["workload", "elements", "numpy primal", "numpy v+g", "lambdad primal",
-                 "lambdad v+g", "v+g/primal", "primal/numpy", "torch v+g", "jax v+g",
+                 "lambdad v+g", "v+g/primal", "primal/numpy", "lambdad setup", "torch v+g",
+                 "jax v+g",
                  "jax-jit v+g", "jit compile", "lambdad/torch", "lambdad/jax-jit",
                  "lists primal", "lists v+g", "lists v+g/primal", "lists/numpy v+g",
                  "torch/numpy v+g", "jax-jit/numpy v+g"], rows,
                 [f"elements: {aw.ELEMENTS[kind]}; numpy: hand-written primal and "
                  "value+gradient (benchmarks/array_workloads.py), the floor",
-                 "lambdad: arrays, the default strategy; lists: lambdad's list version "
-                 "(map/fold), skipped at the larger sizes; jit compile: JAX's first "
-                 "jit call, not in its median"] + notes)
+                 "lambdad: arrays, the default strategy; lambdad setup: loading the "
+                 "program (data included), its first call and first gradient, not in the "
+                 "medians; lists: lambdad's list version (map/fold), skipped at the larger "
+                 "sizes; jit compile: JAX's first jit call, not in its median"] + notes)
 
 
 def _array_targets(records: dict[str, list[dict[str, Any]]]) -> None:
