@@ -99,7 +99,7 @@ class ArrayWorkload:
         return self.params[0] if len(self.params) == 1 else self.params
 
 
-def _parts(value: tuple, k: int) -> tuple:
+def parts(value: tuple, k: int) -> tuple:
     """The k parts of a gradient of k parameters, flat ``(a, b, c)`` or nested to the right
     ``(a, (b, c))`` as lambdad's API returns a tuple."""
     if len(value) == k:
@@ -248,7 +248,7 @@ def mlp(batch: int, with_lists: bool = True, data: tuple | None = None) -> Array
                        + "  xent_lists digits w1 b1 w2 b2\n")
 
     def list_gradient(g: Any) -> tuple:
-        g1, gb1, g2, gb2 = (np.asarray(part, dtype=np.float64) for part in _parts(g, 4))
+        g1, gb1, g2, gb2 = (np.asarray(part, dtype=np.float64) for part in parts(g, 4))
         return g1.T, gb1, g2.T, gb2
 
     return ArrayWorkload(
@@ -346,7 +346,7 @@ def gmm(size: tuple[int, int], with_lists: bool = True, n: int | None = None,
         (x, rows, cols, GMM_GAMMA, GMM_M, constant), _library("gmm.lam") + tail,
         ("objective",), list_source=list_source, list_name="objective",
         list_point=(alpha.tolist(), mu.tolist(), q.tolist(), l.tolist()),
-        list_gradient=lambda g: tuple(np.asarray(part, dtype=np.float64) for part in _parts(g, 4)))
+        list_gradient=lambda g: tuple(np.asarray(part, dtype=np.float64) for part in parts(g, 4)))
 
 
 def _gmm_numpy(params: tuple, data: tuple, gradient: bool) -> Any:

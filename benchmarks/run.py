@@ -794,11 +794,16 @@ def array_row(bench: Bench, w: Any, peers: list[str]) -> dict[str, Any]:
 
     def load(key: str, source: str, file: str, names: list[tuple[str, str]], point: Any,
              as_arrays: Callable[[Any], tuple]) -> None:
+        # (any exception: an array program this lambdad cannot load or run says why)
         try:
             start = timer()
             program = lambdad.loads(source, file)
             record["setup"][f"{key} load"] = timer() - start
-            for label, name in names:
+        except Exception as error:
+            record["unavailable"].update((label, _first_line(error)) for label, _ in names)
+            return
+        for label, name in names:
+            try:
                 start = timer()
                 program.call(name, point)
                 record["setup"][f"{label} 1st call"] = timer() - start
@@ -807,18 +812,18 @@ def array_row(bench: Bench, w: Any, peers: list[str]) -> dict[str, Any]:
                 record["setup"][f"{label} 1st grad"] = timer() - start
                 if not aw.agrees((got, as_arrays(grad)), value, gradient):
                     record["disagree"].append(label)
-                functions[f"{label} primal"] = (lambda p=program, n=name:
-                                                p.call(n, point))
-                functions[f"{label} v+g"] = (lambda p=program, n=name:
-                                             p.value_and_grad(n, point))
-                if key == "lambdad":
-                    record["lambdad"].append(label)
-        except Exception as error:  # an array program this lambdad cannot load or run
-            record["unavailable"][key] = _first_line(error)
+            except Exception as error:
+                record["unavailable"][label] = _first_line(error)
+                continue
+            functions[f"{label} primal"] = lambda p=program, n=name: p.call(n, point)
+            functions[f"{label} v+g"] = lambda p=program, n=name: p.value_and_grad(n, point)
+            if key == "lambdad":
+                record["lambdad"].append(label)
 
     names = [("lambdad" if i == 0 else f"lambdad {name}", name) for i, name in enumerate(w.names)]
+    record["lambdad_labels"] = [label for label, _ in names]
     load("lambdad", w.source, str(HERE / f"{'digits_mlp' if w.kind == 'mlp' else w.kind}.lam"),
-         names, w.point, lambda g: g if isinstance(g, tuple) else (g,))
+         names, w.point, lambda g: aw.parts(g, len(w.params)) if isinstance(g, tuple) else (g,))
     if w.list_source is not None:
         load("lists", w.list_source, "<list version>", [("lists", w.list_name)], w.list_point,
              w.list_gradient)
@@ -872,34 +877,33 @@ def arrays(bench: Bench) -> dict[str, Any]:
           + (" (peers off: --no-peers)" if not bench.use_peers else "")
           + (f" (not installed: {', '.join(absent)}; pip install -e '.[bench]')" if absent
              else ""))
-    data = aw.digits() if "mlp" in aw.SIZES[mode] else None
+    extra = {"mlp": {"data": aw.digits()}} if "mlp" in aw.SIZES[mode] else {}
     records: dict[str, list[dict[str, Any]]] = {}
-    for kind in aw.SIZES[mode]:
+    for letter, kind in zip("abcd", aw.SIZES[mode]):
         out = records[kind] = []
         for size in aw.SIZES[mode][kind]:
             with_lists = size in aw.LIST_SIZES[mode][kind]
-            w = (aw.mlp(size, with_lists, data) if kind == "mlp"
-                 else aw.MAKE[kind](size, with_lists))
+            w = aw.MAKE[kind](size, with_lists, **extra.get(kind, {}))
             record = array_row(bench, w, peers)
             record["notes"] = w.notes
             out.append(record)
-        _array_table(kind, out, aw)
+        _array_table(f"10{letter}", kind, out, aw)
     _array_targets(records)
     return records
 
 
-def _array_table(kind: str, records: list[dict[str, Any]], aw: Any) -> None:
+def _array_table(number: str, kind: str, records: list[dict[str, Any]], aw: Any) -> None:
     rows, notes = [], []
+    unavailable: dict[str, list[str]] = {}
     for r in records:
         t = r["times"]
-        labels = r["lambdad"] or ["lambdad"]
-        for i, label in enumerate(labels):
+        for i, label in enumerate(r["lambdad_labels"]):
             primal, vg = t.get(f"{label} primal"), t.get(f"{label} v+g")
             cells = [r["workload"] + ("" if i == 0 else f" [{label.split(' ', 1)[1]}]"),
                      str(r["elements"]) if i == 0 else "",
                      fmt_time(t["numpy primal"]) if i == 0 else "",
                      fmt_time(t["numpy v+g"]) if i == 0 else ""]
-            if "lambdad" in r["unavailable"]:
+            if label in r["unavailable"]:
                 cells += ["not available", "-", "-", "-", "-"]
             else:
                 setup = r["setup"]
@@ -912,10 +916,10 @@ def _array_table(kind: str, records: list[dict[str, Any]], aw: Any) -> None:
             cells.append(fmt_time(r["compile"].get("jax-jit")) if i == 0 else "")
             cells += [fmt_ratio(ratio(vg, t.get("torch"))), fmt_ratio(ratio(vg, t.get("jax-jit")))]
             if i == 0:
-                listed = "lists v+g" in t
-                skipped = "lists" not in r["unavailable"] and not listed
-                cells += ["skipped" if skipped else fmt_time(t.get("lists primal")),
-                          "skipped" if skipped else fmt_time(t.get("lists v+g")),
+                state = ("not available" if "lists" in r["unavailable"]
+                         else None if "lists v+g" in t else "skipped")
+                cells += [state or fmt_time(t.get("lists primal")),
+                          state or fmt_time(t.get("lists v+g")),
                           fmt_ratio(ratio(t.get("lists v+g"), t.get("lists primal"))),
                           fmt_ratio(ratio(t.get("lists v+g"), t["numpy v+g"]))]
                 cells += [fmt_ratio(ratio(t.get(peer), t["numpy v+g"]))
@@ -924,14 +928,16 @@ def _array_table(kind: str, records: list[dict[str, Any]], aw: Any) -> None:
                 cells += [""] * 6
             rows.append(cells)
         for key, why in r["unavailable"].items():
-            note = f"{key}: not available ({why})"
-            if note not in notes:
-                notes.append(note)
+            keys = unavailable.setdefault(why, [])
+            if key not in keys:
+                keys.append(key)
         notes += [n for n in r.get("notes", []) if n not in notes]
         if r["disagree"]:
             notes.append(f"WARNING: {', '.join(r['disagree'])} disagree with the NumPy floor "
                          f"on {r['workload']} (value or gradient beyond 1e-8 relative)")
-    print_table(f"10{'abcd'['llsq lse mlp gmm'.split().index(kind)]}. Arrays: {aw.TITLES[kind]}",
+    notes = [f"{', '.join(keys)}: not available ({why})"
+             for why, keys in unavailable.items()] + notes
+    print_table(f"{number}. Arrays: {aw.TITLES[kind]}",
                 ["workload", "elements", "numpy primal", "numpy v+g", "lambdad primal",
                  "lambdad v+g", "v+g/primal", "primal/numpy", "lambdad setup", "torch v+g",
                  "jax v+g",
@@ -962,9 +968,12 @@ def _array_targets(records: dict[str, list[dict[str, Any]]]) -> None:
                     found.append((value, r["workload"] + ("" if label == "lambdad"
                                                           else f" [{label.split(' ', 1)[1]}]")))
         if not found:
-            why = ("lambdad cannot load the array programs"
-                   if not any(r["lambdad"] for r in every)
-                   else f"no row has {bottom} at >= {least} elements")
+            if not any(r["lambdad"] for r in every):
+                why = "lambdad cannot load the array programs"
+            elif not any(bottom in r["times"] for r in every):
+                why = f"{bottom} not measured: peers off (--no-peers) or not installed"
+            else:
+                why = f"no row of >= {least} elements has lambdad and {bottom}"
             lines.append(f"- {what}: not measured ({why})")
             continue
         worst, where = max(found)
