@@ -77,7 +77,8 @@ def installed(module: str) -> bool:
 class ArrayWorkload:
     """One size of one workload.  ``params`` are the arrays differentiated (the point, a
     tuple of NumPy arrays); ``data`` the fixed ones (and reals) every version gets as it
-    likes them; ``elements`` the size of the largest array the floor makes."""
+    likes them; ``elements`` the workload's size in array elements, by which the peer
+    targets are stated (:data:`ELEMENTS` says what is counted, per kind)."""
 
     kind: str
     label: str
@@ -104,11 +105,11 @@ def parts(value: tuple, k: int) -> tuple:
     ``(a, (b, c))`` as lambdad's API returns a tuple."""
     if len(value) == k:
         return tuple(value)
-    parts = []
-    while len(parts) < k - 1:
+    found = []
+    while len(found) < k - 1:
         first, value = value
-        parts.append(first)
-    return (*parts, value)
+        found.append(first)
+    return (*found, value)
 
 
 def _num(x: float) -> str:
