@@ -241,3 +241,19 @@ def test_cli_shape_error_has_a_caret(tmp_path):
     assert done.returncode == 1
     assert "Vec[2] and Vec[3]" in done.stderr and "^" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_tutorial_classifier_trains_on_the_breast_cancer_data():
+    """docs/examples/breast_cancer.py (the tutorial's section on arrays) runs and prints the
+    accuracy the tutorial shows."""
+    pytest.importorskip("sklearn", reason="scikit-learn (the `data` extra) is not installed")
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "docs/examples/breast_cancer.py"], cwd=root,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr
+    from pathlib import Path
+    tutorial = (Path(root) / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    assert done.stdout in tutorial, done.stdout
+    assert "test accuracy 0.9" in done.stdout
