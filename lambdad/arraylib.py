@@ -197,12 +197,14 @@ def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
 
 
 def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., Any],
-                check: Callable[..., Any] | None = None) -> Callable[..., Any]:
+                check: Callable[..., Any] | None = None, finite: bool = True
+                ) -> Callable[..., Any]:
     """The array version of the real primitive ``name``: ``ufunc`` on arrays broadcast
     against each other and against reals, each element's domain checked by ``check`` (a
     function of the arguments returning a message, or None when every element is in
-    the domain), the result checked finite.  Applied to reals only (as the partial
-    derivatives of an array operation may be) it is ``scalar``."""
+    the domain), the result checked finite (unless not ``finite``: no domain check
+    either).  Applied to reals only (as the partial derivatives of an array operation may
+    be) it is ``scalar``."""
 
     def evaluate(*args: Any) -> Any:
         for a in args:  # (runs per operation: a loop, no generator)
@@ -214,6 +216,13 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
                 break
         else:
             return scalar(*args)
+        if not finite:
+            with np.errstate(all="ignore"):
+                try:
+                    return ufunc(*args)
+                except ValueError:
+                    _broadcast_check(name, args)  # (raises, naming the shapes)
+                    raise
         if check is not None:
             problem = check(*args)
             if problem is not None:

@@ -178,6 +178,9 @@ class Primitive:
     result_type: "Callable[[tuple[Type, ...]], Type | str] | None" = None
     # For kind ``array``: the derivative rules as terms (AD.md section 10).
     rule: "ArrayRule | None" = None
+    # For an array entry: its evaluation inside a backpropagator's body, without the test
+    # that every element is finite (the gradient is tested once, when it is read off).
+    cotangent_evaluate: Callable[..., Any] | None = None
 
     @property
     def arity(self) -> int:
@@ -734,7 +737,13 @@ def _elementwise(real: Primitive) -> Primitive:
     return attrs.evolve(
         real, name=ELEMENTWISE + real.name, kind="elementwise",
         evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check),
-        inline=None, inline_at_literals=None, laws=None, finite_at_finite=False,
+        cotangent_evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc,
+                                                check, finite=False),
+        inline=None, inline_at_literals=None, finite_at_finite=False,
+        # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
+        laws=None if real.laws is None or (real.laws.left_unit is None
+                                           and real.laws.right_unit is None)
+        else Laws(left_unit=real.laws.left_unit, right_unit=real.laws.right_unit),
         partials=_ELEMENTWISE_PARTIALS.get(real.name, real.partials),
         result=real.result or ("r" if real.name == "pow" else None),
         result_type=_broadcast, doc=real.doc + " (elementwise on arrays)")
