@@ -71,7 +71,10 @@ def _finite(name: str, result: Any) -> Any:
 
 def all_finite(x: Any) -> bool:
     """Whether every element of the array ``x`` is finite."""
-    return bool(np.isfinite(dense(x)).all())
+    x = dense(x)
+    with np.errstate(all="ignore"):
+        total = np.add.reduce(x, axis=None)  # (finite when every element is, mostly)
+    return total - total == 0.0 or bool(np.isfinite(x).all())
 
 
 def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
@@ -448,7 +451,7 @@ def ncols(m: ARRAY) -> float:
 
 def total(x: Any) -> float:
     """``sum x``: the sum of every element."""
-    return float(np.sum(dense(x)))
+    return float(np.add.reduce(dense(x), axis=None))
 
 
 def mean(x: ARRAY) -> float:
@@ -600,6 +603,34 @@ def spread(x: Any, c: Any) -> Any:
         return c
     return np.broadcast_to(c, x.shape).copy() if (type(c) is not ARRAY or c.shape != x.shape) \
         else c
+
+
+_COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                "eq": np.equal, "ne": np.not_equal}
+
+
+def comparison(name: str) -> Callable[[Any, Any], Any]:
+    """The comparison ``name`` of arrays, elementwise: 1.0 where it holds, else 0.0."""
+    test = _COMPARISONS[name]
+
+    def compare(x: Any, y: Any) -> Any:
+        try:
+            return test(x, y).astype(np.float64)
+        except ValueError:
+            _broadcast_check(name, (x, y))
+            raise
+
+    return compare
+
+
+def where(c: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``c`` is not 0, ``y`` where it is (broadcast)."""
+    try:
+        result = np.where(np.asarray(c) != 0.0, x, y)
+    except ValueError:
+        _broadcast_check("where", (c, x, y))
+        raise
+    return result if result.ndim else float(result)
 
 
 def index_list(values: list, a: Any, i: float) -> Any:

@@ -940,16 +940,32 @@ _ARRAY_ENTRIES: list[Primitive] = [
            result_type=_of_ranks({(1, 0, 1): VEC, (2, 0, 2): MAT}),
            modes=("split", "primal", "primal"), tangent="window x' lo c",
            cotangent="x_ (unslice x lo a)"),
+    _array("where", ("c", "x", "y"), _fun(VEC, VEC, VEC, VEC),
+           "where c x y: x where c is not 0, y where it is (elementwise, broadcast): with a "
+           "comparison of arrays, the select of piecewise functions, where (x > 0) x (0.1 * x)",
+           arraylib.where, result_type=_broadcast, modes=("primal", "split", "split"),
+           tangent="where c x' y'",
+           cotangent="x_ (sum_to x (where c a 0)) <+> y_ (sum_to y (where c 0 a))"),
     _array("extent", ("x",), _fun(VEC, REAL),
            "the length of a Vec, the number of rows of a Mat", lambda x: float(x.shape[0]),
            result_type=_of_ranks(_ANY_ARRAY), modes=("primal",)),
 ]
 
+# Comparisons of arrays, elementwise: 1 where the comparison holds, 0 elsewhere (a Vec or
+# Mat, as NumPy's masks), locally constant.
+_ARRAY_ENTRIES += [
+    _array(ELEMENTWISE + p.name, ("x", "y"), _fun(VEC, VEC, VEC),
+           f"{p.doc}, elementwise on arrays: 1 where it holds, 0 elsewhere",
+           arraylib.comparison(p.name), symbol=p.spelling.symbol, fixity="infix",
+           level=p.spelling.level, result_type=_broadcast, modes=("primal", "primal"),
+           result="r", tangent="spread r 0")
+    for p in _ENTRIES if p.kind == "test"]
+
 # Each real primitive computed elementwise, and the list primitives' array entries.
 _ARRAY_ENTRIES += [_elementwise(p) for p in _ENTRIES
                    if p.kind == "real" and p.name in arraylib.UFUNCS]
 _ENTRIES = [attrs.evolve(p, on_arrays=ELEMENTWISE + p.name)
-            if p.kind == "real" and p.name in arraylib.UFUNCS
+            if (p.kind == "real" and p.name in arraylib.UFUNCS) or p.kind == "test"
             else attrs.evolve(p, on_arrays="array.index") if p.name == "index" else p
             for p in _ENTRIES]
 # Array primitives named as functions of lists that the prelude defines: applied to an

@@ -30,6 +30,7 @@ def powers (t : Vec) (x : Vec) : R =
   0.5 * sum ((sign t - m @ x) ^ 2)
 def mixed (a : R) (v : Vec) : R = sum (a * v + sin v / (2 + cos a)) + dot v v
 def piecewise (v : Vec) : R = sum (heaviside v * v + (1 - heaviside v) * 0.1 * v)
+def leaky (v : Vec) (w : Vec) : R = sum (where (v > w) (v * w) (0.1 * v)) + sum (v <= 0)
 def cubic (x : Vec) : R = sum (x * x * x) + logsumexp x
 """
 
@@ -47,6 +48,7 @@ POINTS = {
     "powers": (np.linspace(-1, 1, 6) + 0.05, RNG.normal(size=4)),
     "mixed": (0.4, RNG.normal(size=4)),
     "piecewise": np.array([0.5, -0.3, 1.5]),
+    "leaky": (np.array([0.5, -0.3, 1.5, 2.0]), np.array([0.2, 0.1, 1.7, -1.0])),
     "cubic": RNG.normal(size=3),
 }
 
