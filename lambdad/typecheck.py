@@ -609,19 +609,8 @@ class _Inference(_Unifier):
         step), each inner application recorded and its errors located as :meth:`_visit`
         does (the arithmetic of a line such as ``x * x * 0.5 + sin x``)."""
         primitive, remaining = self._prim_instance(term)
-        if primitive.result_type is not None or primitive.on_arrays is not None:
-            types = []
-            for arg in term.args:
-                if arg.__class__ is Prim:
-                    try:
-                        arg_type = self._prim_tree(arg)
-                    except LambdadError as error:
-                        raise error.with_span(_span(arg))
-                    self.visited.append((arg, arg_type))
-                else:
-                    arg_type = self._visit(arg)
-                types.append(arg_type)
-            return self._maybe_arrays(term, primitive, remaining, types)
+        arrays = primitive.result_type is not None
+        types: list[Type] = []
         for arg in term.args:
             if arg.__class__ is Prim:
                 try:
@@ -635,10 +624,18 @@ class _Inference(_Unifier):
                 self.visited.append((arg, arg_type))
             else:
                 arg_type = self._visit(arg)
+            types.append(arg_type)
+            if arrays:
+                continue
             if arg_type is remaining.arg:  # (_prim_argument's first test, inline)
                 remaining = remaining.result
             else:
-                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                try:
+                    remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                except _OnArrays:  # an array: the rest is typed by the array entry
+                    arrays, primitive = True, PRIMITIVES[primitive.on_arrays]
+        if arrays:
+            return self._array_result(term, primitive, types)
         return remaining
 
     def _prim_instance(self, term: Prim) -> tuple[Primitive, Type]:
