@@ -527,6 +527,20 @@ class _Inference(_Unifier):
             return result
         return self._array_type(term, primitive, resolved)
 
+    def _generalise(self, t: Type) -> Scheme | Type:
+        """As HM's ``let`` does, but a type variable an elementwise operation still waits on
+        (see ``pending``) is not quantified: it is one type, decided later."""
+        if self.pending or self.linear_params:
+            def keep(v: VarT) -> None:
+                self._lower(v, self.level)
+            for _, _, types, result in self.pending:
+                for waiting in (*types, result):
+                    self._scan(waiting, keep)
+            for param, ring, _ in self.linear_params:
+                self._scan(param, keep)
+                self._scan(ring, keep)
+        return super()._generalise(t)
+
     def _solve_pending(self) -> None:
         """Types the elementwise operations left waiting (see ``pending``): each once its
         operands are known; when none is, the first one's unknown operands are taken to be
