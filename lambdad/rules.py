@@ -535,7 +535,7 @@ def array_rule_term(prim: Primitive, suffix: str) -> Term:
     found = _ARRAY_RULES.get(key)
     if found is not None:
         return found
-    from .typecheck import TypeEnv, Scheme, infer_term  # (the rules are typed at first use)
+    from .typecheck import Scheme, TypeEnv, check_term, infer_term  # (typed at first use)
     rule = prim.rule
     param_types, result_type = signature(prim)
     env: dict[str, Type] = {}
@@ -555,7 +555,11 @@ def array_rule_term(prim: Primitive, suffix: str) -> Term:
     term = parse_expr(text, f"<{'tangent' if suffix == TANGENT else 'cotangent'} of "
                             f"{prim.name}>", bound=tuple(env))
     typing = TypeEnv.builtins().extend_all({n: Scheme((), t) for n, t in env.items()})
-    infer_term(term, typing)  # elaborates the template's operations in place
+    if rule.modes == ("image",):  # the whole image: D of the result type
+        check_term(term, map_reals(result_type, _DUAL if suffix == TANGENT else _WITH_BACK,
+                                   suffix), typing)
+    else:
+        infer_term(term, typing)  # elaborates the template's operations in place
     _ARRAY_RULES[key] = term
     return term
 

@@ -271,11 +271,11 @@ class _Inference(_Unifier):
         self.rigid_levels = dict(self.fixed)
         self.visited = []
         result = run(self._visit(term))
-        if self.pending:
-            self._solve_pending()
         if expected is not None:
             self._expect(expected, result, term,
                          message or (lambda e, a: f"expected {e}, but this has type {a}"))
+        if self.pending:
+            self._solve_pending()
         self.level = 0
         # Every variable left is generalised (their levels are all >= 1), except those fixed
         # by the environment or the caller; name them in order of first occurrence, the
@@ -520,7 +520,7 @@ class _Inference(_Unifier):
         the elementwise product, ``m @ v`` the product of a Mat and a Vec).  Raises
         TypeCheckError naming the types given."""
         resolved = [self._resolve(t) for t in types]
-        if primitive.kind == "elementwise" and any(
+        if (primitive.kind == "elementwise" or self.linear_depth) and any(
                 isinstance(t, VarT) and _flexible(t) for t in resolved):
             result = self._fresh()
             self.pending.append((term, primitive, resolved, result))
@@ -561,11 +561,12 @@ class _Inference(_Unifier):
                 term, primitive, types, result = self.pending[0]
                 wanted = self._resolve(result)
                 default = wanted if isinstance(wanted, ArrayT) else REAL
-                for arg, t in zip(term.args, types):
+                params = curried_params(primitive.type)
+                for k, (arg, t) in enumerate(zip(term.args, types)):
                     t = self._resolve(t)
                     if isinstance(t, VarT) and _flexible(t):
-                        self._expect(default, t, arg,
-                                     lambda e, a: f"expected {e}, but this has type {a}")
+                        self._expect(default if primitive.kind == "elementwise" else params[k],
+                                     t, arg, lambda e, a: f"expected {e}, but this has type {a}")
         # a linear abstraction's parameter that is not an array ranges over its ring
         for param, ring, term in self.linear_params:
             if not isinstance(self._resolve(param), ArrayT):
