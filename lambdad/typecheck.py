@@ -524,22 +524,18 @@ class _Inference(_Unifier):
                 isinstance(t, VarT) and _flexible(t) for t in resolved):
             result = self._fresh()
             self.pending.append((term, primitive, resolved, result))
+            self._undecided(result, *resolved)
             return result
         return self._array_type(term, primitive, resolved)
 
-    def _generalise(self, t: Type) -> Scheme | Type:
-        """As HM's ``let`` does, but a type variable an elementwise operation still waits on
-        (see ``pending``) is not quantified: it is one type, decided later."""
-        if self.pending or self.linear_params:
-            def keep(v: VarT) -> None:
-                self._lower(v, self.level)
-            for _, _, types, result in self.pending:
-                for waiting in (*types, result):
-                    self._scan(waiting, keep)
-            for param, ring, _ in self.linear_params:
-                self._scan(param, keep)
-                self._scan(ring, keep)
-        return super()._generalise(t)
+    def _undecided(self, *types: Type) -> None:
+        """Keeps the variables of ``types`` from being generalised by a ``let`` (as if the
+        environment held them): they wait on an elementwise operation (``pending``), and are
+        one type, decided later."""
+        def keep(v: VarT) -> None:
+            self._lower(v, 0)
+        for t in types:
+            self._scan(t, keep)
 
     def _solve_pending(self) -> None:
         """Types the elementwise operations left waiting (see ``pending``): each once its
@@ -865,6 +861,7 @@ class _Inference(_Unifier):
         if self.pending and isinstance(resolved, VarT) and _flexible(resolved):
             # known once the operations waiting on it are (see _solve_pending)
             self.linear_params.append((param, ring, term))
+            self._undecided(param, ring)
         elif not isinstance(resolved, ArrayT):
             self._expect(ring, param, term, lambda e, a: f"expected {e}, but this has type {a}")
         try:
