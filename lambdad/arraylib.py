@@ -542,7 +542,7 @@ def matmul(a: Any, b: Any) -> Any:
 
 
 def transpose(m: Any) -> ARRAY:
-    return np.ascontiguousarray(dense(m).T)
+    return dense(m).T  # (a view: no array is ever changed in place)
 
 
 def index(x: ARRAY, i: float) -> Any:
