@@ -1,6 +1,7 @@
 """lambdad benchmarks: cheap gradient, forward vs reverse, sharing, reference programs, MLP,
-scale, peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python), and setup beside
-JAX's jit.
+scale, peers (HIPS autograd, PyTorch, JAX, a minimal tape, plain Python), setup beside
+JAX's jit, and array programs (``--only arrays``: lambdad with arrays beside a hand-written
+NumPy value+gradient, PyTorch, JAX and lambdad's list versions; benchmarks/array_workloads.py).
 
     python benchmarks/run.py [--quick] [--json OUT] [--only SECTION ...]
                              [--clock wall|cpu] [--no-gc] [--no-peers] [--budget S]
@@ -47,6 +48,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+# One thread for each array library of section 10 (NumPy's OpenBLAS, JAX's XLA; torch is
+# set to one thread where it is used), unless the environment says otherwise: the machine
+# is small and shared, and every tool then runs on the same one core.  Set before NumPy or
+# JAX is first imported.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
+for _variable in THREAD_VARIABLES[:3]:
+    os.environ.setdefault(_variable, "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                   "intra_op_parallelism_threads=1")
+
 import lambdad  # noqa: E402
 from lambdad.interpreter import Interpreter  # noqa: E402
 from lambdad.values import PrimEvent  # noqa: E402
@@ -56,7 +67,7 @@ import workloads  # noqa: E402
 from workloads import Workload  # noqa: E402
 
 SECTIONS = ("cheap-gradient", "forward-vs-reverse", "sharing", "reference", "mlp", "scale",
-            "first-gradient")
+            "first-gradient", "arrays")
 
 # Peers are skipped above these operation counts (their cost would dominate the benchmark's
 # time: JAX eager costs ~0.5 ms per operation here, and jit compiles the unrolled Python
@@ -756,6 +767,234 @@ def first_gradient(bench: Bench) -> list[dict[str, Any]]:
     return records
 
 
+# ---------------------------------------------------------------- 10: arrays
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+
+
+def array_row(bench: Bench, w: Any, peers: list[str]) -> dict[str, Any]:
+    """One row of section 10: the NumPy floor's primal and value+gradient, lambdad's
+    arrays (each function of ``w.names``), lambdad's lists (where ``w`` has them) and the
+    peers named in ``peers``, all measured side by side; each checked against the floor's
+    value and gradient first.  A version that cannot load or run says why in
+    ``record["unavailable"]`` instead of failing."""
+    import array_workloads as aw
+
+    timer = CLOCKS[bench.clock]
+    floor = aw.numpy_value_and_grad(w)
+    value, gradient = floor()
+    functions: dict[str, Callable[[], Any]] = {"numpy primal": aw.numpy_primal(w),
+                                               "numpy v+g": floor}
+    record: dict[str, Any] = {"workload": w.label, "kind": w.kind, "size": w.size,
+                              "elements": w.elements, "lambdad": [], "setup": {},
+                              "compile": {}, "unavailable": {}, "disagree": []}
+
+    def load(key: str, source: str, file: str, names: list[tuple[str, str]], point: Any,
+             as_arrays: Callable[[Any], tuple]) -> None:
+        # (any exception: an array program this lambdad cannot load or run says why)
+        try:
+            start = timer()
+            program = lambdad.loads(source, file)
+            record["setup"][f"{key} load"] = timer() - start
+        except Exception as error:
+            record["unavailable"].update((label, _first_line(error)) for label, _ in names)
+            return
+        for label, name in names:
+            try:
+                start = timer()
+                program.call(name, point)
+                record["setup"][f"{label} 1st call"] = timer() - start
+                start = timer()
+                got, grad = program.value_and_grad(name, point)
+                record["setup"][f"{label} 1st grad"] = timer() - start
+                if not aw.agrees((got, as_arrays(grad)), value, gradient):
+                    record["disagree"].append(label)
+            except Exception as error:
+                record["unavailable"][label] = _first_line(error)
+                continue
+            functions[f"{label} primal"] = lambda p=program, n=name: p.call(n, point)
+            functions[f"{label} v+g"] = lambda p=program, n=name: p.value_and_grad(n, point)
+            if key == "lambdad":
+                record["lambdad"].append(label)
+
+    names = [("lambdad" if i == 0 else f"lambdad {name}", name) for i, name in enumerate(w.names)]
+    record["lambdad_labels"] = [label for label, _ in names]
+    load("lambdad", w.source, str(HERE / f"{'digits_mlp' if w.kind == 'mlp' else w.kind}.lam"),
+         names, w.point, lambda g: aw.parts(g, len(w.params)) if isinstance(g, tuple) else (g,))
+    if w.list_source is not None:
+        load("lists", w.list_source, "<list version>", [("lists", w.list_name)], w.list_point,
+             w.list_gradient)
+    for peer in peers:
+        try:
+            if peer == "torch":
+                fn, first = aw.torch_value_and_grad(w), 0.0
+            else:
+                fn, first = aw.jax_value_and_grad(w, jit=peer == "jax-jit")
+            if first:
+                record["compile"][peer] = first
+            if not aw.agrees(fn(), value, gradient):
+                record["disagree"].append(peer)
+            functions[peer] = fn
+        except Exception as error:
+            record["unavailable"][peer] = _first_line(error)
+    timings = bench.measure(functions)
+    record["times"] = {label: t["median"] for label, t in timings.items()}
+    record["runs"] = {label: t["runs"] for label, t in timings.items()}
+    return record
+
+
+# The targets of QUALITY.md for array programs: (what, numerator, denominator, limit,
+# least number of elements).
+ARRAY_TARGETS = (
+    ("value+gradient <= 3 x primal", "v+g", "primal", 3.0, 0),
+    ("primal <= 1.5 x the NumPy floor's primal", "primal", "numpy primal", 1.5, 0),
+    ("gradient <= 1 x PyTorch eager at >= 10^4 elements", "v+g", "torch", 1.0, 10**4),
+    ("gradient <= 3 x JAX-jit at >= 10^5 elements", "v+g", "jax-jit", 3.0, 10**5),
+)
+
+
+def arrays(bench: Bench) -> dict[str, Any]:
+    """Section 10: array programs (llsq, logsumexp, an MLP on the digits, GradBench's gmm),
+    lambdad with arrays beside a hand-written NumPy value+gradient (the floor), PyTorch
+    eager, JAX eager and jit, and lambdad's own list version; then the targets of
+    QUALITY.md for array programs, each met or not with its number."""
+    import array_workloads as aw
+
+    if not aw.installed("numpy"):
+        print("\n## 10. Arrays: not run, NumPy is not installed (every row's floor)")
+        return {}
+    mode = "quick" if bench.quick else "full"
+    wanted = [("torch", "torch"), ("jax", "jax"), ("jax-jit", "jax")]
+    peers = [name for name, module in wanted if bench.use_peers and aw.installed(module)]
+    absent = [name for name, module in wanted if bench.use_peers and not aw.installed(module)]
+    print("\n## 10. Arrays\n")
+    print("threads: " + ", ".join(f"{var}={os.environ.get(var, '-')}" for var in THREAD_VARIABLES)
+          + "; torch.set_num_threads(1)")
+    print("peers: " + (", ".join(peers) or "none")
+          + (" (peers off: --no-peers)" if not bench.use_peers else "")
+          + (f" (not installed: {', '.join(absent)}; pip install -e '.[bench]')" if absent
+             else ""))
+    extra = {"mlp": {"data": aw.digits()}} if "mlp" in aw.SIZES[mode] else {}
+    records: dict[str, list[dict[str, Any]]] = {}
+    for letter, kind in zip("abcd", aw.SIZES[mode]):
+        out = records[kind] = []
+        for size in aw.SIZES[mode][kind]:
+            with_lists = size in aw.LIST_SIZES[mode][kind]
+            w = aw.MAKE[kind](size, with_lists, **extra.get(kind, {}))
+            record = array_row(bench, w, peers)
+            record["notes"] = w.notes
+            out.append(record)
+        _array_table(f"10{letter}", kind, out, aw)
+    _array_targets(records)
+    return records
+
+
+def _array_table(number: str, kind: str, records: list[dict[str, Any]], aw: Any) -> None:
+    rows, notes = [], []
+    unavailable: dict[str, list[str]] = {}
+    for r in records:
+        t = r["times"]
+        for i, label in enumerate(r["lambdad_labels"]):
+            primal, vg = t.get(f"{label} primal"), t.get(f"{label} v+g")
+            cells = [r["workload"] + ("" if i == 0 else f" [{label.split(' ', 1)[1]}]"),
+                     str(r["elements"]) if i == 0 else "",
+                     fmt_time(t["numpy primal"]) if i == 0 else "",
+                     fmt_time(t["numpy v+g"]) if i == 0 else ""]
+            if label in r["unavailable"]:
+                cells += ["not available", "-", "-", "-", "-"]
+            else:
+                setup = r["setup"]
+                first = (setup.get("lambdad load", 0.0) + setup.get(f"{label} 1st call", 0.0)
+                         + setup.get(f"{label} 1st grad", 0.0))
+                cells += [fmt_time(primal), fmt_time(vg), fmt_ratio(ratio(vg, primal)),
+                          fmt_ratio(ratio(primal, t["numpy primal"])), fmt_time(first)]
+            for peer in ("torch", "jax", "jax-jit"):
+                cells.append(fmt_time(t.get(peer)) if i == 0 else "")
+            cells.append(fmt_time(r["compile"].get("jax-jit")) if i == 0 else "")
+            cells += [fmt_ratio(ratio(vg, t.get("torch"))), fmt_ratio(ratio(vg, t.get("jax-jit")))]
+            if i == 0:
+                state = ("not available" if "lists" in r["unavailable"]
+                         else None if "lists v+g" in t else "skipped")
+                cells += [state or fmt_time(t.get("lists primal")),
+                          state or fmt_time(t.get("lists v+g")),
+                          fmt_ratio(ratio(t.get("lists v+g"), t.get("lists primal"))),
+                          fmt_ratio(ratio(t.get("lists v+g"), t["numpy v+g"]))]
+                cells += [fmt_ratio(ratio(t.get(peer), t["numpy v+g"]))
+                          for peer in ("torch", "jax-jit")]
+            else:
+                cells += [""] * 6
+            rows.append(cells)
+        for key, why in r["unavailable"].items():
+            keys = unavailable.setdefault(why, [])
+            if key not in keys:
+                keys.append(key)
+        notes += [n for n in r.get("notes", []) if n not in notes]
+        if r["disagree"]:
+            notes.append(f"WARNING: {', '.join(r['disagree'])} disagree with the NumPy floor "
+                         f"on {r['workload']} (value or gradient beyond 1e-8 relative)")
+    notes = [f"{', '.join(keys)}: not available ({why})"
+             for why, keys in unavailable.items()] + notes
+    print_table(f"{number}. Arrays: {aw.TITLES[kind]}",
+                ["workload", "elements", "numpy primal", "numpy v+g", "lambdad primal",
+                 "lambdad v+g", "v+g/primal", "primal/numpy", "lambdad setup", "torch v+g",
+                 "jax v+g",
+                 "jax-jit v+g", "jit compile", "lambdad/torch", "lambdad/jax-jit",
+                 "lists primal", "lists v+g", "lists v+g/primal", "lists/numpy v+g",
+                 "torch/numpy v+g", "jax-jit/numpy v+g"], rows,
+                [f"elements: {aw.ELEMENTS[kind]}; numpy: hand-written primal and "
+                 "value+gradient (benchmarks/array_workloads.py), the floor",
+                 "lambdad: arrays, the default strategy; lambdad setup: loading the "
+                 "program (data included), its first call and first gradient, not in the "
+                 "medians; lists: lambdad's list version (map/fold), skipped at the larger "
+                 "sizes; jit compile: JAX's first jit call, not in its median"] + notes)
+
+
+def _array_targets(records: dict[str, list[dict[str, Any]]]) -> None:
+    every = [r for rs in records.values() for r in rs]
+    lines = []
+    for what, top, bottom, limit, least in ARRAY_TARGETS:
+        found = []
+        for r in every:
+            t = r["times"]
+            if r["elements"] < least:
+                continue
+            for label in r["lambdad"]:
+                den = t.get(f"{label} {bottom}") if bottom == "primal" else t.get(bottom)
+                value = ratio(t.get(f"{label} {top}"), den)
+                if value is not None:
+                    found.append((value, r["workload"] + ("" if label == "lambdad"
+                                                          else f" [{label.split(' ', 1)[1]}]")))
+        if not found:
+            if not any(r["lambdad"] for r in every):
+                why = "lambdad cannot load the array programs"
+            elif not any(bottom in r["times"] for r in every):
+                why = f"{bottom} not measured: peers off (--no-peers) or not installed"
+            else:
+                why = f"no row of >= {least} elements has lambdad and {bottom}"
+            lines.append(f"- {what}: not measured ({why})")
+            continue
+        worst, where = max(found)
+        over = sum(1 for v, _ in found if v > limit)
+        verdict = "met" if over == 0 else "not met"
+        lines.append(f"- {what}: {verdict}, worst {fmt_ratio(worst)} ({where}), best "
+                     f"{fmt_ratio(min(found)[0])}; {len(found) - over} of {len(found)} rows "
+                     "within")
+    listed = [r for r in every if "lists v+g" in r["times"]]
+    if listed:
+        per_primal = [ratio(r["times"]["lists v+g"], r["times"]["lists primal"]) for r in listed]
+        per_floor = [ratio(r["times"]["lists v+g"], r["times"]["numpy v+g"]) for r in listed]
+        lines.append(f"- for comparison, lambdad's list version ({len(listed)} rows): "
+                     f"v+g/primal {fmt_ratio(min(per_primal))}-{fmt_ratio(max(per_primal))}, "
+                     f"v+g / the floor's v+g {fmt_ratio(min(per_floor))}-"
+                     f"{fmt_ratio(max(per_floor))}")
+    print("\n## 10e. Arrays: the targets of QUALITY.md (next release), lambdad with arrays\n")
+    print("\n".join(lines))
+    sys.stdout.flush()
+
+
 # Workloads compared with a baseline checkout (--baseline): (workload, size, once).
 BEFORE_AFTER = [("wide", 10, False), ("wide", 100, False), ("wide", 1000, False),
                 ("chain", 10, False), ("chain", 100, False), ("chain", 1000, False),
@@ -1301,6 +1540,8 @@ def main(argv: list[str] | None = None) -> int:
         results["before-after"] = before_after(bench, args.baseline)
     if "first-gradient" in only:
         results["first-gradient"] = first_gradient(bench)
+    if "arrays" in only:
+        results["arrays"] = arrays(bench)
     elapsed = time.perf_counter() - start
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     print(f"\ntotal {elapsed:.0f} s; load average at end: {', '.join(f'{x:.2f}' for x in load)}")

@@ -26,6 +26,7 @@ from .rules import (
     transform_module,
     local_name,
     map_reals,
+    summed_to,
     times,
 )
 from .syntax import BACKPROPAGATOR as BACKPROPAGATOR_TYPE
@@ -88,14 +89,19 @@ class _Backward(Differentiation):
         return _zero_backpropagator(span)
 
     def combine(self, contributions: list[tuple[Term, str]], taken: set[str],
-                span: Span | None) -> Term:
+                span: Span | None, elementwise: list[str] | None = None) -> Term:
         """The backpropagator of f(x1..xk), the chain rule transposed (AD.md §3):
-        \\a -o x1_ (∂1f(x1..xk) * a) <+> ... <+> xk_ (∂kf(x1..xk) * a)."""
+        \\a -o x1_ (∂1f(x1..xk) * a) <+> ... <+> xk_ (∂kf(x1..xk) * a).  For an
+        elementwise operation on arrays (``elementwise``: the primals x1..xk) each
+        cotangent is summed back to its argument's shape, the transpose of broadcasting
+        (AD.md §10): xi_ (sum_to xi (∂if(x1..xk) * a))."""
         a = local_name(LINEAR_PARAM, taken)
         cotangent: Term | None = None
-        for derivative, x_ in contributions:
-            term = App(Var(x_, span=span), times(derivative, Var(a, span=span), span),
-                       span=span)
+        for i, (derivative, x_) in enumerate(contributions):
+            sent = times(derivative, Var(a, span=span), span, elementwise is not None)
+            if elementwise is not None:
+                sent = summed_to(elementwise[i], sent, span)
+            term = App(Var(x_, span=span), sent, span=span)
             cotangent = term if cotangent is None else Plus(cotangent, term, span=span)
         return LinLam(a, Zero(span=span) if cotangent is None else cotangent, span=span)
 

@@ -19,11 +19,14 @@ from typing import Any
 
 import attrs
 
-from .errors import EvalError, LambdadError, Span, UsageError
+from . import arraylib
+from .errors import DomainError, EvalError, LambdadError, Span, UsageError
 from .primitives import FST, SND
 from .printer import print_type
 from .rules import number, real
 from .syntax import (
+    ArrayT,
+    walk,
     App,
     BoolLit,
     FunT,
@@ -132,9 +135,43 @@ def from_python(value: Any, finite: bool = True) -> Any:
         return (from_python(value[0], finite), from_python(value[1:], finite))
     if isinstance(value, list):
         return [from_python(v, finite) for v in value]
+    if type(value) is arraylib.ARRAY or _is_array_like(value):
+        if value.ndim not in (1, 2):
+            raise UsageError(f"an array point must have rank 1 (Vec) or 2 (Mat), not "
+                             f"{value.ndim}")
+        try:
+            return arraylib.as_array(value, value.ndim, "an array point")
+        except DomainError as error:
+            raise UsageError(error.message) from None
     if callable(value):
         return value
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
+
+
+def _is_array_like(value: Any) -> bool:
+    """Whether ``value`` is an array of another library (a NumPy subclass, a tensor) that
+    NumPy can read: it has a rank and a shape."""
+    return hasattr(value, "ndim") and hasattr(value, "shape") and hasattr(value, "__array__")
+
+
+def with_arrays(value: Any, t: Type) -> Any:
+    """``value`` with each list where ``t`` has ``Vec`` or ``Mat`` made an array (a list of
+    reals a Vec, a list of lists of reals a Mat); anything else unchanged, so that
+    :func:`~lambdad.values.fits` decides.  Never fails."""
+    if isinstance(t, ArrayT):
+        if type(value) is list:
+            try:
+                return arraylib.as_array(value, t.rank)
+            except DomainError:
+                return value
+        return value
+    if isinstance(t, PairT) and type(value) is tuple and len(value) == 2:
+        first, second = with_arrays(value[0], t.first), with_arrays(value[1], t.second)
+        return value if first is value[0] and second is value[1] else (first, second)
+    if isinstance(t, ListT) and type(value) is list and any(
+            isinstance(node, ArrayT) for node in walk(t.item)):
+        return [with_arrays(v, t.item) for v in value]
+    return value
 
 
 def real_point(point: Any) -> tuple[Shape, Any] | None:
@@ -160,7 +197,7 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
             value = item if value is None else (item, value)
         else:
             return len(point), value
-    else:
+    elif kind is not arraylib.ARRAY:
         point = _finite_real(point)
         return None if point is None else (0, point)
     found = point_shape(point)
@@ -188,7 +225,7 @@ def real_inputs(point: Any) -> tuple[Shape, Any] | None:
     elif kind is list:
         if point and all_reals(point):
             return (-1, point[:]) if all(map(math.isfinite, point)) else None
-    else:
+    elif kind is not arraylib.ARRAY:
         point = _finite_real(point)
         return None if point is None else (0, point)
     return point_shape(point)
@@ -222,6 +259,12 @@ def _shape_of(value: Any, flat: list[float], depth: int) -> Shape:
             return _NO_SHAPE
         flat.append(value)
         return None
+    if kind is arraylib.ARRAY:  # an array of reals: a leaf, keyed by its shape
+        if value.dtype != arraylib.FLOAT or value.ndim not in (1, 2) \
+                or not arraylib.all_finite(value):
+            return _NO_SHAPE
+        flat.append(value)
+        return ("a", value.shape)
     if depth > _MAX_SHAPE_DEPTH:
         return _NO_SHAPE
     if kind is list:
@@ -263,6 +306,10 @@ def shaped(shape: Shape, items: Iterator[Any]) -> Any:
     if shape is None:
         return next(items)
     kind = shape[0]
+    if kind == "a":  # an array, or its adjoint (made dense, zeros if it was never reached)
+        item = next(items)
+        return item if type(item) is not float and type(item) is not arraylib.Sparse \
+            else arraylib.array_adjoint(arraylib.zeros_of(shape[1]), item)
     if kind == "l":
         return list(islice(items, shape[1]))
     if kind == "L":
@@ -443,10 +490,10 @@ def arguments_covered(name: str, f_type: Type, value: Any) -> int:
     params = curried_params(f_type)
     if not params:
         raise UsageError(f"`{name}` is not a function; it has type {print_type(f_type)}")
-    if fits(value, params[0]):
+    if fits(with_arrays(value, params[0]), params[0]):
         return 1
     for k in range(2, len(params) + 1):
-        if fits(value, tuple_type(params[:k])):
+        if fits(with_arrays(value, tuple_type(params[:k])), tuple_type(params[:k])):
             return k
     expected = print_type(params[0])
     if len(params) > 1:

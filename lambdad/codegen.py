@@ -1091,6 +1091,13 @@ class _CodeGenerator:
             # (an overflow there is reported with the evaluation's message: guard.describe)
             template = _positional(primitive.inline_at_literals[1], primitive.params)
             fn.emit(f"{t} = {template.format(*atoms)}", atoms, site)
+        elif primitive.cotangent_evaluate is not None and fn.deferred is not None:
+            # in a backpropagator's body (its results are checked in the gradient)
+            found = self.evaluators.get((primitive.name,))
+            if found is None:
+                found = self.evaluators[(primitive.name,)] = self.constant(
+                    primitive.cotangent_evaluate)
+            fn.emit(f"{t} = {found}({args})", atoms, site)
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
         else:

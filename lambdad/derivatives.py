@@ -14,7 +14,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .arraylib import ARRAY, all_finite
 from .calling import (
+    argument_type,
+    with_arrays,
     argument_names,
     arguments_covered,
     curried_parts,
@@ -66,6 +69,28 @@ def _fixed_key(values: Sequence[Any]) -> str | None:
     return repr(values)
 
 
+def _holds_array(point: Any) -> bool:
+    """Whether the point (Python data) holds a NumPy array."""
+    stack = [point]
+    while stack:
+        value = stack.pop()
+        if type(value) is ARRAY:
+            return True
+        if type(value) in (tuple, list) and len(stack) < 10_000:
+            stack.extend(value)
+    return False
+
+
+def _nested(value: Any, k: int) -> Any:
+    """A gradient of k parameters as right-nested pairs (a flat tuple of k made nested)."""
+    if type(value) is tuple and len(value) == k and k > 2:
+        nested = value[-1]
+        for item in reversed(value[:-1]):
+            nested = (item, nested)
+        return nested
+    return value
+
+
 def _python_reals(point: Any) -> Any:
     """A runtime point of right-nested pairs of reals as the Python tuple it packs (which
     repeated calls convert fastest, see calling.real_point); any other point unchanged."""
@@ -103,6 +128,10 @@ class Derivatives:
                        wrt: Sequence[str] | None = None):
         """The work of :meth:`Program.value_and_grad`."""
         if wrt is not None:
+            if _holds_array(point):
+                # data held fixed as arrays are not written into a program: the gradient of
+                # every parameter, of which the chosen ones are kept
+                return self._chosen_gradient(owner, name, point, mode, strategy, stats, wrt)
             program, point = self.restricted(owner, name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
         # (a repeated gradient costs microseconds: the strategy is switched without a
@@ -186,7 +215,8 @@ class Derivatives:
         overflow somewhere in the program must not pass silently as a number."""
         reals: list[float] = []
         map_value(gradient, is_real, lambda r: reals.append(r) or r)
-        bad = [i for i, r in enumerate(reals) if not math.isfinite(r)]
+        bad = [i for i, r in enumerate(reals)
+               if not (math.isfinite(r) if type(r) is float else all_finite(r))]
         span = owner.decls[name].span
         if type(value) is float and not math.isfinite(value):
             raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "
@@ -282,6 +312,38 @@ class Derivatives:
                 f"second derivatives need a function returning R; `{name}` returns "
                 f"{print_type(result)}")
         return f, x
+
+    def _chosen_gradient(self, owner: Any, name: str, point: Any, mode: str,
+                         strategy: str | None, stats: bool, wrt: Sequence[str]):
+        """:meth:`value_and_grad` with ``wrt``, by the gradient of every parameter."""
+        k, _, chosen = self._chosen(owner, name, point, wrt)
+        out = self.value_and_grad(owner, name, point, mode, strategy, stats)
+        gradient = out[1] if k == 1 else curried_parts(_nested(out[1], k), k)
+        picked = gradient if k == 1 else packed([gradient[i] for i in chosen])
+        return (out[0], picked) + tuple(out[2:])
+
+    def _chosen(self, owner: Any, name: str, point: Any, wrt: Sequence[str]
+                ) -> tuple[int, list[Any], list[int]]:
+        """How many curried arguments the point gives, the parts it gives them as, and the
+        positions of the parameters ``wrt`` names; raises UsageError for a name that is
+        not such a parameter."""
+        owner.require(name)
+        if not wrt:
+            raise UsageError("--wrt needs the name of at least one parameter")
+        value = owner._as_value(point)
+        k = arguments_covered(name, owner._scheme(name).type, value)
+        names = argument_names(owner.decls[name].value, k)
+        parts = curried_parts(with_arrays(value, argument_type(owner._scheme(name).type, k)), k)
+        chosen: list[int] = []
+        for wanted in wrt:
+            if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
+                listed = ", ".join(f"`{n}`" for n in names if n != "_")
+                problem = "is given twice" if wanted in names and names.index(wanted) in chosen \
+                    else f"is not a parameter of `{name}` that the point gives"
+                raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
+                                 "parameter written as a pattern has no name to choose)")
+            chosen.append(names.index(wanted))
+        return k, parts, chosen
 
     @collector_paused_during
     def restricted(self, owner: Any, name: str, point: Any, wrt: Sequence[str]) -> tuple[Any, Any]:

@@ -27,12 +27,15 @@ This module is where the transformations meet the interpreter; neither imports t
 
 from __future__ import annotations
 
+import numpy as np
+
 from collections.abc import Callable, Iterator
 from typing import Any
 
 
 from . import backward as backward_mode
 from . import forward as forward_mode
+from .arraylib import ARRAY, array_adjoint
 from .errors import UNPLACED, DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting
@@ -132,10 +135,10 @@ def count_reals(value: Any) -> int:
         return len(value)
     count = 0
 
-    def tally(_):
+    def tally(r):
         nonlocal count
-        count += 1
-        return _
+        count += 1 if type(r) is float else r.size  # an array: each of its reals
+        return r
 
     map_value(value, is_real, tally)
     return count
@@ -718,11 +721,11 @@ class Differentiator:
             return [get(i, 0.0) for i in range(len(x))]
         index = 0
 
-        def adjoint(_: Any) -> Any:
+        def adjoint(r: Any) -> Any:
             nonlocal index
             value = adjoints.get(index, 0.0)
             index += 1
-            return value
+            return value if type(r) is float else array_adjoint(r, value)
 
         return map_value(x, is_real, adjoint)
 
@@ -861,7 +864,13 @@ class Differentiator:
         if n == 0:
             value, _ = self.jvp(f, x, x)
         it = iter(columns)
-        return value, map_value(x, is_real, lambda _: next(it))
+
+        def column(r: Any) -> Any:
+            if type(r) is ARRAY:  # the gradient of an array, from its reals' columns
+                return np.array([next(it) for _ in range(r.size)]).reshape(r.shape)
+            return next(it)
+
+        return value, map_value(x, is_real, column)
 
     # ---- Jacobians
     def jacobian(self, f: Any, x: Any, mode: str) -> tuple[Any, Any]:
@@ -1139,8 +1148,14 @@ def basis(x: Any, i: int) -> Any:
     """The direction of the i-th real of ``x`` (left to right): 1 there, 0 elsewhere."""
     position = 0
 
-    def entry(_: Any) -> float:
+    def entry(r: Any) -> Any:
         nonlocal position
+        if type(r) is ARRAY:  # an array: 1 at its element i, if it is there
+            t = np.zeros(r.shape)
+            if position <= i < position + r.size:
+                t.flat[i - position] = 1.0
+            position += r.size
+            return t
         t = 1.0 if position == i else 0.0
         position += 1
         return t

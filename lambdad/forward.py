@@ -97,12 +97,14 @@ class _Forward(Differentiation):
         return Const(0.0, span=span)
 
     def combine(self, contributions: list[tuple[Term, str]], taken: set[str],
-                span: Span | None) -> Term:
-        """The tangent of f(x1..xk): ∂1f(x1..xk) * x1' + ... + ∂kf(x1..xk) * xk' (AD.md §2)."""
+                span: Span | None, elementwise: list[str] | None = None) -> Term:
+        """The tangent of f(x1..xk): ∂1f(x1..xk) * x1' + ... + ∂kf(x1..xk) * xk' (AD.md §2),
+        elementwise on arrays (``elementwise`` given: AD.md §10)."""
         tangent: Term | None = None
+        on_arrays = elementwise is not None
         for derivative, dx in contributions:
-            term = times(derivative, Var(dx, span=span), span)
-            tangent = term if tangent is None else plus(tangent, term, span)
+            term = times(derivative, Var(dx, span=span), span, on_arrays)
+            tangent = term if tangent is None else plus(tangent, term, span, on_arrays)
         return Const(0.0, span=span) if tangent is None else tangent
 
     def differentiation(self, t: Prim):

@@ -578,6 +578,12 @@ def _sum(args: list[Term]) -> Term:
     ``u + -1 * e`` is ``u - e`` exactly, one operation fewer."""
     if len(args) == 1:  # (most sums: the one term, whatever it is)
         return args[0]
+    if any(map(_on_arrays, args)):
+        # cotangents of arrays: added by the array entries (which add reals too)
+        total = args[0]
+        for arg in args[1:]:
+            total = Prim(ADD.on_arrays, (total, arg), span=arg.span)
+        return total
     args = _doubled(args)
     positive: list[Term] = []
     negated: list[Term] = []
@@ -595,6 +601,12 @@ def _sum(args: list[Term]) -> Term:
     for arg in negated:
         total = SUB.applied(total, arg)
     return total
+
+
+def _on_arrays(term: Term) -> bool:
+    """Whether ``term`` applies an array primitive (so its value may be an array)."""
+    return any(isinstance(node, Prim) and PRIMITIVES[node.op].kind in ("elementwise", "array")
+               for node in walk(term))
 
 
 # Up to this many terms sent to one backpropagator are compared pairwise (see _doubled).

@@ -61,6 +61,7 @@ from . import primitives
 from .primitives import PRIMITIVES
 from .rules import NameSupply, NoReverseImageError, lift, plus, primal_of, times
 from .syntax import (
+    ArrayT,
     rename_binders,
     renamed_free,
     Annot,
@@ -743,7 +744,12 @@ class _Expansion:
         program runs; the items of a list of lists start where a scan of their sizes
         says)."""
         static, dynamic = offset
-        if isinstance(t, RealT):
+        if isinstance(t, ArrayT) and leaf is not None:
+            raise DifferentiationError(
+                "a Jacobian by forward mode of a function of an array is not written out "
+                "(one run per element); use reverse mode (jacrev, or grad in each output)",
+                span)
+        if isinstance(t, (RealT, ArrayT)):  # an array has one seed, for its whole cotangent
             index: Term = Const(float(static), span=span)
             if dynamic is not None:
                 index = dynamic if static == 0 else plus(dynamic, index, span)
@@ -882,7 +888,7 @@ def _static_reals(t: Type) -> int | None:
     if isinstance(t, PairT):
         first, second = _static_reals(t.first), _static_reals(t.second)
         return None if first is None or second is None else first + second
-    return 1 if isinstance(t, RealT) else 0
+    return 1 if isinstance(t, (RealT, ArrayT)) else 0
 
 
 def _has_function(t: Type | None) -> bool:
@@ -890,7 +896,7 @@ def _has_function(t: Type | None) -> bool:
 
 
 def _has_real(t: Type) -> bool:
-    return holds(t, RealT)
+    return holds(t, RealT) or holds(t, ArrayT)
 
 
 def _require_point(t: Type, term: Term, verb: str) -> None:

@@ -16,6 +16,7 @@ import attrs
 
 from . import rich
 from .calling import (
+    with_arrays,
     argument_type,
     arguments_covered,
     check_functions,
@@ -592,6 +593,7 @@ class Program:
         value = self._as_value(point)  # converted once, then checked against the type
         f_type = self._scheme(name).type
         k = arguments_covered(name, f_type, value)
+        value = with_arrays(value, argument_type(f_type, k))
         return check_functions(value, argument_type(f_type, k), f"the point of `{name}`"), k
 
     def function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:

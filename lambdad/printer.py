@@ -65,6 +65,8 @@ from .syntax import (
     PairT,
     Plus,
     Prim,
+    ARRAY_TYPE_NAMES,
+    ArrayT,
     RealT,
     ReadOff,
     Seed,
@@ -112,6 +114,8 @@ def print_type(t: Type, limit: int | None = MAX_TYPE_TEXT) -> str:
             out.append("R")
         elif isinstance(current, BoolT):
             out.append("Bool")
+        elif isinstance(current, ArrayT):
+            out.append(ARRAY_TYPE_NAMES[current.rank])
         elif isinstance(current, CotangentT):
             if isinstance(current.ring, RealT):
                 out.append("d")

@@ -30,7 +30,10 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from .errors import ParseError, Span
 from .lalr import Driver, Refused, checked_driver, verdict_file
 from .primitives import LINEAR_NAMES, NAMED
-from .syntax import BOOL, COTANGENT, CotangentT, REAL, FunT, ListT, PairT, Type, VarT
+from .syntax import (BOOL, COTANGENT, MAT, REAL, VEC, CotangentT, FunT, ListT, PairT, Type,
+                     VarT)
+
+_ARRAY_TYPES = {"Vec": VEC, "Mat": MAT}
 
 
 # Names that mean something without a binding: a local binding shadows them, and so does a
@@ -369,13 +372,15 @@ class _Concrete(lark.Transformer):
             return REAL
         if name == "Bool":
             return BOOL
+        if name in _ARRAY_TYPES:
+            return _ARRAY_TYPES[name]
         if name == "d":
             return COTANGENT
         if name[0].islower():
             # The type checker decides what an annotation's variables mean (it keeps them rigid).
             return VarT(name)
         raise _Located(
-            f"unknown type `{name}`; types are R, Bool, [A], A * B, A -> B and "
+            f"unknown type `{name}`; types are R, Bool, Vec, Mat, [A], A * B, A -> B and "
             "lower-case type variables",
             _pos(token),
         )
@@ -505,6 +510,7 @@ _TERMINAL_WORDS = {
     "MINUS": "`-`",
     "STAR": "`*`",
     "SLASH": "`/`",
+    "AT": "`@`",
     "CARET": "`^`",
     "$END": "end of input",
 }
@@ -514,7 +520,7 @@ _EXPRESSION_START = _ATOM_START | {"LAMBDA", "LET", "IF", "MINUS"}
 _TYPE_START = frozenset({"NAME", "REAL", "LSQB", "LPAR", "RING_OPEN"})
 _PARAMETER_START = frozenset({"NAME", "LPAR"})
 _COMPARISONS = frozenset({"EQEQ", "NOTEQ", "LESSEQ", "GREATEREQ", "LESS", "GREATER"})
-_BINARY = _COMPARISONS | {"OPLUS", "OROR", "ANDAND", "PLUS", "MINUS", "STAR", "SLASH", "CARET",
+_BINARY = _COMPARISONS | {"OPLUS", "OROR", "ANDAND", "PLUS", "MINUS", "STAR", "SLASH", "AT", "CARET",
                           "PLUSPLUS", "BANGBANG"}
 
 

@@ -26,14 +26,17 @@ import attrs
 from .errors import DerivativeSpan, DifferentiationError, Span
 from .iterate import run
 from .parser import parse_expr
-from .primitives import ADD, FST, LINEAR_NAMES, MAP, MUL, NAMED, NEG, PRIMITIVES, Primitive
+from .primitives import (ADD, ELEMENTWISE, FST, LINEAR_NAMES, MAP, MUL, NAMED, NEG, PRIMITIVES, SPREAD, SUM_TO,
+                         Primitive)
 from .syntax import (
     Annot,
     App,
+    ArrayT,
     BoolLit,
     BoolT,
     Builtin,
     Const,
+    CotangentT,
     Decl,
     FunT,
     If,
@@ -190,6 +193,8 @@ def map_reals(t: Type, image: Type, what: str) -> Type:
     def leaf(current: Type) -> Type:
         if isinstance(current, RealT):
             return image
+        if isinstance(current, ArrayT):
+            return _array_image(image, current)
         if isinstance(current, (BoolT, VarT)):
             return current
         raise TypeError(f"{what}: unknown type {current!r}")
@@ -197,9 +202,20 @@ def map_reals(t: Type, image: Type, what: str) -> Type:
     return map_type(t, leaf)
 
 
+def _array_image(image: Type, array: ArrayT) -> Type:
+    """D(Vec) from D(R) (AD.md section 10): ``R * R`` gives ``Vec * Vec`` (a value and its
+    tangent), ``R * (R -o d)`` gives ``Vec * (Vec -o d)`` (a value and one backpropagator
+    taking a whole cotangent array).  The cotangent space ``d`` is kept."""
+    assert isinstance(image, PairT) and isinstance(image.first, RealT), image
+    second = image.second
+    if isinstance(second, FunT):
+        return PairT(array, FunT(array, second.result))
+    return PairT(array, array)
+
+
 def contains_real(t: Type) -> bool:
-    """Whether ``R`` occurs in ``t``."""
-    return any(isinstance(current, RealT) for current in walk(t))
+    """Whether ``R`` (or an array of reals) occurs in ``t``."""
+    return any(isinstance(current, (RealT, ArrayT)) for current in walk(t))
 
 
 def signature(prim: Primitive) -> tuple[tuple[Type, ...], Type]:
@@ -221,14 +237,24 @@ def first(term: Term, span: Span | None) -> Term:
     return FST.applied(term, span=span)
 
 
-def times(left: Term, right: Term, span: Span | None) -> Term:
-    """``left * right``."""
+def times(left: Term, right: Term, span: Span | None, elementwise: bool = False) -> Term:
+    """``left * right`` (of arrays too, ``elementwise``)."""
+    if elementwise:
+        return Prim(MUL.on_arrays, (left, right), span=span)
     return MUL.applied(left, right, span=span)
 
 
-def plus(left: Term, right: Term, span: Span | None) -> Term:
-    """``left + right``."""
+def plus(left: Term, right: Term, span: Span | None, elementwise: bool = False) -> Term:
+    """``left + right`` (of arrays too, ``elementwise``)."""
+    if elementwise:
+        return Prim(ADD.on_arrays, (left, right), span=span)
     return ADD.applied(left, right, span=span)
+
+
+def summed_to(primal: str, cotangent: Term, span: Span | None) -> Term:
+    """``sum_to x c``: the cotangent ``c`` of a broadcast of ``x`` summed back to its
+    shape (a real's cotangent from an array's: the sum)."""
+    return SUM_TO.applied(Var(primal, span=span), cotangent, span=span)
 
 
 def real(value: float, span: Span | None) -> Term:
@@ -316,13 +342,32 @@ def no_reverse_image(t: Prim) -> NoReverseImageError:
 def _parse_partials() -> Mapping[str, tuple[Term, ...]]:
     table: dict[str, tuple[Term, ...]] = {}
     for prim in PRIMITIVES.values():
-        if prim.kind != "real":
+        if prim.kind not in ("real", "elementwise"):
             continue
         bound = prim.params + ((prim.result,) if prim.result else ())
         table[prim.name] = tuple(
             parse_expr(text, f"<partial {i} of {prim.name}>", bound=bound)
             for i, text in enumerate(prim.partials, 1))
+        if prim.kind == "elementwise":  # the partials of an array entry, elementwise too
+            table[prim.name] = tuple(map(on_arrays, table[prim.name]))
     return MappingProxyType(table)
+
+
+def on_arrays(term: Term) -> Term:
+    """``term`` with every application of a primitive that also applies to arrays made
+    its array entry's (``x * y`` elementwise): a term computing on arrays and reals alike."""
+
+    def go(t: Term):
+        kids = []
+        for child in children(t):
+            kids.append((yield go(child)))
+        if isinstance(t, Prim):
+            entry = PRIMITIVES[t.op]
+            if entry.on_arrays is not None and entry.on_arrays.startswith(ELEMENTWISE):
+                return Prim(entry.on_arrays, tuple(kids), span=t.span)
+        return with_children(t, kids) if kids else t
+
+    return run(go(term))
 
 
 PARTIALS: Mapping[str, tuple[Term, ...]] = _parse_partials()
@@ -473,6 +518,52 @@ def name_arguments(args: Sequence[Term], suffix: str, names: NameSupply
     return order, [p for p in params if p is not None]
 
 
+# ---------------------------------------------------------------- array rules
+
+_ARRAY_RULES: dict[tuple[str, str], Term] = {}  # (a cache of terms made from the table)
+_DUAL = PairT(RealT(), RealT())
+_WITH_BACK = PairT(RealT(), FunT(RealT(), CotangentT()))
+
+
+def array_rule_term(prim: Primitive, suffix: str) -> Term:
+    """The derivative part of the array primitive ``prim``'s rule for the transformation
+    whose derivative names end in ``suffix`` (``'``: the tangent; ``_``: the body of the
+    backpropagator), as a term over the parameters, their derivative parts, ``result``
+    and ``a``: parsed once and type-checked at the parameters' types, which makes each of
+    its operations the array entry it is (``a @ transpose y`` of matrices)."""
+    key = (prim.name, suffix)
+    found = _ARRAY_RULES.get(key)
+    if found is not None:
+        return found
+    from .typecheck import Scheme, TypeEnv, check_term, infer_term  # (typed at first use)
+    rule = prim.rule
+    param_types, result_type = signature(prim)
+    env: dict[str, Type] = {}
+    for param, param_type, mode in zip(prim.params, param_types, rule.modes):
+        image = map_reals(param_type, _DUAL if suffix == TANGENT else _WITH_BACK, suffix)
+        if mode == "whole":
+            env[param] = image
+        else:
+            env[param] = param_type
+            if mode != "primal":
+                env[param + suffix] = image.second
+    if prim.result is not None:
+        env[prim.result] = result_type
+    if suffix == BACKPROPAGATOR:
+        env[LINEAR_PARAM] = result_type
+    text = rule.tangent if suffix == TANGENT else rule.cotangent
+    term = parse_expr(text, f"<{'tangent' if suffix == TANGENT else 'cotangent'} of "
+                            f"{prim.name}>", bound=tuple(env))
+    typing = TypeEnv.builtins().extend_all({n: Scheme((), t) for n, t in env.items()})
+    if rule.modes == ("image",):  # the whole image: D of the result type
+        check_term(term, map_reals(result_type, _DUAL if suffix == TANGENT else _WITH_BACK,
+                                   suffix), typing)
+    else:
+        infer_term(term, typing)  # elaborates the template's operations in place
+    _ARRAY_RULES[key] = term
+    return term
+
+
 # ---------------------------------------------------------------- non-real primitives
 
 
@@ -482,7 +573,7 @@ def primal_of(t: Type, term: Term, span: Span | None) -> Term:
     function type mentioning ``R`` (no primitive of the table takes one)."""
     if not contains_real(t):
         return term
-    if isinstance(t, RealT):
+    if isinstance(t, (RealT, ArrayT)):
         return first(term, span)
     if isinstance(t, ListT):
         body = primal_of(t.item, Var("i", span=span), span)
@@ -503,6 +594,12 @@ def lift(t: Type, term: Term, zero: Callable[[], Term], span: Span | None) -> Te
         return term
     if isinstance(t, RealT):
         return Pair(term, zero(), span=span)
+    if isinstance(t, ArrayT):
+        # an array's zero tangent has its shape: spread z 0 (a backpropagator is \a -o zero)
+        derivative = zero()
+        if isinstance(derivative, Const):
+            derivative = SPREAD.applied(Var("z", span=span), derivative, span=span)
+        return Let("z", term, Pair(Var("z", span=span), derivative, span=span), span=span)
     if isinstance(t, ListT):
         body = lift(t.item, Var("i", span=span), zero, span)
         return MAP.applied(Lam("i", body, span=span), term, span=span)
@@ -512,6 +609,22 @@ def lift(t: Type, term: Term, zero: Callable[[], Term], span: Span | None) -> Te
                             lift(t.second, Var("q", span=span), zero, span), span=span),
                        span=span)
     raise DifferentiationError("cannot differentiate a primitive returning a function", span)
+
+
+def applied_primitive(t: App) -> Prim | None:
+    """``f a1 .. ak`` of a built-in ``f`` of an array (kind ``array``) taking k arguments,
+    as the primitive application it is; None for any other application."""
+    args: list[Term] = []
+    head: Term = t
+    while isinstance(head, App):
+        args.append(head.arg)
+        head = head.fn
+    if not isinstance(head, Builtin):
+        return None
+    entry = PRIMITIVES.get(head.name)
+    if entry is None or entry.kind != "array" or entry.arity != len(args):
+        return None
+    return Prim(head.name, tuple(reversed(args)), span=t.span)
 
 
 def eta_expand(name: str, names: NameSupply, span: Span | None) -> Term:
@@ -577,8 +690,10 @@ class Differentiation:
             return (yield self.term(eta_expand(t.name, self.names, s)))
         if isinstance(t, Prim):
             prim = PRIMITIVES[t.op]
-            if prim.kind == "real":
+            if prim.kind == "real" or prim.kind == "elementwise":
                 return (yield from self.chain_rule(t, prim))
+            if prim.kind == "array":
+                return (yield from self.array_rule(t, prim))
             if prim.kind == "ad":
                 # a use the expansion (lambdad.nesting) left in place: its function has no
                 # image it could build
@@ -589,6 +704,10 @@ class Differentiation:
             body = yield self.term(t.body)
             param_type = None if t.param_type is None else self.located_type(t.param_type, s)
             return Lam(t.param, body, param_type, span=s)
+        if isinstance(t, App) and (applied := applied_primitive(t)) is not None:
+            # a built-in applied to all its arguments (``sum v`` of an array v, elaborated
+            # from the prelude's name): D of the primitive application
+            return (yield self.term(applied))
         if isinstance(t, App):
             # D(f a) = D(f) D(a), the application of a backpropagator included
             fn = yield self.term(t.fn)
@@ -693,13 +812,70 @@ class Differentiation:
             in zip(t.args, partials(prim, primals, result, s), params)
             if not isinstance(arg, Const)
         ]
+        if prim.kind == "elementwise":
+            # arrays and reals broadcast: each argument's cotangent is summed to its shape
+            kept = [primal for arg, primal in zip(t.args, primals) if not isinstance(arg, Const)]
+            derivative_part = self.combine(contributions, taken, s, kept)
+        else:
+            derivative_part = self.combine(contributions, taken, s)
         body: Term = Pair(application if result is None else Var(result, span=s),
-                          self.combine(contributions, taken, s), span=s)
+                          derivative_part, span=s)
         if result is not None:
             body = Let(result, application, body, span=s)
         for i in reversed(order):
             primal, derivative_name = params[i]
             body = LetPair(primal, derivative_name, images.get(i, t.args[i]), body, span=s)
+        return body
+
+    def array_rule(self, t: Prim, prim: Primitive):
+        """An array primitive (AD.md section 10), by its rule in the table:
+        D(f(t1..tk)) = let (x1, dx1) = D(t1) in ... in (f(x1..xk), δ) where δ is the
+        rule's tangent (→D) or ``\a -o`` its cotangent (←D, one backpropagator for the
+        whole array result), over the primals, their derivative parts and ``result``.  An
+        index or a size argument ("primal") is passed as its primal; a list argument
+        ("whole") as its image, the rule reading its pairs; a primitive whose result is a
+        list ("image") has its whole image given by the rule."""
+        s = t.span
+        rule = prim.rule
+        param_types, _ = signature(prim)
+        renaming: dict[str, str] = {}
+        bindings: list[tuple[str, str | None, Term]] = []
+        value_args: list[Term] = []
+        for arg, param, param_type, mode in zip(t.args, prim.params, param_types, rule.modes):
+            image = yield self.term(arg)
+            primal = self.names.fresh(param, (self.suffix,))
+            renaming[param] = primal
+            if mode == "primal":
+                bindings.append((primal, None, primal_of(param_type, image, s)))
+                value_args.append(Var(primal, span=s))
+            elif mode == "whole":
+                bindings.append((primal, None, image))
+                value_args.append(primal_of(param_type, Var(primal, span=s), s))
+            else:
+                renaming[param + self.suffix] = primal + self.suffix
+                bindings.append((primal, primal + self.suffix, image))
+                value_args.append(Var(primal, span=s))
+        application = Prim(t.op, tuple(value_args), span=s)
+        template = array_rule_term(prim, self.suffix)
+        if rule.modes == ("image",):
+            body: Term = rename(template, renaming, s)
+        else:
+            result = None
+            if prim.result is not None:
+                result = renaming[prim.result] = self.names.fresh(prim.result)
+            linear = self.names.fresh(LINEAR_PARAM)
+            renaming[LINEAR_PARAM] = linear
+            derivative = rename(template, renaming, s)
+            if self.suffix == BACKPROPAGATOR:
+                derivative = LinLam(linear, derivative, span=s)
+            if result is None:
+                body = Pair(application, derivative, span=s)
+            else:
+                body = Let(result, application,
+                           Pair(Var(result, span=s), derivative, span=s), span=s)
+        for primal, derivative_name, image in reversed(bindings):
+            body = (Let(primal, image, body, span=s) if derivative_name is None
+                    else LetPair(primal, derivative_name, image, body, span=s))
         return body
 
     def locally_constant(self, t: Prim, prim: Primitive):

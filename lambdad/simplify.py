@@ -192,7 +192,8 @@ def _primitive_only(t: Term) -> bool:
             continue
         if isinstance(node, Prim):
             prim = PRIMITIVES[node.op]
-            if prim.kind in ("real", "test", "logic") or node.op in PROJECTIONS:
+            if prim.kind in ("real", "test", "logic", "elementwise", "array") \
+                    or node.op in PROJECTIONS:
                 continue
         return False
     return True

@@ -171,6 +171,18 @@ class BoolT(Type):
     """``Bool``."""
 
 
+@node
+class ArrayT(Type):
+    """``Vec`` (``rank`` 1) and ``Mat`` (``rank`` 2): arrays of reals, a ground type like
+    ``R`` (LANGUAGE.md section 9).  Shapes are checked when the program runs."""
+
+    rank: int
+
+
+ARRAY_TYPE_NAMES = {1: "Vec", 2: "Mat"}
+"""How each rank of :class:`ArrayT` is written."""
+
+
 @node(children=("first", "second"))
 class PairT(Type):
     """``A * B`` (also ``A × B``)."""
@@ -241,11 +253,13 @@ def is_differentiable(t: "Type") -> bool:
     """Whether ``t`` is built from ``R``, pairs and lists only: the types whose values have
     derivatives.  A type variable (an unused component, ``def f (a, _) = a``) stands for
     ``R`` here."""
-    return all(isinstance(current, (PairT, ListT, RealT, VarT)) for current in walk(t))
+    return all(isinstance(current, (PairT, ListT, RealT, ArrayT, VarT)) for current in walk(t))
 
 
 REAL = RealT()
 BOOL = BoolT()
+VEC = ArrayT(1)
+MAT = ArrayT(2)
 COTANGENT = CotangentT()
 BACKPROPAGATOR = FunT(REAL, COTANGENT)
 

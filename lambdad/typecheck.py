@@ -34,12 +34,13 @@ import attrs
 
 from .errors import LambdadError, TypeCheckError
 from .iterate import Step, run
-from .primitives import NAMED, PRIMITIVES, Primitive, declared_by
+from .primitives import ARRAY_NAMESAKES, ELEMENTWISE, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import print_term, print_type
 from .syntax import (
     BOOL,
     REAL,
     Annot,
+    ArrayT,
     App,
     BoolLit,
     BoolT,
@@ -47,6 +48,7 @@ from .syntax import (
     Const,
     CotangentT,
     backpropagator_type,
+    curried_params,
     FunT,
     If,
     Let,
@@ -201,6 +203,11 @@ _READ_OFF = "cotangent"
 _PRIMITIVE_TREE_DEPTH = 16
 
 
+class _OnArrays(Exception):
+    """An argument of a primitive that also applies to arrays is an array: the application
+    is typed by the primitive's array entry instead."""
+
+
 class _Inference(_Unifier):
     """The state of one inference run: variable bindings and levels, and the scope.
 
@@ -219,6 +226,13 @@ class _Inference(_Unifier):
         self.visited: list[tuple[Term, Type]] = []
         self.primitive_schemes: dict[str, Scheme] = {}
         self.primitive_entries: dict[str, tuple[Primitive, int, Type | None]] = {}
+        # Inside a linear abstraction (how many deep), an elementwise operation on operands
+        # of unknown type waits (``pending``) until they are known: the cotangent `a` of
+        # `\a -o x_ (x * a)` is an array when x is one, which only a later use may tell.
+        self.linear_depth = 0
+        self.pending: list[tuple[Prim, Primitive, list[Type], Type]] = []
+        # The linear abstractions whose parameter waits so: (its type, its ring, itself).
+        self.linear_params: list[tuple[Type, Type, Term]] = []
         # The arms of nodes without sub-terms: plain functions, not steps.
         self.leaves: dict[type, Callable[[Any], Type]] = {
             Const: self._const,
@@ -260,6 +274,8 @@ class _Inference(_Unifier):
         if expected is not None:
             self._expect(expected, result, term,
                          message or (lambda e, a: f"expected {e}, but this has type {a}"))
+        if self.pending:
+            self._solve_pending()
         self.level = 0
         # Every variable left is generalised (their levels are all >= 1), except those fixed
         # by the environment or the caller; name them in order of first occurrence, the
@@ -455,11 +471,20 @@ class _Inference(_Unifier):
         inner node: one generator, not two)."""
         try:
             primitive, remaining = self._prim_instance(term)
+            arrays = primitive.result_type is not None
+            types: list[Type] = []
             for arg in term.args:
                 arg_type = self._visit(arg)
                 if arg_type.__class__ is GeneratorType:  # not a leaf
                     arg_type = yield arg_type
-                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                types.append(arg_type)
+                if not arrays:
+                    try:
+                        remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                    except _OnArrays:
+                        arrays, primitive = True, PRIMITIVES[primitive.on_arrays]
+            if arrays:
+                remaining = self._array_result(term, primitive, types)
         except LambdadError as error:
             raise error.with_span(_span(term))
         self.visited.append((term, remaining))
@@ -468,9 +493,115 @@ class _Inference(_Unifier):
     def _prim_of_leaves(self, term: Prim) -> Type:
         """:meth:`_prim` of a primitive applied to leaves only (a leaf itself: no step)."""
         primitive, remaining = self._prim_instance(term)
+        if primitive.result_type is not None or primitive.on_arrays is not None:
+            return self._maybe_arrays(term, primitive, remaining,
+                                      [self._visit(arg) for arg in term.args])
         for arg in term.args:
             remaining = self._prim_argument(primitive, remaining, arg, self._visit(arg))
         return remaining
+
+    def _maybe_arrays(self, term: Prim, primitive: Primitive, remaining: Type,
+                      types: list[Type]) -> Type:
+        """The type of ``term`` applying ``primitive`` to arguments of ``types``: by the
+        primitive's type, or, when an argument is an array, by its array entry's rule."""
+        if primitive.result_type is None:
+            try:
+                for arg, arg_type in zip(term.args, types):
+                    remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                return remaining
+            except _OnArrays:
+                primitive = PRIMITIVES[primitive.on_arrays]
+        return self._array_result(term, primitive, types)
+
+    def _array_result(self, term: Prim, primitive: Primitive, types: list[Type]) -> Type:
+        """The type of an application of the array entry ``primitive`` to arguments of
+        ``types``, by its rank rule (an argument of unknown type is taken to be a real);
+        the application is elaborated to the entry the rule chooses (``x * y`` of arrays is
+        the elementwise product, ``m @ v`` the product of a Mat and a Vec).  Raises
+        TypeCheckError naming the types given."""
+        resolved = [self._resolve(t) for t in types]
+        if (primitive.kind == "elementwise" or self.linear_depth) and any(
+                isinstance(t, VarT) and _flexible(t) for t in resolved):
+            result = self._fresh()
+            self.pending.append((term, primitive, resolved, result))
+            self._undecided(result, *resolved)
+            return result
+        return self._array_type(term, primitive, resolved)
+
+    def _undecided(self, *types: Type) -> None:
+        """Keeps the variables of ``types`` from being generalised by a ``let`` (as if the
+        environment held them): they wait on an elementwise operation (``pending``), and are
+        one type, decided later."""
+        def keep(v: VarT) -> None:
+            self._lower(v, 0)
+        for t in types:
+            self._scan(t, keep)
+
+    def _solve_pending(self) -> None:
+        """Types the elementwise operations left waiting (see ``pending``): each once its
+        operands are known; when none is, the first one's unknown operands are taken to be
+        its result's type if that is an array, else reals."""
+        while self.pending:
+            progress = False
+            for item in list(self.pending):
+                term, primitive, types, result = item
+                resolved = [self._resolve(t) for t in types]
+                if any(isinstance(t, VarT) and _flexible(t) for t in resolved):
+                    continue
+                self.pending.remove(item)
+                found = self._array_type(term, primitive, resolved)
+                self._expect(result, found, term,
+                             lambda e, a: f"expected {e}, but this has type {a}")
+                progress = True
+            if not progress:
+                term, primitive, types, result = self.pending[0]
+                wanted = self._resolve(result)
+                default = wanted if isinstance(wanted, ArrayT) else REAL
+                params = curried_params(primitive.type)
+                for k, (arg, t) in enumerate(zip(term.args, types)):
+                    t = self._resolve(t)
+                    if isinstance(t, VarT) and _flexible(t):
+                        self._expect(default if primitive.kind == "elementwise" else params[k],
+                                     t, arg, lambda e, a: f"expected {e}, but this has type {a}")
+        # a linear abstraction's parameter that is not an array ranges over its ring
+        for param, ring, term in self.linear_params:
+            if not isinstance(self._resolve(param), ArrayT):
+                self._expect(ring, param, term,
+                             lambda e, a: f"expected {e}, but this has type {a}")
+        self.linear_params = []
+
+    def _array_type(self, term: Prim, primitive: Primitive, resolved: list[Type]) -> Type:
+        """:meth:`_array_result` of operands whose types ``resolved`` are known (but for
+        unknown ones, given a default here)."""
+        # An argument of unknown type is taken to be what the primitive's type says; for
+        # an elementwise operation, an array of the largest rank among the others (the
+        # cotangent `a` of `\a -o x_ (x * a)`), else a real.
+        widest: Type = REAL
+        for t in resolved:
+            if isinstance(t, ArrayT) and (not isinstance(widest, ArrayT) or t.rank > widest.rank):
+                widest = t
+        params = curried_params(primitive.type)
+        for k, (arg, t) in enumerate(zip(term.args, resolved)):
+            if isinstance(t, VarT) and _flexible(t):
+                default = widest if primitive.kind == "elementwise" else params[k]
+                self._expect(default, t, arg, lambda e, a: f"expected {e}, but this has type {a}")
+                resolved[k] = default
+        found = primitive.result_type(tuple(resolved))
+        if isinstance(found, str):
+            given = " and ".join(self._show(*resolved))
+            raise TypeCheckError(
+                f"`{primitive.spelling.symbol}` cannot take {given}: {found}", _span(term))
+        if isinstance(found, tuple):
+            found, name = found
+            primitive = PRIMITIVES[name]
+        if found is REAL and primitive.kind == "elementwise" and \
+                PRIMITIVES[term.op].kind == "real":
+            return found  # (reals only, after all: the real primitive stays)
+        if term.op != primitive.name:
+            # Elaboration in place: the node is the application of the chosen entry from
+            # now on (its spelling, hence its printed form, is unchanged).
+            object.__setattr__(term, "op", primitive.name)
+        return found
 
     def _shallow_primitives(self, term: Prim, depth: int) -> bool:
         """Whether ``term``'s arguments are leaves or primitive applications whose own are,
@@ -489,6 +620,8 @@ class _Inference(_Unifier):
         step), each inner application recorded and its errors located as :meth:`_visit`
         does (the arithmetic of a line such as ``x * x * 0.5 + sin x``)."""
         primitive, remaining = self._prim_instance(term)
+        arrays = primitive.result_type is not None
+        types: list[Type] = []
         for arg in term.args:
             if arg.__class__ is Prim:
                 try:
@@ -502,10 +635,18 @@ class _Inference(_Unifier):
                 self.visited.append((arg, arg_type))
             else:
                 arg_type = self._visit(arg)
+            types.append(arg_type)
+            if arrays:
+                continue
             if arg_type is remaining.arg:  # (_prim_argument's first test, inline)
                 remaining = remaining.result
             else:
-                remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                try:
+                    remaining = self._prim_argument(primitive, remaining, arg, arg_type)
+                except _OnArrays:  # an array: the rest is typed by the array entry
+                    arrays, primitive = True, PRIMITIVES[primitive.on_arrays]
+        if arrays:
+            return self._array_result(term, primitive, types)
         return remaining
 
     def _prim_instance(self, term: Prim) -> tuple[Primitive, Type]:
@@ -539,6 +680,12 @@ class _Inference(_Unifier):
         ``arg`` of type ``arg_type``; raises TypeCheckError at ``arg`` if they differ."""
         assert isinstance(remaining, FunT)  # a primitive type has one arrow per parameter
         if arg_type is not remaining.arg:  # (the same type object unifies as it is)
+            if primitive.on_arrays is not None:
+                resolved = self._resolve(arg_type)
+                if isinstance(resolved, ArrayT) or (
+                        self.linear_depth and isinstance(resolved, VarT) and _flexible(resolved)
+                        and primitive.on_arrays.startswith(ELEMENTWISE)):
+                    raise _OnArrays()
             symbol = primitive.spelling.symbol
             try:
                 self._expect(remaining.arg, arg_type, arg,
@@ -572,6 +719,26 @@ class _Inference(_Unifier):
             raise TypeCheckError(f"{_describe_function(term.fn)} is not a function; it has type "
                                  f"{shown}", _span(term.fn), _indexing_hint(term, fn_type))
         arg_type = yield self._visit(term.arg)
+        if term.fn.__class__ is Var and term.fn.name in ARRAY_NAMESAKES \
+                and isinstance(self._resolve(arg_type), ArrayT):
+            return self._namesake_on_array(term, arg_type)
+        self._expect(fn_type.arg, arg_type, term.arg,
+                     lambda e, a: f"this function expects {e}, but the argument has type {a}")
+        return fn_type.result
+
+    def _namesake_on_array(self, term: App, arg_type: Type) -> Type:
+        """``sum v`` of an array ``v``, where ``sum`` names the prelude's function of lists:
+        the application is elaborated (in place) to the array primitive of the same name."""
+        entry = PRIMITIVES[term.fn.name]
+        object.__setattr__(term, "fn", Builtin(entry.name, span=term.fn.span))
+        if entry.result_type is not None and entry.arity == 1:
+            found = entry.result_type((self._resolve(arg_type),))
+            if isinstance(found, str):
+                (given,) = self._show(arg_type)
+                raise TypeCheckError(f"`{entry.spelling.symbol}` cannot take {given}: {found}",
+                                     _span(term))
+            return found
+        fn_type = entry.type
         self._expect(fn_type.arg, arg_type, term.arg,
                      lambda e, a: f"this function expects {e}, but the argument has type {a}")
         return fn_type.result
@@ -680,9 +847,23 @@ class _Inference(_Unifier):
         """``\\a -o e``: ``K -o d<K>`` when ``e : d<K>`` with ``a : K`` (``R -o d`` in a
         first-order program; a nesting level's ring otherwise)."""
         ring = self._fresh()
-        old = self._bind_local(term.param, ring)
-        body = yield self._visit(term.body)
+        # An array's backpropagator takes a whole cotangent array: ``Vec -o d<K>`` (AD.md
+        # section 10); any other takes a scalar of the ring, ``K -o d<K>``.
+        param = self._fresh()
+        old = self._bind_local(term.param, param)
+        self.linear_depth += 1
+        try:
+            body = yield self._visit(term.body)
+        finally:
+            self.linear_depth -= 1
         self._unbind_local(term.param, old)
+        resolved = self._resolve(param)
+        if self.pending and isinstance(resolved, VarT) and _flexible(resolved):
+            # known once the operations waiting on it are (see _solve_pending)
+            self.linear_params.append((param, ring, term))
+            self._undecided(param, ring)
+        elif not isinstance(resolved, ArrayT):
+            self._expect(ring, param, term, lambda e, a: f"expected {e}, but this has type {a}")
         try:
             self._expect(CotangentT(ring), body, term.body,
                          lambda e, a: f"the body of a linear abstraction must have type "
@@ -695,6 +876,9 @@ class _Inference(_Unifier):
                 "the body of a linear abstraction must be a cotangent over the type of its "
                 "parameter (d<K> when the parameter has type K), not a value of that type",
                 _span(term.body)) from None
+        if self.linear_params and self.linear_params[-1][0] is param or isinstance(
+                self._resolve(param), ArrayT):
+            return FunT(param, CotangentT(ring))
         return backpropagator_type(ring)
 
     def _zero(self, term: Zero) -> Type:

@@ -20,7 +20,7 @@ import attrs
 from .errors import Span, TypeCheckError
 from .persistent import PersistentMap
 from .printer import print_type
-from .syntax import BOOL, REAL, Term, Type, VarT, children, with_children
+from .syntax import BOOL, REAL, ArrayT, Term, Type, VarT, children, with_children
 
 
 # --------------------------------------------------------------------------- schemes
@@ -391,6 +391,10 @@ class _Unifier:
                 raise _Mismatch(x, y)
             if isinstance(x, VarT):
                 if x.name != y.name:
+                    raise _Mismatch(x, y)
+                continue
+            if isinstance(x, ArrayT):
+                if x.rank != y.rank:  # Vec is not Mat
                     raise _Mismatch(x, y)
                 continue
             stack.extend(reversed(list(zip(children(x), children(y)))))

@@ -30,10 +30,11 @@ import attrs
 
 from .errors import Span
 from .primitives import Primitive
-from .syntax import BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
+from .arraylib import ARRAY, array_adjoint
+from .syntax import ArrayT, BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
 from .tape import Backprop, Call, Sum, Tape, ring_zero
 
-SCALAR_TYPES = frozenset((float,))
+SCALAR_TYPES = frozenset((float, ARRAY))
 """The runtime types of a value of type ``R``: a float (every level of nested
 differentiation is a transformed program over floats)."""
 
@@ -121,6 +122,8 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
 
     def adjoint(v: tuple[Any, Backprop]) -> Any:
         index = v[1].seed_index
+        if type(v[0]) is ARRAY:
+            return array_adjoint(v[0], adjoints.get(index, 0.0) if index is not None else 0.0)
         if index is not None and index in adjoints:
             return adjoints[index]
         return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
@@ -250,6 +253,8 @@ def _leaf_text(v: Any) -> str:
         return "false"
     if type(v) is float or type(v) is int:
         return format_real(float(v))
+    if type(v) is ARRAY:
+        return array_text(v)
     if isinstance(v, Backprop):
         return f"<backpropagator #{v.stamp}>"
     if v is None:
@@ -259,6 +264,14 @@ def _leaf_text(v: Any) -> str:
     if callable(v):
         return "<function>"
     return repr(v)
+
+
+def array_text(v: Any) -> str:
+    """An array as the language writes it: ``array [1, 2]``, ``matrix [[1, 2], [3, 4]]``."""
+    if v.ndim == 1:
+        return "array [" + ", ".join(map(format_real, v.tolist())) + "]"
+    return "matrix [" + ", ".join(
+        "[" + ", ".join(map(format_real, row)) + "]" for row in v.tolist()) + "]"
 
 
 # Longest value text printed in full (a value may share structure: `let p = (x, x) in
@@ -328,7 +341,9 @@ def to_python(v: Any) -> Any:
         return v
     if kind is list and all_reals(v):
         return v[:]  # a list of reals (a gradient, a point): copied in one pass
-    return map_value(v, _never, lambda leaf: leaf)
+    if kind is ARRAY:
+        return v.copy()
+    return map_value(v, _never, lambda leaf: leaf.copy() if type(leaf) is ARRAY else leaf)
 
 
 # The most items (reals, booleans, texts, arrays) one JSON value is written with.
@@ -368,6 +383,9 @@ def to_json(v: Any, limit: int | None = MAX_JSON_ITEMS) -> Any:
         kind = type(item)
         if kind is float:
             built.append(item if math.isfinite(item) else format_real(item))
+        elif kind is ARRAY:  # nested lists of numbers, as JSON writes arrays
+            built.append(item.tolist())
+            written += item.size - 1
         elif kind is bool:
             built.append(item)
         elif isinstance(item, (tuple, list)):
@@ -393,6 +411,9 @@ def fits(value: Any, t: Type) -> bool:
             continue
         if isinstance(ty, RealT):
             if type(v) is not float:
+                return False
+        elif isinstance(ty, ArrayT):
+            if type(v) is not ARRAY or v.ndim != ty.rank:
                 return False
         elif isinstance(ty, BoolT):
             if type(v) is not bool:

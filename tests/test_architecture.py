@@ -10,6 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "lambdad"
 # listed as allowed below).
 LAYERS = [
     {"iterate", "errors", "persistent", "document", "lalr", "memo"},
+    {"arraylib"},
     {"syntax"},
     {"primitives"},
     {"printer", "reading", "highlight"},
@@ -39,7 +40,8 @@ LAYERS = [
 ]
 # Imports inside a layer, each allowed one way only (checked below).
 SAME_LAYER_ALLOWED = {("cli", "repl"), ("__main__", "cli"),
-                      ("__init__", "notebook"), ("testing", "gradcheck"), ("fuse", "backward")}
+                      ("__init__", "notebook"), ("testing", "gradcheck"), ("fuse", "backward"),
+                      ("rules", "typecheck")}
 
 
 def layer_of(name):

@@ -357,6 +357,8 @@ def _written(prim: Primitive) -> str:
 
 def _partials(prim: Primitive) -> str:
     """The partial derivatives of a real primitive as a table cell ("" for other kinds)."""
+    if prim.kind == "array":
+        return f"tangent: `{prim.rule.tangent}`; cotangent: `{prim.rule.cotangent}`"
     if prim.kind != "real":
         return ""
     parts = [f"∂{param}: `{text}`" for param, text in zip(prim.params, prim.partials)]
@@ -373,6 +375,7 @@ KIND_NOTES = {
     "structural": "structure",
     "constant": "locally constant",
     "ad": "differentiation",
+    "array": "array (rule as terms)",
 }
 
 
@@ -381,7 +384,10 @@ def builtins_table() -> str:
     rows = ["| written | type | kind | partial derivatives | description |",
             "|---|---|---|---|---|"]
     for prim in PRIMITIVES.values():
-        cells = [f"`{_written(prim)}`", f"`{print_type(prim.type)}`",
+        if prim.kind == "elementwise":
+            continue  # (each real primitive on arrays: said once, above the table)
+        cells = [f"`{_written(prim)}`", f"`{print_type(prim.type)}`"
+                 + (" (other ranks: see its description)" if prim.result_type else ""),
                  KIND_NOTES.get(prim.kind, prim.kind), _partials(prim), prim.doc]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)

@@ -7,6 +7,8 @@ import random
 
 import pytest
 
+from lambdad.rules import BACKPROPAGATOR, TANGENT, array_rule_term
+
 from lambdad.differentiate import Differentiator
 from lambdad.interpreter import Interpreter
 from lambdad.parser import parse_expr
@@ -15,8 +17,12 @@ from lambdad.printer import print_term
 from lambdad.syntax import REAL, FunT, Prim, Var, free_vars
 from lambdad.typecheck import Scheme, TypeEnv, check_term
 
-KINDS = {"real", "test", "logic", "structural", "constant", "ad"}
+KINDS = {"real", "test", "logic", "structural", "constant", "ad", "elementwise", "array"}
 ENTRIES = sorted(PRIMITIVES.values(), key=lambda p: p.name)
+# The entries an application is elaborated to by the type checker, each with the entry
+# written in the source.
+ELABORATED = {p.on_arrays: p.name for p in ENTRIES if p.on_arrays is not None}
+ELABORATED.update({"matvec": "matmul", "vecmat": "matmul"})
 
 
 def arity_of_type(t):
@@ -46,10 +52,19 @@ def test_entry_is_complete(prim):
     assert arity_of_type(prim.type) >= prim.arity
     assert prim.doc.strip()
     assert prim.spelling.symbol
-    if prim.spelling.fixity == "function":
+    if prim.name in ELABORATED:
+        # an entry the type checker chooses, spelled as the entry it is chosen for
+        assert prim.spelling.symbol in (NAMED.get(prim.spelling.symbol) or PRIMITIVES[
+            ELABORATED[prim.name]]).spelling.symbol
+    elif prim.spelling.fixity == "function":
         assert NAMED[prim.spelling.symbol] is prim
     else:
         assert OPERATORS[(prim.spelling.symbol, prim.spelling.fixity)] is prim
+    if prim.kind == "array":
+        assert len(prim.rule.modes) == prim.arity
+        assert set(prim.rule.modes) <= {"split", "primal", "whole", "image"}
+        for suffix in (TANGENT, BACKPROPAGATOR):  # each rule parses and type-checks
+            array_rule_term(prim, suffix)
     if prim.kind == "ad":
         assert prim.name in Differentiator(Interpreter()).hooks()
     else:

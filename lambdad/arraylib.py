@@ -1,0 +1,643 @@
+"""The array operations of the language, on NumPy (float64): the one door to the array library.
+
+The primitive table (:mod:`lambdad.primitives`) evaluates every array primitive by a function
+of this module, and nothing else in lambdad calls NumPy on a program's arrays: another array
+library (JAX under ``jit``, for GPUs) would replace this module only.  Each function takes
+and returns float64 arrays (``Vec``: rank 1, ``Mat``: rank 2) or Python floats, checks the
+shapes it combines, and raises :class:`~lambdad.errors.DomainError` naming both shapes on a
+mismatch and naming the operation on a result that is not finite, as the scalar primitives
+do (the interpreter adds the location).
+
+Cotangents read from single elements (``v !! i`` in a loop) are kept sparse, as
+:class:`Sparse` lists of (position, value), so that a backward phase reading n elements of
+an array costs O(n), not O(n * size); they become dense once, when the backpropagator of
+the array runs with their sum (AD.md section 10).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import DomainError
+
+ARRAY = np.ndarray
+"""The class of array values."""
+
+FLOAT = np.dtype(np.float64)
+"""The type of their elements."""
+
+
+def zeros_of(shape: tuple[int, ...]) -> ARRAY:
+    """The array of zeros of ``shape``."""
+    return np.zeros(shape)
+
+
+def shape_text(x: Any) -> str:
+    """``x``'s shape as the messages write it: ``R``, ``Vec[3]``, ``Mat[2x3]``."""
+    if type(x) is ARRAY:
+        if x.ndim == 1:
+            return f"Vec[{x.shape[0]}]"
+        return f"Mat[{x.shape[0]}x{x.shape[1]}]"
+    return "R"
+
+
+# Floating-point warnings are not printed: a result that is not finite is an error raised
+# with the operation's name (see _finite).
+def _quiet() -> Any:
+    return np.errstate(all="ignore")
+
+
+def _finite(name: str, result: Any) -> Any:
+    """``result``, unless some element is not finite: then a DomainError naming ``name``."""
+    if type(result) is ARRAY:
+        # One reduction says all is well, mostly: the sum of finite numbers is finite (but
+        # for an overflow of the sum itself, which the exact test below tells apart).
+        with _quiet():
+            total = np.add.reduce(result, axis=None)
+        if total - total == 0.0:
+            return result
+        if not np.isfinite(result).all():
+            raise DomainError(f"{name} gave a result that is not finite (an overflow or an "
+                              "undefined value in some element)")
+        return result
+    if result - result != 0.0:
+        raise DomainError(f"{name} gave a result that is not finite")
+    return float(result)
+
+
+def all_finite(x: Any) -> bool:
+    """Whether every element of the array ``x`` is finite."""
+    x = dense(x)
+    with np.errstate(all="ignore"):
+        total = np.add.reduce(x, axis=None)  # (finite when every element is, mostly)
+    return total - total == 0.0 or bool(np.isfinite(x).all())
+
+
+def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
+    """``value`` (a NumPy array or nested lists/tuples of numbers) as a fresh float64 array
+    of rank ``rank``; raises DomainError when it is not one (ragged rows, wrong rank, a
+    value that is not a finite number)."""
+    try:
+        # (a float64 array is used as it is: programs never change an array)
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DomainError(f"{what} must be numbers in a rectangular shape") from None
+    if array.ndim != rank:
+        raise DomainError(f"{what} must have rank {rank} ({'Vec' if rank == 1 else 'Mat'}), "
+                          f"not rank {array.ndim}")
+    with _quiet():
+        total = np.add.reduce(array, axis=None)
+    if total - total != 0.0 and not np.isfinite(array).all():
+        raise DomainError(f"{what} has an element that is not a finite number")
+    return array
+
+
+# --------------------------------------------------------------------------- sparse cotangents
+
+
+class Sparse:
+    """A cotangent array zero but at some positions: the sum of one-hot cotangents of an
+    array of ``shape`` (positions are row numbers of a matrix, or element numbers).
+
+    Adding two keeps it sparse (their lists joined); adding a dense array, multiplying,
+    or any array operation makes it dense first (:func:`dense`).  NumPy never sees one:
+    ``__array_ufunc__ = None`` makes ``ndarray + sparse`` call :meth:`__radd__`."""
+
+    __slots__ = ("shape", "positions", "values")
+    __array_ufunc__ = None
+
+    def __init__(self, shape: tuple[int, ...], positions: list, values: list):
+        self.shape = shape
+        self.positions = positions
+        self.values = values
+
+    def dense(self) -> ARRAY:
+        out = np.zeros(self.shape)
+        np.add.at(out, np.asarray(self.positions, dtype=np.intp), np.asarray(self.values))
+        return out
+
+    def __add__(self, other: Any) -> Any:
+        if type(other) is Sparse:
+            return Sparse(self.shape, self.positions + other.positions,
+                          self.values + other.values)
+        if type(other) is ARRAY:
+            out = other.copy()
+            np.add.at(out, np.asarray(self.positions, dtype=np.intp), np.asarray(self.values))
+            return out
+        if other == 0.0:
+            return self
+        return self.dense() + other
+
+    __radd__ = __add__
+
+    def __mul__(self, other: Any) -> Any:
+        return dense(self) * dense(other)
+
+    __rmul__ = __mul__
+
+    def __sub__(self, other: Any) -> Any:
+        return self.dense() - dense(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return dense(other) - self.dense()
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.dense() / dense(other)
+
+    def __neg__(self) -> "Sparse":
+        return Sparse(self.shape, self.positions, [-v for v in self.values])
+
+    def __repr__(self) -> str:
+        return f"Sparse({self.shape}, {len(self.positions)} entries)"
+
+
+def dense(x: Any) -> Any:
+    """``x`` with a sparse cotangent made dense (anything else as it is)."""
+    return x.dense() if type(x) is Sparse else x
+
+
+def array_adjoint(x: ARRAY, adjoint: Any) -> ARRAY:
+    """The adjoint of the input array ``x`` as a dense array of its shape (``adjoint`` may
+    be sparse, or the real 0 of an input never reached)."""
+    adjoint = dense(adjoint)
+    if type(adjoint) is not ARRAY:
+        return np.full(x.shape, float(adjoint))
+    return adjoint
+
+
+def densely(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` taking sparse cotangents as dense arrays (the array operations other
+    than addition are computed on dense arrays)."""
+
+    def evaluate(*args: Any) -> Any:
+        for a in args:
+            if type(a) is Sparse:
+                return function(*map(dense, args))
+        return function(*args)
+
+    evaluate.__name__ = getattr(function, "__name__", "evaluate")
+    return evaluate
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
+    """Raises DomainError unless the shapes of ``arrays`` broadcast (R with anything; a
+    Vec of n against the rows of a Mat of m x n; equal shapes)."""
+    shapes = [a.shape for a in arrays if type(a) is ARRAY]
+    if len(shapes) < 2:
+        return
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        shown = " and ".join(shape_text(a) for a in arrays if type(a) is ARRAY)
+        raise DomainError(f"{name}: shapes {shown} do not match") from None
+
+
+def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., Any],
+                check: Callable[..., Any] | None = None, finite: bool = True
+                ) -> Callable[..., Any]:
+    """The array version of the real primitive ``name``: ``ufunc`` on arrays broadcast
+    against each other and against reals, each element's domain checked by ``check`` (a
+    function of the arguments returning a message, or None when every element is in
+    the domain), the result checked finite (unless not ``finite``: no domain check
+    either).  Applied to reals only (as the partial derivatives of an array operation may
+    be) it is ``scalar``."""
+
+    def evaluate(*args: Any) -> Any:
+        for a in args:  # (runs per operation: a loop, no generator)
+            kind = type(a)
+            if kind is ARRAY:
+                break
+            if kind is Sparse:
+                args = tuple(map(dense, args))
+                break
+        else:
+            return scalar(*args)
+        if not finite:
+            with np.errstate(all="ignore"):
+                try:
+                    return ufunc(*args)
+                except ValueError:
+                    _broadcast_check(name, args)  # (raises, naming the shapes)
+                    raise
+        if check is not None:
+            problem = check(*args)
+            if problem is not None:
+                raise DomainError(f"{name}: {problem}")
+        try:
+            with np.errstate(all="ignore"):
+                result = ufunc(*args)
+                # finite, mostly, if one reduction is (see _finite)
+                total = np.add.reduce(result, axis=None)
+        except ValueError:
+            _broadcast_check(name, args)  # (raises, naming the shapes)
+            raise
+        if total - total == 0.0:
+            return result
+        return _finite(name, result)
+
+    evaluate.__name__ = f"{name}_elementwise"
+    return evaluate
+
+
+def _first_bad(mask: ARRAY, x: ARRAY) -> str:
+    index = np.unravel_index(np.argmax(mask), mask.shape)
+    where = ", ".join(map(str, index))
+    return f"element [{where}] is {float(np.asarray(x)[index])!r}"
+
+
+def needing(condition: Callable[..., ARRAY], words: str) -> Callable[..., str | None]:
+    """A ``check`` for :func:`elementwise`: ``words`` and the first element where
+    ``condition`` (of the first argument, broadcast) fails."""
+
+    def check(*args: Any) -> str | None:
+        with np.errstate(all="ignore"):
+            ok = condition(*args)
+        if type(ok) is ARRAY:
+            if ok.all():
+                return None
+            bad = ~ok
+            x = np.broadcast_to(args[0], bad.shape)
+            return f"{words}, but {_first_bad(bad, x)}"
+        return None if ok else words
+
+    return check
+
+
+def _sigmoid(x: ARRAY) -> ARRAY:
+    out = np.empty_like(x)
+    positive = x >= 0
+    out[positive] = 1.0 / (1.0 + np.exp(-x[positive]))
+    z = np.exp(x[~positive])
+    out[~positive] = z / (1.0 + z)
+    return out
+
+
+def _power(x: Any, y: Any) -> Any:
+    # NumPy's `**` is quick for a real exponent (2 is a square) but takes a slow loop for an
+    # array of exponents, where float_power is four times quicker (measured: 13 ms against
+    # 50 ms for a 128 x 1024 matrix of powers)
+    if type(y) is ARRAY:
+        return np.float_power(x, y)
+    return np.power(x, y)
+
+
+def _pow_check(x: Any, y: Any) -> str | None:
+    if type(y) is float and y >= 0.0 and y.is_integer():
+        return None  # a whole exponent >= 0: defined at every base
+    with _quiet():
+        if type(x) is ARRAY and (x > 0).all():
+            return None
+    x, y = np.broadcast_arrays(x, y)
+    bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
+    if bad.any():
+        return f"a negative base needs a whole exponent and 0 a non-negative one, but " \
+               f"{_first_bad(bad, x)} with exponent {float(y[np.unravel_index(np.argmax(bad), bad.shape)])!r}"
+    return None
+
+
+UFUNCS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None]] = {
+    "add": (np.add, None),
+    "sub": (np.subtract, None),
+    "mul": (np.multiply, None),
+    "div": (np.divide, needing(lambda x, y: np.asarray(y) != 0, "division needs a non-zero "
+                                                                "divisor")),
+    "pow": (_power, _pow_check),
+    "neg": (np.negative, None),
+    "sin": (np.sin, None),
+    "cos": (np.cos, None),
+    "tan": (np.tan, None),
+    "exp": (np.exp, None),
+    "log": (np.log, needing(lambda x: x > 0, "log needs positive numbers")),
+    "sqrt": (np.sqrt, needing(lambda x: x >= 0, "sqrt needs non-negative numbers")),
+    "tanh": (np.tanh, None),
+    "sigmoid": (_sigmoid, None),
+    "asin": (np.arcsin, needing(lambda x: np.abs(x) <= 1, "asin needs -1 <= x <= 1")),
+    "acos": (np.arccos, needing(lambda x: np.abs(x) <= 1, "acos needs -1 <= x <= 1")),
+    "atan": (np.arctan, None),
+    "atan2": (np.arctan2, None),
+    "sinh": (np.sinh, None),
+    "cosh": (np.cosh, None),
+    "asinh": (np.arcsinh, None),
+    "acosh": (np.arccosh, needing(lambda x: x >= 1, "acosh needs x >= 1")),
+    "atanh": (np.arctanh, needing(lambda x: np.abs(x) < 1, "atanh needs -1 < x < 1")),
+    "log1p": (np.log1p, needing(lambda x: x > -1, "log1p needs x > -1")),
+    "expm1": (np.expm1, None),
+    "floor": (np.floor, None),
+    "ceil": (np.ceil, None),
+    "round": (np.round, None),
+    "sign": (np.sign, None),
+    "relu": (lambda x: np.maximum(x, 0.0), None),
+    "heaviside": (lambda x: np.heaviside(x, 0.0), None),
+    "abs": (np.abs, None),
+    "max": (lambda x, y: np.where(x >= y, x, y), None),
+    "min": (lambda x, y: np.where(x <= y, x, y), None),
+    "clip": (lambda lo, hi, x: np.where(x < lo, lo, np.where(x > hi, hi, x)), None),
+}
+"""The NumPy function computing each real primitive elementwise, with its domain check."""
+
+try:  # erf is not a NumPy ufunc; SciPy's is, where installed
+    from scipy.special import erf as _erf  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - depends on the machine
+    _erf = np.vectorize(math.erf, otypes=[np.float64])
+UFUNCS["erf"] = (_erf, None)
+
+
+# --------------------------------------------------------------------------- array operations
+
+
+def _rank(x: Any, rank: int, name: str) -> None:
+    if type(x) is not ARRAY or x.ndim != rank:
+        raise DomainError(f"{name} needs a {'Vec' if rank == 1 else 'Mat'}, not {shape_text(x)}")
+
+
+def _count(n: float, name: str) -> int:
+    if not (n >= 0.0 and float(n).is_integer()):
+        raise DomainError(f"{name} needs a whole number >= 0, got {n!r}")
+    return int(n)
+
+
+def _position(i: float, length: int, what: str) -> int:
+    if not float(i).is_integer():
+        raise DomainError(f"index {i!r} is not a whole number")
+    if not 0.0 <= i < length:
+        raise DomainError(f"index {int(i)} is out of range for {what}"
+                          + ("" if i >= 0.0 else " (indices count from 0)"))
+    return int(i)
+
+
+def from_list(xs: list) -> ARRAY:
+    """``array xs``: the Vec of the reals of ``xs``."""
+    return np.array(xs, dtype=np.float64) if xs else np.zeros(0)
+
+
+def from_rows(xss: list) -> ARRAY:
+    """``matrix xss``: the Mat whose rows are the lists of ``xss`` (all of one length)."""
+    lengths = {len(xs) for xs in xss}
+    if len(lengths) > 1:
+        raise DomainError(f"matrix needs rows of one length, got lengths {sorted(lengths)}")
+    if not xss:
+        return np.zeros((0, 0))
+    return np.array(xss, dtype=np.float64).reshape(len(xss), lengths.pop())
+
+
+def stack(vs: list) -> ARRAY:
+    """``stack vs``: the Mat whose rows are the Vecs of ``vs`` (all of one length)."""
+    lengths = {v.shape[0] for v in vs}
+    if len(lengths) > 1:
+        raise DomainError(f"stack needs Vecs of one length, got lengths {sorted(lengths)}")
+    if not vs:
+        return np.zeros((0, 0))
+    return np.stack(vs)
+
+
+def to_list(v: ARRAY) -> list:
+    """``tolist v``: the reals of ``v`` as a list."""
+    return v.tolist()
+
+
+def rows(m: ARRAY) -> list:
+    """``rows m``: the rows of ``m`` as a list of Vecs."""
+    return list(m)
+
+
+def zeros(n: float) -> ARRAY:
+    return np.zeros(_count(n, "zeros"))
+
+
+def ones(n: float) -> ARRAY:
+    return np.ones(_count(n, "ones"))
+
+
+def fill(n: float, x: float) -> ARRAY:
+    return np.full(_count(n, "fill"), x, dtype=np.float64)
+
+
+def linspace(a: float, b: float, n: float) -> ARRAY:
+    return np.linspace(a, b, _count(n, "linspace"))
+
+
+def arange(n: float) -> ARRAY:
+    return np.arange(_count(n, "arange"), dtype=np.float64)
+
+
+def reshape(v: ARRAY, m: float, n: float) -> ARRAY:
+    rows_, cols = _count(m, "reshape"), _count(n, "reshape")
+    if rows_ * cols != v.shape[0]:
+        raise DomainError(f"reshape of {shape_text(v)} into {rows_}x{cols}: the sizes differ")
+    return v.reshape(rows_, cols)
+
+
+def flatten(m: ARRAY) -> ARRAY:
+    return m.reshape(-1)
+
+
+def outer(u: ARRAY, v: ARRAY) -> ARRAY:
+    return np.outer(u, v)
+
+
+def size(v: ARRAY) -> float:
+    return float(v.shape[0])
+
+
+def nrows(m: ARRAY) -> float:
+    return float(m.shape[0])
+
+
+def ncols(m: ARRAY) -> float:
+    return float(m.shape[1])
+
+
+def total(x: Any) -> float:
+    """``sum x``: the sum of every element."""
+    return float(np.add.reduce(dense(x), axis=None))
+
+
+def mean(x: ARRAY) -> float:
+    if x.size == 0:
+        raise DomainError("mean of an empty array")
+    return float(np.mean(x))
+
+
+def maximum(x: ARRAY) -> float:
+    if x.size == 0:
+        raise DomainError("maximum of an empty array")
+    return float(np.max(x))
+
+
+def logsumexp(x: ARRAY) -> float:
+    """log (sum (exp x)), computed stably (shifted by the maximum)."""
+    if x.size == 0:
+        raise DomainError("logsumexp of an empty array")
+    top = np.max(x)
+    return float(top + np.log(np.sum(np.exp(x - top))))
+
+
+def sum_rows(m: ARRAY) -> ARRAY:
+    return np.sum(m, axis=1)
+
+
+def sum_cols(m: ARRAY) -> ARRAY:
+    return np.sum(m, axis=0)
+
+
+def maximum_rows(m: ARRAY) -> ARRAY:
+    if m.shape[1] == 0:
+        raise DomainError("maximum_rows of a Mat with no columns")
+    return np.max(m, axis=1)
+
+
+def logsumexp_rows(m: ARRAY) -> ARRAY:
+    if m.shape[1] == 0:
+        raise DomainError("logsumexp_rows of a Mat with no columns")
+    top = np.max(m, axis=1)
+    return top + np.log(np.sum(np.exp(m - top[:, None]), axis=1))
+
+
+def maximum_share(x: ARRAY, top: Any) -> ARRAY:
+    """The subgradient of the maximum: 1 / (number of ties) at the elements equal to the
+    maximum ``top`` (per row, for a Vec ``top`` of a Mat), 0 elsewhere."""
+    if type(top) is ARRAY and x.ndim == 2:
+        at = (x == top[:, None]).astype(np.float64)
+        return at / np.sum(at, axis=1, keepdims=True)
+    at = (x == top).astype(np.float64)
+    return at / np.sum(at)
+
+
+def softmax(x: ARRAY) -> ARRAY:
+    """exp (x - logsumexp x): the derivative of logsumexp (per row of a Mat)."""
+    if x.ndim == 2:
+        e = np.exp(x - np.max(x, axis=1, keepdims=True))
+        return e / np.sum(e, axis=1, keepdims=True)
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e)
+
+
+def per_row(v: ARRAY, m: ARRAY) -> ARRAY:
+    """``v`` (one number per row of ``m``) spread over the columns of ``m``."""
+    return np.broadcast_to(dense(v)[:, None], m.shape)
+
+
+def dot(u: ARRAY, v: ARRAY) -> float:
+    if u.shape != v.shape:
+        raise DomainError(f"dot: shapes {shape_text(u)} and {shape_text(v)} do not match")
+    return float(np.dot(u, v))
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """``a @ b`` for the ranks 2 @ 2, 2 @ 1 and 1 @ 2."""
+    a, b = dense(a), dense(b)
+    inner_a = a.shape[-1]
+    inner_b = b.shape[0]
+    if inner_a != inner_b:
+        raise DomainError(f"@: shapes {shape_text(a)} and {shape_text(b)} do not match "
+                          f"({inner_a} columns against {inner_b} rows)")
+    return a @ b
+
+
+def transpose(m: Any) -> ARRAY:
+    return dense(m).T  # (a view: no array is ever changed in place)
+
+
+def index(x: ARRAY, i: float) -> Any:
+    """``x !! i``: element ``i`` of a Vec (a real), row ``i`` of a Mat (a Vec)."""
+    k = _position(i, x.shape[0], f"{shape_text(x)}")
+    return float(x[k]) if x.ndim == 1 else x[k].copy()
+
+
+def one_hot(x: ARRAY, i: float, a: Any) -> Sparse:
+    """The cotangent of ``x`` that is ``a`` at position ``i`` (an element of a Vec, a row
+    of a Mat) and zero elsewhere: sparse."""
+    return Sparse(x.shape, [int(i)], [dense(a)])
+
+
+def slice_of(v: ARRAY, lo: float, hi: float) -> ARRAY:
+    """``slice v lo hi``: elements lo .. hi - 1 (rows, for a Mat)."""
+    n = v.shape[0]
+    start, stop = _count(lo, "slice"), _count(hi, "slice")
+    if not start <= stop <= n:
+        raise DomainError(f"slice {start} {stop} of {shape_text(v)}: needs "
+                          f"0 <= lo <= hi <= {n}")
+    return v[start:stop].copy()
+
+
+def unslice(v: ARRAY, lo: float, a: Any) -> ARRAY:
+    """The cotangent of ``v`` from the cotangent ``a`` of ``slice v lo hi``."""
+    out = np.zeros(v.shape)
+    a = dense(a)
+    out[int(lo):int(lo) + a.shape[0]] = a
+    return out
+
+
+def concatenate(u: ARRAY, v: ARRAY) -> ARRAY:
+    if u.ndim != v.ndim or u.shape[1:] != v.shape[1:]:
+        raise DomainError(f"concatenate: shapes {shape_text(u)} and {shape_text(v)} do not "
+                          "match")
+    return np.concatenate((u, v))
+
+
+def part(a: Any, lo: float, n: float) -> ARRAY:
+    """The elements (rows) ``lo`` .. ``lo + n - 1`` of the cotangent ``a``."""
+    return dense(a)[int(lo):int(lo) + int(n)]
+
+
+def sum_to(x: Any, c: Any) -> Any:
+    """The cotangent ``c`` of a broadcast of ``x`` summed back to the shape of ``x``."""
+    c = dense(c)
+    if type(c) is not ARRAY:
+        return c if type(x) is not ARRAY else np.broadcast_to(c, x.shape).copy()
+    if type(x) is not ARRAY:
+        return float(np.sum(c))
+    if c.shape == x.shape:
+        return c
+    if x.ndim == 1 and c.ndim == 2:
+        return np.sum(c, axis=0)
+    return np.broadcast_to(c, x.shape).copy()
+
+
+def spread(x: Any, c: Any) -> Any:
+    """``c`` broadcast to the shape of ``x`` (the transpose of :func:`sum_to`)."""
+    c = dense(c)
+    if type(x) is not ARRAY:
+        return c
+    return np.broadcast_to(c, x.shape).copy() if (type(c) is not ARRAY or c.shape != x.shape) \
+        else c
+
+
+_COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                "eq": np.equal, "ne": np.not_equal}
+
+
+def comparison(name: str) -> Callable[[Any, Any], Any]:
+    """The comparison ``name`` of arrays, elementwise: 1.0 where it holds, else 0.0."""
+    test = _COMPARISONS[name]
+
+    def compare(x: Any, y: Any) -> Any:
+        try:
+            return test(x, y).astype(np.float64)
+        except ValueError:
+            _broadcast_check(name, (x, y))
+            raise
+
+    return compare
+
+
+def where(c: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``c`` is not 0, ``y`` where it is (broadcast)."""
+    try:
+        result = np.where(np.asarray(c) != 0.0, x, y)
+    except ValueError:
+        _broadcast_check("where", (c, x, y))
+        raise
+    return result if result.ndim else float(result)
+
+
+def index_list(values: list, a: Any, i: float) -> Any:
+    """Element ``i`` of the cotangent ``a`` (for the backpropagator of ``array xs``)."""
+    return float(dense(a)[int(i)])

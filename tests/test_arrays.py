@@ -1,0 +1,261 @@
+"""Arrays (LANGUAGE.md section 9, AD.md section 10): Vec and Mat are ground types, computed
+by NumPy, differentiated with one backpropagator per array value."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lambdad
+from lambdad.arraylib import Sparse, one_hot
+from lambdad.errors import LambdadError
+
+PROGRAM = """
+def loss (w : Vec) (x : Mat) (y : Vec) : R =
+  let z = x @ w in
+  mean (log (1 + exp z) - y * z)
+
+def mlp (w : Mat) (b : Vec) (xs : Mat) : R = mean (tanh (xs @ transpose w + b))
+def lse (x : Vec) : R = logsumexp x
+def rows_lse (m : Mat) : R = sum (logsumexp_rows m)
+def peak (x : Vec) : R = maximum x + sum (maximum_rows (outer x x))
+def pick (v : Vec) : R = fold (\\acc i -> acc + v !! i * v !! i) 0 (range (size v))
+def convert (v : Vec) : R = sum (array (map (\\x -> x * x) (tolist v)))
+def cut (v : Vec) : R = sum (slice v 1 3 * (concatenate v v !! 0))
+def shapes (v : Vec) : R = sum (flatten (reshape (concatenate v v) 2 (size v)) * 2)
+def powers (t : Vec) (x : Vec) : R =
+  let m = stack (map (\\(ti : R) -> ti ^ arange (size x)) (tolist t)) in
+  0.5 * sum ((sign t - m @ x) ^ 2)
+def mixed (a : R) (v : Vec) : R = sum (a * v + sin v / (2 + cos a)) + dot v v
+def piecewise (v : Vec) : R = sum (heaviside v * v + (1 - heaviside v) * 0.1 * v)
+def leaky (v : Vec) (w : Vec) : R = sum (where (v > w) (v * w) (0.1 * v)) + sum (v <= 0)
+def cubic (x : Vec) : R = sum (x * x * x) + logsumexp x
+"""
+
+RNG = np.random.default_rng(7)
+POINTS = {
+    "loss": (RNG.normal(size=2), RNG.normal(size=(3, 2)), np.array([0.0, 1.0, 1.0])),
+    "mlp": (RNG.normal(size=(3, 4)), RNG.normal(size=3), RNG.normal(size=(5, 4))),
+    "lse": RNG.normal(size=5),
+    "rows_lse": RNG.normal(size=(3, 4)),
+    "peak": np.array([0.3, -1.2, 2.5, 0.7]),
+    "pick": RNG.normal(size=4),
+    "convert": RNG.normal(size=4),
+    "cut": RNG.normal(size=4),
+    "shapes": RNG.normal(size=3),
+    "powers": (np.linspace(-1, 1, 6) + 0.05, RNG.normal(size=4)),
+    "mixed": (0.4, RNG.normal(size=4)),
+    "piecewise": np.array([0.5, -0.3, 1.5]),
+    "leaky": (np.array([0.5, -0.3, 1.5, 2.0]), np.array([0.2, 0.1, 1.7, -1.0])),
+    "cubic": RNG.normal(size=3),
+}
+
+
+@pytest.fixture(scope="module")
+def program():
+    return lambdad.loads(PROGRAM)
+
+
+def _finite_differences(f, point, eps=1e-6):
+    """The gradient of ``f`` at ``point`` (a float, an array or a tuple of them) by central
+    differences, in the shape of the point."""
+    if isinstance(point, tuple):
+        parts = []
+        for k in range(len(point)):
+            def partial(z, k=k):
+                return f(point[:k] + (z,) + point[k + 1:])
+            parts.append(_finite_differences(partial, point[k], eps))
+        return tuple(parts)
+    if isinstance(point, float):
+        return (f(point + eps) - f(point - eps)) / (2 * eps)
+    grad = np.zeros_like(point)
+    for i in np.ndindex(point.shape):
+        step = np.zeros_like(point)
+        step[i] = eps
+        grad[i] = (f(point + step) - f(point - step)) / (2 * eps)
+    return grad
+
+
+def _flat(value):
+    """A gradient of several parameters, nested as right-nested pairs, as a flat tuple."""
+    items = []
+    while isinstance(value, tuple) and len(value) == 2:
+        items.append(value[0])
+        value = value[1]
+    return tuple(items) + (value,) if items else value
+
+
+def _close(a, b, tol=1e-5):
+    a, b = _flat(a), _flat(b)
+    if isinstance(a, tuple):
+        return all(_close(x, y, tol) for x, y in zip(a, b))
+    return np.allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), atol=tol, rtol=tol)
+
+
+def test_array_types_are_inferred_and_printed(program):
+    assert str(program.scheme("loss")) == "Vec -> Mat -> Vec -> R"
+    assert str(program.scheme("mlp")) == "Mat -> Vec -> Mat -> R"
+    p = lambdad.loads("def f (m : Mat) (v : Vec) = (m @ v, v @ m, m @ m, v @ v, m !! 0)")
+    assert str(p.scheme("f")) == "Mat -> Vec -> Vec * Vec * Mat * R * Vec"
+
+
+def test_scalar_definitions_keep_their_types():
+    p = lambdad.loads("def f x = x * 2 + sin x\ndef g (xs : [R]) = sum xs")
+    assert str(p.scheme("f")) == "R -> R"
+    assert str(p.scheme("g")) == "[R] -> R"
+    assert p.call("g", [1.0, 2.0]) == 3.0
+
+
+@pytest.mark.parametrize("name", sorted(POINTS))
+def test_reverse_gradient_agrees_with_finite_differences(program, name):
+    point = POINTS[name]
+    value, gradient = program.value_and_grad(name, point)
+    assert value == pytest.approx(program.call(name, point))
+    expected = _finite_differences(lambda z: program.call(name, z), point)
+    assert _close(gradient, expected), (gradient, expected)
+
+
+@pytest.mark.parametrize("name", sorted(POINTS))
+def test_forward_gradient_agrees_with_reverse(program, name):
+    point = POINTS[name]
+    _, reverse = program.value_and_grad(name, point)
+    _, forward = program.value_and_grad(name, point, mode="forward")
+    assert _close(forward, reverse, 1e-9)
+
+
+def test_gradients_are_numpy_arrays_of_the_inputs_shapes(program):
+    w, x, y = POINTS["loss"]
+    _, gradient = program.value_and_grad("loss", (w, x, y))
+    gw, gx, gy = _flat(gradient)
+    assert isinstance(gw, np.ndarray) and gw.shape == w.shape
+    assert gx.shape == x.shape and gy.shape == y.shape
+
+
+def test_points_may_be_lists_fitted_to_array_types(program):
+    assert program.call("lse", [1.0, 2.0, 3.0]) == pytest.approx(
+        float(np.log(np.exp([1.0, 2.0, 3.0]).sum())))
+    value = program.call("loss", ([0.5, -0.25], [[1, 2], [3, 4]], [0, 1]))
+    assert value == pytest.approx(program.call(
+        "loss", (np.array([0.5, -0.25]), np.array([[1.0, 2], [3, 4]]), np.array([0.0, 1]))))
+
+
+def test_hessian_vector_products_of_array_programs():
+    p = lambdad.loads(PROGRAM + "def hv (x : Vec) (v : Vec) : Vec = hvp cubic x v\n")
+    x, v = np.array([1.0, 2.0, 0.5]), np.array([1.0, -1.0, 0.5])
+    s = np.exp(x) / np.exp(x).sum()
+    hessian = np.diag(6 * x) + np.diag(s) - np.outer(s, s)
+    assert np.allclose(p.call("hv", (x, v)), hessian @ v)
+
+
+def test_the_maximum_shares_its_derivative_among_ties():
+    p = lambdad.loads("def f (x : Vec) : R = maximum x")
+    _, g = p.value_and_grad("f", np.array([1.0, 3.0, 3.0, 0.0]))
+    assert g.tolist() == [0.0, 0.5, 0.5, 0.0]
+
+
+def test_elements_read_in_a_loop_send_sparse_cotangents():
+    # (a !! i inside a fold: each read sends a one-hot cotangent kept as (position, value))
+    x = np.zeros(1000)
+    total = one_hot(x, 3.0, 2.0)
+    for i in range(5):
+        total = total + one_hot(x, float(i), 1.0)
+    assert isinstance(total, Sparse) and len(total.positions) == 6
+    dense = total + np.zeros(1000)
+    assert dense[3] == 3.0 and dense[0] == 1.0 and dense.sum() == 7.0
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_printed_array_programs_parse_type_check_and_run(program, tmp_path, mode):
+    shown = program.show("loss", forward=mode == "forward", reverse=mode == "reverse")
+    again = lambdad.loads(shown)
+    w, x, y = POINTS["loss"]
+    if mode == "forward":
+        dw = np.array([1.0, 0.0])
+        value, tangent = again.call("loss", ((w, dw), (x, np.zeros_like(x)),
+                                            (y, np.zeros_like(y))))
+        assert value == pytest.approx(program.call("loss", (w, x, y)))
+        assert tangent == pytest.approx(_flat(program.value_and_grad("loss", (w, x, y))[1])[0][0])
+    else:
+        assert "Vec -o d" in shown and "Mat -o d" in shown
+
+
+def test_shape_mismatches_are_located_errors_naming_both_shapes():
+    p = lambdad.loads("def f (m : Mat) (v : Vec) : Vec = m @ v\n"
+                      "def g (u : Vec) (v : Vec) : Vec = u + v\n")
+    with pytest.raises(LambdadError) as caught:
+        p.call("f", (np.ones((2, 3)), np.ones(2)))
+    assert "Mat[2x3]" in caught.value.message and "Vec[2]" in caught.value.message
+    assert caught.value.span is not None and caught.value.span.line == 1
+    with pytest.raises(LambdadError) as caught:
+        p.call("g", (np.ones(3), np.ones(2)))
+    assert "Vec[3] and Vec[2]" in caught.value.message
+
+
+def test_rank_errors_are_type_errors():
+    with pytest.raises(LambdadError) as caught:
+        lambdad.loads("def f (m : Mat) : R = dot m m")
+    assert "Mat" in caught.value.message
+    with pytest.raises(LambdadError) as caught:
+        lambdad.loads("def f (u : Vec) : R = sum (u @ u @ u)")
+    assert "`@`" in caught.value.message
+
+
+def test_domain_errors_name_the_element():
+    p = lambdad.loads("def f (v : Vec) : Vec = log v")
+    with pytest.raises(LambdadError) as caught:
+        p.call("f", np.array([1.0, -2.0]))
+    assert "log needs positive numbers" in caught.value.message
+    assert "element [1] is -2.0" in caught.value.message
+
+
+def test_values_print_in_the_language_syntax(program):
+    p = lambdad.loads("def main = (array [1, 2.5], matrix [[1, 2], [3, 4]])")
+    from lambdad.values import format_value
+    shown = format_value(p.value_of("main"))
+    assert shown == "(array [1, 2.5], matrix [[1, 2], [3, 4]])"
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "lambdad", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+def test_cli_points_in_the_language_syntax_and_json(tmp_path):
+    source = tmp_path / "reg.lam"
+    source.write_text(PROGRAM)
+    done = _cli("grad", str(source), "lse", "--at", "array [1, 2, 3]")
+    assert done.returncode == 0, done.stderr
+    assert "gradient: array [" in done.stdout
+    done = _cli("grad", str(source), "loss", "--at", "([0.5, -0.25], [[1, 2], [3, 4]], [0, 1])",
+                "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert len(result["gradient"]) == 3 and len(result["gradient"][1]) == 2
+    assert len(result["gradient"][1][0]) == 2
+
+
+def test_cli_shape_error_has_a_caret(tmp_path):
+    source = tmp_path / "bad.lam"
+    source.write_text("def f (u : Vec) (v : Vec) : R = sum (u * v)\n")
+    done = _cli("grad", str(source), "f", "--at", "(array [1, 2], array [1, 2, 3])")
+    assert done.returncode == 1
+    assert "Vec[2] and Vec[3]" in done.stderr and "^" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_tutorial_classifier_trains_on_the_breast_cancer_data():
+    """docs/examples/breast_cancer.py (the tutorial's section on arrays) runs and prints the
+    accuracy the tutorial shows."""
+    pytest.importorskip("sklearn", reason="scikit-learn (the `data` extra) is not installed")
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "docs/examples/breast_cancer.py"], cwd=root,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr
+    from pathlib import Path
+    tutorial = (Path(root) / "docs" / "tutorial.md").read_text(encoding="utf-8")
+    assert done.stdout in tutorial, done.stdout
+    assert "test accuracy 0.9" in done.stdout
