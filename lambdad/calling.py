@@ -148,6 +148,48 @@ def from_python(value: Any, finite: bool = True) -> Any:
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
 
 
+def point_from_file(path: str, what: str = "--at") -> Any:
+    """The point stored in the file ``path`` (``--at @FILE``), as a runtime value: a NumPy
+    ``.npy`` file holds one array, a ``.npz`` file several (a tuple of them, in the order
+    stored), any other file JSON: numbers, lists (a list of numbers fits a Vec, a list of
+    rows a Mat) and objects, whose values in order are a tuple (the parameters, named for
+    the reader: ``{"w": [0, 0], "b": 0}``).  Raises UsageError naming the file and what is
+    wrong with it."""
+    import json
+    from pathlib import Path
+
+    file = Path(path)
+    try:
+        if file.suffix == ".npy":
+            import numpy as np
+            data: Any = np.load(file, allow_pickle=False)
+        elif file.suffix == ".npz":
+            import numpy as np
+            with np.load(file, allow_pickle=False) as stored:
+                data = tuple(stored[key] for key in stored.files)
+            if len(data) == 1:
+                data = data[0]
+        else:
+            data = json.loads(file.read_text(encoding="utf-8"),
+                              object_pairs_hook=lambda pairs: tuple(v for _, v in pairs))
+    except FileNotFoundError:
+        raise UsageError(f"{what}: no file {path}") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{what}: {path}:{error.lineno}:{error.colno}: not JSON "
+                         f"({error.msg})") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{what}: cannot read a point from {path} ({error})") from None
+    if isinstance(data, tuple) and len(data) == 1:
+        data = data[0]
+    if point_too_deep(data):
+        raise UsageError(too_deep_message(what))
+    value = from_python(data)
+    bad = first_non_finite(value)
+    if bad is not None:
+        raise UsageError(f"{what}: {path} holds the non-finite real {bad!r}")
+    return value
+
+
 def _is_array_like(value: Any) -> bool:
     """Whether ``value`` is an array of another library (a NumPy subclass, a tensor) that
     NumPy can read: it has a rank and a shape."""
