@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
+from itertools import islice, product
 from typing import Any
 
 import attrs
@@ -596,12 +596,14 @@ def argument_names(definition: Term, k: int) -> list[str]:
             for i in range(k)]
 
 
-def input_names(definition: Term, value: Any, k: int) -> list[str]:
+def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
+                ) -> list[str]:
     """A name for each real of the point ``value`` giving ``k`` arguments of the function
     ``definition``, left to right, as the user wrote it: the parameter's name, with
     ``.0``/``.1`` for pair components (a tuple named flat: ``.0, .1, .2`` for a triple) and
-    ``[i]`` for list elements (``w.1[2]``); a component that a pattern parameter names
-    (``\\(a, b) ->``) has that name."""
+    ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a component that
+    a pattern parameter names (``\\(a, b) ->``) has that name.  With ``whole_arrays``, an
+    array is named once, as a whole (``m``)."""
     _, components = parameter_names(definition)
     roots = argument_names(definition, k)
     names: list[str] = []
@@ -610,8 +612,11 @@ def input_names(definition: Term, value: Any, k: int) -> list[str]:
                                                                     roots)))]
     while stack:
         v, path, bound = stack.pop()
-        if type(v) is float:
+        if type(v) is float or (whole_arrays and type(v) is arraylib.ARRAY):
             names.append(path)
+        elif type(v) is arraylib.ARRAY:
+            names.extend(path + "".join(f"[{i}]" for i in at) 
+                         for at in product(*map(range, v.shape)))
         elif type(v) is tuple and bound in components:
             first, second = components[bound]
             stack.extend(((v[1], _component_path(path, second, ".1"), second),

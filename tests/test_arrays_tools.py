@@ -1,0 +1,146 @@
+"""The tools on array programs (issue 41): traces and graphs with one row (node) per array
+operation, shapes and summaries; gradient checks sampling the elements of large arrays;
+`--stats` counts; the fuzzer's array programs."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lambdad
+from lambdad import graph as graphs
+from lambdad.trace import format_trace, trace
+from lambdad.values import array_summary
+
+LOSS = ("def loss (w : Vec) (x : Mat) (y : Vec) : R =\n"
+        "  let z = x @ w in mean (log (1 + exp z) - y * z)\n")
+POINT = (np.array([0.5, -0.25]), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([0.0, 1.0]))
+AT = "([0.5, -0.25], [[1, 2], [3, 4]], [0, 1])"
+OPERATIONS = ["@", "exp", "*", "+", "log", "-", "mean"]
+
+
+@pytest.fixture(scope="module")
+def program():
+    return lambdad.loads(LOSS)
+
+
+def _reference(w, x, y):
+    """The loss and its gradient with respect to w, x and y, by hand."""
+    z = x @ w
+    s = 1 / (1 + np.exp(-z))
+    n = len(z)
+    dz = (s - y) / n
+    return np.mean(np.log(1 + np.exp(z)) - y * z), (x.T @ dz, np.outer(dz, w), -z / n)
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "lambdad", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+# ------------------------------------------------------------------ summaries
+
+
+def test_small_arrays_are_summarised_by_their_elements_large_ones_by_statistics():
+    assert array_summary(np.array([0.5, -0.25, 1.0])) == "Vec[3] [0.5, -0.25, 1]"
+    assert array_summary(np.array([[1.0, 2.0], [3.0, 4.0]])) == "Mat[2x2] [[1, 2], [3, 4]]"
+    assert array_summary(np.arange(100.0)) == "Vec[100] min 0 mean 49.5 max 99"
+    assert array_summary(np.zeros((569, 30))) == "Mat[569x30] min 0 mean 0 max 0"
+
+
+# ------------------------------------------------------------------ traces
+
+
+def test_reverse_trace_has_one_row_per_array_operation_with_whole_adjoints(program):
+    tr = trace(program, "loss", POINT, mode="reverse")
+    assert [name for name, _ in tr.inputs] == ["w", "x", "y"]
+    assert [row.symbol for row in tr.rows] == OPERATIONS
+    value, gradients = _reference(*POINT)
+    assert tr.rows[-1].value == pytest.approx(value)
+    for (adjoint,), expected in zip(tr.input_derivatives, gradients):
+        assert np.allclose(adjoint, expected)
+    matmul = tr.rows[0]
+    assert matmul.parents == (-1, -2)  # x @ w
+    # the adjoint of z = x @ w is dz, whatever path it came back by (exp z and y * z)
+    z = POINT[1] @ POINT[0]
+    assert np.allclose(matmul.derivatives[0],
+                       (1 / (1 + np.exp(-z)) - POINT[2]) / 2)
+
+
+def test_forward_trace_columns_are_derivatives_along_all_ones_of_each_array(program):
+    tr = trace(program, "loss", POINT, mode="forward")
+    assert tr.columns == ("∂/∂w·1", "∂/∂x·1", "∂/∂y·1")
+    _, gradients = _reference(*POINT)
+    output = tr.rows[-1]
+    assert output.derivatives == pytest.approx([float(g.sum()) for g in gradients])
+    assert np.allclose(tr.rows[0].derivatives[0], POINT[1] @ np.ones(2))  # x @ 1
+    text = format_trace(tr)
+    assert "Vec[2] [0.5, -0.25]" in text and "Mat[2x2] [[1, 2], [3, 4]]" in text
+    assert "x @ w  (2:11)" in text
+
+
+def test_traces_of_large_arrays_show_shape_and_statistics():
+    p = lambdad.loads("def f (v : Vec) : R = sum (v * v)")
+    v = np.arange(101.0) - 50
+    tr = trace(p, "f", v, mode="reverse")
+    text = format_trace(tr)
+    assert "Vec[101] min -50 mean 0 max 50" in text  # the input
+    assert "Vec[101] min -100 mean 0 max 100" in text  # its adjoint, 2 v
+    assert "Vec[101] min 0 mean 850 max 2500" in text  # v * v
+    assert tr.rows[-1].value == float(np.sum(v * v))
+
+
+def test_sparse_cotangents_of_elements_read_in_a_loop_reach_the_trace():
+    p = lambdad.loads("def f (v : Vec) : R = fold (\\acc i -> acc + v !! i * v !! i) 0 "
+                      "(range (size v))")
+    v = np.array([1.0, -2.0, 3.0])
+    tr = trace(p, "f", v, mode="reverse")
+    assert np.allclose(tr.input_derivatives[0][0], 2 * v)
+    reads = [row for row in tr.rows if row.symbol == "!!"]
+    assert len(reads) == 6 and all(row.parents[0] == 0 for row in reads)
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_trace_cli_on_an_array_program(tmp_path, mode):
+    source = tmp_path / "g.lam"
+    source.write_text(LOSS)
+    done = _cli("trace", str(source), "loss", "--at", AT, "--mode", mode)
+    assert done.returncode == 0, done.stderr
+    assert "mean v6" in done.stdout and "@ v-1, v-2" in done.stdout
+    assert "Vec[2] [0, 0.5]" in done.stdout  # z = x @ w
+
+
+# ------------------------------------------------------------------ graphs
+
+
+def test_graph_has_one_node_per_array_operation_labelled_with_shapes(program):
+    g = graphs.graph_of(trace(program, "loss", POINT, mode="reverse"))
+    nodes = {node.id: node for node in g.nodes}
+    assert [nodes[f"in{i}"].lines[0] for i in (1, 2, 3)] == ["w", "x", "y"]
+    assert len(g.nodes) == 3 + len(OPERATIONS)
+    assert nodes["v1"].lines[:2] == ("v1 = x @ w", "value Vec[2] [0, 0.5]")
+    assert nodes["v7"].lines == ("v7 = mean v6", "value 0.5836", "adjoint 1")
+    assert nodes["in2"].lines[2] == "adjoint Mat[2x2] [[0.125, -0.0625], [-0.09439, 0.04719]]"
+    assert "adjoint Vec[2] [-0.3163110031972183, -0.25508133759629104]" in nodes["in1"].title
+    edges = {(e.source, e.target): e.label for e in g.edges}
+    assert edges[("in2", "v1")] == "1" and edges[("in1", "v1")] == "2"  # @ does not commute
+
+
+def test_graph_cli_draws_an_array_program(tmp_path):
+    source = tmp_path / "g.lam"
+    source.write_text(LOSS)
+    done = _cli("graph", str(source), "loss", "--at", AT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("->") == 10 and "v7 = mean v6" in done.stdout
+    svg = tmp_path / "g.svg"
+    done = _cli("graph", str(source), "loss", "--at", AT, "-o", str(svg))
+    assert done.returncode == 0, done.stderr
+    assert "Mat[2x2]" in svg.read_text()
+
+
+def test_an_array_constant_operand_is_written_into_the_label():
+    p = lambdad.loads("def f (v : Vec) : R = sum (v * ones 3)")
+    g = graphs.graph_of(trace(p, "f", np.array([1.0, 2.0, 3.0]), mode="reverse"))
+    lines = [node.lines[0] for node in g.nodes]
+    assert "v1 = v * (Vec[3] [1, 1, 1])" in lines
