@@ -5,11 +5,15 @@ operation, shapes and summaries; gradient checks sampling the elements of large 
 import subprocess
 import sys
 
+import attrs
 import numpy as np
 import pytest
 
 import lambdad
+from lambdad import gradcheck, rules
 from lambdad import graph as graphs
+from lambdad.primitives import PRIMITIVES
+from lambdad.probing import SAMPLED_ELEMENTS
 from lambdad.trace import format_trace, trace
 from lambdad.values import array_summary
 
@@ -144,3 +148,72 @@ def test_an_array_constant_operand_is_written_into_the_label():
     g = graphs.graph_of(trace(p, "f", np.array([1.0, 2.0, 3.0]), mode="reverse"))
     lines = [node.lines[0] for node in g.nodes]
     assert "v1 = v * (Vec[3] [1, 1, 1])" in lines
+
+
+# ------------------------------------------------------------------ gradient checks
+
+
+def test_check_compares_every_element_of_small_arrays(program):
+    report = gradcheck.check(program, "loss", point=AT)
+    assert report.ok, report.render()
+    (c,) = report.functions[0].checks
+    assert [row.path for row in c.rows] == ["w[0]", "w[1]", "x[0][0]", "x[0][1]", "x[1][0]",
+                                            "x[1][1]", "y[0]", "y[1]"]
+    _, (gw, gx, gy) = _reference(*POINT)
+    assert [row.derivatives["reverse"] for row in c.rows] == pytest.approx(
+        [*gw, *gx.ravel(), *gy])
+    assert all(row.compared for row in c.rows)
+
+
+def test_check_samples_the_elements_of_large_arrays_and_says_so(program):
+    rng = np.random.default_rng(0)
+    w, x = 0.1 * rng.normal(size=30), rng.normal(size=(200, 30))
+    y = (rng.uniform(size=200) > 0.5) * 1.0
+    report = gradcheck.check(program, "loss", point=(w, x, y))
+    assert report.ok, report.render()
+    (c,) = report.functions[0].checks
+    assert len(c.rows) == 3 * SAMPLED_ELEMENTS
+    assert len({row.path for row in c.rows if row.path.startswith("x[")}) == SAMPLED_ELEMENTS
+    _, (gw, gx, gy) = _reference(w, x, y)
+    exact = {f"w[{i}]": g for i, g in enumerate(gw)}
+    exact.update({f"y[{i}]": g for i, g in enumerate(gy)})
+    exact.update({f"x[{i}][{j}]": gx[i, j] for i in range(200) for j in range(30)})
+    for row in c.rows:
+        for mode in ("forward", "fused", "reverse", "naive"):
+            assert row.derivatives[mode] == pytest.approx(exact[row.path], rel=1e-9, abs=1e-15)
+    text = report.render()
+    n = SAMPLED_ELEMENTS
+    assert f"{n} of the 30 of `w`, {n} of the 6000 of `x`, {n} of the 200 of `y`" in text
+    assert "loss at (Vec[30] min" in text and "Mat[200x30] min" in text  # no 6000 numbers
+
+
+def test_check_samples_array_points_of_its_own():
+    p = lambdad.loads("def f (v : Vec) (m : Mat) : R = sum (tanh (m @ v)) + logsumexp v\n"
+                      "def g (v : Vec) : R = sum (relu v * v) + maximum (abs v)\n")
+    report = gradcheck.check(p, samples=2)
+    assert report.ok, report.render()
+    f, g = report.functions
+    assert [(c.point[0].shape, c.point[1].shape) for c in f.checks] == [((3,), (3, 3))] * 2
+    assert [c.point.shape for c in g.checks] == [(3,)] * 2
+    assert len(f.checks[0].rows) == 3 + 9  # every element of Vec[3] and Mat[3x3]
+
+
+def test_check_catches_a_wrong_array_derivative(monkeypatch):
+    mean = PRIMITIVES["mean"]
+    broken = attrs.evolve(mean, rule=attrs.evolve(
+        mean.rule, cotangent="x_ (spread x (2 * a / count x))"))
+    monkeypatch.setattr(rules, "_ARRAY_RULES", {})
+    rules.array_rule_term(broken, rules.BACKPROPAGATOR)  # (the rule's term, made once)
+    p = lambdad.loads("def f (v : Vec) : R = mean (v * v)")
+    report = gradcheck.check(p, point=np.array([1.0, -2.0, 0.5]))
+    assert not report.ok
+    rows = report.functions[0].checks[0].rows
+    assert all(set(row.disagreeing) == {"fused", "reverse", "naive"} for row in rows)
+
+
+def test_check_cli_on_an_array_program(tmp_path):
+    source = tmp_path / "g.lam"
+    source.write_text(LOSS)
+    done = _cli("check", str(source), "loss", "--at", AT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "x[1][0]" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("ok:")
