@@ -9,12 +9,18 @@ import attrs
 import numpy as np
 import pytest
 
+from hypothesis import HealthCheck, given, seed, settings
+
 import lambdad
-from lambdad import gradcheck, rules
+from lambdad import gradcheck, rules, testing
 from lambdad import graph as graphs
+from lambdad.parser import parse_module
 from lambdad.primitives import PRIMITIVES
+from lambdad.printer import print_module
 from lambdad.probing import SAMPLED_ELEMENTS
+from lambdad.syntax import VEC
 from lambdad.trace import format_trace, trace
+from lambdad.typecheck import infer_module
 from lambdad.values import array_summary
 
 LOSS = ("def loss (w : Vec) (x : Mat) (y : Vec) : R =\n"
@@ -217,3 +223,85 @@ def test_check_cli_on_an_array_program(tmp_path):
     done = _cli("check", str(source), "loss", "--at", AT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "x[1][0]" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("ok:")
+
+
+# ------------------------------------------------------------------ --stats
+
+
+@pytest.mark.parametrize("strategy, created, run", [("naive", 7, 8), ("factored", 7, 7),
+                                                    ("fused", 1, 1)])
+@pytest.mark.parametrize("rows", [3, 300])
+def test_stats_count_backpropagators_per_array_operation_not_per_element(strategy, created,
+                                                                         run, rows):
+    # seven array operations: factored and naive make one backpropagator each, naive runs
+    # z's twice (z = x @ w is read by exp z and by y * z); fused merges the straight-line
+    # body into one; none of the counts depends on the number of elements
+    p = lambdad.loads(LOSS)
+    rng = np.random.default_rng(1)
+    point = (rng.normal(size=2), rng.normal(size=(rows, 2)), rng.normal(size=rows))
+    _, _, stats = p.value_and_grad("loss", point, strategy=strategy, stats=True)
+    assert (stats.created, stats.bodies_run) == (created, run)
+    if strategy == "factored":
+        assert created == len(trace(p, "loss", point, mode="reverse").rows)
+
+
+def test_stats_of_elements_read_in_a_loop():
+    # 4 steps of `acc + v !! i * v !! i`: two reads, a product and a sum each
+    p = lambdad.loads("def f (v : Vec) : R = fold (\\acc i -> acc + v !! i * v !! i) 0 "
+                      "(range (size v))")
+    _, _, stats = p.value_and_grad("f", np.arange(4.0), strategy="factored", stats=True)
+    assert (stats.created, stats.bodies_run) == (16, 16)
+
+
+def test_grad_cli_stats_on_an_array_program(tmp_path):
+    source = tmp_path / "g.lam"
+    source.write_text(LOSS)
+    done = _cli("grad", str(source), "loss", "--at", AT, "--stats", "--strategy", "naive")
+    assert done.returncode == 0, done.stderr
+    assert "backpropagators created: 7\nbackpropagator bodies run: 8" in done.stdout
+
+
+# ------------------------------------------------------------------ the fuzzer
+
+
+@settings(max_examples=12, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@seed(3)
+@given(testing.array_cases())
+def test_random_array_programs_keep_every_property(case):
+    generated, point = case
+    assert any(t == VEC for _, t in generated.params)
+    try:
+        testing.check_properties(generated, point, lambdad.loads)
+    except testing.PointRejected:
+        pass
+
+
+def test_the_round_trip_compares_terms_up_to_what_the_type_checker_elaborates():
+    elaborated = parse_module("def f (v : Vec) : R = sum (v * v) + v @ v", "<f>")
+    infer_module(elaborated)  # (`*` of Vecs becomes the elementwise product, in place)
+    printed = print_module(elaborated)
+    plain = parse_module(printed, "<f>")
+    other = parse_module(printed.replace("v * v", "v + v"), "<f>")
+    assert elaborated.decls[0].value != plain.decls[0].value
+    assert testing.same_up_to_elaboration(elaborated.decls[0].value, plain.decls[0].value)
+    assert not testing.same_up_to_elaboration(elaborated.decls[0].value, other.decls[0].value)
+
+
+def test_fuzz_draws_array_programs_and_reports_them():
+    report = testing.fuzz(lambdad.loads, count=8, seed=2, jobs=1)
+    assert report.ok, report.render()
+    assert report.arrays > 0
+    assert f"; {report.arrays} of them array programs" in report.render()
+
+
+def test_fuzz_finds_a_wrong_array_derivative(monkeypatch):
+    total = PRIMITIVES["sum"]
+    broken = attrs.evolve(total, rule=attrs.evolve(total.rule,
+                                                   cotangent="x_ (spread x (2 * a))"))
+    monkeypatch.setattr(rules, "_ARRAY_RULES", {})
+    rules.array_rule_term(broken, rules.BACKPROPAGATOR)
+    report = testing.fuzz(lambdad.loads, count=10, seed=0, jobs=1, shrink_seconds=5.0)
+    assert not report.ok
+    assert report.failure.prop in ("modes agree", "finite differences", "in-language AD")
+    assert "Vec" in report.failure.source and "sum" in report.failure.source

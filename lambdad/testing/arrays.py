@@ -1,0 +1,184 @@
+"""Random well-typed array programs (LANGUAGE.md section 9), a hypothesis strategy.
+
+A program is one definition ``def f (w1 : Vec) ... : R`` of one to three ``Vec``
+parameters, sometimes an ``R`` and a ``Mat`` parameter too, all arrays of one length
+:data:`ARRAY_LENGTH` (a ``Mat`` is square), so every operation's shapes fit.  Its body is
+built by type (``Vec`` or ``R``) from the array operations: elementwise arithmetic with
+scalar broadcasting, the bounded smooth real functions elementwise, ``exp`` of a bounded
+argument, ``log``, ``sqrt`` and ``/`` kept inside their domains (``log (1 + e * e)``,
+``e / (2 + cos e')``), reductions (``sum``, ``mean``, ``logsumexp``), ``dot`` and ``@`` of
+every rank, ``transpose``, rows and elements read by ``!!`` (in a ``fold`` too: sparse
+cotangents), ``slice`` and ``concatenate``, the round trip through lists (``array (map ...
+(tolist e))``) and ``let`` with sharing.  Well-typed by construction: each production
+makes the type it is asked for from sub-terms of the types it needs.  Smooth everywhere
+(no kinks), inputs in ``[-1, 1]``: the properties' finite differences can judge them.
+
+The result is a :class:`~lambdad.testing.generate.GeneratedProgram`, so every property of
+:mod:`.properties` applies to it; :func:`array_cases` draws a program and a point (NumPy
+arrays).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..parser import parse_module
+from ..syntax import MAT, REAL, VEC
+from .generate import GeneratedProgram
+
+ARRAY_LENGTH = 3
+"""The length of every array input (a Mat is ARRAY_LENGTH x ARRAY_LENGTH)."""
+
+_SMOOTH = ("sin", "cos", "tanh", "sigmoid", "atan")
+"""Bounded real functions, smooth everywhere: applied elementwise to any argument."""
+
+
+class _Writer:
+    """Source text of terms of type ``Vec`` or ``R`` over the variables in scope."""
+
+    def __init__(self, draw: Any, vectors: list[str], reals: list[str], matrix: str | None):
+        self.draw = draw
+        self.vectors = vectors
+        self.reals = reals
+        self.matrix = matrix
+        self.lets = 0
+
+    def pick(self, items: list[Any]) -> Any:
+        return items[self.draw(st.integers(0, len(items) - 1))]
+
+    def vec(self, depth: int) -> str:
+        """A term of type Vec (of length ARRAY_LENGTH)."""
+        options = ["var"] * 2
+        if depth > 0:
+            options += ["binary", "binary", "scale", "shift", "smooth", "exp", "log", "sqrt",
+                        "divide", "square", "slice", "lists"]
+            if self.matrix is not None:
+                # (not yet "row", `m !! i`: the printed ←D of a row read does not type-check,
+                # its backpropagator's parameter taken to be a real instead of a Vec)
+                options += ["matvec", "vecmat", "transposed"]
+        kind = self.pick(options)
+        d = depth - 1
+        if kind == "var":
+            return self.pick(self.vectors)
+        if kind == "binary":
+            return f"({self.vec(d)} {self.pick(['+', '-', '*'])} {self.vec(d)})"
+        if kind == "scale":
+            return f"({self.real(d)} * {self.vec(d)})"
+        if kind == "shift":
+            return f"({self.vec(d)} + {self.real(d)})"
+        if kind == "smooth":
+            return f"{self.pick(list(_SMOOTH))} ({self.vec(d)})"
+        if kind == "exp":
+            return f"exp (tanh ({self.vec(d)}))"
+        if kind == "log":
+            a = self.vec(d)
+            return f"log (1 + {a} * {a})"
+        if kind == "sqrt":
+            return f"sqrt (1 + {self.vec(d)} ^ 2)"
+        if kind == "divide":
+            return f"({self.vec(d)} / (2 + cos ({self.vec(d)})))"
+        if kind == "square":
+            return f"({self.vec(d)} ^ 2)"
+        if kind == "slice":
+            lo = self.pick(list(range(ARRAY_LENGTH + 1)))
+            return f"slice (concatenate ({self.vec(d)}) ({self.vec(d)})) {lo} {lo + ARRAY_LENGTH}"
+        if kind == "lists":
+            return f"array (map (\\t -> t * sin t) (tolist ({self.vec(d)})))"
+        if kind == "matvec":
+            return f"tanh ({self.matrix} @ {self.vec(d)})"
+        if kind == "vecmat":
+            return f"tanh ({self.vec(d)} @ {self.matrix})"
+        if kind == "transposed":
+            return f"tanh (transpose {self.matrix} @ {self.vec(d)})"
+        # a row of the matrix
+        return f"({self.matrix} !! {self.pick(list(range(ARRAY_LENGTH)))})"
+
+    def real(self, depth: int) -> str:
+        """A term of type R."""
+        options = ["leaf"]
+        if depth > 0:
+            options += ["sum", "mean", "dot", "matmul", "logsumexp", "element", "fold",
+                        "arithmetic", "smooth"]
+        kind = self.pick(options)
+        d = depth - 1
+        if kind == "leaf":
+            if self.reals and self.draw(st.booleans()):
+                return self.pick(self.reals)
+            return self.pick(["0.5", "2", "-1.5"])
+        if kind in ("sum", "mean", "logsumexp"):
+            return f"{kind} ({self.vec(d)})"
+        if kind == "dot":
+            return f"dot ({self.vec(d)}) ({self.vec(d)})"
+        if kind == "matmul":
+            return f"({self.vec(d)} @ {self.vec(d)})"
+        if kind == "element":
+            return f"(({self.vec(d)}) !! {self.pick(list(range(ARRAY_LENGTH)))})"
+        if kind == "fold":
+            v = self.pick(self.vectors)
+            return f"fold (\\acc i -> acc + {v} !! i * {v} !! i) 0 (range (size {v}))"
+        if kind == "arithmetic":
+            return f"({self.real(d)} {self.pick(['+', '-', '*'])} {self.real(d)})"
+        return f"{self.pick(list(_SMOOTH))} ({self.real(d)})"
+
+    def body(self, depth: int) -> str:
+        """The definition's body (of type R): a few ``let``s of Vecs, then a real."""
+        lets = []
+        for _ in range(self.draw(st.integers(0, 2))):
+            self.lets += 1
+            name = f"y{self.lets}"
+            lets.append(f"let {name} = {self.vec(depth - 1)} in\n  ")
+            self.vectors.append(name)
+        options = ["sum", "mean", "dot", "logsumexp", "mixed"]
+        kind = self.pick(options)
+        if kind == "mixed":
+            result = f"{self.real(depth)} + sum ({self.vec(depth - 1)})"
+        elif kind == "dot":
+            result = f"dot ({self.vec(depth - 1)}) ({self.vec(depth - 1)})"
+        else:
+            result = f"{kind} ({self.vec(depth - 1)})"
+        return "".join(lets) + result
+
+
+@st.composite
+def array_programs(draw: Any, max_depth: int = 3) -> GeneratedProgram:
+    """Strategy: a random array program (see the module docstring), as a
+    :class:`~lambdad.testing.generate.GeneratedProgram` named ``f``."""
+    vectors = [f"w{i + 1}" for i in range(draw(st.integers(1, 3)))]
+    params = [(name, VEC) for name in vectors]
+    reals = ["r1"] if draw(st.booleans()) else []
+    params += [(name, REAL) for name in reals]
+    matrix = "m1" if draw(st.booleans()) else None
+    if matrix is not None:
+        params.append((matrix, MAT))
+    writer = _Writer(draw, list(vectors), reals, matrix)
+    body = writer.body(draw(st.integers(1, max_depth)))
+    header = " ".join(f"({name} : {'Vec' if t == VEC else 'Mat' if t == MAT else 'R'})"
+                      for name, t in params)
+    text = f"def f {header} : R =\n  {body}\n"
+    return GeneratedProgram(parse_module(text, "<generated>"), "f", tuple(params))
+
+
+def array_points_for(generated: GeneratedProgram) -> st.SearchStrategy:
+    """Strategy: a point for an array program: NumPy arrays (and reals) in ``[-1, 1]``, a
+    tuple of them when it has several parameters."""
+    unit = st.floats(-1.0, 1.0, allow_nan=False, allow_infinity=False)
+
+    def of(t: Any) -> st.SearchStrategy:
+        if t == REAL:
+            return unit
+        shape = (ARRAY_LENGTH,) * (1 if t == VEC else 2)
+        size = ARRAY_LENGTH ** len(shape)
+        return st.lists(unit, min_size=size, max_size=size).map(
+            lambda xs: np.array(xs, dtype=np.float64).reshape(shape))
+
+    parts = [of(t) for _, t in generated.params]
+    return parts[0] if len(parts) == 1 else st.tuples(*parts)
+
+
+def array_cases(max_depth: int = 3) -> st.SearchStrategy:
+    """Strategy: ``(program, point)`` pairs of array programs."""
+    return array_programs(max_depth=max_depth).flatmap(
+        lambda g: st.tuples(st.just(g), array_points_for(g)))
