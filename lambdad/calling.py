@@ -21,7 +21,7 @@ import attrs
 
 from . import arraylib
 from .errors import DomainError, EvalError, LambdadError, Span, UsageError
-from .primitives import FST, SND
+from .primitives import FROM_LIST, FROM_ROWS, FST, SND
 from .printer import print_type
 from .rules import number, real
 from .syntax import (
@@ -678,6 +678,12 @@ def point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
         return Pair(point_term(value[0], on_real), point_term(value[1], on_real))
     if type(value) is list:
         return ListLit(tuple(point_term(v, on_real) for v in value))
+    if type(value) is arraylib.ARRAY:  # `array [..]`, `matrix [[..], ..]`
+        items = value.tolist()
+        if value.ndim == 1:
+            return FROM_LIST.applied(ListLit(tuple(map(on_real, items))))
+        return FROM_ROWS.applied(ListLit(tuple(
+            ListLit(tuple(map(on_real, row))) for row in items)))
     raise UsageError("a point containing a function cannot be written as a program")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from .arraylib import all_finite
 from .calling import (
     argument_names,
+    argument_type,
     arguments_covered,
     curried_parts,
     finite_reals,
@@ -29,6 +30,7 @@ from .calling import (
     real_inputs,
     real_point,
     real_term,
+    with_arrays,
 )
 from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals, is_real, map_value
 from .errors import DifferentiationError, EvalError, UsageError
@@ -293,6 +295,7 @@ class Derivatives:
             raise UsageError("--wrt needs the name of at least one parameter")
         value = owner._as_value(point)
         k = arguments_covered(name, owner._scheme(name).type, value)
+        value = with_arrays(value, argument_type(owner._scheme(name).type, k))
         names = argument_names(owner.decls[name].value, k)
         parts = curried_parts(value, k)
         chosen: list[int] = []

@@ -82,7 +82,7 @@ from .probing import (
     sample_value,
     with_real,
 )
-from .syntax import tuple_type, RealT, Type
+from .syntax import tuple_type, ArrayT, RealT, Type, walk
 from .arraylib import ARRAY
 from .differentiate import is_real, map_value
 from .values import SUMMARY_ELEMENTS, array_summary, format_value
@@ -717,6 +717,11 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     problems: list[str] = []
     for name in names:
         params = _require_checkable(program, name)
+        if any(isinstance(node, ArrayT) for p in params for node in walk(p)):
+            raise UsageError(f"`check --order 2` does not take array programs yet (`{name}` "
+                             f"has type {program.typing.schemes[name]}): not every "
+                             "composition of the modes differentiates arrays twice; "
+                             "`check` (first order) does")
         if point is not None:
             value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))

@@ -279,8 +279,8 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
 
 def _unit(r: Any, one: bool) -> Any:
     """A tangent of the input ``r``: 1 (all ones, for an array) when ``one``, else 0."""
-    if type(r) is ARRAY:
-        return r * 0.0 + 1.0 if one else r * 0.0
+    if type(r) is ARRAY:  # (+ 0.0: no -0 where r is negative)
+        return r * 0.0 + (1.0 if one else 0.0)
     return 1.0 if one else 0.0
 
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, seed, settings
 import lambdad
 from lambdad import gradcheck, rules, testing
 from lambdad import graph as graphs
+from lambdad.errors import LambdadError
 from lambdad.parser import parse_module
 from lambdad.primitives import PRIMITIVES
 from lambdad.printer import print_module
@@ -305,3 +306,26 @@ def test_fuzz_finds_a_wrong_array_derivative(monkeypatch):
     assert not report.ok
     assert report.failure.prop in ("modes agree", "finite differences", "in-language AD")
     assert "Vec" in report.failure.source and "sum" in report.failure.source
+
+
+def test_check_and_grad_with_respect_to_some_array_parameters(program, tmp_path):
+    report = gradcheck.check(program, "loss", point=AT, wrt=["x"])
+    assert report.ok, report.render()
+    assert [row.path for row in report.functions[0].checks[0].rows] == [
+        "x[0][0]", "x[0][1]", "x[1][0]", "x[1][1]"]
+    _, gradient = program.value_and_grad("loss", AT, wrt=["w", "y"])
+    _, (gw, _, gy) = _reference(*POINT)
+    assert np.allclose(gradient[0], gw) and np.allclose(gradient[1], gy)
+
+
+def test_second_order_checks_refuse_array_programs_plainly(program):
+    with pytest.raises(LambdadError) as caught:
+        gradcheck.check_second_order(program, "loss", point=AT)
+    assert "does not take array programs yet" in caught.value.message
+
+
+def test_forward_graph_of_an_array_program_shows_unit_tangents_without_signed_zeros(program):
+    g = graphs.graph_of(trace(program, "loss", POINT, mode="forward"))
+    w = next(node for node in g.nodes if node.id == "in1")
+    assert w.lines[2] == "tangent Vec[2] [1, 1], Vec[2] [0, 0], Vec[2] [0, 0]"
+    assert w.title.endswith("tangent Vec[2] [1, 1], Vec[2] [0, 0], Vec[2] [0, 0]")

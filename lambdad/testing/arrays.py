@@ -53,7 +53,7 @@ class _Writer:
         """A term of type Vec (of length ARRAY_LENGTH)."""
         options = ["var"] * 2
         if depth > 0:
-            options += ["binary", "binary", "scale", "shift", "smooth", "exp", "log", "sqrt",
+            options += ["binary", "binary", "scale", "shift", "smooth", "exponential", "logarithm", "root",
                         "divide", "square", "slice", "lists"]
             if self.matrix is not None:
                 # (not yet "row", `m !! i`: the printed ←D of a row read does not type-check,
@@ -71,12 +71,12 @@ class _Writer:
             return f"({self.vec(d)} + {self.real(d)})"
         if kind == "smooth":
             return f"{self.pick(list(_SMOOTH))} ({self.vec(d)})"
-        if kind == "exp":
+        if kind == "exponential":
             return f"exp (tanh ({self.vec(d)}))"
-        if kind == "log":
+        if kind == "logarithm":
             a = self.vec(d)
             return f"log (1 + {a} * {a})"
-        if kind == "sqrt":
+        if kind == "root":
             return f"sqrt (1 + {self.vec(d)} ^ 2)"
         if kind == "divide":
             return f"({self.vec(d)} / (2 + cos ({self.vec(d)})))"
