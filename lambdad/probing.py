@@ -248,15 +248,28 @@ def moving_magnitude(plus: Probe, minus: Probe) -> float:
     return biggest
 
 
-def _same(x: Any, y: Any) -> bool:
-    if type(x) is ARRAY or type(y) is ARRAY:
-        return x is y or (type(x) is type(y) and x.shape == y.shape and bool((x == y).all()))
-    return x == y
-
-
 def _same_args(xs: tuple, ys: tuple) -> bool:
-    """Whether two primitive evaluations had the same arguments (arrays elementwise)."""
-    return len(xs) == len(ys) and all(_same(x, y) for x, y in zip(xs, ys))
+    """Whether two primitive evaluations had the same arguments (arrays elementwise, also
+    inside lists and pairs).  Iterative."""
+    try:
+        return bool(xs == ys)  # (no array among them, or one-element arrays)
+    except ValueError:  # an array compared elementwise: the slow way
+        pass
+    stack = [(xs, ys)]
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        if type(x) is ARRAY or type(y) is ARRAY:
+            if not (type(x) is type(y) and x.shape == y.shape and bool((x == y).all())):
+                return False
+        elif type(x) is tuple or type(x) is list:
+            if type(x) is not type(y) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif x != y:
+            return False
+    return True
 
 
 class Prober:

@@ -196,10 +196,12 @@ def test_check_samples_the_elements_of_large_arrays_and_says_so(program):
 
 def test_check_samples_array_points_of_its_own():
     p = lambdad.loads("def f (v : Vec) (m : Mat) : R = sum (tanh (m @ v)) + logsumexp v\n"
-                      "def g (v : Vec) : R = sum (relu v * v) + maximum (abs v)\n")
+                      "def g (v : Vec) : R = sum (relu v * v) + maximum (abs v)\n"
+                      "def h (t : Vec) (x : Vec) : R =\n"
+                      "  sum (stack (map (\\(ti : R) -> ti * x) (tolist t)) @ x)\n")
     report = gradcheck.check(p, samples=2)
     assert report.ok, report.render()
-    f, g = report.functions
+    f, g, _ = report.functions
     assert [(c.point[0].shape, c.point[1].shape) for c in f.checks] == [((3,), (3, 3))] * 2
     assert [c.point.shape for c in g.checks] == [(3,)] * 2
     assert len(f.checks[0].rows) == 3 + 9  # every element of Vec[3] and Mat[3x3]
