@@ -280,6 +280,21 @@ def test_random_array_programs_keep_every_property(case):
         pass
 
 
+@settings(max_examples=10, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@seed(4)
+@given(testing.array_cases(matrices=True))
+def test_random_programs_of_matrices_run_and_differentiate_right(case):
+    # (not yet the `types` property: the ←D of several operations making Mats, printed,
+    # does not type-check again, e.g. `def f (m : Mat) : R = sum (m * m)`)
+    generated, point = case
+    wanted = [p for p in testing.PROPERTIES if p not in ("types", "nested programs")]
+    try:
+        testing.check_properties(generated, point, lambdad.loads, wanted)
+    except testing.PointRejected:
+        pass
+
+
 def test_the_round_trip_compares_terms_up_to_what_the_type_checker_elaborates():
     elaborated = parse_module("def f (v : Vec) : R = sum (v * v) + v @ v", "<f>")
     infer_module(elaborated)  # (`*` of Vecs becomes the elementwise product, in place)

@@ -7,9 +7,10 @@ built by type (``Vec`` or ``R``) from the array operations: elementwise arithmet
 scalar broadcasting, the bounded smooth real functions elementwise, ``exp`` of a bounded
 argument, ``log``, ``sqrt`` and ``/`` kept inside their domains (``log (1 + e * e)``,
 ``e / (2 + cos e')``), reductions (``sum``, ``mean``, ``logsumexp``), ``dot`` and ``@`` of
-every rank, ``transpose``, rows and elements read by ``!!`` (in a ``fold`` too: sparse
-cotangents), ``slice`` and ``concatenate``, the round trip through lists (``array (map ...
-(tolist e))``) and ``let`` with sharing.  Well-typed by construction: each production
+every rank, ``transpose``, ``flatten``, reductions per row (and, with ``matrices``, Mats
+made by ``outer``, ``stack``, ``reshape``, elementwise operations and ``@``), elements read by ``!!`` (in a ``fold`` too: sparse cotangents),
+``slice`` and ``concatenate``, the round trip through lists (``array (map ... (tolist
+e))``) and ``let`` with sharing.  Well-typed by construction: each production
 makes the type it is asked for from sub-terms of the types it needs.  Smooth everywhere
 (no kinks), inputs in ``[-1, 1]``: the properties' finite differences can judge them.
 
@@ -39,8 +40,10 @@ _SMOOTH = ("sin", "cos", "tanh", "sigmoid", "atan")
 class _Writer:
     """Source text of terms of type ``Vec`` or ``R`` over the variables in scope."""
 
-    def __init__(self, draw: Any, vectors: list[str], reals: list[str], matrix: str | None):
+    def __init__(self, draw: Any, vectors: list[str], reals: list[str], matrix: str | None,
+                 matrices: bool = False):
         self.draw = draw
+        self.matrices = matrices
         self.vectors = vectors
         self.reals = reals
         self.matrix = matrix
@@ -53,12 +56,12 @@ class _Writer:
         """A term of type Vec (of length ARRAY_LENGTH)."""
         options = ["var"] * 2
         if depth > 0:
-            options += ["binary", "binary", "scale", "shift", "smooth", "exponential", "logarithm", "root",
-                        "divide", "square", "slice", "lists"]
-            if self.matrix is not None:
-                # (not yet "row", `m !! i`: the printed ←D of a row read does not type-check,
-                # its backpropagator's parameter taken to be a real instead of a Vec)
-                options += ["matvec", "vecmat", "transposed"]
+            options += ["binary", "binary", "scale", "shift", "smooth", "exponential",
+                        "logarithm", "root", "divide", "square", "slice", "lists"]
+            if self.matrix is not None or self.matrices:
+                options += ["matvec", "vecmat", "transposed", "per_row", "flattened"]
+            if self.matrices:
+                options.append("row")
         kind = self.pick(options)
         d = depth - 1
         if kind == "var":
@@ -88,13 +91,55 @@ class _Writer:
         if kind == "lists":
             return f"array (map (\\t -> t * sin t) (tolist ({self.vec(d)})))"
         if kind == "matvec":
-            return f"tanh ({self.matrix} @ {self.vec(d)})"
+            return f"tanh ({self.mat(d)} @ {self.vec(d)})"
         if kind == "vecmat":
-            return f"tanh ({self.vec(d)} @ {self.matrix})"
+            return f"tanh ({self.vec(d)} @ {self.mat(d)})"
+        if kind == "per_row":
+            reduction = self.pick(["sum_rows", "logsumexp_rows"]
+                                  + (["sum_cols"] if self.matrices else []))
+            return f"{reduction} ({self.mat(d)})"
+        if kind == "flattened":
+            lo = ARRAY_LENGTH * self.pick(list(range(ARRAY_LENGTH)))
+            return f"slice (flatten ({self.mat(d)})) {lo} {lo + ARRAY_LENGTH}"
         if kind == "transposed":
-            return f"tanh (transpose {self.matrix} @ {self.vec(d)})"
-        # a row of the matrix
-        return f"({self.matrix} !! {self.pick(list(range(ARRAY_LENGTH)))})"
+            return f"tanh (transpose ({self.mat(d)}) @ {self.vec(d)})"
+        # a row of a matrix
+        return f"(({self.mat(d)}) !! {self.pick(list(range(ARRAY_LENGTH)))})"
+
+    def mat(self, depth: int) -> str:
+        """A term of type Mat (ARRAY_LENGTH x ARRAY_LENGTH): the Mat parameter, or (with
+        ``matrices``) an operation making one."""
+        if not self.matrices:
+            return self.matrix
+        options = ["var"] * 2 if self.matrix is not None else []
+        options.append("outer")
+        if depth > 0:
+            options += ["binary", "broadcast", "scale", "smooth", "transpose", "stack",
+                        "reshape", "product"]
+        kind = self.pick(options)
+        d = depth - 1
+        if kind == "var":
+            return self.matrix
+        if kind == "outer":
+            return f"outer ({self.vec(d)}) ({self.vec(d)})"
+        if kind == "binary":
+            return f"({self.mat(d)} {self.pick(['+', '-', '*'])} {self.mat(d)})"
+        if kind == "broadcast":  # a Vec against each row
+            if self.draw(st.booleans()):
+                return f"({self.mat(d)} + {self.vec(d)})"
+            return f"({self.vec(d)} * {self.mat(d)})"
+        if kind == "scale":
+            return f"({self.real(d)} * {self.mat(d)})"
+        if kind == "smooth":
+            return f"{self.pick(list(_SMOOTH))} ({self.mat(d)})"
+        if kind == "transpose":
+            return f"transpose ({self.mat(d)})"
+        if kind == "stack":
+            return "stack [" + ", ".join(self.vec(d) for _ in range(ARRAY_LENGTH)) + "]"
+        if kind == "reshape":
+            return (f"reshape (concatenate ({self.vec(d)}) (concatenate ({self.vec(d)}) "
+                    f"({self.vec(d)}))) {ARRAY_LENGTH} {ARRAY_LENGTH}")
+        return f"tanh ({self.mat(d)} @ {self.mat(d)})"
 
     def real(self, depth: int) -> str:
         """A term of type R."""
@@ -143,9 +188,14 @@ class _Writer:
 
 
 @st.composite
-def array_programs(draw: Any, max_depth: int = 3) -> GeneratedProgram:
+def array_programs(draw: Any, max_depth: int = 3, matrices: bool = False) -> GeneratedProgram:
     """Strategy: a random array program (see the module docstring), as a
-    :class:`~lambdad.testing.generate.GeneratedProgram` named ``f``."""
+    :class:`~lambdad.testing.generate.GeneratedProgram` named ``f``.  With ``matrices``,
+    terms of type Mat are built too (``outer``, elementwise operations and functions of
+    Mats, a Vec broadcast against rows, ``transpose``, ``stack``, ``reshape``, ``@`` of two
+    Mats, ``sum_cols``, rows read by ``m !! i``); without, the only Mat is the Mat
+    parameter: the ←D of several of those operations does not type-check yet (its printed
+    program would not load again), though it runs."""
     vectors = [f"w{i + 1}" for i in range(draw(st.integers(1, 3)))]
     params = [(name, VEC) for name in vectors]
     reals = ["r1"] if draw(st.booleans()) else []
@@ -153,7 +203,7 @@ def array_programs(draw: Any, max_depth: int = 3) -> GeneratedProgram:
     matrix = "m1" if draw(st.booleans()) else None
     if matrix is not None:
         params.append((matrix, MAT))
-    writer = _Writer(draw, list(vectors), reals, matrix)
+    writer = _Writer(draw, list(vectors), reals, matrix, matrices)
     body = writer.body(draw(st.integers(1, max_depth)))
     header = " ".join(f"({name} : {'Vec' if t == VEC else 'Mat' if t == MAT else 'R'})"
                       for name, t in params)
@@ -178,7 +228,8 @@ def array_points_for(generated: GeneratedProgram) -> st.SearchStrategy:
     return parts[0] if len(parts) == 1 else st.tuples(*parts)
 
 
-def array_cases(max_depth: int = 3) -> st.SearchStrategy:
-    """Strategy: ``(program, point)`` pairs of array programs."""
-    return array_programs(max_depth=max_depth).flatmap(
+def array_cases(max_depth: int = 3, matrices: bool = False) -> st.SearchStrategy:
+    """Strategy: ``(program, point)`` pairs of array programs (``matrices`` as for
+    :func:`array_programs`)."""
+    return array_programs(max_depth=max_depth, matrices=matrices).flatmap(
         lambda g: st.tuples(st.just(g), array_points_for(g)))
