@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
+from itertools import islice, product
 from typing import Any
 
 import attrs
 
 from . import arraylib
 from .errors import DomainError, EvalError, LambdadError, Span, UsageError
-from .primitives import FST, SND
+from .primitives import FROM_LIST, FROM_ROWS, FST, SND
 from .printer import print_type
 from .rules import number, real
 from .syntax import (
@@ -648,12 +648,14 @@ def argument_names(definition: Term, k: int) -> list[str]:
             for i in range(k)]
 
 
-def input_names(definition: Term, value: Any, k: int) -> list[str]:
+def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
+                ) -> list[str]:
     """A name for each real of the point ``value`` giving ``k`` arguments of the function
     ``definition``, left to right, as the user wrote it: the parameter's name, with
     ``.0``/``.1`` for pair components (a tuple named flat: ``.0, .1, .2`` for a triple) and
-    ``[i]`` for list elements (``w.1[2]``); a component that a pattern parameter names
-    (``\\(a, b) ->``) has that name."""
+    ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a component that
+    a pattern parameter names (``\\(a, b) ->``) has that name.  With ``whole_arrays``, an
+    array is named once, as a whole (``m``)."""
     _, components = parameter_names(definition)
     roots = argument_names(definition, k)
     names: list[str] = []
@@ -662,8 +664,11 @@ def input_names(definition: Term, value: Any, k: int) -> list[str]:
                                                                     roots)))]
     while stack:
         v, path, bound = stack.pop()
-        if type(v) is float:
+        if type(v) is float or (whole_arrays and type(v) is arraylib.ARRAY):
             names.append(path)
+        elif type(v) is arraylib.ARRAY:
+            names.extend(path + "".join(f"[{i}]" for i in at) 
+                         for at in product(*map(range, v.shape)))
         elif type(v) is tuple and bound in components:
             first, second = components[bound]
             stack.extend(((v[1], _component_path(path, second, ".1"), second),
@@ -725,6 +730,12 @@ def point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
         return Pair(point_term(value[0], on_real), point_term(value[1], on_real))
     if type(value) is list:
         return ListLit(tuple(point_term(v, on_real) for v in value))
+    if type(value) is arraylib.ARRAY:  # `array [..]`, `matrix [[..], ..]`
+        items = value.tolist()
+        if value.ndim == 1:
+            return FROM_LIST.applied(ListLit(tuple(map(on_real, items))))
+        return FROM_ROWS.applied(ListLit(tuple(
+            ListLit(tuple(map(on_real, row))) for row in items)))
     raise UsageError("a point containing a function cannot be written as a program")
 
 
