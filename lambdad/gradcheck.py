@@ -351,8 +351,26 @@ def _array_name(element: str) -> str:
     return re.sub(r"(\[\d+\])+$", "", element)
 
 
+def shape_example(program: Any, input_type: Type) -> Any:
+    """For a function whose input type ``input_type`` holds arrays: the value of the first
+    of the program's own definitions of that type (its initial weights, say), whose shapes
+    the sampled points take (a function of arrays may only fit the shapes of its data);
+    None when there is none, or no arrays."""
+    if not any(isinstance(node, ArrayT) for node in walk(input_type)):
+        return None
+    for name in program.names():
+        scheme = program.typing.schemes.get(name)
+        if scheme is None or scheme.vars or scheme.type != input_type:
+            continue
+        try:
+            return program.value_of(name)
+        except LambdadError:
+            continue
+    return None
+
+
 def sample_point(prober: Prober, input_type: Type, seed: int, index: int,
-                 eps: float = DEFAULT_EPS, rtol: float = DEFAULT_RTOL
+                 eps: float = DEFAULT_EPS, rtol: float = DEFAULT_RTOL, like: Any = None
                  ) -> tuple[Any, _Differences] | str:
     """The ``index``-th sampled point of ``prober``'s function for ``seed`` (from a
     generator of its own, so points can be drawn in any order or in parallel), with its
@@ -367,7 +385,8 @@ def sample_point(prober: Prober, input_type: Type, seed: int, index: int,
         # Consecutive points lie in opposite orthants (signs + - + ... and - + - ...) during
         # the first third of the attempts, so both sides of `relu x` or `max x y` are seen
         # and a wrong derivative on either side is caught.
-        point = sample_value(input_type, rng, index if attempt < ATTEMPTS // 3 else None)
+        point = sample_value(input_type, rng, index if attempt < ATTEMPTS // 3 else None,
+                             like)
         try:
             differences = finite_differences(prober, point, eps, rtol)
         except ResourceError:
@@ -436,6 +455,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
     if samples < 1:
         raise UsageError("--samples needs a positive number")
     probers: dict[str, Prober] = {}
+    shapes: dict[str, Any] = {}  # for a function of arrays: a value giving the shapes
     given_up: set[str] = set()  # functions with a point not found (a serial run skips them)
 
     def sample_and_check(task: tuple[str, int]) -> PointCheck | str:
@@ -445,8 +465,10 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         if name not in probers:
             probers[name] = Prober(program, name, len(function_params(program, name)))
         prober = probers[name]
-        found = sample_point(prober, tuple_type(function_params(program, name)), seed, index,
-                             eps, rtol)
+        input_type = tuple_type(function_params(program, name))
+        if name not in shapes:
+            shapes[name] = shape_example(program, input_type)
+        found = sample_point(prober, input_type, seed, index, eps, rtol, shapes[name])
         if isinstance(found, str):
             return found
         sampled, differences = found

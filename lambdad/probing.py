@@ -177,12 +177,16 @@ def probed_positions(value: Any, seed: Any = 0
     return tuple(positions), tuple(notes)
 
 
-def sample_value(t: Type, rng: random.Random, orthant: int | None = None) -> Any:
+def sample_value(t: Type, rng: random.Random, orthant: int | None = None,
+                 like: Any = None) -> Any:
     """A random runtime value of the differentiable type ``t``: reals uniform in
-    ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items.  With an
-    ``orthant``, the signs alternate: the i-th real is positive when ``orthant + i`` is
-    even, negative otherwise (``+ - + ...`` for orthant 0, ``- + - ...`` for orthant 1)."""
-    value = _draw(t, rng)
+    ``[-SAMPLE_RANGE, SAMPLE_RANGE]``, lists of ``SAMPLE_LIST_LENGTH`` items, arrays of
+    ``SAMPLE_ARRAY_LENGTH`` elements a side — or, given a value ``like`` of ``t``, lists and
+    arrays of its lengths and shapes (a function of arrays may only take the shapes of the
+    data it computes with).  With an ``orthant``, the signs alternate: the i-th real is
+    positive when ``orthant + i`` is even, negative otherwise (``+ - + ...`` for orthant 0,
+    ``- + - ...`` for orthant 1)."""
+    value = _draw(t, rng) if like is None else _draw_like(t, like, rng)
     if orthant is None:
         return value
     reals = [abs(r) if (orthant + i) % 2 == 0 else -abs(r) for i, r in enumerate(leaves(value))]
@@ -201,6 +205,18 @@ def _draw(t: Type, rng: random.Random) -> Any:
         size = SAMPLE_ARRAY_LENGTH ** t.rank
         return _array_of([rng.uniform(-SAMPLE_RANGE, SAMPLE_RANGE) for _ in range(size)], shape)
     raise UsageError("cannot sample a point of a non-differentiable type")
+
+
+def _draw_like(t: Type, like: Any, rng: random.Random) -> Any:
+    if isinstance(t, PairT) and type(like) is tuple:
+        return (_draw_like(t.first, like[0], rng), _draw_like(t.second, like[1], rng))
+    if isinstance(t, ListT) and type(like) is list:
+        return [_draw_like(t.item, item, rng) for item in like]
+    if isinstance(t, ArrayT) and hasattr(like, "shape"):
+        size = int(like.size)
+        return _array_of([rng.uniform(-SAMPLE_RANGE, SAMPLE_RANGE) for _ in range(size)],
+                         tuple(like.shape))
+    return _draw(t, rng)
 
 
 def _array_of(reals: list[float], shape: tuple[int, ...]) -> Any:

@@ -286,3 +286,15 @@ def test_a_point_file_that_cannot_be_read_is_a_usage_error(tmp_path):
     done = _cli("grad", str(source), "lse", "--at", f"@{tmp_path / 'none.json'}")
     assert done.returncode == 2 and "no file" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_check_samples_points_of_the_shapes_of_the_programs_weights():
+    """A function of arrays fits the shapes of its data: `check` draws points shaped like
+    the program's own definition of the function's input type (its initial weights)."""
+    from lambdad import gradcheck
+    p = lambdad.loads("def data : Mat = reshape (arange 12) 4 3\n"
+                      "def initial : Vec = zeros 3\n"
+                      "def loss (w : Vec) : R = sum (tanh (data @ w))\n")
+    report = gradcheck.check(p, "loss", samples=2, seed=0)
+    assert report.ok, report.render()
+    assert len(report.functions[0].checks) == 2
