@@ -235,16 +235,18 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
     be) it is ``scalar``."""
 
     def evaluate(*args: Any) -> Any:
+        arrays = False
         for a in args:  # (runs per operation: a loop, no generator)
             kind = type(a)
             if kind is ARRAY:
-                break
-            if kind is Sparse:
+                arrays = True
+            elif kind is Sparse:
                 if ufunc is np.add:  # sparse cotangents add as they are (see Sparse)
                     return args[0] + args[1]
                 args = tuple(map(dense, args))
+                arrays = True
                 break
-        else:
+        if not arrays:
             return scalar(*args)
         if not finite:
             with np.errstate(all="ignore"):

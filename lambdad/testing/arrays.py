@@ -41,7 +41,7 @@ class _Writer:
     """Source text of terms of type ``Vec`` or ``R`` over the variables in scope."""
 
     def __init__(self, draw: Any, vectors: list[str], reals: list[str], matrix: str | None,
-                 matrices: bool = False):
+                 matrices: bool = True):
         self.draw = draw
         self.matrices = matrices
         self.vectors = vectors
@@ -188,7 +188,7 @@ class _Writer:
 
 
 @st.composite
-def array_programs(draw: Any, max_depth: int = 3, matrices: bool = False) -> GeneratedProgram:
+def array_programs(draw: Any, max_depth: int = 3, matrices: bool = True) -> GeneratedProgram:
     """Strategy: a random array program (see the module docstring), as a
     :class:`~lambdad.testing.generate.GeneratedProgram` named ``f``.  With ``matrices``,
     terms of type Mat are built too (``outer``, elementwise operations and functions of
