@@ -100,33 +100,58 @@ def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
 
 
 class Sparse:
-    """A cotangent array zero but at some positions: the sum of one-hot cotangents of an
-    array of ``shape`` (positions are row numbers of a matrix, or element numbers).
+    """A cotangent array zero but at some positions: a sum of one-hot cotangents of an
+    array of ``shape`` (a position is an element number of a Vec, a row number of a Mat).
 
-    Adding two keeps it sparse (their lists joined); adding a dense array, multiplying,
-    or any array operation makes it dense first (:func:`dense`).  NumPy never sees one:
-    ``__array_ufunc__ = None`` makes ``ndarray + sparse`` call :meth:`__radd__`."""
+    One is a single entry (``position``, ``value``) or the sum of two (``left``,
+    ``right``): adding two makes such a node, in constant time and changing neither, so
+    that n reads of elements send n entries at O(n) cost in all.  Adding a dense array,
+    multiplying, or any array operation makes it dense first (:meth:`dense`: one scatter
+    of every entry).  NumPy never sees one: ``__array_ufunc__ = None`` makes
+    ``ndarray + sparse`` call :meth:`__radd__`."""
 
-    __slots__ = ("shape", "positions", "values")
+    __slots__ = ("shape", "position", "value", "left", "right")
     __array_ufunc__ = None
 
-    def __init__(self, shape: tuple[int, ...], positions: list, values: list):
+    def __init__(self, shape: tuple[int, ...], position: int = 0, value: Any = 0.0,
+                 left: "Sparse | None" = None, right: "Sparse | None" = None):
         self.shape = shape
-        self.positions = positions
-        self.values = values
+        self.position = position
+        self.value = value
+        self.left = left
+        self.right = right
+
+    def entries(self) -> tuple[list[int], list[Any]]:
+        """Every (position, value) of the sum, as two lists (iteratively: sums nest as
+        deep as the number of entries)."""
+        positions: list[int] = []
+        values: list[Any] = []
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node.left is None:
+                positions.append(node.position)
+                values.append(node.value)
+            else:
+                stack.append(node.right)
+                stack.append(node.left)
+        return positions, values
 
     def dense(self) -> ARRAY:
         out = np.zeros(self.shape)
-        np.add.at(out, np.asarray(self.positions, dtype=np.intp), np.asarray(self.values))
+        self._scatter(out)
         return out
+
+    def _scatter(self, out: ARRAY) -> None:
+        positions, values = self.entries()
+        np.add.at(out, np.asarray(positions, dtype=np.intp), np.asarray(values))
 
     def __add__(self, other: Any) -> Any:
         if type(other) is Sparse:
-            return Sparse(self.shape, self.positions + other.positions,
-                          self.values + other.values)
+            return Sparse(self.shape, left=self, right=other)
         if type(other) is ARRAY:
             out = other.copy()
-            np.add.at(out, np.asarray(self.positions, dtype=np.intp), np.asarray(self.values))
+            self._scatter(out)
             return out
         if other == 0.0:
             return self
@@ -148,11 +173,11 @@ class Sparse:
     def __truediv__(self, other: Any) -> Any:
         return self.dense() / dense(other)
 
-    def __neg__(self) -> "Sparse":
-        return Sparse(self.shape, self.positions, [-v for v in self.values])
+    def __neg__(self) -> Any:
+        return -self.dense()
 
     def __repr__(self) -> str:
-        return f"Sparse({self.shape}, {len(self.positions)} entries)"
+        return f"Sparse({self.shape}, {len(self.entries()[0])} entries)"
 
 
 def dense(x: Any) -> Any:
@@ -210,14 +235,18 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
     be) it is ``scalar``."""
 
     def evaluate(*args: Any) -> Any:
+        arrays = False
         for a in args:  # (runs per operation: a loop, no generator)
             kind = type(a)
             if kind is ARRAY:
-                break
-            if kind is Sparse:
+                arrays = True
+            elif kind is Sparse:
+                if ufunc is np.add:  # sparse cotangents add as they are (see Sparse)
+                    return args[0] + args[1]
                 args = tuple(map(dense, args))
+                arrays = True
                 break
-        else:
+        if not arrays:
             return scalar(*args)
         if not finite:
             with np.errstate(all="ignore"):
@@ -554,7 +583,7 @@ def index(x: ARRAY, i: float) -> Any:
 def one_hot(x: ARRAY, i: float, a: Any) -> Sparse:
     """The cotangent of ``x`` that is ``a`` at position ``i`` (an element of a Vec, a row
     of a Mat) and zero elsewhere: sparse."""
-    return Sparse(x.shape, [int(i)], [dense(a)])
+    return Sparse(x.shape, int(i), dense(a))
 
 
 def slice_of(v: ARRAY, lo: float, hi: float) -> ARRAY:

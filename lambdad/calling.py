@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
+from itertools import islice, product
 from typing import Any
 
 import attrs
 
 from . import arraylib
 from .errors import DomainError, EvalError, LambdadError, Span, UsageError
-from .primitives import FST, SND
+from .primitives import FROM_LIST, FROM_ROWS, FST, SND
 from .printer import print_type
 from .rules import number, real
 from .syntax import (
@@ -146,6 +146,48 @@ def from_python(value: Any, finite: bool = True) -> Any:
     if callable(value):
         return value
     raise UsageError(f"cannot use {abridged(repr(value))} as a lambdad value")
+
+
+def point_from_file(path: str, what: str = "--at") -> Any:
+    """The point stored in the file ``path`` (``--at @FILE``), as a runtime value: a NumPy
+    ``.npy`` file holds one array, a ``.npz`` file several (a tuple of them, in the order
+    stored), any other file JSON: numbers, lists (a list of numbers fits a Vec, a list of
+    rows a Mat) and objects, whose values in order are a tuple (the parameters, named for
+    the reader: ``{"w": [0, 0], "b": 0}``).  Raises UsageError naming the file and what is
+    wrong with it."""
+    import json
+    from pathlib import Path
+
+    file = Path(path)
+    try:
+        if file.suffix == ".npy":
+            import numpy as np
+            data: Any = np.load(file, allow_pickle=False)
+        elif file.suffix == ".npz":
+            import numpy as np
+            with np.load(file, allow_pickle=False) as stored:
+                data = tuple(stored[key] for key in stored.files)
+            if len(data) == 1:
+                data = data[0]
+        else:
+            data = json.loads(file.read_text(encoding="utf-8"),
+                              object_pairs_hook=lambda pairs: tuple(v for _, v in pairs))
+    except FileNotFoundError:
+        raise UsageError(f"{what}: no file {path}") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{what}: {path}:{error.lineno}:{error.colno}: not JSON "
+                         f"({error.msg})") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{what}: cannot read a point from {path} ({error})") from None
+    if isinstance(data, tuple) and len(data) == 1:
+        data = data[0]
+    if point_too_deep(data):
+        raise UsageError(too_deep_message(what))
+    value = from_python(data)
+    bad = first_non_finite(value)
+    if bad is not None:
+        raise UsageError(f"{what}: {path} holds the non-finite real {bad!r}")
+    return value
 
 
 def _is_array_like(value: Any) -> bool:
@@ -606,12 +648,14 @@ def argument_names(definition: Term, k: int) -> list[str]:
             for i in range(k)]
 
 
-def input_names(definition: Term, value: Any, k: int) -> list[str]:
+def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
+                ) -> list[str]:
     """A name for each real of the point ``value`` giving ``k`` arguments of the function
     ``definition``, left to right, as the user wrote it: the parameter's name, with
     ``.0``/``.1`` for pair components (a tuple named flat: ``.0, .1, .2`` for a triple) and
-    ``[i]`` for list elements (``w.1[2]``); a component that a pattern parameter names
-    (``\\(a, b) ->``) has that name."""
+    ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a component that
+    a pattern parameter names (``\\(a, b) ->``) has that name.  With ``whole_arrays``, an
+    array is named once, as a whole (``m``)."""
     _, components = parameter_names(definition)
     roots = argument_names(definition, k)
     names: list[str] = []
@@ -620,8 +664,11 @@ def input_names(definition: Term, value: Any, k: int) -> list[str]:
                                                                     roots)))]
     while stack:
         v, path, bound = stack.pop()
-        if type(v) is float:
+        if type(v) is float or (whole_arrays and type(v) is arraylib.ARRAY):
             names.append(path)
+        elif type(v) is arraylib.ARRAY:
+            names.extend(path + "".join(f"[{i}]" for i in at) 
+                         for at in product(*map(range, v.shape)))
         elif type(v) is tuple and bound in components:
             first, second = components[bound]
             stack.extend(((v[1], _component_path(path, second, ".1"), second),
@@ -683,6 +730,12 @@ def point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
         return Pair(point_term(value[0], on_real), point_term(value[1], on_real))
     if type(value) is list:
         return ListLit(tuple(point_term(v, on_real) for v in value))
+    if type(value) is arraylib.ARRAY:  # `array [..]`, `matrix [[..], ..]`
+        items = value.tolist()
+        if value.ndim == 1:
+            return FROM_LIST.applied(ListLit(tuple(map(on_real, items))))
+        return FROM_ROWS.applied(ListLit(tuple(
+            ListLit(tuple(map(on_real, row))) for row in items)))
     raise UsageError("a point containing a function cannot be written as a program")
 
 

@@ -19,6 +19,7 @@ from .calling import (
     argument_type,
     with_arrays,
     argument_names,
+    argument_type,
     arguments_covered,
     curried_parts,
     finite_reals,
@@ -31,6 +32,7 @@ from .calling import (
     real_inputs,
     real_point,
     real_term,
+    with_arrays,
 )
 from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals, is_real, map_value
 from .errors import DifferentiationError, EvalError, UsageError
@@ -353,6 +355,7 @@ class Derivatives:
             raise UsageError("--wrt needs the name of at least one parameter")
         value = owner._as_value(point)
         k = arguments_covered(name, owner._scheme(name).type, value)
+        value = with_arrays(value, argument_type(owner._scheme(name).type, k))
         names = argument_names(owner.decls[name].value, k)
         parts = curried_parts(value, k)
         chosen: list[int] = []

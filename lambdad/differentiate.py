@@ -144,8 +144,9 @@ def count_reals(value: Any) -> int:
     return count
 
 
-def _zero_tangent(r: float) -> tuple[float, float]:
-    return (r, 0.0)
+def _zero_tangent(r: Any) -> tuple[Any, Any]:
+    """A captured constant under →D: its tangent is zero (of its shape, for an array)."""
+    return (r, 0.0) if type(r) is float else (r, np.zeros(r.shape))
 
 
 def value_type(value: Any) -> Type | None:

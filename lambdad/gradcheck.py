@@ -48,13 +48,15 @@ import math
 import multiprocessing
 import os
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from . import rich
-from .calling import arguments_covered, from_python, input_names, point_from_python
+from .calling import (arguments_covered, from_python, input_names, point_from_python,
+                      with_arrays)
 from .errors import LambdadError, ResourceError, UsageError
 from .limits import watch_forked
 from .probing import (
@@ -65,6 +67,7 @@ from .probing import (
     DEFAULT_RTOL,
     MIN_EPS,
     NAIVE_SECONDS,
+    SAMPLED_ELEMENTS,
     Prober,
     _Differences,
     _error_of,
@@ -77,9 +80,12 @@ from .probing import (
     leaves,
     replace_leaves,
     sample_value,
+    with_real,
 )
-from .syntax import tuple_type, RealT, Type
-from .values import format_value
+from .syntax import tuple_type, ArrayT, RealT, Type, walk
+from .arraylib import ARRAY
+from .differentiate import is_real, map_value
+from .values import SUMMARY_ELEMENTS, array_summary, format_value
 
 # The derivatives compared: "reverse" is the factored strategy (←D as the paper evaluates it).
 MODES = ("forward", "fused", "reverse", "naive")
@@ -199,11 +205,11 @@ class Report:
             if function.problem is not None:
                 out.append(f"{function.name}: not checked: {function.problem}")
             for c in function.checks:
-                out.extend(f"{c.name} at {format_value(c.point)}: {m}" for m in c.mismatches())
+                out.extend(f"{c.name} at {point_text(c.point)}: {m}" for m in c.mismatches())
                 if not c.compared:
                     why = "; ".join(n for n in c.notes if n.startswith(NOT_COMPARED)) or \
                         "finite differences not compared"
-                    out.append(f"{c.name} at {format_value(c.point)}: not checked: {why}")
+                    out.append(f"{c.name} at {point_text(c.point)}: not checked: {why}")
         return out
 
     def __str__(self) -> str:
@@ -263,6 +269,10 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
     for column, mode, strategy in (("forward", "forward", "factored"),
                                    ("fused", "reverse", "fused"),
                                    ("reverse", "reverse", "factored")):
+        if mode == "forward" and differences.sampled:
+            # one run per real: only the elements probed, not every element of a large array
+            derivatives[column] = _forward_at(program, name, point, differences.positions)
+            continue
         _, gradient = program.value_and_grad(name, point, mode=mode, strategy=strategy)
         derivatives[column] = leaves(gradient)
     naive = prober.naive_gradient(point, naive_seconds)
@@ -276,9 +286,10 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
     paths = input_names(program.decls[name].value, point, k)
     reals = leaves(point)
     rows, conflicts = [], []
-    for i, path in enumerate(paths):
+    for i, position in enumerate(differences.positions):
+        path = paths[position]
         fd, atol = differences.quotients[i], differences.atols[i]
-        ds = {mode: derivatives[mode][i] for mode in MODES}
+        ds = {mode: derivatives[mode][position] for mode in MODES}
         disagreeing = []
         compared = (differences.problem is None and differences.unresolved[i] is None
                     and _finite(fd))
@@ -308,9 +319,13 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                 continue
             if _finite(a) and _finite(b) and abs(a - b) > AGREEMENT * max(abs(a), abs(b)) + floor:
                 conflicts.append((first, second, path))
-        rows.append(Row(path, reals[i], fd, ds, worst, tuple(disagreeing), atol))
+        rows.append(Row(path, reals[position], fd, ds, worst, tuple(disagreeing), atol))
         if differences.problem is None and differences.unresolved[i] is not None:
             notes.append(f"{NOT_COMPARED} on `{path}`: {differences.unresolved[i]}")
+    if differences.sampled:
+        notes.append("finite differences on sampled elements (the rows), seeded: " + ", ".join(
+            f"{SAMPLED_ELEMENTS} of the {size} of `{_array_name(paths[start])}`"
+            for start, size in differences.sampled))
     if differences.problem is not None:
         notes.append(f"{NOT_COMPARED}: {differences.problem}")
     if differences.domain is not None:
@@ -319,8 +334,43 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
                       tuple(conflicts), rtol)
 
 
+def _forward_at(program: Any, name: str, point: Any, positions: Sequence[int]
+                ) -> list[float | None]:
+    """Forward-mode derivatives of ``name`` at ``point`` along the reals at ``positions``
+    (one dual-number run each), in a list by real (None elsewhere)."""
+    zero = replace_leaves(point, [0.0] * len(leaves(point)))
+    out: list[float | None] = [None] * len(leaves(point))
+    for position in positions:
+        _, tangent = program.jvp(name, point, with_real(zero, position, 1.0))
+        out[position] = tangent
+    return out
+
+
+def _array_name(element: str) -> str:
+    """The name of the array an element's name (``x[3][1]``) is in (``x``)."""
+    return re.sub(r"(\[\d+\])+$", "", element)
+
+
+def shape_example(program: Any, input_type: Type) -> Any:
+    """For a function whose input type ``input_type`` holds arrays: the value of the first
+    of the program's own definitions of that type (its initial weights, say), whose shapes
+    the sampled points take (a function of arrays may only fit the shapes of its data);
+    None when there is none, or no arrays."""
+    if not any(isinstance(node, ArrayT) for node in walk(input_type)):
+        return None
+    for name in program.names():
+        scheme = program.typing.schemes.get(name)
+        if scheme is None or scheme.vars or scheme.type != input_type:
+            continue
+        try:
+            return program.value_of(name)
+        except LambdadError:
+            continue
+    return None
+
+
 def sample_point(prober: Prober, input_type: Type, seed: int, index: int,
-                 eps: float = DEFAULT_EPS, rtol: float = DEFAULT_RTOL
+                 eps: float = DEFAULT_EPS, rtol: float = DEFAULT_RTOL, like: Any = None
                  ) -> tuple[Any, _Differences] | str:
     """The ``index``-th sampled point of ``prober``'s function for ``seed`` (from a
     generator of its own, so points can be drawn in any order or in parallel), with its
@@ -335,7 +385,8 @@ def sample_point(prober: Prober, input_type: Type, seed: int, index: int,
         # Consecutive points lie in opposite orthants (signs + - + ... and - + - ...) during
         # the first third of the attempts, so both sides of `relu x` or `max x y` are seen
         # and a wrong derivative on either side is caught.
-        point = sample_value(input_type, rng, index if attempt < ATTEMPTS // 3 else None)
+        point = sample_value(input_type, rng, index if attempt < ATTEMPTS // 3 else None,
+                             like)
         try:
             differences = finite_differences(prober, point, eps, rtol)
         except ResourceError:
@@ -394,7 +445,8 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
             k = arguments_covered(name, program.typing.schemes[name].type, value)
             if not isinstance(_result(program, name, k), RealT):
                 raise UsageError(f"`{name}` does not return R")
-            reports.append(FunctionReport(name, (check_point(program, name, value, eps, rtol,
+            fitted = with_arrays(value, tuple_type(function_params(program, name)[:k]))
+            reports.append(FunctionReport(name, (check_point(program, name, fitted, eps, rtol,
                                                              naive_seconds=naive_seconds),)))
         return Report(tuple(reports))
     for name in names:
@@ -403,6 +455,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
     if samples < 1:
         raise UsageError("--samples needs a positive number")
     probers: dict[str, Prober] = {}
+    shapes: dict[str, Any] = {}  # for a function of arrays: a value giving the shapes
     given_up: set[str] = set()  # functions with a point not found (a serial run skips them)
 
     def sample_and_check(task: tuple[str, int]) -> PointCheck | str:
@@ -412,8 +465,10 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         if name not in probers:
             probers[name] = Prober(program, name, len(function_params(program, name)))
         prober = probers[name]
-        found = sample_point(prober, tuple_type(function_params(program, name)), seed, index,
-                             eps, rtol)
+        input_type = tuple_type(function_params(program, name))
+        if name not in shapes:
+            shapes[name] = shape_example(program, input_type)
+        found = sample_point(prober, input_type, seed, index, eps, rtol, shapes[name])
         if isinstance(found, str):
             return found
         sampled, differences = found
@@ -523,10 +578,28 @@ def _error(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:.1e}"
 
 
+class _Summary:
+    """An array in a point's text, as its summary (``Mat[569x30] min -3 mean 0 max 3``)."""
+
+    def __init__(self, array: Any):
+        self.text = array_summary(array, _number)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def point_text(point: Any) -> str:
+    """``point`` as the language writes it, each array of more than ``SUMMARY_ELEMENTS``
+    elements shown by its shape and a summary instead."""
+    return format_value(map_value(point, is_real, lambda r: _Summary(r) if (
+        type(r) is ARRAY and r.size > SUMMARY_ELEMENTS) else r))
+
+
 def render_check(c: PointCheck) -> list[str]:
-    """The table of one point: a row per input real; ``floor`` is the absolute floor
-    ``atol_i`` and ``error`` the largest error of a mode (the module docstring)."""
-    lines = [f"{c.name} at {format_value(c.point)}: value {_number(c.value)}"]
+    """The table of one point: a row per input real (per probed element of a large array);
+    ``floor`` is the absolute floor ``atol_i`` and ``error`` the largest error of a mode
+    (the module docstring)."""
+    lines = [f"{c.name} at {point_text(c.point)}: value {_number(c.value)}"]
     headers = ["input", "finite diff.", *(MODE_TITLES[m] for m in MODES), "floor", "error"]
     table = [headers]
     for row in c.rows:
@@ -666,6 +739,11 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     problems: list[str] = []
     for name in names:
         params = _require_checkable(program, name)
+        if any(isinstance(node, ArrayT) for p in params for node in walk(p)):
+            raise UsageError(f"`check --order 2` does not take array programs yet (`{name}` "
+                             f"has type {program.typing.schemes[name]}): not every "
+                             "composition of the modes differentiates arrays twice; "
+                             "`check` (first order) does")
         if point is not None:
             value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))

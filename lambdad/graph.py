@@ -33,7 +33,8 @@ import attrs
 
 from .errors import FileAccessError, ToolError, UsageError
 from .primitives import PRIMITIVES
-from .values import format_real
+from .arraylib import ARRAY
+from .values import array_summary, format_real
 
 GRAPHVIZ_HINT = ("install Graphviz (Debian/Ubuntu: `apt-get install graphviz`, macOS: "
                  "`brew install graphviz`), or write .svg or .dot, which need no Graphviz")
@@ -110,9 +111,12 @@ class Graph:
 # ------------------------------------------------------------------ labels
 
 
-def rounded(x: float) -> str:
+def rounded(x: Any) -> str:
     """``x`` to four significant digits for a label (integral values as integers; a zero
-    is ``0`` whatever its sign, which in a picture is noise: ``0 * (0 - 1)`` is ``-0``)."""
+    is ``0`` whatever its sign, which in a picture is noise: ``0 * (0 - 1)`` is ``-0``);
+    an array as its shape and a summary (``Vec[3] [0.5, -0.25, 1]``)."""
+    if type(x) is ARRAY:
+        return array_summary(x, rounded)
     if isinstance(x, float) and x == 0.0:
         return "0"
     if isinstance(x, float) and math.isfinite(x) and not (x.is_integer() and abs(x) < 1e6):
@@ -147,11 +151,18 @@ def constant_rows(tr: "Trace") -> set[int]:
     return constant
 
 
+def exact(x: Any) -> str:
+    """``x`` in full precision for hover text (an array: its shape and a summary)."""
+    return array_summary(x) if type(x) is ARRAY else format_real(x)
+
+
 def _operand_text(row: Any, position: int, names: dict[int, str]) -> str:
     producer = row.operands[position] if position < len(row.operands) else None
     if producer in names:
         return names[producer]
     value = row.args[position]
+    if type(value) is ARRAY:
+        return f"({rounded(value)})"
     text = rounded(value) if isinstance(value, float) else str(value)
     return f"({text})" if text.startswith("-") else text
 
@@ -184,7 +195,7 @@ def graph_of(tr: "Trace", title: str = "", constants: bool = False) -> Graph:
         values = tuple(values)
         if not values:
             return []
-        show = format_real if full else rounded
+        show = exact if full else rounded
         return [f"{derivative_name} " + ", ".join(show(d) for d in values)]
 
     used = {parent for row in tr.rows for parent in row.parents}
@@ -205,7 +216,7 @@ def graph_of(tr: "Trace", title: str = "", constants: bool = False) -> Graph:
         first = names[index] if names[index] == name else f"{names[index]} ({name})"
         nodes.append(Node(ids[index],
                           (first, f"value {rounded(value)}", *derivative_lines(derivs, False)),
-                          "\n".join([f"input {name}", f"value {format_real(value)}",
+                          "\n".join([f"input {name}", f"value {exact(value)}",
                                       *derivative_lines(derivs, True)]),
                           "input", names[index]))
     for row in shown:
@@ -218,7 +229,7 @@ def graph_of(tr: "Trace", title: str = "", constants: bool = False) -> Graph:
                           (f"{names[row.index]} = {operation}", f"value {rounded(row.value)}",
                            *derivative_lines(row.derivatives, False)),
                           "\n".join([f"{source}{where}".strip() or operation,
-                                      f"value {format_real(row.value)}",
+                                      f"value {exact(row.value)}",
                                       *derivative_lines(row.derivatives, True)]),
                           kind, names[row.index]))
         ordered = row.primitive and not PRIMITIVES[row.primitive].commutative

@@ -16,6 +16,7 @@ import attrs
 
 from . import rich
 from .calling import (
+    point_from_file,
     with_arrays,
     argument_type,
     arguments_covered,
@@ -571,6 +572,11 @@ class Program:
             raise UsageError(f"{what}: the point contains the non-finite real {bad!r}; "
                              "every coordinate must be a finite number")
         return value
+
+    def point_from_file(self, path: str, what: str = "--at") -> Any:
+        """The point stored in the file ``path`` (JSON, ``.npy`` or ``.npz``; see
+        :func:`lambdad.calling.point_from_file`); raises UsageError."""
+        return point_from_file(path, what)
 
     def _as_value(self, point: Any) -> Any:
         """Python data (or an already parsed runtime value) as a runtime value."""

@@ -1053,6 +1053,8 @@ LENGTH = PRIMITIVES["length"]
 RANGE = PRIMITIVES["range"]
 SPREAD = PRIMITIVES["spread"]
 SUM_TO = PRIMITIVES["sum_to"]
+FROM_LIST = PRIMITIVES["array"]
+FROM_ROWS = PRIMITIVES["matrix"]
 
 # Names of the target language's linear constructs; like NAMED, a local binding shadows them.
 LINEAR_NAMES = ("zero", "seed", "cotangent")

@@ -5,12 +5,17 @@ interpreter has no trace mode.  A row is one evaluation of a source primitive: i
 value, and its tangent (forward mode: one column per input real, as n dual-number runs) or
 its adjoint (reverse mode: the cotangent its backpropagator's body received).
 
+A value may be an array (``Vec``, ``Mat``): an array operation is one row, its value, tangent
+and adjoint whole arrays, shown by their shape and a summary (:func:`values.array_summary`);
+an array input is one input row, and a forward trace's column for it is the derivative in
+the direction of all ones in that array (the sum of its elements' columns).
+
 Rows are found by the shape of the transformations' output: the rule for a primitive
-application ends in a pair ``(f(x1..xk), tangent)`` or ``(f(x1..xk), \\a -o ...)`` (possibly
+application (of reals or of arrays) ends in a pair ``(f(x1..xk), tangent)`` or ``(f(x1..xk), \\a -o ...)`` (possibly
 ``let r = f(x1..xk) in (r, ...)``) carrying the source primitive's span; the ``Prim`` node
 in its first component is the primal operation of the row.  Data dependencies between rows
-(for level numbering and graph edges) are the identity of the float objects flowing from
-one primitive's result into another's arguments.
+(for level numbering and graph edges) are the identity of the float and array objects
+flowing from one primitive's result into another's arguments.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from typing import Any
 
 import attrs
 
+from .arraylib import ARRAY, Sparse, dense
+from .calling import input_names
 from .differentiate import Differentiator, is_real, map_value
 from . import rich
 from .errors import Span, UsageError, abridged, printable, source_line
@@ -31,7 +38,7 @@ from .runtime import Runtime
 from .syntax import (Let, Pair, Prim, RealT, Term, Var, VarT, is_differentiable,
                      walk)
 from .tape import BackpropCreated, BackpropRun
-from .values import PrimEvent, format_real
+from .values import SCALAR_TYPES, PrimEvent, array_summary, format_real
 
 
 @attrs.define
@@ -42,9 +49,9 @@ class Row:
     symbol: str
     span: Span | None
     args: tuple[Any, ...]
-    value: float
+    value: Any  # a float, or an array
     parents: tuple[int, ...]  # row indices (inputs are negative: v-1, v0, ...)
-    derivatives: list[float] = attrs.field(factory=list)
+    derivatives: list[Any] = attrs.field(factory=list)
     primitive: str = ""  # the table entry's name
     # per argument: the row index that produced it, or None for a constant operand
     operands: tuple[int | None, ...] = ()
@@ -55,11 +62,12 @@ class Row:
 @attrs.frozen
 class Trace:
     """The rows of one evaluation, the input names and values, and what the derivative
-    columns mean (``"tangent"`` columns per input, or ``"adjoint"``)."""
+    columns mean (``"tangent"`` columns per input, or ``"adjoint"``).  An input is a real
+    or a whole array."""
 
     mode: str
-    inputs: tuple[tuple[str, float], ...]
-    input_derivatives: tuple[tuple[float, ...], ...]
+    inputs: tuple[tuple[str, Any], ...]
+    input_derivatives: tuple[tuple[Any, ...], ...]
     rows: tuple[Row, ...]
     columns: tuple[str, ...]
     output: float
@@ -106,11 +114,19 @@ def _rule_sites(term: Term) -> tuple[set[int], dict[int, int]]:
         first = node.first
         if isinstance(first, Var) and first.name in lets and lets[first.name].span == node.span:
             first = lets[first.name]
-        if (isinstance(first, Prim) and PRIMITIVES[first.op].kind == "real"
+        if (isinstance(first, Prim) and PRIMITIVES[first.op].kind in _ROW_KINDS
                 and first.span is not None and first.span == node.span):
             primal.add(id(first))
             derivative_of[id(node.second)] = id(first)
     return primal, derivative_of
+
+
+_ROW_KINDS = ("real", "elementwise", "array")
+"""The kinds of primitive whose applications are rows: those with a derivative rule."""
+
+
+def _is_value(x: Any) -> bool:
+    return type(x) in SCALAR_TYPES
 
 
 class _Recorder:
@@ -143,17 +159,19 @@ class _Recorder:
         elif isinstance(event, BackpropRun):
             row = self.by_stamp.get(event.stamp)
             # (a cotangent of another ring is sent in an inner level's backward phase)
-            if row is not None and type(event.cotangent) is float:
-                if row.derivatives:
-                    row.derivatives[0] += event.cotangent
+            cotangent = event.cotangent
+            if row is not None and (type(cotangent) in SCALAR_TYPES or type(cotangent) is Sparse):
+                cotangent = dense(cotangent)
+                if row.derivatives:  # (never in place: the cotangent array is shared)
+                    row.derivatives[0] = row.derivatives[0] + cotangent
                 else:
-                    row.derivatives.append(event.cotangent)
+                    row.derivatives.append(cotangent)
 
     def _on_prim(self, event: PrimEvent) -> None:
         node_id = id(event.term) if event.term is not None else None
         if node_id in self.primal:
             if self.collect_rows:
-                operands = tuple(self.producers.get(id(a)) if type(a) is float else None
+                operands = tuple(self.producers.get(id(a)) if _is_value(a) else None
                                  for a in event.args)
                 parents = tuple(p for p in operands if p is not None)
                 row = Row(len(self.rows) + 1, PRIMITIVES[event.prim.name].spelling.symbol,
@@ -212,13 +230,14 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
         strategy=strategy, on_event=recorder, max_steps=program.max_steps,
         differentiator=lambda interpreter, strategy: _TracingDifferentiator(
             interpreter, recorder, strategy)).differentiator
-    names = program.input_names(name, x)
-    leaves: list[float] = []
+    definition = program.decls[name].value
+    names = input_names(definition, x, program.arguments_covered(name, x), whole_arrays=True)
+    leaves: list[Any] = []
     map_value(x, is_real, lambda r: leaves.append(r) or r)
-    # fresh float objects so dependencies on inputs are recognised by identity
+    # fresh float and array objects so dependencies on inputs are recognised by identity
     fresh = iter([r * 1.0 for r in leaves])
     x = map_value(x, is_real, lambda _: next(fresh))
-    inputs: list[float] = []
+    inputs: list[Any] = []
     map_value(x, is_real, lambda r: inputs.append(r) or r)
     for position, value in enumerate(inputs):
         recorder.producers[id(value)] = position - len(inputs) + 1
@@ -230,11 +249,12 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
         for i in range(len(inputs)):
             recorder.cursor = 0
             position = iter(range(len(inputs)))
-            direction = map_value(x, is_real, lambda _: 1.0 if next(position) == i else 0.0)
+            direction = map_value(x, is_real, lambda r: _unit(r, next(position) == i))
             output, _ = differentiator.jvp(f, x, direction)
             recorder.collect_rows = False
-            columns.append(f"∂/∂{names[i]}")
-            input_derivatives.append(tuple(1.0 if j == i else 0.0 for j in range(len(inputs))))
+            along = "·1" if type(inputs[i]) is ARRAY else ""  # (all ones in the array)
+            columns.append(f"∂/∂{names[i]}{along}")
+            input_derivatives.append(tuple(_unit(r, j == i) for j, r in enumerate(inputs)))
         per_input = tuple(tuple(row) for row in zip(*input_derivatives)) if inputs else ()
     else:
         output, gradient = differentiator.grad(f, x)
@@ -255,6 +275,13 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     return Trace(mode, tuple(zip(names, inputs)), per_input, tuple(rows), tuple(columns),
                  float(output) if type(output) is float else output, program.file,
                  dict(program.sources))
+
+
+def _unit(r: Any, one: bool) -> Any:
+    """A tangent of the input ``r``: 1 (all ones, for an array) when ``one``, else 0."""
+    if type(r) is ARRAY:  # (+ 0.0: no -0 where r is negative)
+        return r * 0.0 + (1.0 if one else 0.0)
+    return 1.0 if one else 0.0
 
 
 def _assign_levels(rows: list[Row]) -> None:
@@ -320,7 +347,16 @@ def trace_table(tr: Trace, sources: dict[str, str] | None = None
     return header, table
 
 
-def _number(x: float) -> str:
+def _number(x: Any) -> str:
     """A table's number: a zero is ``0`` whatever its sign (``0 * (0 - 1)`` is ``-0``), a
-    sign that only says which way an underflow went."""
+    sign that only says which way an underflow went; an array by its shape and a summary
+    (``Vec[3] [0.5, -0.25, 1]``, ``Mat[30x4] min -2 mean 0.1 max 3``, elements to six
+    significant digits)."""
+    if type(x) is ARRAY or type(x) is Sparse:
+        return array_summary(dense(x) + 0.0, _element)
     return format_real(x + 0.0)
+
+
+def _element(x: float) -> str:
+    """An element of an array in a table: six significant digits (the table shows many)."""
+    return format_real(float(f"{x:.6g}"))

@@ -230,6 +230,8 @@ class _Inference(_Unifier):
         # of unknown type waits (``pending``) until they are known: the cotangent `a` of
         # `\a -o x_ (x * a)` is an array when x is one, which only a later use may tell.
         self.linear_depth = 0
+        # The parameter type of a linear abstraction paired with an array (see _pair).
+        self.cotangent_hints: dict[int, Type] = {}
         self.pending: list[tuple[Prim, Primitive, list[Type], Type]] = []
         # The linear abstractions whose parameter waits so: (its type, its ring, itself).
         self.linear_params: list[tuple[Type, Type, Term]] = []
@@ -555,8 +557,14 @@ class _Inference(_Unifier):
                 progress = True
             if not progress:
                 term, primitive, types, result = self.pending[0]
-                wanted = self._resolve(result)
-                default = wanted if isinstance(wanted, ArrayT) else REAL
+                # the widest array among the result and the known operands (the cotangent
+                # `a` of `x * a` has x's shape), else a real
+                default: Type = REAL
+                for known in (result, *types):
+                    known = self._resolve(known)
+                    if isinstance(known, ArrayT) and (
+                            not isinstance(default, ArrayT) or known.rank > default.rank):
+                        default = known
                 params = curried_params(primitive.type)
                 for k, (arg, t) in enumerate(zip(term.args, types)):
                     t = self._resolve(t)
@@ -795,6 +803,12 @@ class _Inference(_Unifier):
     def _pair(self, term: Pair) -> Step[Type]:
         """``(e1, e2)``: ``A * B``."""
         first = yield self._visit(term.first)
+        if term.second.__class__ is LinLam:
+            # (v, \a -o e), what ←D makes of an array: a value and its backpropagator,
+            # whose parameter is a cotangent of the value (AD.md section 10)
+            found = self._resolve(first)
+            if isinstance(found, ArrayT):
+                self.cotangent_hints[id(term.second)] = found
         second = yield self._visit(term.second)
         return PairT(first, second)
 
@@ -849,7 +863,7 @@ class _Inference(_Unifier):
         ring = self._fresh()
         # An array's backpropagator takes a whole cotangent array: ``Vec -o d<K>`` (AD.md
         # section 10); any other takes a scalar of the ring, ``K -o d<K>``.
-        param = self._fresh()
+        param = self.cotangent_hints.pop(id(term), None) or self._fresh()
         old = self._bind_local(term.param, param)
         self.linear_depth += 1
         try:

@@ -30,7 +30,7 @@ import attrs
 
 from .errors import Span
 from .primitives import Primitive
-from .arraylib import ARRAY, array_adjoint
+from .arraylib import ARRAY, array_adjoint, dense, shape_text
 from .syntax import ArrayT, BoolT, FunT, Lam, ListT, PairT, Prim, RealT, Type, VarT
 from .tape import Backprop, Call, Sum, Tape, ring_zero
 
@@ -272,6 +272,28 @@ def array_text(v: Any) -> str:
         return "array [" + ", ".join(map(format_real, v.tolist())) + "]"
     return "matrix [" + ", ".join(
         "[" + ", ".join(map(format_real, row)) + "]" for row in v.tolist()) + "]"
+
+
+SUMMARY_ELEMENTS = 6
+"""Arrays of at most this many elements are summarised by their elements, larger ones by
+their smallest, mean and largest element (:func:`array_summary`)."""
+
+
+def array_summary(v: Any, number: Callable[[float], str] = format_real) -> str:
+    """A short text for an array in a table or a picture: its shape and its elements when
+    it is small (``Vec[3] [0.5, -0.25, 1]``, ``Mat[2x2] [[1, 2], [3, 4]]``), else its
+    shape and the smallest, mean and largest element to four significant digits
+    (``Vec[100] min -2.31 mean 0.0127 max 2.6``).  ``number`` writes an element; a sparse
+    cotangent is summarised as the dense array it stands for."""
+    v = dense(v)
+    shape = shape_text(v)
+    if v.size <= SUMMARY_ELEMENTS:
+        if v.ndim == 1:
+            return f"{shape} [" + ", ".join(map(number, v.tolist())) + "]"
+        return f"{shape} [" + ", ".join(
+            "[" + ", ".join(map(number, row)) + "]" for row in v.tolist()) + "]"
+    low, mean, high = float(v.min()), float(v.mean()), float(v.max())
+    return f"{shape} min {low:.4g} mean {mean:.4g} max {high:.4g}"
 
 
 # Longest value text printed in full (a value may share structure: `let p = (x, x) in

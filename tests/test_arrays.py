@@ -161,7 +161,7 @@ def test_elements_read_in_a_loop_send_sparse_cotangents():
     total = one_hot(x, 3.0, 2.0)
     for i in range(5):
         total = total + one_hot(x, float(i), 1.0)
-    assert isinstance(total, Sparse) and len(total.positions) == 6
+    assert isinstance(total, Sparse) and len(total.entries()[0]) == 6
     dense = total + np.zeros(1000)
     assert dense[3] == 3.0 and dense[0] == 1.0 and dense.sum() == 7.0
 
@@ -259,3 +259,42 @@ def test_the_tutorial_classifier_trains_on_the_breast_cancer_data():
     tutorial = (Path(root) / "docs" / "tutorial.md").read_text(encoding="utf-8")
     assert done.stdout in tutorial, done.stdout
     assert "test accuracy 0.9" in done.stdout
+
+
+def test_points_read_from_json_npy_and_npz_files(tmp_path):
+    source = tmp_path / "reg.lam"
+    source.write_text(PROGRAM)
+    w, x, y = [0.5, -0.25], [[1.0, 2.0], [3.0, 4.0]], [0.0, 1.0]
+    (tmp_path / "point.json").write_text(json.dumps({"w": w, "x": x, "y": y}))
+    np.savez(tmp_path / "point.npz", w=np.array(w), x=np.array(x), y=np.array(y))
+    np.save(tmp_path / "v.npy", np.array([1.0, 2.0, 3.0]))
+    written = _cli("grad", str(source), "loss", "--at", f"({w}, {x}, {y})", "--json")
+    for name in ("point.json", "point.npz"):
+        done = _cli("grad", str(source), "loss", "--at", f"@{tmp_path / name}", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["gradient"] == json.loads(written.stdout)["gradient"]
+    done = _cli("grad", str(source), "lse", "--at", f"@{tmp_path / 'v.npy'}")
+    assert done.returncode == 0 and "gradient: array [" in done.stdout
+
+
+def test_a_point_file_that_cannot_be_read_is_a_usage_error(tmp_path):
+    source = tmp_path / "reg.lam"
+    source.write_text(PROGRAM)
+    (tmp_path / "bad.json").write_text('{"w": [1, 2,')
+    done = _cli("grad", str(source), "lse", "--at", f"@{tmp_path / 'bad.json'}")
+    assert done.returncode == 2 and "bad.json:1:13: not JSON" in done.stderr
+    done = _cli("grad", str(source), "lse", "--at", f"@{tmp_path / 'none.json'}")
+    assert done.returncode == 2 and "no file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_samples_points_of_the_shapes_of_the_programs_weights():
+    """A function of arrays fits the shapes of its data: `check` draws points shaped like
+    the program's own definition of the function's input type (its initial weights)."""
+    from lambdad import gradcheck
+    p = lambdad.loads("def data : Mat = reshape (arange 12) 4 3\n"
+                      "def initial : Vec = zeros 3\n"
+                      "def loss (w : Vec) : R = sum (tanh (data @ w))\n")
+    report = gradcheck.check(p, "loss", samples=2, seed=0)
+    assert report.ok, report.render()
+    assert len(report.functions[0].checks) == 2

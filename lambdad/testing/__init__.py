@@ -5,7 +5,10 @@ a target type, then a construct that produces it, with an environment of typed v
 The whole language is covered: reals and every ``real`` primitive of the table, ``let`` with
 heavy sharing, pairs and projections, ``let``-pair patterns, lambdas, higher-order and partial
 application, local functions, lists with ``map``/``fold``/``zip``/``length``/``range``,
-``if`` on comparisons, booleans, annotations, and top-level helper definitions.
+``if`` on comparisons, booleans, annotations, and top-level helper definitions.  Array
+programs (``Vec`` and ``Mat`` parameters, elementwise operations, reductions, ``dot`` and
+``@``...) come from a generator of their own, :mod:`.arrays`; ``lambdad fuzz`` draws one
+program in four from it.
 
 Keeping programs inside the primitives' domains
     Every real sub-term carries an *estimated range* (an interval computed by evaluating the
@@ -24,13 +27,14 @@ Keeping values moderate
     raise a runtime error, and users of these strategies should skip such points.
 
 The package, by concern: :mod:`.shapes` (estimated ranges and bounds), :mod:`.generate`
-(programs, terms, points), :mod:`.properties` (the checks), :mod:`.fuzz` (``lambdad fuzz``).
+(programs, terms, points), :mod:`.arrays` (array programs and their points), :mod:`.properties` (the checks), :mod:`.fuzz` (``lambdad fuzz``).
 
 Public API::
 
     programs(max_depth=4, inputs=INPUT_KINDS, helpers=True)  # strategy of GeneratedProgram
     points_for(generated)                                    # strategy of points for it
-    cases(max_depth=4)                                       # (program, point) pairs
+    cases(max_depth=4, arrays=False)                         # (program, point) pairs
+    array_programs(max_depth=3), array_cases(max_depth=3)    # array programs (and points)
     terms_of_type(t, env=())                                 # strategy of terms of type t
     check_types, check_round_trip, check_primal, check_modes_agree,
     check_finite_differences, check_properties               # the properties of QUALITY.md
@@ -74,6 +78,12 @@ from .generate import (
     points_for,
     terms_of_type,
 )
+from .arrays import (
+    ARRAY_LENGTH,
+    array_programs,
+    array_points_for,
+    array_cases,
+)
 from .properties import (
     PROPERTIES,
     PropertyViolation,
@@ -90,6 +100,7 @@ from .properties import (
     nested_definitions,
     check_properties,
     cases,
+    same_up_to_elaboration,
 )
 from .fuzz import (
     FuzzFailure,
@@ -135,6 +146,11 @@ __all__ = [
     "nested_definitions",
     "check_properties",
     "cases",
+    "same_up_to_elaboration",
+    "ARRAY_LENGTH",
+    "array_programs",
+    "array_points_for",
+    "array_cases",
     "FuzzFailure",
     "FuzzReport",
     "FUZZ_SHARD",

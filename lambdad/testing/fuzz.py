@@ -17,7 +17,8 @@ from .. import gradcheck
 from ..limits import Stopped, stopped
 from ..primitives import Primitive
 from .generate import GeneratedProgram
-from .properties import PROPERTIES, PointRejected, PropertyViolation, cases, check_properties
+from .properties import (PROPERTIES, PointRejected, PropertyViolation, cases,
+                         check_properties, has_arrays)
 
 
 # --------------------------------------------------------------------------- fuzzing
@@ -36,12 +37,13 @@ class FuzzFailure:
 
 @attrs.frozen
 class FuzzReport:
-    """What :func:`fuzz` did: programs that ran every property, points skipped (the source
-    program failed there), and the failure if any."""
+    """What :func:`fuzz` did: programs that ran every property (``arrays`` of them array
+    programs), points skipped (the source program failed there), and the failure if any."""
 
     ran: int
     skipped: int
     failure: FuzzFailure | None
+    arrays: int = 0
 
     @property
     def ok(self) -> bool:
@@ -52,8 +54,10 @@ class FuzzReport:
         skipped = (f" ({self.skipped} point(s) skipped where the source program fails)"
                    if self.skipped else "")
         if self.failure is None:
+            among = (f"; {self.arrays} of them array programs (which skip `nested "
+                     "programs`)" if self.arrays else "")
             return (f"ok: {self.ran} random program(s), every property holds{skipped}: "
-                    + ", ".join(PROPERTIES))
+                    + ", ".join(PROPERTIES) + among)
         f = self.failure
         return "\n".join([
             f"FAILED: property `{f.prop}` after {self.ran} passing program(s){skipped}",
@@ -85,7 +89,8 @@ FUZZ_SHARD = 10
 def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth: int = 4,
          progress: Callable[[int, int], None] | None = None,
          shrink_seconds: float = 60.0, jobs: int = 1,
-         shard_size: int = FUZZ_SHARD, declared: Sequence[Primitive] = ()) -> FuzzReport:
+         shard_size: int = FUZZ_SHARD, declared: Sequence[Primitive] = (),
+         arrays: bool = True) -> FuzzReport:
     """Runs every property on ``count`` random programs and returns a :class:`FuzzReport`.
 
     The programs are drawn in shards of ``shard_size``, each a hypothesis run seeded by
@@ -94,7 +99,9 @@ def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth:
     A failure is shrunk to a smaller program, for at most ``shrink_seconds``.  An internal
     error of a stage (an exception that is not a LambdadError) is a failure too.
     ``progress(done, count)`` is called as shards complete.  ``declared`` primitives are
-    used in the programs like the table's (see :func:`programs`)."""
+    used in the programs like the table's (see :func:`programs`).  With ``arrays`` (the
+    default), one program in four is an array program
+    (:func:`~lambdad.testing.arrays.array_programs`)."""
     shards = [(index, min(shard_size, count - start))
               for index, start in enumerate(range(0, count, shard_size))]
 
@@ -102,32 +109,34 @@ def fuzz(load: Callable[[str], Any], count: int = 100, seed: int = 0, max_depth:
         index, size = shard
         shard_seed = int(hashlib.sha256(f"{seed}/{index}".encode()).hexdigest()[:15], 16)
         return _fuzz_shard(load, size, shard_seed, max_depth, shrink_seconds,
-                           declared=declared)
+                           declared=declared, arrays=arrays)
 
-    ran = skipped = done = 0
+    ran = skipped = done = arrays_ran = 0
     # A serial run stops at the first failing shard (results come lazily); a parallel one
     # stops its workers when this loop returns.
     for (index, size), report in zip(shards, gradcheck.in_parallel(run_shard, shards, jobs)):
         ran += report.ran
         skipped += report.skipped
+        arrays_ran += report.arrays
         if report.failure is not None:
-            return FuzzReport(ran, skipped, report.failure)
+            return FuzzReport(ran, skipped, report.failure, arrays_ran)
         done += size
         if progress is not None:
             progress(done, count)
-    return FuzzReport(ran, skipped, None)
+    return FuzzReport(ran, skipped, None, arrays_ran)
 
 
 def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: int,
                 shrink_seconds: float,
                 progress: Callable[[int, int], None] | None = None,
-                declared: Sequence[Primitive] = ()) -> FuzzReport:
+                declared: Sequence[Primitive] = (), arrays: bool = True) -> FuzzReport:
     """Every property on ``count`` random programs of one hypothesis run seeded with
     ``seed``, as :func:`fuzz` describes."""
     from hypothesis import HealthCheck, Phase, Verbosity, assume, given, settings
     from hypothesis import seed as seeded
 
-    state: dict[str, Any] = {"ran": 0, "skipped": 0, "failure": None, "deadline": math.inf}
+    state: dict[str, Any] = {"ran": 0, "skipped": 0, "failure": None, "deadline": math.inf,
+                             "arrays": 0}
 
     def examine(generated: GeneratedProgram, point: Any) -> PropertyViolation | None:
         """The violation at this case, recording it; None if every property holds."""
@@ -171,7 +180,7 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
               suppress_health_check=list(HealthCheck), print_blob=False,
               phases=(Phase.generate, Phase.shrink))
     @seeded(seed)
-    @given(cases(max_depth=max_depth, declared=declared))
+    @given(cases(max_depth=max_depth, declared=declared, arrays=arrays))
     def run_case(case):
         generated, point = case
         violation = examine(generated, point)
@@ -179,6 +188,7 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
             raise violation
         if state["failure"] is None:
             state["ran"] += 1
+            state["arrays"] += has_arrays(generated)
             if progress is not None:
                 progress(state["ran"], count)
 
@@ -194,4 +204,4 @@ def _fuzz_shard(load: Callable[[str], Any], count: int, seed: int, max_depth: in
             raise
     if stopped() is not None:  # the limit, swallowed by hypothesis or a property
         raise Stopped(stopped().message) from None
-    return FuzzReport(state["ran"], state["skipped"], state["failure"])
+    return FuzzReport(state["ran"], state["skipped"], state["failure"], state["arrays"])
