@@ -2,7 +2,7 @@
 
 :class:`Derivatives` is one program's: gradients in either mode (a prepared path kept per
 point shape and strategy after the first general run, see
-:meth:`lambdad.differentiate.Differentiator.prepared_grad`), directional derivatives and
+:mod:`lambdad.prepared`), directional derivatives and
 pull-backs, Hessian-vector products (prepared likewise), Hessians, Jacobians, and gradients
 with respect to chosen parameters through a restricted program.  A result that is not finite
 is an error located at the definition.
@@ -29,13 +29,15 @@ from .calling import (
     real_point,
     real_term,
 )
-from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals, is_real, map_value
+from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats
+from .reals import count_reals, is_real
 from .errors import DifferentiationError, EvalError, UsageError
 from .iterate import collector_paused_during
+from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
 from .results import Jacobian, _reals_of
 from .syntax import is_differentiable, App, Decl, Lam, RealT, Term, Var, VarT
-from .values import format_real, to_python
+from .values import format_real, map_value, to_python
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -89,11 +91,11 @@ class Derivatives:
     def __init__(self) -> None:
         # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
         # strategy asked for): the prepared path, found after the first general run (see
-        # Differentiator.prepared_grad), or None when there is none.
+        # prepared.prepared_gradient), or None when there is none.
         self._gradients: dict[tuple[str, Shape, str | None], Any] = {}
         # Hessian-vector products at points and directions of Python reals, by (name, shape
         # of the point, strategy): the prepared path, found after the first general run
-        # (see Differentiator.prepared_hvp), or None when there is none.
+        # (see prepared.prepared_product), or None when there is none.
         self._products: dict[tuple[str, Shape, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Any] = {}
@@ -152,7 +154,7 @@ class Derivatives:
             run_stats = owner.runtime.differentiator.last_stats
             if reals is not None:
                 _remember(self._gradients, (name, reals[0], strategy),
-                          owner.runtime.differentiator.prepared_grad(f, reals[0]))
+                          prepared_gradient(owner.runtime.differentiator, f, reals[0]))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
         else:
@@ -272,7 +274,8 @@ class Derivatives:
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
         if key is not None and key not in self._products:
-            _remember(self._products, key, runtime.differentiator.prepared_hvp(f, x, inputs[0]))
+            _remember(self._products, key,
+                      prepared_product(runtime.differentiator, f, x, inputs[0]))
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:

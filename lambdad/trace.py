@@ -20,7 +20,8 @@ from typing import Any
 
 import attrs
 
-from .differentiate import Differentiator, is_real, map_value
+from .differentiate import Differentiator
+from .reals import is_real
 from . import rich
 from .errors import Span, UsageError, abridged, printable, source_line
 from .graph import Graph, graph_of
@@ -31,7 +32,7 @@ from .runtime import Runtime
 from .syntax import (Let, Pair, Prim, RealT, Term, Var, VarT, is_differentiable,
                      walk)
 from .tape import BackpropCreated, BackpropRun
-from .values import PrimEvent, format_real
+from .values import PrimEvent, format_real, map_value
 
 
 @attrs.define
