@@ -104,41 +104,52 @@ class Derivatives:
                        strategy: str | None = None, stats: bool = False,
                        wrt: Sequence[str] | None = None):
         """The work of :meth:`Program.value_and_grad`."""
+        runtime = owner.runtime
+        current = runtime.interpreter.strategy
+        if wrt is None and (strategy is None or strategy == current):
+            # (a repeated gradient costs microseconds: its prepared path is taken here, in
+            # one frame, and the strategy is switched only when the call names another one)
+            if mode == "reverse":
+                # (a finite real, the commonest point, read here without a call)
+                inputs = ((0, point) if type(point) is float and point - point == 0.0
+                          else real_inputs(point))
+                if inputs is not None:
+                    prepared = self._gradients.get((name, inputs[0], current))
+                    # (instrumented runs, under a step or time limit, report events: general
+                    # path; the prepared run pauses the collector: little is made outside it)
+                    if prepared is not None and not runtime.interpreter.instrumented:
+                        value, gradient = prepared(inputs[1])
+                        # The gradient is made afresh (floats, right-nested pairs of them,
+                        # new lists of them, nested in the point's shape): once found
+                        # finite, it is the Python data already.
+                        shape = prepared.shape
+                        if type(value) is float and value - value == 0.0 and (
+                                first_non_finite(gradient) is None if type(shape) is not int
+                                else all(map(math.isfinite, gradient)) if shape < 0
+                                else gradient - gradient == 0.0 if type(gradient) is float
+                                else finite_reals(gradient)):
+                            out = (value, gradient)
+                        else:
+                            self._require_finite(owner, name, real_point(point)[1], value,
+                                                 gradient)
+                            out = (to_python(value), to_python(gradient))
+                        return out + (runtime.differentiator.last_stats,) if stats else out
+            return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
             program, point = self.restricted(owner, name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
-        # (a repeated gradient costs microseconds: the strategy is switched without a
-        # context manager, and only when the call names another one)
-        runtime = owner.runtime
-        current = runtime.interpreter.strategy
-        if strategy is None or strategy == current:
-            return self._value_and_grad(owner, name, point, mode, current, stats)
         runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
         try:
-            return self._value_and_grad(owner, name, point, mode, runtime.interpreter.strategy,
-                                        stats)
+            return self.value_and_grad(owner, name, point, mode, None, stats)
         finally:
             runtime.set_strategy(current)
-
-    def _value_and_grad(self, owner: Any, name: str, point: Any, mode: str, strategy: str, stats: bool):
-        """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
-        is set."""
-        if mode == "reverse":
-            inputs = real_inputs(point)
-            if inputs is not None:
-                prepared = self._gradients.get((name, inputs[0], strategy))
-                # (instrumented runs, under a step or time limit, report events: general path)
-                if prepared is not None and not owner.runtime.interpreter.instrumented:
-                    # (its run pauses the collector: little is made outside it)
-                    return self._prepared_value_and_grad(owner, prepared, name, point, inputs[1],
-                                                         stats)
-        return self._general_value_and_grad(owner, name, point, mode, strategy, stats)
 
     @collector_paused_during
     def _general_value_and_grad(self, owner: Any, name: str, point: Any, mode: str, strategy: str,
                                 stats: bool):
-        """:meth:`_value_and_grad` by the general path: the function transformed (or its
-        image found), compiled if need be, and run; a prepared path kept for the next."""
+        """:meth:`value_and_grad` without ``wrt`` by the general path, by the strategy named
+        ``strategy``, which is set: the function transformed (or its image found), compiled
+        if need be, and run; a prepared path kept for the next."""
         reals = real_point(point) if mode == "reverse" else None
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
@@ -161,27 +172,6 @@ class Derivatives:
             self._require_finite(owner, name, x, value, gradient)
             out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
-
-    def _prepared_value_and_grad(self, owner: Any, prepared: Any, name: str, point: Any, inputs: Any,
-                                 stats: bool):
-        """:meth:`value_and_grad` in reverse mode by a prepared gradient of ``name`` (the
-        function, its point's shape and the strategy already checked by a general run) at
-        ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
-        runtime = owner.runtime
-        value, gradient = prepared(inputs)
-        # The gradient is made afresh (floats, right-nested pairs of them, new lists of
-        # them, nested in the point's shape): once found finite, it is the Python data
-        # already.
-        shape = prepared.shape
-        if type(value) is float and value - value == 0.0 and (
-                first_non_finite(gradient) is None if type(shape) is not int
-                else all(map(math.isfinite, gradient)) if shape < 0
-                else finite_reals(gradient)):
-            out = (value, gradient)
-        else:
-            self._require_finite(owner, name, real_point(point)[1], value, gradient)
-            out = (to_python(value), to_python(gradient))
-        return out + (runtime.differentiator.last_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
         """Raises EvalError if the value or a gradient component is NaN or infinite: an
