@@ -158,8 +158,8 @@ def _positional_door(function: Callable[..., Any], most: int, fewest: int,
             lines.append(f"        raise refuse_kind({index}, a{index})")
     lines.append(f"    return function({', '.join(names)})")
     namespace: dict[str, Any] = {"_UNGIVEN": _UNGIVEN, "function": function, "bound": bound,
-                                 "refuse_kind": refuse_kind, "str": str,
-                                 **{f"accepts{index}": accepts for index, accepts in kinds.items()}}
+                                 "refuse_kind": refuse_kind}
+    namespace.update((f"accepts{index}", accepts) for index, accepts in kinds.items())
     exec(compile("\n".join(lines), f"<checked {function.__qualname__}>", "exec"), namespace)
     return namespace["call"]
 
