@@ -3,8 +3,8 @@ loop, and the step the code generator compiles for it.
 
 The door is :func:`batched_fold_step`: given a fold's step it returns a
 :class:`BatchedFold` or None.  Fusion asks it which folds to mark; the code generator asks
-it for the plan of a marked fold and emits the loop (``_CodeGenerator.batched_fold``), run
-by :func:`lambdad.tape.batched_fold`.  Nothing here transforms a program: the plan's step is
+it for the plan of a marked fold and emits the loop (``foldgen.BatchedFolds.batched_fold``),
+run by :func:`lambdad.tape.batched_fold`.  Nothing here transforms a program: the plan's step is
 the given step, its binders renamed apart, returning its backpropagators as a list too.
 """
 

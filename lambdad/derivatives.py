@@ -2,7 +2,7 @@
 
 :class:`Derivatives` is one program's: gradients in either mode (a prepared path kept per
 point shape and strategy after the first general run, see
-:meth:`lambdad.differentiate.Differentiator.prepared_grad`), directional derivatives and
+:mod:`lambdad.prepared`), directional derivatives and
 pull-backs, Hessian-vector products (prepared likewise), Hessians, Jacobians, and gradients
 with respect to chosen parameters through a restricted program.  A result that is not finite
 is an error located at the definition.
@@ -34,13 +34,15 @@ from .calling import (
     real_term,
     with_arrays,
 )
-from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats, count_reals, is_real, map_value
+from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats
+from .reals import count_reals, is_real
 from .errors import DifferentiationError, EvalError, UsageError
 from .iterate import collector_paused_during
+from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
 from .results import Jacobian, _reals_of
 from .syntax import is_differentiable, App, Decl, Lam, RealT, Term, Var, VarT
-from .values import format_real, to_python
+from .values import format_real, map_value, to_python
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -116,11 +118,11 @@ class Derivatives:
     def __init__(self) -> None:
         # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
         # strategy asked for): the prepared path, found after the first general run (see
-        # Differentiator.prepared_grad), or None when there is none.
+        # prepared.prepared_gradient), or None when there is none.
         self._gradients: dict[tuple[str, Shape, str | None], Any] = {}
         # Hessian-vector products at points and directions of Python reals, by (name, shape
         # of the point, strategy): the prepared path, found after the first general run
-        # (see Differentiator.prepared_hvp), or None when there is none.
+        # (see prepared.prepared_product), or None when there is none.
         self._products: dict[tuple[str, Shape, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Any] = {}
@@ -129,6 +131,37 @@ class Derivatives:
                        strategy: str | None = None, stats: bool = False,
                        wrt: Sequence[str] | None = None):
         """The work of :meth:`Program.value_and_grad`."""
+        runtime = owner.runtime
+        current = runtime.interpreter.strategy
+        if wrt is None and (strategy is None or strategy == current):
+            # (a repeated gradient costs microseconds: its prepared path is taken here, in
+            # one frame, and the strategy is switched only when the call names another one)
+            if mode == "reverse":
+                # (a finite real, the commonest point, read here without a call)
+                inputs = ((0, point) if type(point) is float and point - point == 0.0
+                          else real_inputs(point))
+                if inputs is not None:
+                    prepared = self._gradients.get((name, inputs[0], current))
+                    # (instrumented runs, under a step or time limit, report events: general
+                    # path; the prepared run pauses the collector: little is made outside it)
+                    if prepared is not None and not runtime.interpreter.instrumented:
+                        value, gradient = prepared(inputs[1])
+                        # The gradient is made afresh (floats, right-nested pairs of them,
+                        # new lists of them, nested in the point's shape): once found
+                        # finite, it is the Python data already.
+                        shape = prepared.shape
+                        if type(value) is float and value - value == 0.0 and (
+                                first_non_finite(gradient) is None if type(shape) is not int
+                                else all(map(math.isfinite, gradient)) if shape < 0
+                                else gradient - gradient == 0.0 if type(gradient) is float
+                                else finite_reals(gradient)):
+                            out = (value, gradient)
+                        else:
+                            self._require_finite(owner, name, real_point(point)[1], value,
+                                                 gradient)
+                            out = (to_python(value), to_python(gradient))
+                        return out + (runtime.differentiator.last_stats,) if stats else out
+            return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
             if _holds_array(point):
                 # data held fixed as arrays are not written into a program: the gradient of
@@ -136,38 +169,18 @@ class Derivatives:
                 return self._chosen_gradient(owner, name, point, mode, strategy, stats, wrt)
             program, point = self.restricted(owner, name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
-        # (a repeated gradient costs microseconds: the strategy is switched without a
-        # context manager, and only when the call names another one)
-        runtime = owner.runtime
-        current = runtime.interpreter.strategy
-        if strategy is None or strategy == current:
-            return self._value_and_grad(owner, name, point, mode, current, stats)
         runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
         try:
-            return self._value_and_grad(owner, name, point, mode, runtime.interpreter.strategy,
-                                        stats)
+            return self.value_and_grad(owner, name, point, mode, None, stats)
         finally:
             runtime.set_strategy(current)
-
-    def _value_and_grad(self, owner: Any, name: str, point: Any, mode: str, strategy: str, stats: bool):
-        """:meth:`value_and_grad` without ``wrt``, by the strategy named ``strategy``, which
-        is set."""
-        if mode == "reverse":
-            inputs = real_inputs(point)
-            if inputs is not None:
-                prepared = self._gradients.get((name, inputs[0], strategy))
-                # (instrumented runs, under a step or time limit, report events: general path)
-                if prepared is not None and not owner.runtime.interpreter.instrumented:
-                    # (its run pauses the collector: little is made outside it)
-                    return self._prepared_value_and_grad(owner, prepared, name, point, inputs[1],
-                                                         stats)
-        return self._general_value_and_grad(owner, name, point, mode, strategy, stats)
 
     @collector_paused_during
     def _general_value_and_grad(self, owner: Any, name: str, point: Any, mode: str, strategy: str,
                                 stats: bool):
-        """:meth:`_value_and_grad` by the general path: the function transformed (or its
-        image found), compiled if need be, and run; a prepared path kept for the next."""
+        """:meth:`value_and_grad` without ``wrt`` by the general path, by the strategy named
+        ``strategy``, which is set: the function transformed (or its image found), compiled
+        if need be, and run; a prepared path kept for the next."""
         reals = real_point(point) if mode == "reverse" else None
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
@@ -183,34 +196,13 @@ class Derivatives:
             run_stats = owner.runtime.differentiator.last_stats
             if reals is not None:
                 _remember(self._gradients, (name, reals[0], strategy),
-                          owner.runtime.differentiator.prepared_grad(f, reals[0]))
+                          prepared_gradient(owner.runtime.differentiator, f, reals[0]))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
         else:
             self._require_finite(owner, name, x, value, gradient)
             out = (to_python(value), to_python(gradient))
         return out + (run_stats,) if stats else out
-
-    def _prepared_value_and_grad(self, owner: Any, prepared: Any, name: str, point: Any, inputs: Any,
-                                 stats: bool):
-        """:meth:`value_and_grad` in reverse mode by a prepared gradient of ``name`` (the
-        function, its point's shape and the strategy already checked by a general run) at
-        ``point``, whose reals are ``inputs`` (see :func:`real_inputs`)."""
-        runtime = owner.runtime
-        value, gradient = prepared(inputs)
-        # The gradient is made afresh (floats, right-nested pairs of them, new lists of
-        # them, nested in the point's shape): once found finite, it is the Python data
-        # already.
-        shape = prepared.shape
-        if type(value) is float and value - value == 0.0 and (
-                first_non_finite(gradient) is None if type(shape) is not int
-                else all(map(math.isfinite, gradient)) if shape < 0
-                else finite_reals(gradient)):
-            out = (value, gradient)
-        else:
-            self._require_finite(owner, name, real_point(point)[1], value, gradient)
-            out = (to_python(value), to_python(gradient))
-        return out + (runtime.differentiator.last_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
         """Raises EvalError if the value or a gradient component is NaN or infinite: an
@@ -304,7 +296,8 @@ class Derivatives:
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
         if key is not None and key not in self._products:
-            _remember(self._products, key, runtime.differentiator.prepared_hvp(f, x, inputs[0]))
+            _remember(self._products, key,
+                      prepared_product(runtime.differentiator, f, x, inputs[0]))
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:

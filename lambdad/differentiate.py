@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-
 
 from . import backward as backward_mode
 from . import forward as forward_mode
@@ -39,13 +38,13 @@ from .arraylib import ARRAY, array_adjoint
 from .errors import UNPLACED, DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting
-from .calling import Shape, shaped
 from .parser import parse_expr
 from .typecheck import infer_term
 from .primitives import PRIMITIVES
+from .reals import (basis, count_reals, has_function, is_dual, is_flat_reals, is_real,
+                    is_reverse_real, split_flat_duals, value_type, zip_values)
 from .rules import NestedDifferentiationError
-from .syntax import (BoolT, Builtin, FunT, Lam, ListT, PairT, Prim, RealT, Term, Type, Var,
-                     VarT, free_vars, walk)
+from .syntax import Builtin, FunT, Lam, Prim, Term, Type, Var, VarT, free_vars, walk
 from .fuse import fused_backward_term
 from .memo import Memo
 from .tape import (
@@ -63,7 +62,6 @@ from .values import (
     SCALAR_TYPES,
     FunctionParts,
     MadeFunction,
-    all_reals,
     map_value,
 )
 
@@ -92,92 +90,12 @@ _IMAGE = "image"
 _PROGRAM = "program"
 
 
-# ---------------------------------------------------------------- walking runtime values
-
-
-def zip_values(left: Any, right: Any, is_leaf: Callable[[Any], bool]) -> Iterator[tuple[Any, Any]]:
-    """Pairs of corresponding leaves of two values of the same shape (leaves of ``left``);
-    raises ValueError when the shapes differ."""
-    stack = [(left, right)]
-    while stack:
-        a, b = stack.pop()
-        if is_leaf(a):
-            yield a, b
-        elif isinstance(a, tuple):
-            if not isinstance(b, tuple):
-                raise ValueError("shape mismatch")
-            stack.extend(((a[1], b[1]), (a[0], b[0])))
-        elif isinstance(a, list):
-            if not isinstance(b, list) or len(a) != len(b):
-                raise ValueError("shape mismatch")
-            stack.extend(reversed(list(zip(a, b))))
-
-
-def is_real(v: Any) -> bool:
-    """Whether ``v`` is a real (a float)."""
-    return type(v) in SCALAR_TYPES
-
-
-def is_dual(v: Any) -> bool:
-    """A forward-mode real ``(r, r')``: in →D(A) every real of A is a pair of two floats,
-    and nothing else is (a source pair of reals becomes a pair of pairs)."""
-    return type(v) is tuple and type(v[0]) in SCALAR_TYPES and type(v[1]) in SCALAR_TYPES
-
-
-def is_reverse_real(v: Any) -> bool:
-    """A reverse-mode real ``(r, r_)``: a float paired with its backpropagator."""
-    return type(v) is tuple and type(v[0]) in SCALAR_TYPES and isinstance(v[1], Backprop)
-
-
-def count_reals(value: Any) -> int:
-    """How many reals the value ``value`` holds (in pairs and lists)."""
-    if type(value) is list and all_reals(value):
-        return len(value)
-    count = 0
-
-    def tally(r):
-        nonlocal count
-        count += 1 if type(r) is float else r.size  # an array: each of its reals
-        return r
-
-    map_value(value, is_real, tally)
-    return count
+# ---------------------------------------------------------------- typing runtime values
 
 
 def _zero_tangent(r: Any) -> tuple[Any, Any]:
     """A captured constant under →D: its tangent is zero (of its shape, for an array)."""
     return (r, 0.0) if type(r) is float else (r, np.zeros(r.shape))
-
-
-def value_type(value: Any) -> Type | None:
-    """The type of the runtime value ``value`` when its values tell it: reals, booleans,
-    pairs and non-empty lists (typed by their first item) of those; None otherwise (a
-    function, an empty list).  Iterative: deep pairs do not recurse."""
-    # post-order over (value, done): each finished value pushes its type on ``built``
-    work: list[tuple[Any, bool]] = [(value, False)]
-    built: list[Type | None] = []
-    while work:
-        v, done = work.pop()
-        kind = type(v)
-        if kind is float:
-            built.append(RealT())
-        elif kind is bool:
-            built.append(BoolT())
-        elif kind is tuple and len(v) == 2:
-            if done:
-                second, first = built.pop(), built.pop()
-                built.append(None if first is None or second is None else PairT(first, second))
-            else:
-                work.extend(((v, True), (v[1], False), (v[0], False)))
-        elif kind is list and v:
-            if done:
-                item = built.pop()
-                built.append(None if item is None else ListT(item))
-            else:
-                work.extend(((v, True), (v[0], False)))
-        else:
-            built.append(None)
-    return built[0]
 
 
 _CLOSURE_TYPE_DEPTH = 20
@@ -206,11 +124,6 @@ def _argument_type(t: Type) -> Type | None:
     if isinstance(t, FunT) and not any(isinstance(inner, VarT) for inner in walk(t.arg)):
         return t.arg
     return None
-
-
-def _is_flat_reals(value: Any) -> bool:
-    """Whether ``value`` is a list of reals (the common point, seeded and read by a loop)."""
-    return type(value) is list and all_reals(value)
 
 
 # ---------------------------------------------------------------- the differentiator
@@ -620,22 +533,20 @@ class Differentiator:
         tape.release()  # the run is over: its seeds need not wait for the cyclic collector
         return value, self._read_off(x, adjoints)
 
-    def prepared_grad(self, f: Any, shape: Shape) -> "PreparedGradient | None":
-        """:meth:`grad` of the closure ``f`` at points of ``shape`` (see
-        :class:`PreparedGradient`) by the strategy set now, once a :meth:`grad` of ``f`` by
-        that strategy kept the image of ``f`` (see :meth:`transform_function`); None when
-        it did not: ``f`` differentiates, or embedding what it captures stamped the tape,
-        or runs are instrumented (their images report events)."""
-        interpreter = self.interpreter
-        if interpreter.instrumented:
+    def kept_image(self, f: Any) -> Any:
+        """The image of the closure ``f`` under the reverse mode of the strategy set, kept
+        by a :meth:`grad` of ``f`` by that strategy (see :meth:`transform_function`); None
+        when none was kept: ``f`` differentiates, or embedding what it captures stamped the
+        tape, or runs are instrumented (their images report events)."""
+        if self.interpreter.instrumented:
             return None
-        modes = (self._reverse(None),)
-        found = self._images.get(self._image_key(f, modes))
-        if found is None or found[0] is not f:
-            return None
-        strategy = strategy_named(self.strategy)
-        return PreparedGradient(self, found[1], shape, strategy.name, strategy.run,
-                                strategy.run_first_seeds)
+        found = self._images.get(self._image_key(f, (self._reverse(None),)))
+        return found[1] if found is not None and found[0] is f else None
+
+    def record_reverse_run(self, tape: Tape) -> None:
+        """Publishes as ``last_stats`` the costs of one first-order reverse-mode run made
+        outside :meth:`grad` (by :mod:`lambdad.prepared`) on ``tape``."""
+        self._last_costs = [[_REVERSE_ONLY, tape.stamps - tape.bodiless, tape.bodies_run]]
 
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f x, pull-back)``: the pull-back maps a cotangent of the result's shape to one
@@ -656,7 +567,7 @@ class Differentiator:
             out = self.interpreter.apply(g, seeded)
         finally:
             self.interpreter.unpin_tape(saved)
-        if _has_function(out):
+        if has_function(out):
             raise DifferentiationError("vjp needs a function whose result has no functions")
         value = map_value(out, is_reverse_real, lambda pair: pair[0])
         strategy = self.strategy
@@ -681,7 +592,7 @@ class Differentiator:
     def _seed(self, x: Any, tape: Tape) -> Any:
         """``x`` with its i-th real ``r`` (left to right) replaced by ``(r, seed i)`` and its
         functions transformed."""
-        if _is_flat_reals(x):
+        if is_flat_reals(x):
             return list(zip(x, tape.seeds(0, len(x))))
         index = 0
 
@@ -717,7 +628,7 @@ class Differentiator:
     def _read_off(x: Any, adjoints: dict[int, Any]) -> Any:
         """The gradient in the shape of ``x``: its i-th real replaced by the i-th adjoint
         (0 if the seed was never reached)."""
-        if _is_flat_reals(x):
+        if is_flat_reals(x):
             get = adjoints.get
             return [get(i, 0.0) for i in range(len(x))]
         index = 0
@@ -745,7 +656,7 @@ class Differentiator:
             self._end_differentiation(outermost)
 
     def _jvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any]:
-        if _is_flat_reals(x) and _is_flat_reals(v) and len(v) == len(x):
+        if is_flat_reals(x) and is_flat_reals(v) and len(v) == len(x):
             seeded: Any = list(zip(x, v))  # the usual point, paired by one loop
         else:
             tangents = iter(self._tangent_list(x, v))
@@ -762,10 +673,10 @@ class Differentiator:
             self.interpreter.unpin_tape(saved)
         tape.release()
         self._record(FORWARD, 0, 0)
-        split = _split_flat_duals(out)
+        split = split_flat_duals(out)
         if split is not None:
             return split
-        if _has_function(out):
+        if has_function(out):
             return self._split(out, f, x, v, True), self._split(out, f, x, v, False)
         return self._split_duals(out)
 
@@ -773,7 +684,7 @@ class Differentiator:
     def _split_duals(out: Any) -> tuple[Any, Any]:
         """The primal and the tangent of the forward-mode result ``out`` (without
         functions)."""
-        split = _split_flat_duals(out)
+        split = split_flat_duals(out)
         if split is not None:
             return split
         return (map_value(out, is_dual, lambda pair: pair[0]),
@@ -910,11 +821,11 @@ class Differentiator:
         (value, gradient), (_, product) = self.jvp(self._value_and_gradient(f), x, v)
         return value, gradient, product
 
-    def prepared_hvp(self, f: Any, x: Any, shape: Shape) -> "PreparedProduct | None":
-        """:meth:`hvp` of the closure ``f`` at points of ``shape`` (see
-        :class:`PreparedProduct`) like ``x``, by the strategy set now; None when it has no
-        prepared form: runs are instrumented, ``f`` has no target program, or making the
-        image stamps a tape (it would embed a backpropagator of one run)."""
+    def value_and_gradient_image(self, f: Any, x: Any) -> Any:
+        """The image under →D of ``\\y -> (f y, grad f y)`` (what :meth:`hvp` runs) for
+        points like ``x``, by the strategy set, to be run by :meth:`run_forward_image`;
+        None when it has none to keep: runs are instrumented, ``f`` has no target program,
+        or making the image stamps a tape (it would embed a backpropagator of one run)."""
         interpreter = self.interpreter
         if interpreter.instrumented:
             return None
@@ -927,7 +838,26 @@ class Differentiator:
             return None
         finally:
             interpreter.unpin_tape(saved)
-        return PreparedProduct(self, image, shape) if tape.stamps == 0 else None
+        return image if tape.stamps == 0 else None
+
+    def run_forward_image(self, image: Any, seeded: Any) -> tuple[Any, Any]:
+        """The primal and the tangent of ``image`` (an image under →D without functions in
+        its result) applied to the dual point ``seeded``: one differentiation, its reverse
+        mode inside on a tape of its own, its costs recorded as :meth:`jvp` records them."""
+        interpreter = self.interpreter
+        outermost = self._begin_differentiation()
+        try:
+            tape = Tape()  # where the reverse mode inside runs
+            saved = interpreter.pin_tape(tape)
+            try:
+                out = image(seeded)
+            finally:
+                interpreter.unpin_tape(saved)
+            tape.release()
+            self._record(FORWARD, 0, 0)
+            return self._split_duals(out)
+        finally:
+            self._end_differentiation(outermost)
 
     def _value_and_gradient(self, f: Any) -> Any:
         """The function value ``\\y -> (f y, grad f y)``, written with ``vjp`` so that one
@@ -996,172 +926,9 @@ class Differentiator:
         return rows
 
 
-class PreparedGradient:
-    """Reverse mode of one closure at points of one shape, with what does not change from
-    call to call found once (:meth:`Differentiator.prepared_grad`): the closure's image
-    under ←D, compiled, and the backward phase of the strategy.  Each call seeds the point,
-    runs the image, runs the backward phase and reads the gradient off, by code written
-    for the shape, under the restartable guard of the interpreter.
-
-    ``shape`` is 0 for a real, n for an n-tuple of reals (right-nested pairs), -1 for a
-    list of reals, or the shape of reals nested in tuples and lists
-    (:func:`lambdad.calling.point_shape`); a call takes the point's reals flat (a real, a
-    tuple or a list of them) and gives the gradient in the point's runtime shape.  It
-    gives what :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same
-    order, the same run, the same backward phase), records the same costs as
-    ``last_stats`` and raises the same located errors.  ``strategy`` is the name of the
-    strategy it runs.
-
-    Its runs share one tape, started afresh by each (:meth:`Tape.restart`) with the seeds
-    of the last run's number of inputs: nothing of a run outlives it (the gradient is made
-    of floats, the image embeds no backpropagator of a tape)."""
-
-    __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward",
-                 "run_first_seeds", "_tape", "_seeds")
-
-    def __init__(self, differentiator: Differentiator, image: Any, shape: Shape, strategy: str,
-                 run_backward: Callable[..., dict[int, Any]],
-                 run_first_seeds: Callable[[Tape, Any, int], list[Any]] | None = None):
-        self.differentiator = differentiator
-        self.image = image
-        self.shape = shape
-        self.strategy = strategy
-        self.run_backward = run_backward
-        # the strategy's backward phase giving the seeds' adjoints as a list, if it has one
-        self.run_first_seeds = run_first_seeds
-        self._tape: Tape | None = None
-        self._seeds: dict[int, Backprop] = {}  # of the tape, by input index
-
-    def __call__(self, x: Any) -> tuple[float, Any]:
-        """``(f x, ∇f(x))`` for the reals ``x`` of a point of the shape; raises as
-        :meth:`Differentiator.grad`."""
-        differentiator = self.differentiator
-        count = len(x) if self.shape else 1
-        tape = self._tape
-        if tape is None or len(self._seeds) != count:
-            tape = self._tape = Tape()
-            self._seeds = dict(enumerate(tape.seeds(0, count)))
-        value, gradient = differentiator.interpreter.restartable_on(tape, self._run, x)
-        differentiator._last_costs = [[_REVERSE_ONLY, tape.stamps - tape.bodiless,
-                                       tape.bodies_run]]
-        return value, gradient
-
-    def _run(self, x: Any) -> tuple[float, Any]:
-        """One run from the start, on the tape started afresh (so it may be run again)."""
-        shape = self.shape
-        seeds = self._seeds
-        tape = self._tape
-        tape.restart(seeds)
-        count = len(seeds)
-        if type(shape) is not int:
-            seeded: Any = shaped(shape, zip(x, seeds.values()))
-        elif shape == 0:
-            seeded = (x, seeds[0])
-        elif shape > 0:
-            seeded = (x[-1], seeds[shape - 1])
-            for i in range(shape - 2, -1, -1):
-                seeded = ((x[i], seeds[i]), seeded)
-        else:
-            seeded = list(zip(x, seeds.values()))
-        # Under the guard of __call__, as a program run: errors located, deep calls
-        # allowed.  (First-order code, which this is, does not look at run depths.)
-        out = self.image(seeded)
-        if not (type(out) is tuple and type(out[0]) in SCALAR_TYPES
-                and isinstance(out[1], Backprop)):  # is_reverse_real, inlined
-            raise DifferentiationError("grad needs a function whose result is a real")
-        value, back = out
-        if self.run_first_seeds is not None:  # the seeds are stamps 0 .. count - 1
-            flat = self.run_first_seeds(tape, back, count)
-        else:
-            adjoints = self.run_backward(tape, back(1.0), None, None)
-            flat = [adjoints.get(i, 0.0) for i in range(count)]
-        if type(shape) is not int:
-            return value, shaped(shape, iter(flat))
-        if shape < 0:
-            return value, flat
-        if shape == 0:
-            return value, flat[0]
-        gradient: Any = flat[shape - 1]
-        for i in range(shape - 2, -1, -1):
-            gradient = (flat[i], gradient)
-        return value, gradient
-
-
-class PreparedProduct:
-    """Forward mode over reverse mode of one closure at points of one shape, with what does
-    not change from call to call found once (:meth:`Differentiator.prepared_hvp`): the
-    image under →D of ``\\y -> (f y, grad f y)``, compiled from its written-out program
-    (AD.md section 9).  Each call pairs the point's reals with the direction's, runs the
-    image on a fresh tape and splits the dual result, under the restartable guard of the
-    interpreter.  ``shape`` is as for :class:`PreparedGradient`; a call takes the point
-    and the direction flat and gives what :meth:`Differentiator.hvp` gives, bit for bit
-    (the same run of the same program)."""
-
-    __slots__ = ("differentiator", "image", "shape")
-
-    def __init__(self, differentiator: Differentiator, image: Any, shape: Shape):
-        self.differentiator = differentiator
-        self.image = image
-        self.shape = shape
-
-    def __call__(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
-        """``(f x, ∇f(x), H(x)·v)`` for the reals ``x`` and ``v`` of a point and a
-        direction of the shape; raises as :meth:`Differentiator.hvp`."""
-        return self.differentiator.interpreter.restartable(self._run, x, v)
-
-    def _run(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
-        """One run from the start, on a fresh tape (so it may be run again)."""
-        differentiator = self.differentiator
-        interpreter = differentiator.interpreter
-        shape = self.shape
-        if type(shape) is not int:
-            seeded: Any = shaped(shape, zip(x, v))
-        elif shape == 0:
-            seeded = (x, v)
-        elif shape > 0:
-            seeded = (x[-1], v[-1])
-            for i in range(shape - 2, -1, -1):
-                seeded = ((x[i], v[i]), seeded)
-        else:
-            seeded = list(zip(x, v))
-        outermost = differentiator._begin_differentiation()
-        try:
-            tape = Tape()  # where the reverse mode inside runs
-            saved = interpreter.pin_tape(tape)
-            try:
-                out = self.image(seeded)
-            finally:
-                interpreter.unpin_tape(saved)
-            tape.release()
-            differentiator._record(FORWARD, 0, 0)
-            (value, gradient), (_, product) = differentiator._split_duals(out)
-        finally:
-            differentiator._end_differentiation(outermost)
-        return value, gradient, product
-
-
 COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",
                 "forward-over-forward")
 """The ways to compute second derivatives: outer mode over inner mode."""
-
-
-def basis(x: Any, i: int) -> Any:
-    """The direction of the i-th real of ``x`` (left to right): 1 there, 0 elsewhere."""
-    position = 0
-
-    def entry(r: Any) -> Any:
-        nonlocal position
-        if type(r) is ARRAY:  # an array: 1 at its element i, if it is there
-            t = np.zeros(r.shape)
-            if position <= i < position + r.size:
-                t.flat[i - position] = 1.0
-            position += r.size
-            return t
-        t = 1.0 if position == i else 0.0
-        position += 1
-        return t
-
-    return map_value(x, is_real, entry)
 
 
 PULLBACK_TERM = r"\c -> snd (vjp f x) c"
@@ -1198,36 +965,3 @@ def _require_differentiable_input(x: Any) -> None:
             "cannot differentiate with respect to a function-typed input: the point must be "
             "built from reals, pairs and lists")
 
-
-def _split_flat_duals(out: Any) -> tuple[Any, Any] | None:
-    """The primal and the tangent of a forward-mode result that is a dual real, a list of
-    them, or a pair of those (a value and its gradient: a Hessian-vector product), by one
-    loop each; None for any other result (split by the general walk)."""
-
-    def flat(part: Any) -> tuple[Any, Any] | None:
-        if is_dual(part):
-            return part
-        if type(part) is list and all(map(is_dual, part)):
-            return [r for r, _ in part], [t for _, t in part]
-        return None
-
-    whole = flat(out)
-    if whole is not None:
-        return whole
-    if type(out) is tuple and len(out) == 2:
-        first, second = flat(out[0]), flat(out[1])
-        if first is not None and second is not None:
-            return (first[0], second[0]), (first[1], second[1])
-    return None
-
-
-def _has_function(value: Any) -> bool:
-    """Whether a function occurs in ``value`` (in its pairs and lists)."""
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is tuple or type(v) is list:
-            stack.extend(v)
-        elif callable(v) and not isinstance(v, Backprop):
-            return True
-    return False

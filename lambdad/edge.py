@@ -68,7 +68,8 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
     """``function``, whose arguments are checked when it is called: raises UsageError for a
     call that does not match its signature or an argument that its annotation (one of
     :data:`KINDS`) refuses.  A call with positional arguments only, as many as the
-    signature takes, each of the right kind, goes straight through (a method's hot path)."""
+    signature takes, each of the right kind, goes straight through (a method's hot path:
+    see :func:`_positional_door`)."""
     signature = inspect.signature(function)
     parameters = list(signature.parameters.values())
     label = function.__qualname__.replace(".__init__", "")
@@ -86,23 +87,81 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
     def refuse(message: str) -> UsageError:
         return UsageError(f"{label}({', '.join(shown)}): {message}")
 
-    @functools.wraps(function)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if kwargs or not fewest <= len(args) <= most:
-            try:
-                given = signature.bind(*args, **kwargs).arguments
-            except TypeError as exc:
-                raise refuse(str(exc)) from None
-            for _, name, accepts, wanted in checks:
-                if name in given and not accepts(given[name]):
-                    raise refuse(f"`{name}` must be {wanted}, not {_described(given[name])}")
-            return function(*args, **kwargs)
-        for index, name, accepts, wanted in checks:
-            if index < len(args) and not accepts(args[index]):
-                raise refuse(f"`{name}` must be {wanted}, not {_described(args[index])}")
-        return function(*args)
+    def refuse_kind(index: int, value: Any) -> UsageError:
+        _, name, _, wanted = next(check for check in checks if check[0] == index)
+        return refuse(f"`{name}` must be {wanted}, not {_described(value)}")
 
-    return call
+    def bound(*args: Any, **kwargs: Any) -> Any:
+        """The call, its arguments bound to the signature and checked by name."""
+        try:
+            given = signature.bind(*args, **kwargs).arguments
+        except TypeError as exc:
+            raise refuse(str(exc)) from None
+        for _, name, accepts, wanted in checks:
+            if name in given and not accepts(given[name]):
+                raise refuse(f"`{name}` must be {wanted}, not {_described(given[name])}")
+        return function(*args, **kwargs)
+
+    if most >= 0 and fewest > 0:
+        call = _positional_door(function, most, fewest, checks, bound, refuse_kind)
+    else:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if kwargs or not fewest <= len(args) <= most:
+                return bound(*args, **kwargs)
+            for index, _, accepts, _ in checks:
+                if index < len(args) and not accepts(args[index]):
+                    raise refuse_kind(index, args[index])
+            return function(*args)
+
+    return functools.wraps(function)(call)
+
+
+_UNGIVEN = object()
+"""The default of each parameter of a wrapper made by :func:`_positional_door`: not given."""
+
+# The type an argument checked by a KINDS entry mostly has, accepted without calling the
+# check (a name is a str).
+_USUAL = {KINDS["str"][0]: "str", KINDS["str | None"][0]: "str"}
+
+
+def _positional_door(function: Callable[..., Any], most: int, fewest: int,
+                     checks: list[tuple[int, str, Callable[[Any], bool], str]],
+                     bound: Callable[..., Any],
+                     refuse_kind: Callable[[int, Any], UsageError]) -> Callable[..., Any]:
+    """The wrapper :func:`checked` makes for ``function`` of ``most`` positional parameters
+    (``fewest`` of them required), none keyword-only: it takes as many positional-only
+    parameters, each not given by default, and any other arguments (``*extra``,
+    ``**keywords``).  A call giving ``fewest`` to ``most`` positional arguments only has
+    those checked and calls ``function`` with them directly; any other call is
+    ``bound(*args, **keywords)`` (bound to the signature and checked by name, or refused
+    as the signature refuses it).  So the usual call costs a frame and a test per
+    argument, not the packing of its arguments (the wrapper is compiled from the lines
+    below, which name only its own parameters ``a0``, ``a1``...)."""
+    names = [f"a{index}" for index in range(most)]
+    kinds = {index: accepts for index, _, accepts, _ in checks}
+    lines = [f"def call({', '.join(name + '=_UNGIVEN' for name in names)}, /, *extra,"
+             " **keywords):",
+             f"    if extra or keywords or {names[fewest - 1]} is _UNGIVEN:",
+             "        given = [a for a in (" + "".join(name + ", " for name in names)
+             + ") if a is not _UNGIVEN]",
+             "        return bound(*given, *extra, **keywords)"]
+    for index in range(most):
+        if index >= fewest:  # an optional parameter: not given, the call ends there
+            lines.append(f"    if a{index} is _UNGIVEN:")
+            lines.append(f"        return function({', '.join(names[:index])})")
+        if index in kinds:
+            usual = _USUAL.get(kinds[index])
+            test = f"not accepts{index}(a{index})"
+            if usual is not None:
+                test = f"type(a{index}) is not {usual} and {test}"
+            lines.append(f"    if {test}:")
+            lines.append(f"        raise refuse_kind({index}, a{index})")
+    lines.append(f"    return function({', '.join(names)})")
+    namespace: dict[str, Any] = {"_UNGIVEN": _UNGIVEN, "function": function, "bound": bound,
+                                 "refuse_kind": refuse_kind}
+    namespace.update((f"accepts{index}", accepts) for index, accepts in kinds.items())
+    exec(compile("\n".join(lines), f"<checked {function.__qualname__}>", "exec"), namespace)
+    return namespace["call"]
 
 
 def checked_class(cls: type) -> type:

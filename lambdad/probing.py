@@ -27,12 +27,13 @@ import attrs
 
 from .arraylib import ARRAY, as_array
 from .calling import curried_parts, uncurried_term
-from .differentiate import Differentiator, is_real, map_value
+from .differentiate import Differentiator
+from .reals import is_real
 from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .runtime import Runtime
 from .syntax import (is_differentiable, curried_params, ArrayT, ListT, Module, PairT, RealT,
                      Type, VarT)
-from .values import PrimEvent, format_value
+from .values import PrimEvent, format_value, map_value
 
 
 MACHINE_EPSILON = sys.float_info.epsilon

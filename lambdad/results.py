@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 
 from .calling import from_python
-from .differentiate import is_real, map_value
-from .values import format_real, format_value, to_json
+from .reals import is_real
+from .values import format_real, format_value, map_value, to_json
 
 
 def format_python(value: Any) -> str:

@@ -18,7 +18,8 @@ from . import backward as backward_mode
 from . import forward as forward_mode
 from . import nesting
 from .calling import curried_call, curried_parts, point_term, real_term
-from .differentiate import FORWARD, REVERSE, count_reals
+from .differentiate import FORWARD, REVERSE
+from .reals import count_reals
 from .errors import UsageError
 from .fuse import fused_backward_term
 from .iterate import collector_paused_during

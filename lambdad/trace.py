@@ -27,7 +27,8 @@ import attrs
 
 from .arraylib import ARRAY, Sparse, dense
 from .calling import input_names
-from .differentiate import Differentiator, is_real, map_value
+from .differentiate import Differentiator
+from .reals import is_real
 from . import rich
 from .errors import Span, UsageError, abridged, printable, source_line
 from .graph import Graph, graph_of
@@ -38,7 +39,7 @@ from .runtime import Runtime
 from .syntax import (Let, Pair, Prim, RealT, Term, Var, VarT, is_differentiable,
                      walk)
 from .tape import BackpropCreated, BackpropRun
-from .values import SCALAR_TYPES, PrimEvent, array_summary, format_real
+from .values import SCALAR_TYPES, PrimEvent, array_summary, format_real, map_value
 
 
 @attrs.define

@@ -265,3 +265,53 @@ def test_a_python_function_returning_a_deep_value_is_an_eval_error(program):
     with pytest.raises(lambdad.EvalError, match="the value nests pairs and lists more than "
                                                 "200 deep"):
         program.call("h", (lambda x: deep, 3.0))
+
+
+def test_a_checked_function_calls_and_refuses_as_binding_its_signature_does():
+    """edge.checked's wrapper (compiled for positional parameters: the hot path takes the
+    arguments as they come) gives, for every way to call, what binding the signature gives:
+    the same result with the same defaults, or a UsageError with the same message."""
+    import inspect
+
+    from lambdad import edge
+
+    def sample(self, name: "str", point: "Any", strategy: "str | None" = None,
+               stats: "bool" = False):
+        return (self, name, point, strategy, stats)
+
+    signature = inspect.signature(sample)
+    label = f"{sample.__qualname__}(name, point, strategy, stats): "
+    kinds = {"name": edge.KINDS["str"], "strategy": edge.KINDS["str | None"]}
+
+    def bound(*args, **kwargs):
+        try:
+            given = signature.bind(*args, **kwargs).arguments
+        except TypeError as exc:
+            return label + str(exc)
+        for parameter, (accepts, wanted) in kinds.items():
+            if parameter in given and not accepts(given[parameter]):
+                return label + f"`{parameter}` must be {wanted}, not " \
+                    + edge._described(given[parameter])
+        return sample(*args, **kwargs)
+
+    def checked(*args, **kwargs):
+        try:
+            return door(*args, **kwargs)
+        except lambdad.UsageError as exc:
+            return exc.message
+
+    door = edge.checked(sample)
+    values = ["s", "f", 3, None, 1.5, ["x"]]
+    calls = [((), {}), ((), {"name": "f"}), (("s",), {"name": "f", "point": 1.0}),
+             (("s", "f"), {"point": 1.0, "strategy": 4}), (("s", "f", 1.0), {"stats": True}),
+             (("s", "f"), {"name": "g"}), (("s", "f", 1.0), {"bogus": 1}),
+             (("s", "f", 1.0, None, False, 7), {})]
+    for count in range(6):  # every count of positional arguments, every value at each
+        for position in range(count):
+            for value in values:
+                args = ["s", "f", 1.0, "naive", True][:count]
+                args[position] = value
+                calls.append((tuple(args), {}))
+    for args, kwargs in calls:
+        assert checked(*args, **kwargs) == bound(*args, **kwargs), (args, kwargs)
+    assert inspect.signature(door) == signature and door.__doc__ == sample.__doc__

@@ -12,7 +12,7 @@ import pytest
 import lambdad
 from lambdad.calling import real_inputs, real_point, uncurried_term
 from lambdad.syntax import LetPair
-from lambdad.differentiate import PreparedGradient
+from lambdad.prepared import PreparedGradient
 from lambdad.errors import render
 from lambdad.tape import STRATEGIES
 

@@ -24,12 +24,16 @@ LAYERS = [
     {"batching"},
     {"tape"},
     {"forward", "backward", "simplify", "fuse", "values"},
+    {"reals"},
     {"guard", "limits"},
     {"pieces"},
+    {"generated"},
+    {"foldgen"},
     {"codegen"},
     {"interpreter", "nesting"},
     {"graph", "calling"},
     {"differentiate"},
+    {"prepared"},
     {"runtime", "results"},
     {"probing"},
     {"trace", "gradcheck", "testing", "plot"},
@@ -135,7 +139,8 @@ def test_the_run_time_reaches_no_transformation_even_indirectly():
     graph = {}
     for path in source_files():
         graph.setdefault(module_of(path), set()).update(imports_of(path))
-    for module in ("interpreter", "codegen", "guard", "tape", "values", "batching"):
+    for module in ("interpreter", "codegen", "foldgen", "generated", "guard", "tape", "values",
+                   "batching"):
         reached = reachable_from(module, graph) & TRANSFORMATIONS
         assert not reached, f"{module} reaches {sorted(reached)}"
 

@@ -6,7 +6,7 @@ what the same fused program gives run step by step (the general path)."""
 import pytest
 
 import lambdad
-from lambdad import codegen
+from lambdad import codegen, foldgen
 from lambdad.batching import batched_fold_step
 from lambdad.codegen import CompileOptions
 from lambdad.fuse import fuse
@@ -22,22 +22,27 @@ def both (xs : [R]) : R =
 def dot (p : [R] * [R]) : R =
   let (xs, ys) = p in fold (\\s (x, y) -> s + x * y) 0 (zip xs ys)
 def captured (c : R) (xs : [R]) : R = fold (\\acc x -> acc * c + x * x) c xs
+def counted (c : R) : R = fold (\\acc i -> acc * c + sin acc) c (range 12)
 """
 
 XS = [0.1 * k - 0.45 for k in range(3 * BATCHED_FOLD_MIN_STEPS)]
 POINTS = [("steps", XS), ("both", XS), ("dot", (XS, [x * x - 0.2 for x in XS])),
-          ("captured", (0.9, XS))]
+          ("captured", (0.9, XS)), ("counted", 0.7)]
 
 
-def runs(point_of, batched, monkeypatch):
+def runs(point_of, batched, monkeypatch, inline=True):
     """Every (value, gradient) and Hessian-vector product of POINTS on a fresh program,
-    batched or with the plan refused (each fold of the fused program run step by step)."""
+    batched or with the plan refused (each fold of the fused program run step by step);
+    batched steps run inline, or (not ``inline``) as a function of their own, as when
+    Python's indentation would run out."""
     with monkeypatch.context() as patch:
+        if not inline:
+            patch.setattr(foldgen, "_MAX_IF_DEPTH", 1)
         if not batched:
-            patch.setattr(codegen, "batched_fold_step", lambda step: None)
+            patch.setattr(foldgen, "batched_fold_step", lambda step: None)
         calls = []
-        plan = codegen.batched_fold_step
-        patch.setattr(codegen, "batched_fold_step",
+        plan = foldgen.batched_fold_step
+        patch.setattr(foldgen, "batched_fold_step",
                       lambda step: calls.append(1) or plan(step))
         program = lambdad.loads(SOURCE)
         results = []
@@ -57,11 +62,35 @@ def along(point):
     return 0.75
 
 
-def test_batched_folds_give_the_step_by_step_results_bit_for_bit(monkeypatch):
-    batched, asked = runs(along, True, monkeypatch)
+@pytest.mark.parametrize("inline", [True, False], ids=["steps inline", "step a function"])
+def test_batched_folds_give_the_step_by_step_results_bit_for_bit(monkeypatch, inline):
+    batched, asked = runs(along, True, monkeypatch, inline)
     general, _ = runs(along, False, monkeypatch)
-    assert asked, "the code generator never asked for a plan"
+    assert len(asked) >= len(POINTS), "the code generator did not ask for a plan per fold"
     assert repr(batched) == repr(general)  # bit for bit, down to the last digit printed
+
+
+def test_the_code_generator_reaches_batched_folds_through_one_door():
+    """codegen.py takes the mixin alone from foldgen and enters it by two arms: ``prim``
+    (``batched_fold``) and ``lin_lam`` while a step is batched (``batched_slot``); no other
+    module imports foldgen."""
+    import ast
+    from pathlib import Path
+    package = Path(lambdad.__file__).parent
+    tree = ast.parse((package / "codegen.py").read_text())
+    imported = {alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "foldgen"
+                for alias in node.names}
+    assert imported == {"BatchedFolds"}
+    inside = {name for name, member in vars(foldgen.BatchedFolds).items()
+              if callable(member) or isinstance(member, staticmethod)}
+    entered = {node.attr for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr in inside}
+    assert entered == {"batched_fold", "batched_slot"}
+    importers = sorted(path.name for path in package.rglob("*.py") if path.name != "codegen.py"
+                       for node in ast.walk(ast.parse(path.read_text()))
+                       if isinstance(node, ast.ImportFrom) and node.module == "foldgen")
+    assert importers == []
 
 
 def test_every_fold_here_is_batched_under_the_fused_strategy():
@@ -77,7 +106,7 @@ def test_other_strategies_and_instrumented_code_never_batch(monkeypatch):
     _, _, stats = program.value_and_grad("steps", XS, strategy="factored", stats=True)
     assert stats.created >= len(XS)
     asked = []
-    monkeypatch.setattr(codegen, "batched_fold_step", lambda step: asked.append(step))
+    monkeypatch.setattr(foldgen, "batched_fold_step", lambda step: asked.append(step))
     fused = fuse(backward_term(parse_expr("\\xs -> fold (\\acc x -> acc * x + x) 1.0 xs")))
     calls = Interpreter()._runtime_calls(True)
     for options in (CompileOptions(instrumented=True, batch_folds=True), CompileOptions()):

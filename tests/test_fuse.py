@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import lambdad
-from lambdad import cli, codegen, tape
+from lambdad import cli, codegen, foldgen, tape
 from lambdad.backward import backward_term
 from lambdad.errors import UsageError
 from lambdad.fuse import fuse
@@ -118,6 +118,7 @@ def test_a_batched_fold_runs_its_steps_inline_or_else_as_a_function(monkeypatch,
     # the batched step is a function run by tape.batched_fold.  Both give the same.
     if not inline:
         monkeypatch.setattr(codegen, "_MAX_IF_DEPTH", 1)
+        monkeypatch.setattr(foldgen, "_MAX_IF_DEPTH", 1)
     calls = []
     by_function = codegen.batched_fold
     monkeypatch.setattr(codegen, "batched_fold",
@@ -174,7 +175,7 @@ def test_forward_over_reverse_runs_a_batched_fold_batched_in_dual_numbers(monkey
         value, gradient, product = program.hvp(name, point, direction)
     # step by step: the threshold as the run reads it and as code generation writes it
     monkeypatch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 10**6)
-    monkeypatch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 10**6)
+    monkeypatch.setattr(foldgen, "BATCHED_FOLD_MIN_STEPS", 10**6)
     assert runs.count
     runs.count = 0
     with runs:
@@ -187,7 +188,7 @@ def test_forward_over_reverse_runs_a_batched_fold_batched_in_dual_numbers(monkey
 
 class LoopRuns:
     """Counts, while entered, the runs of the loop functions batched folds compile to
-    (:meth:`lambdad.codegen._CodeGenerator.batched_loop`) from now on: their calls, seen by
+    (:meth:`lambdad.foldgen.BatchedFolds.batched_loop`) from now on: their calls, seen by
     a profile function, told apart by name and module."""
 
     def __init__(self, monkeypatch):

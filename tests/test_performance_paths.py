@@ -16,7 +16,7 @@ import types
 import pytest
 
 import lambdad
-from lambdad.differentiate import count_reals, is_dual, map_value
+from lambdad.reals import count_reals, is_dual
 from lambdad.errors import DifferentiationError, UsageError
 from lambdad.interpreter import Interpreter
 from lambdad.parser import parse_expr
@@ -25,7 +25,7 @@ from lambdad.values import fits as _fits
 from lambdad.syntax import REAL, BoolT, ListT, PairT
 from lambdad.tape import (STRATEGIES, ZERO, Backprop, BackpropCreated, BackpropRun, Tape,
                           add_cotangents, backward)
-from lambdad.values import to_python
+from lambdad.values import map_value, to_python
 
 FILE = "<test>"
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 
 import lambdad
-from lambdad import codegen, pieces, rules, tape, testing
+from lambdad import foldgen, pieces, rules, tape, testing
 from lambdad.parser import parse_expr, parse_module
 from lambdad.primitives import PRIMITIVES
 from lambdad.syntax import (
@@ -116,7 +116,7 @@ def every_fold_batched(piece_lines=None):
     into pieces (lambdad.pieces.cut_into_pieces: this checks what crosses them)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tape, "BATCHED_FOLD_MIN_STEPS", 1)
-        patch.setattr(codegen, "BATCHED_FOLD_MIN_STEPS", 1)
+        patch.setattr(foldgen, "BATCHED_FOLD_MIN_STEPS", 1)
         if piece_lines is not None:
             patch.setattr(pieces, "MAX_PIECE_LINES", piece_lines)
         yield

@@ -1,0 +1,155 @@
+"""What code generation and the batched-fold emission (:mod:`lambdad.foldgen`) share: the
+Python function being generated (:class:`_Function`, its statements and locals), the atoms
+of reals written into it and read back, the atoms of a site's source arguments for error
+messages, and the one term shape both recognise (a list's reals made constants).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from .errors import DerivativeSpan, Span
+from .guard import PrimSite
+from .primitives import Primitive
+from .syntax import Const, Lam, Let, LinLam, Pair, Term, Var, Zero
+
+
+# Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
+_MAX_IF_DEPTH = 48
+
+
+def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
+    """For a site computing part of a source primitive's derivative, the atoms of ``fn``
+    holding that primitive's arguments (see :class:`PrimSite`), else ``("=", atom)`` for
+    its value, else () when they are not bound or captured in ``fn`` already (nothing is
+    captured for an error message)."""
+    if not isinstance(span, DerivativeSpan) or not span.arguments:
+        return ()
+    # A partial written with the primitive's value (0.5 / r for sqrt) fails where the value
+    # is what it is: the error says so, in both modes alike (in the backpropagator the
+    # value may be the only one at hand).
+    value = span.value and (fn.scope.get(span.value) or fn.captures.get(span.value))
+    if value:
+        return ("=", value)
+    # (an argument may be named by its value, `0.5`, where the fused form put the literal)
+    atoms = [fn.scope.get(name) or fn.captures.get(name) or _literal_atom(name)
+             for name in span.arguments]
+    return tuple(atoms) if all(atoms) else ()
+
+
+class _Function:
+    """A Python function being generated: a lifted ``\\x -> e`` or ``\\a -o e``, a lifted
+    ``if`` branch, or the entry point of a compiled term.
+
+    ``scope`` maps source names bound inside it to Python atoms (names or literals);
+    ``captures`` maps captured source names to the parameters receiving them, in order.
+
+    Its locals are numbered by ``names`` (``t0``, ``c1``, ...), its own counter unless it
+    shares its Python function with others (a batched fold's loop and bodies): functions
+    generated alike are then the same text (up to their own name), compiled once (see
+    :func:`_compiled_functions`).
+    """
+
+    __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
+                 "blocks", "deferred", "finite", "computed")
+
+    def __init__(self, parent: "_Function | None",
+                 names: "itertools.count[int] | None" = None):
+        self.parent = parent
+        self.names = itertools.count() if names is None else names
+        self.scope: dict[str, str] = {}
+        self.captures: dict[str, str] = {}
+        # (indent, text, primitive site, names defined if the statement is pure, atoms used)
+        self.lines: list[tuple[int, str, PrimSite | None, tuple[str, ...],
+                               tuple[str, ...]]] = []
+        self.indent = 1
+        self.if_depth = 0
+        # Ids of the blocks (if/else branches) enclosing the statement being generated.
+        self.blocks: tuple[int, ...] = ()
+        # In a linear body: the atoms of real results whose finiteness check is deferred to
+        # their uses (see _CodeGenerator.deferred_checks), with their sites; else None.
+        self.deferred: dict[str, PrimSite] | None = None
+        # Atoms of real results checked finite by the statement after their own.
+        self.finite: set[str] = set()
+        # (primitive, operands) -> (blocks, atom): the real operations computed so far, each
+        # with the blocks around its statement (see _CodeGenerator.apply_primitive).
+        self.computed: dict[tuple, tuple[tuple[int, ...], str]] = {}
+
+    def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
+             pure: tuple[str, ...] = ()) -> None:
+        """Appends a statement using the atoms ``uses``; ``pure`` names what it defines
+        when it has no effect and cannot fail, so it may be dropped if they are never
+        used."""
+        self.lines.append((self.indent, text, site, pure, tuple(uses)))
+
+    def fresh(self, prefix: str) -> str:
+        """A new local: ``prefix`` (``t`` temporary, ``v`` parameter or unpacked part,
+        ``c`` captured) and a number."""
+        return f"{prefix}{next(self.names)}"
+
+
+def _literal_atom(text: str) -> str | None:
+    """The atom of the real ``text`` names when it is a number (no variable is), else None."""
+    if not text[:1] or text[0] not in "-.0123456789":
+        return None
+    try:
+        return _real_atom(float(text))
+    except ValueError:
+        return None
+
+
+def _real_atom(value: float) -> str:
+    """A Python expression for the real ``value`` (parenthesised when negative)."""
+    value = float(value)
+    if value != value:
+        return "_nan"
+    if math.isinf(value):
+        return "_inf" if value > 0 else "(-_inf)"
+    text = repr(value)
+    return f"({text})" if text.startswith("-") else text
+
+
+def _literal_real(atom: str) -> float | None:
+    """The finite real an atom made by :func:`_real_atom` stands for, else None."""
+    text = atom[2:-1] if atom.startswith("(-") else atom
+    if not text or not (text[0].isdigit() or text[0] == "."):
+        return None
+    value = float(text)
+    return -value if atom.startswith("(-") else value
+
+
+def _folded_literals(primitive: Primitive, atoms: list[str]) -> str | None:
+    """The literal ``primitive`` gives on the literals ``atoms`` (see
+    :meth:`_CodeGenerator.folded`), or None."""
+    values = [_literal_real(atom) for atom in atoms]
+    result = None if None in values else primitive.value_at(*values)
+    if result is None:
+        return None
+    if type(result) is bool:
+        return "True" if result else "False"
+    return _real_atom(result)
+
+
+def _lifted_reals(f: Term) -> str | None:
+    """What ``f`` pairs each real with when it makes reals constants: ``"zero"`` for
+    ``\\i -> (i, \\a -o zero)`` (reverse mode; fusion writes it ``\\i -> let g = \\a -o zero
+    in (i, g)``), ``"0.0"`` for ``\\i -> (i, 0)`` (forward mode); else None."""
+    if not isinstance(f, Lam):
+        return None
+    body, zero_name = f.body, None
+    if (isinstance(body, Let) and isinstance(body.value, LinLam)
+            and isinstance(body.value.body, Zero)):
+        body, zero_name = body.body, body.name
+    if not (isinstance(body, Pair) and isinstance(body.first, Var)
+            and body.first.name == f.param and body.first.name != zero_name):
+        return None
+    second = body.second
+    if zero_name is not None:
+        return "zero" if isinstance(second, Var) and second.name == zero_name else None
+    if isinstance(second, LinLam) and isinstance(second.body, Zero):
+        return "zero"
+    if isinstance(second, Const) and second.value == 0.0 and math.copysign(1.0, second.value) > 0:
+        return "0.0"
+    return None
