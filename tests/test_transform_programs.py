@@ -11,6 +11,7 @@ from conftest import PROGRAMS
 from lambdad.backward import backward_type
 from lambdad.forward import forward_type
 from lambdad.parser import parse_module
+from lambdad.testing.properties import same_up_to_elaboration
 from lambdad.printer import print_module
 from lambdad.syntax import Module
 from lambdad.typecheck import TypeEnv, check_term, infer_module
@@ -44,7 +45,11 @@ def test_transformed_programs_type_check_and_round_trip(file, mode, raw):
         decls = program.transformed_decls(name, mode, raw=raw)
         _typed_env(decls, program, transform_type)
         module = Module(tuple(decls))
-        assert parse_module(print_module(module), "printed.lam") == module
+        again = parse_module(print_module(module), "printed.lam")
+        # (equal but for the array entries the type checker elaborates operations to)
+        assert [d.name for d in again.decls] == [d.name for d in module.decls]
+        assert all(same_up_to_elaboration(a.value, b.value)
+                   for a, b in zip(again.decls, module.decls)), print_module(module)
 
 
 @pytest.mark.parametrize("name", ["x", "v", "v_", "r0", "r1", "main", "p", "a"])
