@@ -16,8 +16,6 @@ from typing import Any
 
 from .arraylib import ARRAY, all_finite
 from .calling import (
-    argument_type,
-    with_arrays,
     argument_names,
     argument_type,
     arguments_covered,
@@ -311,17 +309,17 @@ class Derivatives:
     def _chosen_gradient(self, owner: Any, name: str, point: Any, mode: str,
                          strategy: str | None, stats: bool, wrt: Sequence[str]):
         """:meth:`value_and_grad` with ``wrt``, by the gradient of every parameter."""
-        k, _, chosen = self._chosen(owner, name, point, wrt)
+        k, _, chosen, _ = self._chosen(owner, name, point, wrt)
         out = self.value_and_grad(owner, name, point, mode, strategy, stats)
         gradient = out[1] if k == 1 else curried_parts(_nested(out[1], k), k)
         picked = gradient if k == 1 else packed([gradient[i] for i in chosen])
         return (out[0], picked) + tuple(out[2:])
 
     def _chosen(self, owner: Any, name: str, point: Any, wrt: Sequence[str]
-                ) -> tuple[int, list[Any], list[int]]:
-        """How many curried arguments the point gives, the parts it gives them as, and the
-        positions of the parameters ``wrt`` names; raises UsageError for a name that is
-        not such a parameter."""
+                ) -> tuple[int, list[Any], list[int], list[str]]:
+        """How many curried arguments the point gives, the parts it gives them as (arrays
+        where the parameters are), the positions of the parameters ``wrt`` names and the
+        parameters' names; raises UsageError for a name that is not such a parameter."""
         owner.require(name)
         if not wrt:
             raise UsageError("--wrt needs the name of at least one parameter")
@@ -338,28 +336,12 @@ class Derivatives:
                 raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
                                  "parameter written as a pattern has no name to choose)")
             chosen.append(names.index(wanted))
-        return k, parts, chosen
+        return k, parts, chosen, names
 
     @collector_paused_during
     def restricted(self, owner: Any, name: str, point: Any, wrt: Sequence[str]) -> tuple[Any, Any]:
         """The work of :meth:`Program.restricted`."""
-        owner.require(name)
-        if not wrt:
-            raise UsageError("--wrt needs the name of at least one parameter")
-        value = owner._as_value(point)
-        k = arguments_covered(name, owner._scheme(name).type, value)
-        value = with_arrays(value, argument_type(owner._scheme(name).type, k))
-        names = argument_names(owner.decls[name].value, k)
-        parts = curried_parts(value, k)
-        chosen: list[int] = []
-        for wanted in wrt:
-            if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
-                listed = ", ".join(f"`{n}`" for n in names if n != "_")
-                problem = "is given twice" if wanted in names and names.index(wanted) in chosen \
-                    else f"is not a parameter of `{name}` that the point gives"
-                raise UsageError(f"--wrt: `{wanted}` {problem} (its parameters: {listed}; a "
-                                 "parameter written as a pattern has no name to choose)")
-            chosen.append(names.index(wanted))
+        k, parts, chosen, names = self._chosen(owner, name, point, wrt)
         fixed = [part for i, part in enumerate(parts) if i not in chosen]
         key = (name, tuple(chosen), k, _fixed_key(fixed))
         program = self._restrictions.get(key) if key[-1] is not None else None
