@@ -14,7 +14,8 @@ JSON line on stdout (GradBench's CONTRIBUTING.md, "Protocol"):
   run at least ``min_runs`` times and until ``min_seconds`` have passed (one timing
   ``evaluate`` a run, the computation only), and the answer carries the last ``output``.
   The first evaluation of each function in a session is preceded by one more run, timed as
-  ``warmup``: it compiles the function and its derivatives, which later runs reuse;
+  ``warmup``: it compiles the function and its derivatives, which later runs reuse
+  (``--no-warmup``: no such run);
 - any other message (``analysis``): an answer with its id alone.
 
 The derivatives are the program's: each function of a module is a definition of its
@@ -142,12 +143,13 @@ class Session:
     """One run of the protocol: the modules defined so far and the functions already
     warmed up.  ``clock`` gives nanoseconds (``time.perf_counter_ns``)."""
 
-    def __init__(self, programs: Path = PROGRAMS,
+    def __init__(self, programs: Path = PROGRAMS, warmup: bool = True,
                  clock: Callable[[], int] = time.perf_counter_ns):
         self.programs = programs
         self.clock = clock
         self.defined: dict[str, Program] = {}
-        self.warm: set[tuple[str, str]] = set()
+        # the functions run once already (none to warm up when ``warmup`` is false)
+        self.warm: set[tuple[str, str]] | None = set() if warmup else None
         self.invalid: list[tuple[Any, str]] = []  # evaluations an analysis judged invalid
 
     # ------------------------------------------------------------ messages
@@ -225,7 +227,7 @@ class Session:
         else:
             min_runs, min_seconds = 1, 0
         try:
-            if (module, name) not in self.warm:
+            if self.warm is not None and (module, name) not in self.warm:
                 start = self.clock()
                 program.call(name, point)
                 timings.append(_timing("warmup", self.clock() - start))
@@ -304,6 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "stdin and answers on stdout. Modules: " + ", ".join(MODULES) + ".")
     parser.add_argument("--programs", metavar="DIR", type=Path, default=PROGRAMS,
                         help="read MODULE.lam from DIR instead of the installed programs")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="no extra first run of each function (timed as `warmup`): its "
+                             "first `evaluate` timing then includes compiling it and its "
+                             "derivatives")
     return parser
 
 
@@ -311,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the tool on stdin and stdout; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return serve(Session(args.programs), sys.stdin, sys.stdout, sys.stderr)
+        return serve(Session(args.programs, args.warmup), sys.stdin, sys.stdout, sys.stderr)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the eval went away: nothing left to answer
