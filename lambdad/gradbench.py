@@ -49,17 +49,33 @@ PROGRAMS = Path(__file__).resolve().parent / "evals"
 
 @attrs.frozen
 class Function:
-    """How an eval's ``input`` becomes the point of a function of the program: the input's
-    fields, in the order of the function's parameters (``None``: the input is the point
-    itself), and whether the input asks for repeated runs (``min_runs``, ``min_seconds``)."""
+    """How an eval's ``input`` becomes the point of a function of the program, and its
+    result the ``output``: the input's fields, in the order of the function's parameters
+    (``None``: the input is the point itself); whether the input asks for repeated runs
+    (``min_runs``, ``min_seconds``); and the names of the output object's fields, one for
+    each component of the function's tuple result (``None``: the result as it is)."""
 
     fields: tuple[str, ...] | None
     runs: bool = True
+    output: tuple[str, ...] | None = None
+
+    def shaped(self, result: Any) -> Any:
+        """The output for the function's result (Python data)."""
+        if self.output is None:
+            return result
+        components = []
+        for _ in self.output[:-1]:  # a k-tuple is a pair nested to the right
+            first, result = result
+            components.append(first)
+        return dict(zip(self.output, [*components, result]))
 
 
 def _functions(names: Iterable[str], fields: tuple[str, ...] | None,
                runs: bool = True) -> Mapping[str, Function]:
     return {name: Function(fields, runs) for name in names}
+
+
+GMM_PARAMETERS = ("alpha", "mu", "q", "l")
 
 
 # The modules lambdad has programs for, with their functions, as each eval's README
@@ -73,6 +89,9 @@ MODULES: Mapping[str, Mapping[str, Function]] = MappingProxyType({
     "kmeans": MappingProxyType(_functions(("cost", "dir"), ("points", "centroids"))),
     "saddle": MappingProxyType(_functions(("rr", "ff", "fr", "rf"), ("start",))),
     "particle": MappingProxyType(_functions(("rr", "ff", "fr", "rf"), ("w",))),
+    "gmm": MappingProxyType({
+        "objective": Function((*GMM_PARAMETERS, "x", "m", "gamma")),
+        "jacobian": Function((*GMM_PARAMETERS, "x", "m", "gamma"), output=GMM_PARAMETERS)}),
 })
 
 
@@ -88,30 +107,40 @@ def reals(value: Any, where: str) -> Any:
     """``value`` (decoded JSON) with every number a float, lists kept: the data of a
     point.  Raises MessageError naming ``where`` for anything else (strings, objects,
     booleans, non-finite numbers)."""
-    if isinstance(value, bool) or value is None or isinstance(value, (str, dict)):
-        raise MessageError(f"{where} must be a number or a list of numbers, "
-                           f"not {_json_kind(value)}")
-    if isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except OverflowError:
-            raise MessageError(f"{where} is too large for a real") from None
-        if not math.isfinite(number):
-            raise MessageError(f"{where} must be finite, not {number}")
-        return number
-    # a list: converted with a work stack, so nesting depth costs no recursion
+    if not isinstance(value, list):
+        return _real(value, where)
+    # lists converted with a work stack, so nesting depth costs no recursion
     result: list[Any] = []
     pending: list[tuple[list[Any], list[Any]]] = [(value, result)]
     while pending:
         source, target = pending.pop()
+        if all(type(item) is float for item in source):  # the common case, in one pass
+            if not all(map(math.isfinite, source)):
+                _real(next(r for r in source if not math.isfinite(r)), f"an element of {where}")
+            target.extend(source)
+            continue
         for item in source:
             if isinstance(item, list):
                 inner: list[Any] = []
                 target.append(inner)
                 pending.append((item, inner))
             else:
-                target.append(reals(item, f"an element of {where}"))
+                target.append(_real(item, f"an element of {where}"))
     return result
+
+
+def _real(value: Any, where: str) -> float:
+    """The number ``value`` as a float; MessageError naming ``where`` for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MessageError(f"{where} must be a number or a list of numbers, "
+                           f"not {_json_kind(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise MessageError(f"{where} is too large for a real") from None
+    if not math.isfinite(number):
+        raise MessageError(f"{where} must be finite, not {number}")
+    return number
 
 
 def _json_kind(value: Any) -> str:
@@ -241,7 +270,7 @@ class Session:
                 runs, elapsed = runs + 1, elapsed + spent
         except LambdadError as error:
             raise MessageError(render(error, program.sources)) from None
-        return {"success": True, "output": result, "timings": timings}
+        return {"success": True, "output": function.shaped(result), "timings": timings}
 
     @staticmethod
     def point(function: Function, data: Any) -> Any:

@@ -3,6 +3,7 @@ framing and errors of the protocol, the repeated runs, and every module at small
 against the eval's formula computed here with NumPy (never with lambdad)."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -397,3 +398,54 @@ def test_saddle_and_particle_in_all_four_compositions(module, inputs, reference)
     outputs = run_module(module, [(f, inputs | RUNS) for f in ("rr", "ff", "fr", "rf")])
     for output in outputs:
         close(output, reference(), 1e-12)
+
+
+def gmm_log_posterior(alpha, mu, q, l, x, m, gamma):
+    """The definition of the eval's README, densities and all (not its simplified form):
+    log (prod_i sum_k phi_k N(x_i; mu_k, (Q_k^T Q_k)^-1) prod_k Wishart(Q_k^T Q_k))."""
+    d, k = x.shape[1], len(alpha)
+    phi = np.exp(alpha) / np.exp(alpha).sum()
+    below = [(r, c) for c in range(d) for r in range(c + 1, d)]  # filled column by column
+    precisions = []
+    for j in range(k):
+        factor = np.diag(np.exp(q[j]))
+        for (r, c), value in zip(below, l[j]):
+            factor[r, c] = value
+        precisions.append(factor.T @ factor)
+    likelihood = 0.0
+    for xi in x:
+        density = sum(phi[j] * np.exp(-0.5 * (xi - mu[j]) @ precisions[j] @ (xi - mu[j]))
+                      / np.sqrt((2 * np.pi) ** d / np.linalg.det(precisions[j]))
+                      for j in range(k))
+        likelihood += np.log(density)
+    n = d + m + 1
+    log_gamma_d = d * (d - 1) / 4 * np.log(np.pi) + sum(math.lgamma(n / 2 - j / 2)
+                                                       for j in range(d))
+    prior = sum((n - d - 1) / 2 * np.log(np.linalg.det(p)) - gamma * gamma * np.trace(p) / 2
+                - n * d / 2 * np.log(2) + n * d * np.log(gamma) - log_gamma_d
+                for p in precisions)
+    return likelihood + prior
+
+
+def test_gmm():
+    rng = np.random.default_rng(5)
+    d, k, n, m, gamma = 3, 2, 6, 1, 0.8
+    parameters = {"alpha": rng.normal(size=k), "mu": rng.uniform(size=(k, d)),
+                  "q": rng.normal(size=(k, d)) * 0.3, "l": rng.normal(size=(k, 3)) * 0.3}
+    x = rng.normal(size=(n, d))
+    inputs = {name: value.tolist() for name, value in parameters.items()} \
+        | {"x": x.tolist(), "d": d, "k": k, "n": n, "m": m, "gamma": gamma} | RUNS
+    objective, jacobian = run_module("gmm", [("objective", inputs), ("jacobian", inputs)])
+    close(objective, gmm_log_posterior(*parameters.values(), x, m, gamma))
+    assert set(jacobian) == {"alpha", "mu", "q", "l"}
+    for name, value in parameters.items():
+        # central differences of the definition, one parameter at a time
+        expected = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            step = np.zeros_like(value)
+            step[index] = 1e-6
+            up = parameters | {name: value + step}
+            down = parameters | {name: value - step}
+            expected[index] = (gmm_log_posterior(*up.values(), x, m, gamma)
+                               - gmm_log_posterior(*down.values(), x, m, gamma)) / 2e-6
+        close(jacobian[name], expected, 1e-6)
