@@ -92,6 +92,8 @@ MODULES: Mapping[str, Mapping[str, Function]] = MappingProxyType({
     "gmm": MappingProxyType({
         "objective": Function((*GMM_PARAMETERS, "x", "m", "gamma")),
         "jacobian": Function((*GMM_PARAMETERS, "x", "m", "gamma"), output=GMM_PARAMETERS)}),
+    "lstm": MappingProxyType(_functions(("objective", "jacobian"),
+                                        ("main_params", "extra_params", "state", "sequence"))),
 })
 
 

@@ -449,3 +449,47 @@ def test_gmm():
             expected[index] = (gmm_log_posterior(*up.values(), x, m, gamma)
                                - gmm_log_posterior(*down.values(), x, m, gamma)) / 2e-6
         close(jacobian[name], expected, 1e-6)
+
+
+def lstm_loss(main, extra, state, sequence):
+    """ADBench's LSTM loss in NumPy: layers of diagonal LSTM cells, each character's bits
+    predicted from the ones before, normalised by log (sum (exp y) + 2)."""
+    b = sequence.shape[1]
+    layers = len(main) // 2
+    hidden = [state[2 * i].copy() for i in range(layers)]
+    cell = [state[2 * i + 1].copy() for i in range(layers)]
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    total = 0.0
+    for t in range(len(sequence) - 1):
+        x = sequence[t] * extra[0]
+        for i in range(layers):
+            w, c = main[2 * i].reshape(4, b), main[2 * i + 1].reshape(4, b)
+            forget = sigmoid(x * w[0] + c[0])
+            ingate = sigmoid(hidden[i] * w[1] + c[1])
+            outgate = sigmoid(x * w[2] + c[2])
+            change = np.tanh(hidden[i] * w[3] + c[3])
+            cell[i] = cell[i] * forget + ingate * change
+            hidden[i] = outgate * np.tanh(cell[i])
+            x = hidden[i]
+        y = x * extra[1] + extra[2]
+        total += sequence[t + 1] @ (y - np.log(np.exp(y).sum() + 2))
+    return -total / ((len(sequence) - 1) * b)
+
+
+def test_lstm():
+    rng = np.random.default_rng(6)
+    layers, b, c = 2, 3, 5
+    main, extra = rng.random((2 * layers, 4 * b)), rng.random((3, b))
+    state, sequence = rng.random((2 * layers, b)), rng.integers(0, 2, (c, b)).astype(float)
+    inputs = {"main_params": main.tolist(), "extra_params": extra.tolist(),
+              "state": state.tolist(), "sequence": sequence.tolist()} | RUNS
+    objective, jacobian = run_module("lstm", [("objective", inputs), ("jacobian", inputs)])
+    close(objective, lstm_loss(main, extra, state, sequence))
+    flat = np.concatenate([main.ravel(), extra.ravel()])
+
+    def loss_of(v):
+        return lstm_loss(v[:main.size].reshape(main.shape), v[main.size:].reshape(extra.shape),
+                         state, sequence)
+
+    steps = np.eye(flat.size) * 1e-6
+    close(jacobian, [(loss_of(flat + e) - loss_of(flat - e)) / 2e-6 for e in steps], 1e-7)
