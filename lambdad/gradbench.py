@@ -322,12 +322,20 @@ def serve(session: Session, lines: Iterable[str], out: TextIO, err: TextIO) -> i
             err.flush()
             status = 1
             continue
-        out.write(json.dumps(response, allow_nan=False) + "\n")
+        out.write(json.dumps(response, allow_nan=False, default=_listed) + "\n")
         out.flush()
     for of, error in session.invalid:
         print(f"lambdad.gradbench: the eval judged the output of message {of} invalid: "
               f"{error}", file=err)
     return status
+
+
+def _listed(value: Any) -> Any:
+    """An array of a result (a NumPy array has ``tolist``) as JSON lists; TypeError for
+    anything else, as json.dumps expects."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -493,3 +493,12 @@ def test_lstm():
 
     steps = np.eye(flat.size) * 1e-6
     close(jacobian, [(loss_of(flat + e) - loss_of(flat - e)) / 2e-6 for e in steps], 1e-7)
+
+
+def test_every_module_of_the_tool_has_a_program_defining_its_functions():
+    from lambdad import load
+    from lambdad.gradbench import MODULES, PROGRAMS
+
+    for module, functions in MODULES.items():
+        names = load(PROGRAMS / f"{module}.lam").names()
+        assert set(functions) <= set(names), module
