@@ -52,22 +52,16 @@ class Function:
     """How an eval's ``input`` becomes the point of a function of the program, and its
     result the ``output``: the input's fields, in the order of the function's parameters
     (``None``: the input is the point itself); whether the input asks for repeated runs
-    (``min_runs``, ``min_seconds``); and the names of the output object's fields, one for
-    each component of the function's tuple result (``None``: the result as it is)."""
+    (``min_runs``, ``min_seconds``); and the output made of the result (Python data), when
+    the eval wants another form than the result's own."""
 
     fields: tuple[str, ...] | None
     runs: bool = True
-    output: tuple[str, ...] | None = None
+    output: Callable[[Any], Any] | None = None
 
     def shaped(self, result: Any) -> Any:
-        """The output for the function's result (Python data)."""
-        if self.output is None:
-            return result
-        components = []
-        for _ in self.output[:-1]:  # a k-tuple is a pair nested to the right
-            first, result = result
-            components.append(first)
-        return dict(zip(self.output, [*components, result]))
+        """The output for the function's result."""
+        return result if self.output is None else self.output(result)
 
 
 def _functions(names: Iterable[str], fields: tuple[str, ...] | None,
@@ -75,8 +69,40 @@ def _functions(names: Iterable[str], fields: tuple[str, ...] | None,
     return {name: Function(fields, runs) for name in names}
 
 
-GMM_PARAMETERS = ("alpha", "mu", "q", "l")
+def _components(result: Any, count: int) -> list[Any]:
+    """The ``count`` components of a tuple result (a pair nested to the right)."""
+    components = []
+    for _ in range(count - 1):
+        first, result = result
+        components.append(first)
+    return [*components, result]
 
+
+def _object(*names: str) -> Callable[[Any], dict[str, Any]]:
+    """The output of a tuple result as an object, a field of that name per component."""
+    return lambda result: dict(zip(names, _components(result, len(names))))
+
+
+def _ba_errors(result: Any) -> dict[str, Any]:
+    """ba's objective as GradBench's validator compares it (every copy of the input gives
+    the same errors): the first observation's two reprojection errors and the first
+    weight error, each with the number of them."""
+    reprojection, weights = _components(result, 2)
+    return {"reproj_error": {"elements": reprojection[:2], "repeated": len(reprojection) // 2},
+            "w_err": {"element": weights[0], "repeated": len(weights)}}
+
+
+def _ba_sparse(result: Any) -> dict[str, Any]:
+    """ba's Jacobian as GradBench's validator compares it: the first 30 and the last of
+    the row starts, columns and values (the first observation's two rows of 15 entries,
+    and the last weight error's)."""
+    rows, cols, vals = _components(result, 3)
+    return {"rows": rows[:30] + rows[-1:], "cols": cols[:30] + cols[-1:],
+            "vals": vals[:30] + vals[-1:]}
+
+
+GMM_PARAMETERS = ("alpha", "mu", "q", "l")
+BA_INPUT = ("n", "m", "p", "cam", "x", "w", "feat")
 
 # The modules lambdad has programs for, with their functions, as each eval's README
 # specifies them.
@@ -91,9 +117,12 @@ MODULES: Mapping[str, Mapping[str, Function]] = MappingProxyType({
     "particle": MappingProxyType(_functions(("rr", "ff", "fr", "rf"), ("w",))),
     "gmm": MappingProxyType({
         "objective": Function((*GMM_PARAMETERS, "x", "m", "gamma")),
-        "jacobian": Function((*GMM_PARAMETERS, "x", "m", "gamma"), output=GMM_PARAMETERS)}),
+        "jacobian": Function((*GMM_PARAMETERS, "x", "m", "gamma"),
+                             output=_object(*GMM_PARAMETERS))}),
     "lstm": MappingProxyType(_functions(("objective", "jacobian"),
                                         ("main_params", "extra_params", "state", "sequence"))),
+    "ba": MappingProxyType({"objective": Function(BA_INPUT, output=_ba_errors),
+                            "jacobian": Function(BA_INPUT, output=_ba_sparse)}),
 })
 
 

@@ -502,3 +502,44 @@ def test_every_module_of_the_tool_has_a_program_defining_its_functions():
     for module, functions in MODULES.items():
         names = load(PROGRAMS / f"{module}.lam").names()
         assert set(functions) <= set(names), module
+
+
+def ba_reprojection(cam, x, w, feat):
+    """ADBench's reprojection error of the point x seen by the camera, in NumPy."""
+    rot, centre = cam[:3], cam[3:6]
+    pt = x - centre
+    theta = np.sqrt(rot @ rot)
+    axis = rot / theta
+    seen = (pt * np.cos(theta) + np.cross(axis, pt) * np.sin(theta)
+            + axis * (axis @ pt) * (1 - np.cos(theta)))
+    projected = seen[:2] / seen[2]
+    rsq = projected @ projected
+    projected = projected * (1 + cam[9] * rsq + cam[10] * rsq * rsq)
+    return w * (projected * cam[6] + cam[7:9] - feat)
+
+
+def test_ba():
+    rng = np.random.default_rng(7)
+    n, m, p = 3, 4, 12
+    cam = np.concatenate([rng.normal(size=3), rng.normal(size=3) * 5,
+                          [400.0], rng.normal(size=2), rng.normal(size=2) * 0.01])
+    x, w, feat = rng.normal(size=3) * 5 + [0, 0, 60], 0.4, rng.normal(size=2) * 100
+    inputs = {"n": n, "m": m, "p": p, "cam": cam.tolist(), "x": x.tolist(), "w": w,
+              "feat": feat.tolist()} | RUNS
+    objective, jacobian = run_module("ba", [("objective", inputs), ("jacobian", inputs)])
+    error = ba_reprojection(cam, x, w, feat)
+    assert objective["reproj_error"]["repeated"] == p
+    close(objective["reproj_error"]["elements"], error)
+    assert objective["w_err"] == {"element": 1 - w * w, "repeated": p}
+    # the first observation's two rows: its camera's 11 columns, its point's 3, its
+    # weight's; the values by central differences
+    point = np.concatenate([cam, x, [w]])
+    steps = np.eye(15) * 1e-6
+    derivatives = np.array([(ba_reprojection(*np.split(point + e, [11, 14]), feat)
+                             - ba_reprojection(*np.split(point - e, [11, 14]), feat)) / 2e-6
+                            for e in steps]).T  # 2 x 15
+    columns = [*range(11), 11 * n, 11 * n + 1, 11 * n + 2, 11 * n + 3 * m]
+    assert jacobian["cols"] == columns * 2 + [11 * n + 3 * m + p - 1]
+    assert jacobian["rows"] == [15 * i for i in range(2 * p + 1)] + \
+        [30 * p + i for i in range(1, 6)] + [31 * p]
+    close(jacobian["vals"], [*derivatives[0], *derivatives[1], -2 * w], 1e-6)
