@@ -301,7 +301,12 @@ class Session:
                 runs, elapsed = runs + 1, elapsed + spent
         except LambdadError as error:
             raise MessageError(render(error, program.sources)) from None
-        return {"success": True, "output": function.shaped(result), "timings": timings}
+        try:
+            output = function.shaped(result)
+        except (IndexError, ValueError, TypeError) as error:
+            raise MessageError(f"the result of `{name}` does not have the form the eval "
+                               f"expects ({error})") from None
+        return {"success": True, "output": output, "timings": timings}
 
     @staticmethod
     def point(function: Function, data: Any) -> Any:
@@ -351,7 +356,12 @@ def serve(session: Session, lines: Iterable[str], out: TextIO, err: TextIO) -> i
             err.flush()
             status = 1
             continue
-        out.write(json.dumps(response, allow_nan=False, default=_listed) + "\n")
+        try:
+            text = json.dumps(response, allow_nan=False, default=_listed)
+        except (ValueError, TypeError) as error:  # a result JSON cannot hold
+            text = json.dumps({"id": response["id"], "success": False,
+                               "error": f"the output cannot be written as JSON: {error}"})
+        out.write(text + "\n")
         out.flush()
     for of, error in session.invalid:
         print(f"lambdad.gradbench: the eval judged the output of message {of} invalid: "

@@ -543,3 +543,18 @@ def test_ba():
     assert jacobian["rows"] == [15 * i for i in range(2 * p + 1)] + \
         [30 * p + i for i in range(1, 6)] + [31 * p]
     close(jacobian["vals"], [*derivatives[0], *derivatives[1], -2 * w], 1e-6)
+
+
+def test_a_result_the_eval_cannot_take_is_an_error_in_the_answer(tmp_path):
+    # ba's output names the first observation's errors: with none, there is nothing to send
+    (tmp_path / "ba.lam").write_text(
+        "def objective n m p cam x w feat : [R] * [R] = ([], [])\n"
+        "def jacobian n m p cam x w feat : [R] * [R] * [R] = ([], [], [])\n")
+    answers, stderr, status = session([
+        {"kind": "define", "module": "ba"},
+        {"kind": "evaluate", "module": "ba", "function": "objective",
+         "input": {"n": 1, "m": 1, "p": 0, "cam": [0.0], "x": [0.0], "w": 1, "feat": [0.0]}},
+    ], "--programs", str(tmp_path))
+    assert status == 0
+    assert answers[1]["success"] is False
+    assert "does not have the form the eval expects" in answers[1]["error"]
