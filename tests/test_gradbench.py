@@ -34,13 +34,13 @@ def session(messages, *options, timeout=120):
     return {r["id"]: r for r in responses}, done.stderr, done.returncode
 
 
-def run_module(module, calls, *options):
+def run_module(module, calls, *options, timeout=120):
     """Define ``module`` and evaluate each (function, input) of ``calls`` once; returns
     the outputs in order (every answer must be a success)."""
     messages = [{"kind": "start", "eval": module}, {"kind": "define", "module": module}]
     messages += [{"kind": "evaluate", "module": module, "function": f, "input": x}
                  for f, x in calls]
-    answers, stderr, status = session(messages, "--no-warmup", *options)
+    answers, stderr, status = session(messages, "--no-warmup", *options, timeout=timeout)
     assert status == 0, stderr
     assert answers[1]["success"] is True, answers[1]
     outputs = []
@@ -395,7 +395,9 @@ def test_particle_near_its_optimum_in_all_four_compositions():
     ("particle", {"w": 0.0}, lambda: particle_reference(0.0)),
 ])
 def test_saddle_and_particle_in_all_four_compositions(module, inputs, reference):
-    outputs = run_module(module, [(f, inputs | RUNS) for f in ("rr", "ff", "fr", "rf")])
+    # a few seconds to a minute for each composition, as the machine is loaded
+    outputs = run_module(module, [(f, inputs | RUNS) for f in ("rr", "ff", "fr", "rf")],
+                         timeout=1200)
     for output in outputs:
         close(output, reference(), 1e-12)
 
