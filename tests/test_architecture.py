@@ -40,7 +40,7 @@ LAYERS = [
     {"edge", "sources"},
     {"derivatives", "showing"},
     {"pipeline"},
-    {"cli", "repl", "__main__", "__init__", "notebook"},
+    {"cli", "repl", "__main__", "__init__", "notebook", "gradbench"},
 ]
 # Imports inside a layer, each allowed one way only (checked below).
 SAME_LAYER_ALLOWED = {("cli", "repl"), ("__main__", "cli"),
@@ -205,10 +205,11 @@ def test_the_runtime_is_wired_in_one_place():
 
 
 def test_front_ends_call_only_public_methods():
-    """cli.py, repl.py and notebook.py reach no private attribute of the objects they use
-    (their own, their base class's and IPython's ``shell._showtraceback`` aside)."""
+    """cli.py, repl.py, notebook.py and gradbench.py reach no private attribute of the
+    objects they use (their own, their base class's and IPython's ``shell._showtraceback``
+    aside)."""
     allowed = {"_get_values", "_showtraceback"}
-    for name in ("cli", "repl", "notebook"):
+    for name in ("cli", "repl", "notebook", "gradbench"):
         path = PACKAGE / f"{name}.py"
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_")

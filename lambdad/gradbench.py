@@ -1,0 +1,406 @@
+"""``python -m lambdad.gradbench``: lambdad as a tool of GradBench, the shared benchmark of
+automatic differentiation tools (github.com/gradbench/gradbench).
+
+A tool is a process that reads one JSON message a line on stdin and answers each with one
+JSON line on stdout (GradBench's CONTRIBUTING.md, "Protocol"):
+
+- ``start``: the answer names the tool;
+- ``define`` a module: the module's ``.lam`` program (``lambdad/evals/MODULE.lam``, or
+  ``--programs DIR``) is read and type-checked, and the time it took is reported as the
+  timing ``load``; a module lambdad has no program for is ``success: false`` with an
+  ``error``;
+- ``evaluate`` a function of a defined module at an ``input``: the input is turned into the
+  point of the program's function of that name (the timing ``convert``), the function is
+  run at least ``min_runs`` times and until ``min_seconds`` have passed (one timing
+  ``evaluate`` a run, the computation only), and the answer carries the last ``output``.
+  The first evaluation of each function in a session is preceded by one more run, timed as
+  ``warmup``: it compiles the function and its derivatives, which later runs reuse
+  (``--no-warmup``: no such run);
+- any other message (``analysis``): an answer with its id alone.
+
+The derivatives are the program's: each function of a module is a definition of its
+``.lam`` file, the derivatives taken there by ``grad``, ``jvp`` and the rest.  This module
+only reads messages, converts inputs and outputs, and times calls of the public API.
+Bad input never stops the tool with a traceback: an error in a message is reported in the
+answer's ``error`` field (``success: false``), a line that is not a message on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TextIO
+
+import attrs
+
+from .errors import LambdadError, render
+from .pipeline import Program, load
+
+# Where the programs of the evals are installed (package data).
+PROGRAMS = Path(__file__).resolve().parent / "evals"
+
+
+@attrs.frozen
+class Function:
+    """How an eval's ``input`` becomes the point of a function of the program, and its
+    result the ``output``: the input's fields, in the order of the function's parameters
+    (``None``: the input is the point itself); whether the input asks for repeated runs
+    (``min_runs``, ``min_seconds``); and the output made of the result (Python data), when
+    the eval wants another form than the result's own."""
+
+    fields: tuple[str, ...] | None
+    runs: bool = True
+    output: Callable[[Any], Any] | None = None
+
+    def shaped(self, result: Any) -> Any:
+        """The output for the function's result."""
+        return result if self.output is None else self.output(result)
+
+
+def _functions(names: Iterable[str], fields: tuple[str, ...] | None,
+               runs: bool = True) -> Mapping[str, Function]:
+    return {name: Function(fields, runs) for name in names}
+
+
+def _components(result: Any, count: int) -> list[Any]:
+    """The ``count`` components of a tuple result (a pair nested to the right)."""
+    components = []
+    for _ in range(count - 1):
+        first, result = result
+        components.append(first)
+    return [*components, result]
+
+
+def _object(*names: str) -> Callable[[Any], dict[str, Any]]:
+    """The output of a tuple result as an object, a field of that name per component."""
+    return lambda result: dict(zip(names, _components(result, len(names))))
+
+
+def _ba_errors(result: Any) -> dict[str, Any]:
+    """ba's objective as GradBench's validator compares it (every copy of the input gives
+    the same errors): the first observation's two reprojection errors and the first
+    weight error, each with the number of them."""
+    reprojection, weights = _components(result, 2)
+    return {"reproj_error": {"elements": reprojection[:2], "repeated": len(reprojection) // 2},
+            "w_err": {"element": weights[0], "repeated": len(weights)}}
+
+
+def _ba_sparse(result: Any) -> dict[str, Any]:
+    """ba's Jacobian as GradBench's validator compares it: the first 30 and the last of
+    the row starts, columns and values (the first observation's two rows of 15 entries,
+    and the last weight error's)."""
+    rows, cols, vals = _components(result, 3)
+    return {"rows": rows[:30] + rows[-1:], "cols": cols[:30] + cols[-1:],
+            "vals": vals[:30] + vals[-1:]}
+
+
+GMM_PARAMETERS = ("alpha", "mu", "q", "l")
+BA_INPUT = ("n", "m", "p", "cam", "x", "w", "feat")
+
+# The modules lambdad has programs for, with their functions, as each eval's README
+# specifies them.
+MODULES: Mapping[str, Mapping[str, Function]] = MappingProxyType({
+    "hello": MappingProxyType(_functions(("square", "double"), None, runs=False)),
+    "llsq": MappingProxyType(_functions(("primal", "gradient"), ("x", "n"))),
+    "lse": MappingProxyType(_functions(("primal", "gradient"), ("x",))),
+    "det": MappingProxyType(_functions(("primal", "gradient"), ("A", "ell"))),
+    "ode": MappingProxyType(_functions(("primal", "gradient"), ("x", "s"))),
+    "kmeans": MappingProxyType(_functions(("cost", "dir"), ("points", "centroids"))),
+    "saddle": MappingProxyType(_functions(("rr", "ff", "fr", "rf"), ("start",))),
+    "particle": MappingProxyType(_functions(("rr", "ff", "fr", "rf"), ("w",))),
+    "gmm": MappingProxyType({
+        "objective": Function((*GMM_PARAMETERS, "x", "m", "gamma")),
+        "jacobian": Function((*GMM_PARAMETERS, "x", "m", "gamma"),
+                             output=_object(*GMM_PARAMETERS))}),
+    "lstm": MappingProxyType(_functions(("objective", "jacobian"),
+                                        ("main_params", "extra_params", "state", "sequence"))),
+    "ba": MappingProxyType({"objective": Function(BA_INPUT, output=_ba_errors),
+                            "jacobian": Function(BA_INPUT, output=_ba_sparse)}),
+})
+
+
+class MessageError(Exception):
+    """A message, or the input of one, that the tool cannot act on; the text says why."""
+
+
+def _timing(name: str, nanoseconds: int) -> dict[str, Any]:
+    return {"name": name, "nanoseconds": nanoseconds}
+
+
+def reals(value: Any, where: str) -> Any:
+    """``value`` (decoded JSON) with every number a float, lists kept: the data of a
+    point.  Raises MessageError naming ``where`` for anything else (strings, objects,
+    booleans, non-finite numbers)."""
+    if not isinstance(value, list):
+        return _real(value, where)
+    # lists converted with a work stack, so nesting depth costs no recursion
+    result: list[Any] = []
+    pending: list[tuple[list[Any], list[Any]]] = [(value, result)]
+    while pending:
+        source, target = pending.pop()
+        if all(type(item) is float for item in source):  # the common case, in one pass
+            if not all(map(math.isfinite, source)):
+                _real(next(r for r in source if not math.isfinite(r)), f"an element of {where}")
+            target.extend(source)
+            continue
+        for item in source:
+            if isinstance(item, list):
+                inner: list[Any] = []
+                target.append(inner)
+                pending.append((item, inner))
+            else:
+                target.append(_real(item, f"an element of {where}"))
+    return result
+
+
+def _real(value: Any, where: str) -> float:
+    """The number ``value`` as a float; MessageError naming ``where`` for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MessageError(f"{where} must be a number or a list of numbers, "
+                           f"not {_json_kind(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise MessageError(f"{where} is too large for a real") from None
+    if not math.isfinite(number):
+        raise MessageError(f"{where} must be finite, not {number}")
+    return number
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return "a number"
+
+
+def _count(data: Mapping[str, Any], field: str, at_least: float) -> float:
+    """The number ``data[field]`` (missing: ``at_least``); MessageError if it is not a
+    number of at least ``at_least``."""
+    value = data.get(field, at_least)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < at_least:
+        raise MessageError(f"the input's `{field}` must be a number >= {at_least:g}, "
+                           f"not {json.dumps(value)[:40]}")
+    return value
+
+
+class Session:
+    """One run of the protocol: the modules defined so far and the functions already
+    warmed up.  ``clock`` gives nanoseconds (``time.perf_counter_ns``)."""
+
+    def __init__(self, programs: Path = PROGRAMS, warmup: bool = True,
+                 clock: Callable[[], int] = time.perf_counter_ns):
+        self.programs = programs
+        self.clock = clock
+        self.defined: dict[str, Program] = {}
+        # the functions run once already (none to warm up when ``warmup`` is false)
+        self.warm: set[tuple[str, str]] | None = set() if warmup else None
+        self.invalid: list[tuple[Any, str]] = []  # evaluations an analysis judged invalid
+
+    # ------------------------------------------------------------ messages
+    def answer(self, message: Any) -> dict[str, Any]:
+        """The response to one decoded message.  Raises MessageError for a message
+        without an id (nothing can answer it)."""
+        if not isinstance(message, dict):
+            raise MessageError(f"a message must be a JSON object, not {_json_kind(message)}")
+        if "id" not in message:
+            raise MessageError("the message has no `id`")
+        ident = message["id"]
+        kind = message.get("kind")
+        try:
+            if kind == "start":
+                return {"id": ident, "tool": "lambdad",
+                        "config": {"version": _version(), "programs": str(self.programs)}}
+            if kind == "define":
+                return {"id": ident, **self.define(message.get("module"))}
+            if kind == "evaluate":
+                return {"id": ident, **self.evaluate(message)}
+        except MessageError as error:
+            return {"id": ident, "success": False, "error": str(error)}
+        except MemoryError:
+            return {"id": ident, "success": False, "error": "out of memory"}
+        except Exception as exc:  # an internal error: said in the answer, no traceback
+            return {"id": ident, "success": False,
+                    "error": f"internal error: {type(exc).__name__}: {exc} (a bug in lambdad)"}
+        if kind == "analysis" and message.get("valid") is False:
+            self.invalid.append((message.get("of"), str(message.get("error", ""))))
+        return {"id": ident}
+
+    def define(self, module: Any) -> dict[str, Any]:
+        """Load and type-check the module's program: ``success`` and the ``load`` timing,
+        or ``success: false`` with an ``error``."""
+        if not isinstance(module, str):
+            raise MessageError("a define message needs the `module`'s name, a string")
+        functions = MODULES.get(module)
+        if functions is None:
+            raise MessageError(f"lambdad has no program for the module `{module}` "
+                               f"(it has: {', '.join(MODULES)})")
+        path = self.programs / f"{module}.lam"
+        start = self.clock()
+        try:
+            program = load(path)
+        except LambdadError as error:
+            raise MessageError(render(error, _sources(path))) from None
+        loaded = self.clock() - start
+        missing = [name for name in functions if name not in program.names()]
+        if missing:
+            raise MessageError(f"{path} does not define {', '.join(missing)}, which the "
+                               f"module `{module}` needs")
+        self.defined[module] = program
+        return {"success": True, "timings": [_timing("load", loaded)]}
+
+    def evaluate(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Run the function at the input: ``success``, the ``output`` and the timings."""
+        module, name = message.get("module"), message.get("function")
+        program = self.defined.get(module) if isinstance(module, str) else None
+        if program is None:
+            raise MessageError(f"the module {json.dumps(module)[:60]} is not defined "
+                               "(a define message must come first)")
+        function = MODULES[module].get(name) if isinstance(name, str) else None
+        if function is None:
+            raise MessageError(f"the module `{module}` has no function "
+                               f"{json.dumps(name)[:60]} (it has: {', '.join(MODULES[module])})")
+        if "input" not in message:
+            raise MessageError("an evaluate message needs an `input`")
+        data = message["input"]
+        start = self.clock()
+        point = self.point(function, data)
+        timings = [_timing("convert", self.clock() - start)]
+        if function.runs:
+            min_runs = _count(data, "min_runs", 1)
+            min_seconds = _count(data, "min_seconds", 0)
+        else:
+            min_runs, min_seconds = 1, 0
+        try:
+            if self.warm is not None and (module, name) not in self.warm:
+                start = self.clock()
+                program.call(name, point)
+                timings.append(_timing("warmup", self.clock() - start))
+                self.warm.add((module, name))
+            runs, elapsed = 0, 0
+            while runs < min_runs or elapsed < min_seconds * 1e9:
+                start = self.clock()
+                result = program.call(name, point)
+                spent = self.clock() - start
+                timings.append(_timing("evaluate", spent))
+                runs, elapsed = runs + 1, elapsed + spent
+        except LambdadError as error:
+            raise MessageError(render(error, program.sources)) from None
+        try:
+            output = function.shaped(result)
+        except (IndexError, ValueError, TypeError) as error:
+            raise MessageError(f"the result of `{name}` does not have the form the eval "
+                               f"expects ({error})") from None
+        return {"success": True, "output": output, "timings": timings}
+
+    @staticmethod
+    def point(function: Function, data: Any) -> Any:
+        """The point of the function for the eval's input (a tuple for several fields)."""
+        if function.fields is None:
+            return reals(data, "the input")
+        if not isinstance(data, dict):
+            raise MessageError(f"the input must be an object with the fields "
+                               f"{', '.join(function.fields)}, not {_json_kind(data)}")
+        missing = [field for field in function.fields if field not in data]
+        if missing:
+            raise MessageError(f"the input has no field {', '.join(missing)}")
+        values = tuple(reals(data[field], f"the input's `{field}`")
+                       for field in function.fields)
+        return values[0] if len(values) == 1 else values
+
+
+def _version() -> str:
+    """lambdad's version as installed (``unknown`` when it runs from a source tree only)."""
+    try:
+        return importlib.metadata.version("lambdad")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _sources(path: Path) -> dict[str, str] | None:
+    """The text of ``path`` for an error's excerpt (None if it cannot be read)."""
+    try:
+        return {str(path): path.read_text(encoding="utf-8")}
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def serve(session: Session, lines: Iterable[str], out: TextIO, err: TextIO) -> int:
+    """Answer every message of ``lines`` on ``out``; returns the exit status: 0, or 1 if
+    some line was not a message (each reported on ``err``, and left unanswered)."""
+    status = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            response = session.answer(json.loads(line))
+        except (json.JSONDecodeError, MessageError) as error:
+            reason = f"not JSON ({error.msg})" if isinstance(error, json.JSONDecodeError) \
+                else str(error)
+            print(f"lambdad.gradbench: line {number} is not a message: {reason}", file=err)
+            err.flush()
+            status = 1
+            continue
+        try:
+            text = json.dumps(response, allow_nan=False, default=_listed)
+        except (ValueError, TypeError) as error:  # a result JSON cannot hold
+            text = json.dumps({"id": response["id"], "success": False,
+                               "error": f"the output cannot be written as JSON: {error}"})
+        out.write(text + "\n")
+        out.flush()
+    for of, error in session.invalid:
+        print(f"lambdad.gradbench: the eval judged the output of message {of} invalid: "
+              f"{error}", file=err)
+    return status
+
+
+def _listed(value: Any) -> Any:
+    """An array of a result (a NumPy array has ``tolist``) as JSON lists; TypeError for
+    anything else, as json.dumps expects."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lambdad.gradbench",
+        description="lambdad as a GradBench tool: reads the protocol's JSON messages on "
+                    "stdin and answers on stdout. Modules: " + ", ".join(MODULES) + ".")
+    parser.add_argument("--programs", metavar="DIR", type=Path, default=PROGRAMS,
+                        help="read MODULE.lam from DIR instead of the installed programs")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="no extra first run of each function (timed as `warmup`): its "
+                             "first `evaluate` timing then includes compiling it and its "
+                             "derivatives")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the tool on stdin and stdout; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return serve(Session(args.programs, args.warmup), sys.stdin, sys.stdout, sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the eval went away: nothing left to answer
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
