@@ -192,7 +192,9 @@ class Derivatives:
         else:
             value, gradient = owner.runtime.differentiator.grad(f, x)
             run_stats = owner.runtime.differentiator.last_stats
-            if reals is not None:
+            # (not for a point whose lists were made arrays: the prepared path takes the
+            # point as it is given)
+            if reals is not None and not (_holds_array(x) and not _holds_array(point)):
                 _remember(self._gradients, (name, reals[0], strategy),
                           prepared_gradient(owner.runtime.differentiator, f, reals[0]))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
@@ -293,7 +295,8 @@ class Derivatives:
             value, gradient, product = runtime.differentiator.hvp(f, x, v)
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
-        if key is not None and key not in self._products:
+        if key is not None and key not in self._products and not (
+                _holds_array(x) and not _holds_array(point)):
             _remember(self._products, key,
                       prepared_product(runtime.differentiator, f, x, inputs[0]))
         return to_python(value), to_python(gradient), to_python(product)

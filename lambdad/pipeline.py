@@ -66,6 +66,8 @@ from .sources import (
 from .syntax import (
     renamed_free,
     result_after,
+    walk,
+    ArrayT,
     Decl,
     Module,
     Term,
@@ -609,12 +611,16 @@ class Program:
         if reals is not None:
             plan = self._plans.get((name, reals[0]))
             if plan is not None:
-                return plan[0], reals[1], plan[1]
+                # (lists where the function takes arrays are made arrays)
+                return plan[0], reals[1] if plan[2] is None else with_arrays(
+                    reals[1], plan[2]), plan[1]
         value, k = self.fitted_point(name, point)
         f = self.value_of(name) if k == 1 else self._uncurried(name, k)
         result = result_after(self._scheme(name).type, k)
         if reals is not None:
-            _remember(self._plans, (name, reals[0]), (f, result))
+            taken = argument_type(self._scheme(name).type, k)
+            arrays = any(isinstance(node, ArrayT) for node in walk(taken))
+            _remember(self._plans, (name, reals[0]), (f, result, taken if arrays else None))
         return f, value, result
 
     def input_names(self, name: str, point: Any) -> list[str]:
@@ -650,7 +656,8 @@ class Program:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
             # (The run pauses the collector: little is made outside it.)
-            return to_python(self.runtime.apply_restartable(plan[0], reals[1]))
+            return to_python(self.runtime.apply_restartable(
+                plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2])))
         return self._general_call(name, point)
 
     @collector_paused_during

@@ -134,7 +134,7 @@ def test_bad_messages_are_errors_in_the_answer_and_the_session_goes_on():
     assert "not a string" in errors[4]
     assert "does not fit `primal`" in errors[5]
     # an error of the program itself is located in its source, with a caret
-    assert "runtime error: head of an empty list" in errors[6] and "^" in errors[6]
+    assert "runtime error: maximum of an empty array" in errors[6] and "^" in errors[6]
     assert "`min_runs` must be a number" in errors[7]
     assert "`module`" in errors[8]
     assert answers[11]["output"] == 2.0
