@@ -298,3 +298,12 @@ def test_check_samples_points_of_the_shapes_of_the_programs_weights():
     report = gradcheck.check(p, "loss", samples=2, seed=0)
     assert report.ok, report.render()
     assert len(report.functions[0].checks) == 2
+
+
+def test_repeated_calls_with_list_points_make_them_arrays_each_time(program):
+    # (the second call takes the cached plan of the first)
+    for _ in range(3):
+        assert program.call("lse", [1.0, 2.0]) == pytest.approx(
+            float(np.log(np.exp(1.0) + np.exp(2.0))))
+        value, gradient = program.value_and_grad("lse", [1.0, 2.0])
+        assert isinstance(gradient, np.ndarray) and gradient.shape == (2,)
