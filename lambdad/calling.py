@@ -719,17 +719,22 @@ def output_names(root: str, value: Any) -> list[str]:
 # ---------------------------------------------------------------- points as terms
 
 
-def point_term(value: Any, on_real: Callable[[float], Term]) -> Term:
-    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``.
-    Raises UsageError for a value holding a function."""
+def point_term(value: Any, on_real: Callable[[float], Term],
+               on_array: Callable[[Any], Term] | None = None) -> Term:
+    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``
+    (an array's too, unless ``on_array`` is given: each array replaced by
+    ``on_array(array)``).  Raises UsageError for a value holding a function."""
     if type(value) is float:
         return on_real(value)
     if type(value) is bool:
         return BoolLit(value)
     if type(value) is tuple:
-        return Pair(point_term(value[0], on_real), point_term(value[1], on_real))
+        return Pair(point_term(value[0], on_real, on_array),
+                    point_term(value[1], on_real, on_array))
     if type(value) is list:
-        return ListLit(tuple(point_term(v, on_real) for v in value))
+        return ListLit(tuple(point_term(v, on_real, on_array) for v in value))
+    if type(value) is arraylib.ARRAY and on_array is not None:
+        return on_array(value)
     if type(value) is arraylib.ARRAY:  # `array [..]`, `matrix [[..], ..]`
         items = value.tolist()
         if value.ndim == 1:

@@ -172,8 +172,11 @@ class Showing:
         if mode == REVERSE:
             point, value, back = fresh("x"), fresh("v"), fresh("v_")
             counter = iter(range(10**9))
+            # an array has one seed, for its whole cotangent (AD.md section 10)
             seeded = point_term(x, lambda r: Pair(real_term(r),
-                                                  Seed(Const(float(next(counter))))))
+                                                  Seed(Const(float(next(counter))))),
+                                lambda a: Pair(point_term(a, real_term),
+                                               Seed(Const(float(next(counter))))))
             body = LetPair(value, back, curried_call(Var(entry), Var(point), k),
                            Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
             main: Term = Let(point, seeded, body)
@@ -188,7 +191,12 @@ class Showing:
                 def dual(r: float, i: int = i, position=position) -> Term:
                     return Pair(real_term(r), Const(1.0 if next(position) == i else 0.0))
 
-                runs.append(call([point_term(part, dual) for part in parts]))
+                def dual_array(a: Any, i: int = i, position=position) -> Term:
+                    # an array and its tangent, an array of the same shape
+                    return Pair(point_term(a, real_term), point_term(
+                        a, lambda _: Const(1.0 if next(position) == i else 0.0)))
+
+                runs.append(call([point_term(part, dual, dual_array) for part in parts]))
             reads = iter(results)
             gradient = point_term(x, lambda r: SND.applied(Var(next(reads))))
             main = Pair(FST.applied(Var(results[0])), gradient)

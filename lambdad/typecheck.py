@@ -803,7 +803,7 @@ class _Inference(_Unifier):
     def _pair(self, term: Pair) -> Step[Type]:
         """``(e1, e2)``: ``A * B``."""
         first = yield self._visit(term.first)
-        if term.second.__class__ is LinLam:
+        if term.second.__class__ is LinLam or term.second.__class__ is Seed:
             # (v, \a -o e), what ←D makes of an array: a value and its backpropagator,
             # whose parameter is a cotangent of the value (AD.md section 10)
             found = self._resolve(first)
@@ -915,6 +915,9 @@ class _Inference(_Unifier):
         self._expect(REAL, index, term.index,
                      lambda e, a: f"`seed` expects the number of an input real, R, but this "
                                   f"has type {a}")
+        array = self.cotangent_hints.pop(id(term), None)
+        if array is not None:  # (an input array's seed: sent whole cotangent arrays)
+            return FunT(array, CotangentT(REAL))
         return backpropagator_type(self._fresh())
 
     def _read_off(self, term: ReadOff) -> Step[Type]:
@@ -934,6 +937,22 @@ class _Inference(_Unifier):
                      lambda e, a: f"`{_READ_OFF}` expects {_cotangent_words(e)}, but this "
                                   f"has type {a}")
         return result
+
+    def _seeded_array(self, t: Type, ring: Type) -> bool:
+        """Whether ``t`` is ``Vec * (Vec -o d)`` (←D of an array; ``Mat`` alike), the
+        ring ``ring`` then being R."""
+        if not isinstance(t, PairT) or not isinstance(self._resolve(t.first), ArrayT):
+            return False
+        back = self._resolve(t.second)
+        if not (isinstance(back, FunT) and isinstance(self._resolve(back.result), CotangentT)):
+            return False
+        try:
+            self._expect(self._resolve(t.first), back.arg, Var("x"), lambda e, a: "")
+            self._expect(CotangentT(REAL), back.result, Var("x"), lambda e, a: "")
+            self._expect(REAL, ring, Var("x"), lambda e, a: "")
+        except TypeCheckError:
+            return False
+        return True
 
     def _seeded_real(self, t: Type, ring: Type) -> bool:
         """Whether ``t`` is ``K * (K -o d<K>)`` (←D(R) over the ring ``K``), ``K`` being
@@ -973,6 +992,8 @@ class _Inference(_Unifier):
                 images[key] = with_children(current, kids)
             elif key in images:
                 continue
+            elif self._seeded_array(current, ring):
+                images[key] = self._resolve(current.first)  # its gradient is an array
             elif self._seeded_real(current, ring):
                 images[key] = self._resolve(ring)
             elif isinstance(current, BoolT):

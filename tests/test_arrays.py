@@ -307,3 +307,16 @@ def test_repeated_calls_with_list_points_make_them_arrays_each_time(program):
             float(np.log(np.exp(1.0) + np.exp(2.0))))
         value, gradient = program.value_and_grad("lse", [1.0, 2.0])
         assert isinstance(gradient, np.ndarray) and gradient.shape == (2,)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_show_at_an_array_point_prints_a_program_computing_the_gradient(program, mode):
+    shown = program.show("loss", forward=mode == "forward", reverse=mode == "reverse",
+                         at="([0.5, -0.25], [[1, 2], [3, 4]], [0, 1])")
+    value, gradient = lambdad.loads(shown).run()
+    expected_value, expected = program.value_and_grad(
+        "loss", ([0.5, -0.25], [[1.0, 2.0], [3.0, 4.0]], [0.0, 1.0]))
+    assert value == pytest.approx(expected_value)
+    assert _close(gradient, expected, 1e-12)
+    if mode == "reverse":
+        assert "(array [0.5, -0.25], seed 0)" in shown  # one seed per array
