@@ -10,6 +10,7 @@ is an error located at the definition.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,16 +60,28 @@ def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
 
 
 def _fixed_key(values: Sequence[Any]) -> str | None:
-    """A key telling apart the runtime values ``values`` (reals, booleans, pairs, lists):
-    their text, exact for reals; None when one holds a function (no key)."""
-    stack = list(values)
+    """A key telling apart the runtime values ``values`` (reals, booleans, pairs, lists,
+    arrays): their text, exact for reals, an array by its shape and a digest of its
+    elements; None when one holds a function (no key)."""
+    parts: list[str] = []
+    stack = list(reversed(values))
     while stack:
         value = stack.pop()
-        if type(value) in (tuple, list):
-            stack.extend(value)
-        elif type(value) not in (float, bool):
+        kind = type(value)
+        if kind is tuple or kind is list:
+            parts.append("(" if kind is tuple else "[")
+            stack.append(")" if kind is tuple else "]")
+            stack.extend(reversed(value))
+        elif kind is str:  # (a closing bracket pushed above)
+            parts.append(value)
+        elif kind is ARRAY:
+            parts.append(f"<{value.shape} {hashlib.sha256(value.tobytes()).hexdigest()}>")
+        elif kind is float or kind is bool:
+            parts.append(repr(value))
+        else:
             return None
-    return repr(values)
+        parts.append(",")
+    return "".join(parts)
 
 
 def _holds_array(point: Any) -> bool:
@@ -81,16 +94,6 @@ def _holds_array(point: Any) -> bool:
         if type(value) in (tuple, list) and len(stack) < 10_000:
             stack.extend(value)
     return False
-
-
-def _nested(value: Any, k: int) -> Any:
-    """A gradient of k parameters as right-nested pairs (a flat tuple of k made nested)."""
-    if type(value) is tuple and len(value) == k and k > 2:
-        nested = value[-1]
-        for item in reversed(value[:-1]):
-            nested = (item, nested)
-        return nested
-    return value
 
 
 def _python_reals(point: Any) -> Any:
@@ -161,10 +164,6 @@ class Derivatives:
                         return out + (runtime.differentiator.last_stats,) if stats else out
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
-            if _holds_array(point):
-                # data held fixed as arrays are not written into a program: the gradient of
-                # every parameter, of which the chosen ones are kept
-                return self._chosen_gradient(owner, name, point, mode, strategy, stats, wrt)
             program, point = self.restricted(owner, name, point, wrt)
             return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
         runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
@@ -309,15 +308,6 @@ class Derivatives:
                 f"{print_type(result)}")
         return f, x
 
-    def _chosen_gradient(self, owner: Any, name: str, point: Any, mode: str,
-                         strategy: str | None, stats: bool, wrt: Sequence[str]):
-        """:meth:`value_and_grad` with ``wrt``, by the gradient of every parameter."""
-        k, _, chosen, _ = self._chosen(owner, name, point, wrt)
-        out = self.value_and_grad(owner, name, point, mode, strategy, stats)
-        gradient = out[1] if k == 1 else curried_parts(_nested(out[1], k), k)
-        picked = gradient if k == 1 else packed([gradient[i] for i in chosen])
-        return (out[0], picked) + tuple(out[2:])
-
     def _chosen(self, owner: Any, name: str, point: Any, wrt: Sequence[str]
                 ) -> tuple[int, list[Any], list[int], list[str]]:
         """How many curried arguments the point gives, the parts it gives them as (arrays
@@ -351,11 +341,21 @@ class Derivatives:
         if program is None:
             hidden = owner.hidden_name(name)
             body: Term = Var(hidden)
+            data: list[Decl] = []
             for i, part in enumerate(parts):
-                body = App(body, Var(names[i]) if i in chosen else point_term(part, real_term))
+                if i in chosen:
+                    body = App(body, Var(names[i]))
+                elif _holds_array(part):
+                    # data held fixed: a definition of its own, computed once (not a
+                    # literal the restricted function would build at every call)
+                    held = owner.hidden_name(f"{name}_{names[i]}")
+                    data.append(Decl(held, point_term(part, real_term)))
+                    body = App(body, Var(held))
+                else:
+                    body = App(body, point_term(part, real_term))
             for i in reversed(chosen):
                 body = Lam(names[i], body)
-            program = owner.extended([Decl(name, body)])
+            program = owner.extended(data + [Decl(name, body)])
             assert hidden in program.decls, "extended() renames the old definition to `hidden`"
             if key[-1] is not None:
                 # Kept for the calls to come (a loop holding the data fixed while the chosen
