@@ -18,6 +18,8 @@ from collections.abc import Set as AbstractSet
 from .errors import Span
 from .iterate import run
 from .rules import (
+    ZeroOf,
+    backpropagator_zero,
     Differentiation,
     BACKPROPAGATOR,
     LINEAR_PARAM,
@@ -87,6 +89,10 @@ class _Backward(Differentiation):
     def zero(self, span: Span | None) -> Term:
         """BMP ←D, constant: ←D(r) = (r, \\a -o zero)."""
         return _zero_backpropagator(span)
+
+    def zero_of(self, span: Span | None) -> ZeroOf:
+        """←D of a constant: the zero backpropagator."""
+        return backpropagator_zero(span)
 
     def combine(self, contributions: list[tuple[Term, str]], taken: set[str],
                 span: Span | None, elementwise: list[str] | None = None) -> Term:

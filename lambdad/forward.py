@@ -18,6 +18,8 @@ from .iterate import run
 from .primitives import MAP, PRIMITIVES, SND, ZIP
 from .printer import print_type
 from .rules import (
+    ZeroOf,
+    tangent_zero,
     Differentiation,
     TANGENT,
     NameSupply,
@@ -95,6 +97,10 @@ class _Forward(Differentiation):
     def zero(self, span: Span | None) -> Term:
         """→D(r) = (r, 0): a literal's tangent is zero."""
         return Const(0.0, span=span)
+
+    def zero_of(self, span: Span | None) -> ZeroOf:
+        """→D of a constant: zero tangents, of an array's shape for an array."""
+        return tangent_zero(span)
 
     def combine(self, contributions: list[tuple[Term, str]], taken: set[str],
                 span: Span | None, elementwise: list[str] | None = None) -> Term:
@@ -310,8 +316,7 @@ class _Uses:
         chi, point = args
         value, pullback = self.names.fresh("w"), self.names.fresh("back")
         c, w = self.names.fresh("c"), self.names.fresh("w")
-        first = App(self.var(pullback), lift(out_type, self.var(w),
-                                             lambda: Const(0.0, span=s), s), span=s)
+        first = App(self.var(pullback), lift(out_type, self.var(w), tangent_zero(s), s), span=s)
         second = App(self.var(pullback), zipped(out_type, tangent_of(out_type, self.var(c), s),
                                                 self.var(w), self.names, s), span=s)
         image = Lam(c, Let(w, primal_of(out_type, self.var(c), s),

@@ -59,7 +59,8 @@ from .forward import forward_term, holds, tangent_of, zipped
 from .iterate import run
 from . import primitives
 from .primitives import PRIMITIVES
-from .rules import NameSupply, NoReverseImageError, lift, plus, primal_of, times
+from .rules import (NameSupply, NoReverseImageError, ZeroOf, backpropagator_zero, lift, plus,
+                    primal_of, tangent_zero, times)
 from .syntax import (
     ArrayT,
     rename_binders,
@@ -74,7 +75,6 @@ from .syntax import (
     Let,
     LetPair,
     ListT,
-    LinLam,
     Pair,
     PairT,
     Plus,
@@ -489,7 +489,7 @@ class _Expansion:
         """``grad f x``: seed, run ←D(f), read off with the cotangent 1 (AD.md section 3)."""
         s = t.span
         f, point = args
-        image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
+        image = self.image(f, scope, backward_term, backpropagator_zero(s),
                            s, REVERSE)
         seeded, value = self.names.fresh("x"), self.names.fresh("v", ("_",))
         back = value + "_"
@@ -508,7 +508,7 @@ class _Expansion:
         result_type = self.types[id(t)]
         assert isinstance(result_type, PairT)
         out_type = result_type.first
-        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
+        image = self.image(f, scope, forward_term, tangent_zero(s), s, FORWARD)
         out = self.names.fresh("v")
         dual = App(image, self.zipped(point_type, point, direction, s), span=s)
         return Let(out, dual, Pair(self.part(out_type, Var(out, span=s), 0, s),
@@ -539,7 +539,7 @@ class _Expansion:
                 "argument of its derivative would be the derivative of a function value, which "
                 "no target program can build", span)
         a = self.names.fresh("a")
-        constant = lift(t.arg, Var(a, span=span), lambda: Const(0.0, span=span), span)
+        constant = lift(t.arg, Var(a, span=span), tangent_zero(span), span)
         return Lam(a, self.part(t.result, App(term, constant, span=span), which, span),
                    span=span)
 
@@ -555,7 +555,7 @@ class _Expansion:
             raise DifferentiationError("this `vjp` returns a function: a pull-back would take "
                                        "a cotangent of a function type, which means nothing "
                                        "(differentiate what the function computes instead)", s)
-        image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
+        image = self.image(f, scope, backward_term, backpropagator_zero(s),
                            s, REVERSE)
         seeded, out, c = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("c")
         pullback = Lam(c, ReadOff(Var(seeded, span=s),
@@ -570,7 +570,7 @@ class _Expansion:
         gradient off with the cotangent 1 (a backward phase per output)."""
         s = t.span
         f, point = args
-        image = self.image(f, scope, backward_term, lambda: LinLam("a", Zero(span=s), span=s),
+        image = self.image(f, scope, backward_term, backpropagator_zero(s),
                            s, REVERSE)
         seeded, out, o = self.names.fresh("x"), self.names.fresh("v"), self.names.fresh("o")
         row = ReadOff(Var(seeded, span=s), App(Prim(SECOND, (Var(o, span=s),), span=s),
@@ -588,7 +588,7 @@ class _Expansion:
         if any(isinstance(inner, ListT) for inner in walk(point_type)):
             return self.jacfwd_of_lists(t, f, point, point_type, scope)
         n = sum(1 for inner in walk(point_type) if isinstance(inner, RealT))
-        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
+        image = self.image(f, scope, forward_term, tangent_zero(s), s, FORWARD)
         g, x = self.names.fresh("g"), self.names.fresh("x")
         columns = [self.names.fresh("c") for _ in range(n)]
         q = self.names.fresh("q")
@@ -631,7 +631,7 @@ class _Expansion:
                 (range (length (f x)))
         """
         s = t.span
-        image = self.image(f, scope, forward_term, lambda: Const(0.0, span=s), s, FORWARD)
+        image = self.image(f, scope, forward_term, tangent_zero(s), s, FORWARD)
         g, x, columns = self.names.fresh("g"), self.names.fresh("x"), self.names.fresh("cs")
         j, k = self.names.fresh("j"), self.names.fresh("k")
 
@@ -671,7 +671,7 @@ class _Expansion:
 
     # ---- the image of the differentiated function
     def image(self, f: Term, scope: dict[str, Term | None],
-              transform: Callable[[Term, NameSupply], Term], zero: Callable[[], Term],
+              transform: Callable[[Term, NameSupply], Term], zero: ZeroOf,
               span: Span | None, mode: str) -> Term:
         """D(f) with the variables ``f`` captures embedded into the inner level: reals as
         constants, functions bound to the image of their definition (``let`` or top

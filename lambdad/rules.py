@@ -586,20 +586,37 @@ def primal_of(t: Type, term: Term, span: Span | None) -> Term:
     raise DifferentiationError("cannot take the primal of a function argument", span)
 
 
-def lift(t: Type, term: Term, zero: Callable[[], Term], span: Span | None) -> Term:
-    """``term : t`` as a constant of ``D(t)``: each real ``r`` becomes ``(r, zero())``
-    (``map (\\i -> (i, 0)) term`` for a list of reals).  Raises DifferentiationError for a
-    function type mentioning ``R``."""
+# The derivative part of a constant ``v`` of a ground type (``R``, ``Vec``, ``Mat``), as a
+# function of ``v`` and its type: what :func:`lift` pairs each constant with.
+ZeroOf = Callable[[Term, Type], Term]
+
+
+def tangent_zero(span: Span | None) -> ZeroOf:
+    """→D's zero: ``0`` for a real, ``spread v 0`` (zeros of its shape) for an array."""
+    def zero(value: Term, t: Type) -> Term:
+        if isinstance(t, ArrayT):
+            return SPREAD.applied(value, Const(0.0, span=span), span=span)
+        return Const(0.0, span=span)
+    return zero
+
+
+def backpropagator_zero(span: Span | None) -> ZeroOf:
+    """←D's zero: ``\\a -o zero``, whatever the constant."""
+    return lambda value, t: LinLam(LINEAR_PARAM, Zero(span=span), span=span)
+
+
+def lift(t: Type, term: Term, zero: ZeroOf, span: Span | None) -> Term:
+    """``term : t`` as a constant of ``D(t)``: each real ``r`` becomes ``(r, zero(r, R))``
+    (``map (\\i -> (i, 0)) term`` for a list of reals), each array ``v``
+    ``(v, zero(v, Vec))``.  Raises DifferentiationError for a function type mentioning
+    ``R``."""
     if not contains_real(t):
         return term
     if isinstance(t, RealT):
-        return Pair(term, zero(), span=span)
+        return Pair(term, zero(term, t), span=span)
     if isinstance(t, ArrayT):
-        # an array's zero tangent has its shape: spread z 0 (a backpropagator is \a -o zero)
-        derivative = zero()
-        if isinstance(derivative, Const):
-            derivative = SPREAD.applied(Var("z", span=span), derivative, span=span)
-        return Let("z", term, Pair(Var("z", span=span), derivative, span=span), span=span)
+        value = Var("z", span=span)
+        return Let("z", term, Pair(value, zero(value, t), span=span), span=span)
     if isinstance(t, ListT):
         body = lift(t.item, Var("i", span=span), zero, span)
         return MAP.applied(Lam("i", body, span=span), term, span=span)
@@ -667,6 +684,10 @@ class Differentiation:
 
     def zero(self, span: Span | None) -> Term:
         """The derivative part of a literal: ``0`` or ``\\a -o zero``."""
+        raise NotImplementedError
+
+    def zero_of(self, span: Span | None) -> ZeroOf:
+        """The derivative part of a constant of a ground type (see :func:`lift`)."""
         raise NotImplementedError
 
     def combine(self, contributions: list[tuple[Term, str]], taken: set[str],
@@ -891,7 +912,7 @@ class Differentiation:
             image = yield self.term(arg)
             args.append(primal_of(param_type, image, s))
         application = Prim(t.op, tuple(args), span=s)
-        return lift(result_type, application, lambda: self.zero(s), s)
+        return lift(result_type, application, self.zero_of(s), s)
 
     def located_type(self, t: Type, span: Span | None) -> Type:
         """D(t); a DifferentiationError it raises is located at ``span``."""
