@@ -193,7 +193,7 @@ class _CodeGenerator(BatchedFolds):
             # The pieces of such a body cut into pieces (see lambdad.pieces), to the body.
             "__lambdad_piece_of__": {},
         }
-        self.evaluators: dict[str, str] = {}
+        self.evaluators: dict[int, str] = {}  # (by the evaluation function's id)
         # Functions bound by `let`, by their atoms (a fold's step may be one).
         self.lambda_terms: dict[str, Lam] = {}
         # While a batched fold's step is compiled: its plan, the loop's locals receiving
@@ -453,11 +453,13 @@ class _CodeGenerator(BatchedFolds):
             fn.emit(f"{t} = [(_i, 0.0) for _i in {xs}]", (xs,), pure=(t,))
         return t
 
-    def evaluator(self, primitive: Primitive) -> str:
-        """The global of generated code holding ``primitive``'s evaluation function."""
-        found = self.evaluators.get(primitive.name)
+    def evaluator(self, primitive: Primitive, in_cotangent: bool = False) -> str:
+        """The global of generated code holding ``primitive``'s evaluation function (in a
+        backpropagator's body, its ``cotangent_evaluate`` when it has one)."""
+        evaluate = primitive.cotangent_evaluate if in_cotangent else primitive.evaluate
+        found = self.evaluators.get(id(evaluate))
         if found is None:
-            found = self.evaluators[primitive.name] = self.constant(primitive.evaluate)
+            found = self.evaluators[id(evaluate)] = self.constant(evaluate)
         return found
 
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
@@ -503,11 +505,7 @@ class _CodeGenerator(BatchedFolds):
             fn.emit(f"{t} = {template.format(*atoms)}", atoms, site)
         elif primitive.cotangent_evaluate is not None and fn.deferred is not None:
             # in a backpropagator's body (its results are checked in the gradient)
-            found = self.evaluators.get((primitive.name,))
-            if found is None:
-                found = self.evaluators[(primitive.name,)] = self.constant(
-                    primitive.cotangent_evaluate)
-            fn.emit(f"{t} = {found}({args})", atoms, site)
+            fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site)
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
         else:
