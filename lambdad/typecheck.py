@@ -5,10 +5,12 @@ for the target language of AD.md §4 (``d``, ``\\a -o e``, ``zero``, ``<+>``, ``
 Inference is algorithm J with levels: type variables are unified in place through a binding
 map, and each flexible variable records the ``let`` depth at which it was created, so a
 ``let`` generalises exactly the variables younger than itself without scanning the
-environment (the substitution is :class:`lambdad.unify._Unifier`; this module holds the
-inference arms, one per construct, and their messages).  Every pass over terms and types is
-iterative (terms are visited by generator functions driven by :func:`lambdad.iterate.run`,
-types with explicit stacks), so programs and types nested 10^4 deep are fine.
+environment (the substitution is :class:`lambdad.unify._Unifier`; the array cases, which
+elaborate an application to an array primitive, :class:`lambdad.array_typing.ArrayTyping`;
+this module holds the inference arms, one per construct, and their messages).  Every pass
+over terms and types is iterative (terms are visited by generator functions driven by
+:func:`lambdad.iterate.run`, types with explicit stacks), so programs and types nested 10^4
+deep are fine.
 
 Type variables written in annotations are *rigid*: within one top-level declaration a name
 means one variable, which unifies only with itself (and with flexible variables).  The
@@ -32,6 +34,7 @@ from typing import Any
 
 import attrs
 
+from .array_typing import ArrayTyping, _OnArrays
 from .errors import LambdadError, TypeCheckError
 from .iterate import Step, run
 from .primitives import ARRAY_NAMESAKES, ELEMENTWISE, NAMED, PRIMITIVES, Primitive, declared_by
@@ -48,7 +51,6 @@ from .syntax import (
     Const,
     CotangentT,
     backpropagator_type,
-    curried_params,
     FunT,
     If,
     Let,
@@ -80,7 +82,6 @@ from .unify import (
     _ABSENT,
     _Infinite,
     _Mismatch,
-    _Unifier,
     _flexible,
     _letters,
     _map_type,
@@ -203,12 +204,7 @@ _READ_OFF = "cotangent"
 _PRIMITIVE_TREE_DEPTH = 16
 
 
-class _OnArrays(Exception):
-    """An argument of a primitive that also applies to arrays is an array: the application
-    is typed by the primitive's array entry instead."""
-
-
-class _Inference(_Unifier):
+class _Inference(ArrayTyping):
     """The state of one inference run: variable bindings and levels, and the scope.
 
     ``scope`` maps each visible name to a :class:`Scheme` (``let``/``def``-bound, to be
@@ -226,15 +222,8 @@ class _Inference(_Unifier):
         self.visited: list[tuple[Term, Type]] = []
         self.primitive_schemes: dict[str, Scheme] = {}
         self.primitive_entries: dict[str, tuple[Primitive, int, Type | None]] = {}
-        # Inside a linear abstraction (how many deep), an elementwise operation on operands
-        # of unknown type waits (``pending``) until they are known: the cotangent `a` of
-        # `\a -o x_ (x * a)` is an array when x is one, which only a later use may tell.
-        self.linear_depth = 0
         # The parameter type of a linear abstraction paired with an array (see _pair).
         self.cotangent_hints: dict[int, Type] = {}
-        self.pending: list[tuple[Prim, Primitive, list[Type], Type]] = []
-        # The linear abstractions whose parameter waits so: (its type, its ring, itself).
-        self.linear_params: list[tuple[Type, Type, Term]] = []
         # The arms of nodes without sub-terms: plain functions, not steps.
         self.leaves: dict[type, Callable[[Any], Type]] = {
             Const: self._const,
@@ -502,115 +491,6 @@ class _Inference(_Unifier):
             remaining = self._prim_argument(primitive, remaining, arg, self._visit(arg))
         return remaining
 
-    def _maybe_arrays(self, term: Prim, primitive: Primitive, remaining: Type,
-                      types: list[Type]) -> Type:
-        """The type of ``term`` applying ``primitive`` to arguments of ``types``: by the
-        primitive's type, or, when an argument is an array, by its array entry's rule."""
-        if primitive.result_type is None:
-            try:
-                for arg, arg_type in zip(term.args, types):
-                    remaining = self._prim_argument(primitive, remaining, arg, arg_type)
-                return remaining
-            except _OnArrays:
-                primitive = PRIMITIVES[primitive.on_arrays]
-        return self._array_result(term, primitive, types)
-
-    def _array_result(self, term: Prim, primitive: Primitive, types: list[Type]) -> Type:
-        """The type of an application of the array entry ``primitive`` to arguments of
-        ``types``, by its rank rule (an argument of unknown type is taken to be a real);
-        the application is elaborated to the entry the rule chooses (``x * y`` of arrays is
-        the elementwise product, ``m @ v`` the product of a Mat and a Vec).  Raises
-        TypeCheckError naming the types given."""
-        resolved = [self._resolve(t) for t in types]
-        if (primitive.kind == "elementwise" or self.linear_depth) and any(
-                isinstance(t, VarT) and _flexible(t) for t in resolved):
-            result = self._fresh()
-            self.pending.append((term, primitive, resolved, result))
-            self._undecided(result, *resolved)
-            return result
-        return self._array_type(term, primitive, resolved)
-
-    def _undecided(self, *types: Type) -> None:
-        """Keeps the variables of ``types`` from being generalised by a ``let`` (as if the
-        environment held them): they wait on an elementwise operation (``pending``), and are
-        one type, decided later."""
-        def keep(v: VarT) -> None:
-            self._lower(v, 0)
-        for t in types:
-            self._scan(t, keep)
-
-    def _solve_pending(self) -> None:
-        """Types the elementwise operations left waiting (see ``pending``): each once its
-        operands are known; when none is, the first one's unknown operands are taken to be
-        its result's type if that is an array, else reals."""
-        while self.pending:
-            progress = False
-            for item in list(self.pending):
-                term, primitive, types, result = item
-                resolved = [self._resolve(t) for t in types]
-                if any(isinstance(t, VarT) and _flexible(t) for t in resolved):
-                    continue
-                self.pending.remove(item)
-                found = self._array_type(term, primitive, resolved)
-                self._expect(result, found, term,
-                             lambda e, a: f"expected {e}, but this has type {a}")
-                progress = True
-            if not progress:
-                term, primitive, types, result = self.pending[0]
-                # the widest array among the result and the known operands (the cotangent
-                # `a` of `x * a` has x's shape), else a real
-                default: Type = REAL
-                for known in (result, *types):
-                    known = self._resolve(known)
-                    if isinstance(known, ArrayT) and (
-                            not isinstance(default, ArrayT) or known.rank > default.rank):
-                        default = known
-                params = curried_params(primitive.type)
-                for k, (arg, t) in enumerate(zip(term.args, types)):
-                    t = self._resolve(t)
-                    if isinstance(t, VarT) and _flexible(t):
-                        self._expect(default if primitive.kind == "elementwise" else params[k],
-                                     t, arg, lambda e, a: f"expected {e}, but this has type {a}")
-        # a linear abstraction's parameter that is not an array ranges over its ring
-        for param, ring, term in self.linear_params:
-            if not isinstance(self._resolve(param), ArrayT):
-                self._expect(ring, param, term,
-                             lambda e, a: f"expected {e}, but this has type {a}")
-        self.linear_params = []
-
-    def _array_type(self, term: Prim, primitive: Primitive, resolved: list[Type]) -> Type:
-        """:meth:`_array_result` of operands whose types ``resolved`` are known (but for
-        unknown ones, given a default here)."""
-        # An argument of unknown type is taken to be what the primitive's type says; for
-        # an elementwise operation, an array of the largest rank among the others (the
-        # cotangent `a` of `\a -o x_ (x * a)`), else a real.
-        widest: Type = REAL
-        for t in resolved:
-            if isinstance(t, ArrayT) and (not isinstance(widest, ArrayT) or t.rank > widest.rank):
-                widest = t
-        params = curried_params(primitive.type)
-        for k, (arg, t) in enumerate(zip(term.args, resolved)):
-            if isinstance(t, VarT) and _flexible(t):
-                default = widest if primitive.kind == "elementwise" else params[k]
-                self._expect(default, t, arg, lambda e, a: f"expected {e}, but this has type {a}")
-                resolved[k] = default
-        found = primitive.result_type(tuple(resolved))
-        if isinstance(found, str):
-            given = " and ".join(self._show(*resolved))
-            raise TypeCheckError(
-                f"`{primitive.spelling.symbol}` cannot take {given}: {found}", _span(term))
-        if isinstance(found, tuple):
-            found, name = found
-            primitive = PRIMITIVES[name]
-        if found is REAL and primitive.kind == "elementwise" and \
-                PRIMITIVES[term.op].kind == "real":
-            return found  # (reals only, after all: the real primitive stays)
-        if term.op != primitive.name:
-            # Elaboration in place: the node is the application of the chosen entry from
-            # now on (its spelling, hence its printed form, is unchanged).
-            object.__setattr__(term, "op", primitive.name)
-        return found
-
     def _shallow_primitives(self, term: Prim, depth: int) -> bool:
         """Whether ``term``'s arguments are leaves or primitive applications whose own are,
         and so on, at most _PRIMITIVE_TREE_DEPTH deep: typed by recursion (:meth:`_prim_tree`),
@@ -730,23 +610,6 @@ class _Inference(_Unifier):
         if term.fn.__class__ is Var and term.fn.name in ARRAY_NAMESAKES \
                 and isinstance(self._resolve(arg_type), ArrayT):
             return self._namesake_on_array(term, arg_type)
-        self._expect(fn_type.arg, arg_type, term.arg,
-                     lambda e, a: f"this function expects {e}, but the argument has type {a}")
-        return fn_type.result
-
-    def _namesake_on_array(self, term: App, arg_type: Type) -> Type:
-        """``sum v`` of an array ``v``, where ``sum`` names the prelude's function of lists:
-        the application is elaborated (in place) to the array primitive of the same name."""
-        entry = PRIMITIVES[term.fn.name]
-        object.__setattr__(term, "fn", Builtin(entry.name, span=term.fn.span))
-        if entry.result_type is not None and entry.arity == 1:
-            found = entry.result_type((self._resolve(arg_type),))
-            if isinstance(found, str):
-                (given,) = self._show(arg_type)
-                raise TypeCheckError(f"`{entry.spelling.symbol}` cannot take {given}: {found}",
-                                     _span(term))
-            return found
-        fn_type = entry.type
         self._expect(fn_type.arg, arg_type, term.arg,
                      lambda e, a: f"this function expects {e}, but the argument has type {a}")
         return fn_type.result
@@ -937,22 +800,6 @@ class _Inference(_Unifier):
                      lambda e, a: f"`{_READ_OFF}` expects {_cotangent_words(e)}, but this "
                                   f"has type {a}")
         return result
-
-    def _seeded_array(self, t: Type, ring: Type) -> bool:
-        """Whether ``t`` is ``Vec * (Vec -o d)`` (←D of an array; ``Mat`` alike), the
-        ring ``ring`` then being R."""
-        if not isinstance(t, PairT) or not isinstance(self._resolve(t.first), ArrayT):
-            return False
-        back = self._resolve(t.second)
-        if not (isinstance(back, FunT) and isinstance(self._resolve(back.result), CotangentT)):
-            return False
-        try:
-            self._expect(self._resolve(t.first), back.arg, Var("x"), lambda e, a: "")
-            self._expect(CotangentT(REAL), back.result, Var("x"), lambda e, a: "")
-            self._expect(REAL, ring, Var("x"), lambda e, a: "")
-        except TypeCheckError:
-            return False
-        return True
 
     def _seeded_real(self, t: Type, ring: Type) -> bool:
         """Whether ``t`` is ``K * (K -o d<K>)`` (←D(R) over the ring ``K``), ``K`` being

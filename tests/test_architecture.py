@@ -21,6 +21,7 @@ LAYERS = [
     {"modules"},
     {"rich"},
     {"unify"},
+    {"array_typing"},
     {"typecheck", "rules"},
     {"spines"},
     {"batching"},
