@@ -36,6 +36,14 @@ __all__ = ["RUNTIME_ERRORS", "PrimSite", "checked_ad_result", "describe", "locat
 # Python exceptions a primitive's evaluation may raise on bad input; they become EvalErrors.
 RUNTIME_ERRORS = (DomainError, ArithmeticError, ValueError)
 
+# Why the limits are raised at all (the one place lambdad changes them, STYLE 23): every
+# pass over terms and types is iterative, but a program's run is generated Python, where a
+# lambdad function call is a Python call, so a run that nests calls (a chain of closures a
+# fold builds, `fold (\f _ -> \x -> f x + 1) (\x -> x) (range n) 0`) nests Python frames as
+# deep.  Making those runs iterative would mean a trampolined evaluator instead of compiled
+# Python; so the limits are raised while a run lasts, by Interpreter._outermost only, and
+# put back in its ``finally`` clause (after an error and a KeyboardInterrupt too).
+#
 # Call depth at run time: the C stack each Python-level call of generated code costs is
 # about 0.5 KB on CPython 3.11; the recursion limit is set from the stack available, with a
 # factor of two to spare, so deep programs hit RecursionError (reported) before a segfault.

@@ -162,6 +162,16 @@ def test_a_run_nesting_calls_deeply_raises_the_limits_only_while_it_lasts():
     assert state() == before
 
 
+def test_a_run_exhausting_the_raised_limits_fails_and_leaves_them_as_found():
+    program = lambdad.loads("def deep (n : R) : R = "
+                            "fold (\\f _ -> \\x -> f x + 1) (\\x -> x) (range n) 0\n")
+    before = state()
+    with pytest.raises(lambdad.ResourceError, match="too deeply"):
+        program.call("deep", 100000.0)
+    assert state() == before
+    assert program.call("deep", 10.0) == 10.0
+
+
 def test_the_collector_is_paused_while_programs_are_loaded_compiled_and_transformed(
         monkeypatch):
     """A large program's load and first gradient make many long-lived objects; the
