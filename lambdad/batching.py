@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import attrs
 
-from .iterate import run
 from .primitives import PRIMITIVES, REAL_EXPRESSION_KINDS
 from .spines import flat_spine, normal_form, rebuild
-from .syntax import (App, Lam, Let, LetPair, LinLam, ListLit, Pair, Prim, Term, Var, Zero, binders,
-                     children, names_in, numbered, rename_binders, walk, with_children)
+from .syntax import (App, Lam, Let, LetPair, LinLam, ListLit, NameSupply, Pair, Prim, Term, Var, Zero,
+                     binders, children, rename_bound, walk)
 
 __all__ = ["BatchedFold", "batched_fold_step"]
 
@@ -155,25 +154,4 @@ def _binders_apart(term: Term) -> bool:
 def _renamed_apart(term: Term) -> Term:
     """``term`` with every binder renamed to a fresh name (one the term does not mention),
     with its bound occurrences: no two binders share a name, and no free name is captured."""
-    taken = names_in(term)
-
-    def fresh_name(name: str) -> str:
-        new = numbered(name.rstrip("0123456789'_") or "v", taken)
-        taken.add(new)
-        return new
-
-    def go(t: Term, current: dict[str, str]):
-        if isinstance(t, Var):
-            new = current.get(t.name)
-            return t if new is None else attrs.evolve(t, name=new)
-        fresh = {name: fresh_name(name)
-                 for bound in binders(t) for name in bound if name != "_"}
-        kids = []
-        for child, bound in zip(children(t), binders(t)):
-            inner = current
-            if bound:
-                inner = {**current, **{name: fresh[name] for name in bound if name != "_"}}
-            kids.append((yield go(child, inner)))
-        return rename_binders(with_children(t, kids), fresh)
-
-    return run(go(term, {}))
+    return rename_bound(term, NameSupply.for_terms(term).renamed)

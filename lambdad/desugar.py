@@ -63,6 +63,7 @@ from .syntax import (
     LetPair,
     LinLam,
     ListLit,
+    NameSupply,
     Pair,
     Plus,
     Prim,
@@ -80,33 +81,11 @@ from .syntax import (
 # --------------------------------------------------------------------------- stage 2
 
 
-class _FreshNames:
+def _fresh_names(text: str, bound: Container[str] = frozenset()) -> NameSupply:
     """A supply of variable names (``p``, ``p1``, ``p2``, ...) that occur nowhere else: not
-    in ``text``, not among the ``bound`` names, not among the built-in names."""
-
-    def __init__(self, text: str, bound: Container[str] = frozenset()):
-        self._text = text
-        # The names taken: the text's words (found when the first fresh name is asked for:
-        # most texts need none), the built-in names and the names handed out.
-        self._taken: set[str] | None = None
-        self._bound = bound  # the names defined outside the text (read, not copied)
-        self._next: dict[str, int] = {}
-
-    def fresh(self, base: str = "p") -> str:
-        """A name not handed out before and not among the taken ones."""
-        taken = self._taken
-        if taken is None:
-            taken = self._taken = _identifiers(self._text) | BUILTIN_NAMES
-        if base not in taken and base not in self._bound:
-            taken.add(base)
-            return base
-        index = self._next.get(base, 1)
-        while f"{base}{index}" in taken or f"{base}{index}" in self._bound:
-            index += 1
-        self._next[base] = index + 1
-        name = f"{base}{index}"
-        taken.add(name)
-        return name
+    in ``text`` (its words, read when the first name is asked for: most texts need none),
+    not among the ``bound`` names (read, not copied), not among the built-in names."""
+    return NameSupply(lambda: _identifiers(text) | BUILTIN_NAMES, outside=bound)
 
 
 class _Names:
@@ -200,7 +179,7 @@ class _Desugarer:
     a generator driven by :func:`run`.
     """
 
-    def __init__(self, file: str, lines: _Lines, names: _FreshNames, scope: _Scope,
+    def __init__(self, file: str, lines: _Lines, names: NameSupply, scope: _Scope,
                  origin: tuple[int, int] = (1, 1)):
         self.file = file
         # Lines and columns of the text's offsets.
@@ -367,7 +346,7 @@ class _Desugarer:
         fresh parameter ``p`` and ``let (a, b) = p in ...``; ``result`` annotates the body."""
         names = self.distinct(t for param in params for t in _parameter_tokens(param))
         fresh = [None if isinstance(param, _Token) or param.kind == "typed_param"
-                 else self.names.fresh() for param in params]
+                 else self.names.name("p") for param in params]
         self.scope.enter(names)
         term = yield self.term(body)
         self.scope.leave(names)
@@ -410,12 +389,12 @@ class _Desugarer:
             names = []
             for part in (items[first], None if len(items) - first > 2 else items[first + 1]):
                 if part is None:  # the rest of an n-tuple pattern is itself a pair
-                    name = self.names.fresh()
+                    name = self.names.name("p")
                     nested.append((items, first + 1, Var(name, span=self.span(pos)), pos))
                 elif isinstance(part, _Token):
                     name = str(part)
                 else:
-                    name = self.names.fresh()
+                    name = self.names.name("p")
                     nested.append((part.parts, 0, Var(name, span=self.span(_pos(part))), _pos(part)))
                 names.append(name)
             steps.append((names[0], names[1], current, self.span(pos)))
@@ -588,13 +567,13 @@ class _Desugarer:
         operands = []
         for tree in (left_tree, right_tree):
             if tree is None:
-                params.append(self.names.fresh())
+                params.append(self.names.name("p"))
                 operands.append(Var(params[-1], span=span))
                 continue
             term = yield self.term(tree)
             lazy = tree is right_tree and op.kind in ("ANDAND", "OROR")
             if not lazy and not isinstance(term, (Var, Const, BoolLit)):
-                shared.append((self.names.fresh("q"), term))
+                shared.append((self.names.name("q"), term))
                 term = Var(shared[-1][0], span=span)
             operands.append(term)
         left, right = operands
@@ -776,7 +755,7 @@ def _desugarer(text: str, file: str, bound: Iterable[str],
         bound = set(bound)
     # ``bound`` is read, never copied: a REPL session's thousands of names cost nothing
     # per entry.
-    desugarer = _Desugarer(file, _Lines(text), _FreshNames(text, bound), _Scope(bound),
+    desugarer = _Desugarer(file, _Lines(text), _fresh_names(text, bound), _Scope(bound),
                            origin)
     desugarer.declared = {str(entry.name): entry for entry in declared}
     return desugarer

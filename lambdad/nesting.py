@@ -63,7 +63,7 @@ from .rules import (NameSupply, NoReverseImageError, ZeroOf, backpropagator_zero
                     primal_of, tangent_zero, times)
 from .syntax import (
     ArrayT,
-    rename_binders,
+    rename_bound,
     renamed_free,
     Annot,
     App,
@@ -209,10 +209,10 @@ def inline_closures(lam: Lam, layout: Sequence[tuple[str, object]]
         definitions: list[tuple[str, Term]] = []
         for name, inner in entries:
             if inner is None:
-                new = name if outermost else names.fresh(_base(name))
+                new = name if outermost else names.renamed(name)
                 kept.append(new)
             else:
-                new = names.fresh(_base(name))
+                new = names.renamed(name)
                 # without its annotations, as a definition inlined (see _unannotated)
                 definitions.append((new, build(_unannotated(inner[0]), inner[1], False)))
             renaming[name] = new
@@ -237,37 +237,12 @@ def _fresh_copy(term: Term, avoid: set[str], seen: set[str], names: NameSupply) 
     before) renamed to a fresh name, bound occurrences following; the binders kept join
     ``seen``.  Afterwards no two binders share a name, and none is a name of ``avoid``."""
 
-    def go(t: Term, renaming: dict[str, str]):
-        if isinstance(t, Var):
-            new = renaming.get(t.name)
-            return t if new is None else attrs.evolve(t, name=new)
-        kids = []
-        fresh: dict[str, str] = {}
-        for child, bound in zip(children(t), binders(t)):
-            inner = renaming
-            if bound:
-                inner = dict(renaming)
-                for name in bound:
-                    if name == "_":
-                        continue
-                    if name not in fresh:
-                        if name in avoid or name in seen:
-                            fresh[name] = names.fresh(_base(name))
-                        else:
-                            fresh[name] = name
-                        seen.add(fresh[name])
-                    inner[name] = fresh[name]
-            kids.append((yield go(child, inner)))
-        rebuilt = with_children(t, kids)
-        return rename_binders(rebuilt, fresh)
+    def choose(name: str) -> str:
+        new = names.renamed(name) if name in avoid or name in seen else name
+        seen.add(new)
+        return new
 
-    return run(go(term, {}))
-
-
-def _base(name: str) -> str:
-    """The readable stem of a binder's name (``x``, ``x1`` -> ``x``) for its fresh copy."""
-    stem = name.rstrip("0123456789'_")
-    return stem or "v"
+    return rename_bound(term, choose)
 
 
 
@@ -381,7 +356,7 @@ def _unannotated(term: Term) -> Term:
 def _eta_expand(t: Builtin, names: NameSupply) -> Term:
     """``\\f -> \\x -> grad f x`` for ``grad`` used as a value (``map (grad f) xs``)."""
     prim = PRIMITIVES[t.name]
-    params = [names.fresh(_base(p)) for p in prim.params]
+    params = [names.renamed(p) for p in prim.params]
     body: Term = Prim(t.name, tuple(Var(p, span=t.span) for p in params), span=t.span)
     for param in reversed(params):
         body = Lam(param, body, span=t.span)
@@ -697,7 +672,7 @@ class _Expansion:
                 # a function captured when the program runs: the image of its value is
                 # made then, under this transformation after those it is already under
                 captured, modes, type_ = self.runtime[name]
-                image_name = self.names.fresh(_base(name))
+                image_name = self.names.renamed(name)
                 self.runtime[image_name] = (captured, modes + (mode,), type_)
                 done.add(name)
                 functions.append((name, Var(image_name, span=span)))

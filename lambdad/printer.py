@@ -61,6 +61,7 @@ from .syntax import (
     ListLit,
     ListT,
     Module,
+    NameSupply,
     Pair,
     PairT,
     Plus,
@@ -454,7 +455,7 @@ class _Printer:
 
     def __init__(self, roots: Iterable[Term]):
         self.roots = list(roots)
-        self.taken: set[str] | None = None
+        self.names: NameSupply | None = None  # made when a binder is first renamed
         # Sub-terms still to write: (placeholder, term, binding level of the context, names)
         self.pending: list[tuple[Nest, Term, int, dict[str, str]]] = []
 
@@ -491,11 +492,9 @@ class _Printer:
         return name, env
 
     def fresh(self, base: str) -> str:
-        if self.taken is None:
-            self.taken = set(_BUILTIN_NAMES) | names_in(*self.roots)
-        name = numbered(base, self.taken)
-        self.taken.add(name)
-        return name
+        if self.names is None:
+            self.names = NameSupply(set(_BUILTIN_NAMES) | names_in(*self.roots))
+        return self.names.fresh(base)
 
     def parameters(self, term: Term, env: dict[str, str]) -> tuple[list, Term, dict]:
         """``\\x -> \\(y : A) -> e`` as the parameter documents ``x``, ``(y : A)`` and the

@@ -28,6 +28,7 @@ from .iterate import run
 from .parser import parse_expr
 from .primitives import (ADD, ELEMENTWISE, FST, LINEAR_NAMES, MAP, MUL, NAMED, NEG, PRIMITIVES, SPREAD, SUM_TO,
                          Primitive)
+from . import syntax
 from .syntax import (
     Annot,
     App,
@@ -64,7 +65,8 @@ from .syntax import (
     map_type,
     names_in,
     numbered,
-    rename_binders,
+    rename_bound,
+    renamed_free,
     walk,
     with_children,
 )
@@ -112,50 +114,11 @@ PROJECTIONS: Mapping[str, int] = _projections()
 # ---------------------------------------------------------------- fresh names
 
 
-class NameSupply:
-    """A source of fresh, readable variable names: ``v1``, ``v2``, ... for a base ``v``.
+class NameSupply(syntax.NameSupply):
+    """The fresh-name supply of :mod:`lambdad.syntax` for programs of the language: a name
+    it hands out is not a keyword or a built-in name either."""
 
-    A name it hands out differs from every name it was told to avoid (every name of the
-    terms being transformed, see :meth:`for_terms`), from the built-in names and keywords,
-    and from every name it handed out before.
-    """
-
-    def __init__(self, avoid: Iterable[str] = ()):
-        self._used: set[str] = set(RESERVED)
-        self._used.update(avoid)
-        self._counters: dict[str, int] = {}
-
-    @classmethod
-    def for_terms(cls, *terms: Term) -> "NameSupply":
-        """A supply avoiding every name occurring in ``terms``."""
-        return cls(names_in(*terms))
-
-    def avoid(self, names: Iterable[str]) -> None:
-        """Never hand out any of ``names``."""
-        self._used.update(names)
-
-    def is_taken(self, name: str) -> bool:
-        """Whether ``name`` occurs in the input or was handed out."""
-        return name in self._used
-
-    def fresh(self, base: str, suffixes: Sequence[str] = ()) -> str:
-        """A new name ``base<k>`` such that it and ``base<k><s>`` for every suffix ``s`` are
-        unused; all of them are marked used."""
-        used = self._used
-        k = self._counters.get(base, 0)
-        while True:
-            k += 1
-            name = f"{base}{k}"
-            if name in used:
-                continue
-            if suffixes:  # (most calls have none: a name alone, tested and taken at once)
-                family = [name + s for s in suffixes]
-                if any(n in used for n in family):
-                    continue
-                used.update(family)
-            self._counters[base] = k
-            used.add(name)
-            return name
+    reserved = RESERVED
 
 
 def transform_module(module: Module, transform: Callable[[Term, NameSupply], Term],
@@ -422,33 +385,24 @@ _BINDER_FREE_PARTIALS: Mapping[int, _Builder] = MappingProxyType({
 
 def rename(term: Term, renaming: Mapping[str, str], span: Span | None) -> Term:
     """``term`` with its free variables renamed by ``renaming`` (capture-avoiding: a binder
-    of ``term`` that would capture a new name is renamed too) and every node located at
-    ``span``.  Never fails."""
+    of ``term`` that would capture a new name is renamed first, by the one renaming walk)
+    and every node located at ``span``.  Never fails."""
     targets = set(renaming.values())
+    taken = targets | names_in(term)
+    apart = rename_bound(term, lambda name: local_name(name, taken) if name in targets else name)
+    return _located(renamed_free(apart, renaming), span)
 
-    def binder(name: str, body: Term, current: dict[str, str]) -> tuple[str, dict[str, str]]:
-        inner = dict(current)
-        inner.pop(name, None)
-        if name in targets:
-            new = local_name(name, targets | names_in(body))
-            inner[name] = new
-            return new, inner
-        return name, inner
 
-    def go(t: Term, current: dict[str, str]):
-        if isinstance(t, Var):
-            return Var(current.get(t.name, t.name), span=span)
-        kids, renamed = [], {}
-        for child, bound in zip(children(t), binders(t)):
-            inner = current
-            for name in bound:
-                new, inner = binder(name, child, inner)
-                if new != name:
-                    renamed[name] = new
-            kids.append((yield go(child, inner)))
-        return _relocate(rename_binders(with_children(t, kids), renamed), span)
+def _located(term: Term, span: Span | None) -> Term:
+    """``term`` with every node located at ``span``.  Iterative."""
 
-    return run(go(term, dict(renaming)))
+    def go(t: Term):
+        kids = []
+        for child in children(t):
+            kids.append((yield go(child)))
+        return _relocate(with_children(t, kids) if kids else t, span)
+
+    return run(go(term))
 
 
 def _relocate(term: Term, span: Span | None) -> Term:
@@ -938,23 +892,4 @@ def rename_target_binders(term: Term, names: NameSupply,
     if not any(name in reserved for node in walk(term) for bound in binders(node)
                for name in bound):
         return term
-
-    def go(t: Term, current: dict[str, str]):
-        if isinstance(t, Var):
-            new = current.get(t.name)
-            return t if new is None else attrs.evolve(t, name=new)
-        fresh = {name: names.fresh(name) for bound in binders(t) for name in bound
-                 if name in reserved}
-        kids = []
-        for child, bound in zip(children(t), binders(t)):
-            inner = current
-            if bound:
-                inner = dict(current)
-                for name in bound:
-                    inner.pop(name, None)
-                    if name in fresh:
-                        inner[name] = fresh[name]
-            kids.append((yield go(child, inner)))
-        return rename_binders(with_children(t, kids), fresh)
-
-    return run(go(term, {}))
+    return rename_bound(term, lambda name: names.fresh(name) if name in reserved else name)

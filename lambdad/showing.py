@@ -32,6 +32,7 @@ from .syntax import (
     Decl,
     Let,
     LetPair,
+    NameSupply,
     Pair,
     ReadOff,
     Seed,
@@ -156,12 +157,7 @@ class Showing:
         only)."""
         x, k = self.program.fitted_point(name, at)
         parts = curried_parts(x, k)
-        taken = set(taken) | {entry}
-
-        def fresh(base: str) -> str:
-            chosen = base if base not in taken else unused_name(base, (), taken)
-            taken.add(chosen)
-            return chosen
+        fresh = NameSupply(set(taken) | {entry}).name
 
         def call(arguments: Sequence[Term]) -> Term:
             body: Term = Var(entry)

@@ -12,7 +12,7 @@ terms nested 10^4 deep is fine (``parse(print(t)) == t`` is a property test).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -528,6 +528,37 @@ def rename_binders(term: T, renaming: "dict[str, str]") -> T:
     return attrs.evolve(term, **changes) if changes else term
 
 
+def rename_bound(term: T, choose: "Callable[[str], str]") -> T:
+    """``term`` with each binder renamed to ``choose(name)``, its bound occurrences
+    following: the one walk renaming binders.  ``choose`` is called once per node and name
+    it binds, when the walk enters the node, in pre-order; returning the name keeps it
+    (``_``, which binds nothing, is never offered).  Capture-avoiding when each new name is
+    fresh (not occurring in ``term``).  Iterative."""
+
+    def go(t: Term, current: dict[str, str]):
+        if isinstance(t, Var):
+            new = current.get(t.name)
+            return t if new is None else attrs.evolve(t, name=new)
+        scopes = binders(t)
+        chosen = {name: choose(name) for bound in scopes for name in bound if name != "_"}
+        kids = []
+        for child, bound in zip(children(t), scopes):
+            inner = current
+            if bound:
+                inner = dict(current)
+                for name in bound:
+                    new = chosen.get(name, name)
+                    if new == name:
+                        inner.pop(name, None)
+                    else:
+                        inner[name] = new
+            kids.append((yield go(child, inner)))
+        return rename_binders(with_children(t, kids),
+                              {name: new for name, new in chosen.items() if new != name})
+
+    return run(go(term, {}))
+
+
 def annotations(term: Term) -> tuple[Type, ...]:
     """The types written in ``term`` itself (``A`` of ``\\(x : A) -> e`` and ``(e : A)``)."""
     found = (getattr(term, field) for field in type(term)._shape.type_fields)
@@ -588,6 +619,83 @@ def numbered(base: str, taken: "Container[str]") -> str:
     while f"{base}{k}" in taken:
         k += 1
     return f"{base}{k}"
+
+
+class NameSupply:
+    """The one source of fresh variable names: ``v1``, ``v2``, ... for a base ``v``.
+
+    A name it hands out differs from every name it was told to avoid (every name of the
+    terms at hand, see :meth:`for_terms`), from the names of :attr:`reserved` (none here;
+    :class:`lambdad.rules.NameSupply` adds the language's keywords and built-in names) and
+    from every name it handed out before.
+    """
+
+    reserved: frozenset[str] = frozenset()
+
+    def __init__(self, avoid: "Iterable[str]" = (), outside: "Container[str]" = frozenset()):
+        """``avoid``: the names taken (or a function giving them, called when the first
+        name is asked for: most programs need none); ``outside``: names taken too, read
+        and never copied (the definitions of a long session)."""
+        self._avoid = avoid
+        self._outside = outside
+        self._used: set[str] | None = None
+        self._counters: dict[str, int] = {}
+
+    def _taken(self) -> set[str]:
+        used = self._used
+        if used is None:
+            avoid = self._avoid
+            used = self._used = set(self.reserved)
+            used.update(avoid() if callable(avoid) else avoid)
+            self._avoid = ()
+        return used
+
+    @classmethod
+    def for_terms(cls, *terms: Term):
+        """A supply avoiding every name occurring in ``terms``."""
+        return cls(names_in(*terms))
+
+    def avoid(self, names: "Iterable[str]") -> None:
+        """Never hand out any of ``names``."""
+        self._taken().update(names)
+
+    def is_taken(self, name: str) -> bool:
+        """Whether ``name`` occurs in the input or was handed out."""
+        return name in self._taken() or name in self._outside
+
+    def name(self, base: str) -> str:
+        """``base`` itself when it is not taken (then it is), else :meth:`fresh`."""
+        if self.is_taken(base):
+            return self.fresh(base)
+        self._taken().add(base)
+        return base
+
+    def fresh(self, base: str, suffixes: Sequence[str] = ()) -> str:
+        """A new name ``base<k>`` such that it and ``base<k><s>`` for every suffix ``s`` are
+        unused; all of them are marked used."""
+        used = self._used
+        if used is None:
+            used = self._taken()
+        outside = self._outside
+        k = self._counters.get(base, 0)
+        while True:
+            k += 1
+            name = f"{base}{k}"
+            if name in used or name in outside:
+                continue
+            if suffixes:  # (most calls have none: a name alone, tested and taken at once)
+                family = [name + s for s in suffixes]
+                if any(n in used or n in outside for n in family):
+                    continue
+                used.update(family)
+            self._counters[base] = k
+            used.add(name)
+            return name
+
+    def renamed(self, name: str) -> str:
+        """A fresh name for a copy of the binder ``name``: its readable stem (``x`` of
+        ``x1``, ``x'``) numbered, ``v1``, ... for a name of no letters."""
+        return self.fresh(name.rstrip("0123456789'_") or "v")
 
 
 def unused_name(name: str, decls: Sequence[Decl], taken: set[str] | None = None) -> str:

@@ -21,7 +21,7 @@ from ..primitives import PRIMITIVES, Primitive, declared_primitives
 from ..printer import print_module, print_term, print_type
 from ..simplify import simplify
 from ..interpreter import evaluate_module
-from ..syntax import (ArrayT, Builtin, ListT, PairT, Prim, RealT, Term, Type, Var, children,
+from ..syntax import (ArrayT, Builtin, ListT, NameSupply, PairT, Prim, RealT, Term, Type, Var, children,
                       tuple_type)
 from ..typecheck import Scheme, TypeEnv, check_term, infer_module
 from ..values import format_value
@@ -345,10 +345,10 @@ def nested_definitions(generated: GeneratedProgram, point: Any) -> dict[str, str
     ones = f"({format_value(gradcheck.replace_leaves(at, [1.0] * len(gradcheck.leaves(at))))})"
     k = len(generated.params)
     function = generated.name if k == 1 else f"({print_term(uncurried_term(generated.name, k))})"
-    counter = iter(range(1, 10**9))
+    names = NameSupply()
 
     def fresh() -> str:
-        return f"nest{next(counter)}"
+        return names.fresh("nest")
 
     point_type = (generated.params[0][1] if k == 1
                   else tuple_type([t for _, t in generated.params]))
