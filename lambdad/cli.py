@@ -90,9 +90,9 @@ def _point(session: _Session, program: Program, text: str, flag: str) -> Any:
     """The point of ``--at``: written in the language (``2,5``, ``array [1, 2]``), or
     ``@FILE``, read from a JSON, ``.npy`` or ``.npz`` file (for points no one types)."""
     if text.startswith("@"):
-        return program.point_from_file(text[1:], flag)
+        return program.points.point_from_file(text[1:], flag)
     session.sources[flag] = text
-    return program.parse_point(text, flag)
+    return program.points.parse_point(text, flag)
 
 
 def _restricted(program: Program, args: argparse.Namespace, point: Any) -> tuple[Program, Any]:

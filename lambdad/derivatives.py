@@ -51,9 +51,9 @@ _RESTRICTIONS_KEPT = 8
 _PREPARED_SHAPES = 256
 
 
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
     """``cache[key] = value``, the cache emptied first when it is full (see
-    Program._plans)."""
+    Points._plans)."""
     if len(cache) >= _PREPARED_SHAPES:
         cache.clear()
     cache[key] = value
@@ -181,7 +181,7 @@ class Derivatives:
         reals = real_point(point) if mode == "reverse" else None
         if mode not in ("reverse", "forward"):
             raise UsageError(f"unknown mode `{mode}`; use reverse or forward")
-        f, x, result = owner.function_and_point(name, point)
+        f, x, result = owner.points.function_and_point(name, point)
         if not (isinstance(result, RealT) or isinstance(result, VarT)):
             raise UsageError(
                 f"grad needs a function returning R; `{name}` returns {print_type(result)}")
@@ -194,7 +194,7 @@ class Derivatives:
             # (not for a point whose lists were made arrays: the prepared path takes the
             # point as it is given)
             if reals is not None and not (_holds_array(x) and not _holds_array(point)):
-                _remember(self._gradients, (name, reals[0], strategy),
+                remember(self._gradients, (name, reals[0], strategy),
                           prepared_gradient(owner.runtime.differentiator, f, reals[0]))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
@@ -215,7 +215,7 @@ class Derivatives:
             raise EvalError(f"the value of `{name}` is {format_real(value)}: an intermediate "
                             "result overflowed or was undefined", span)
         if bad:
-            names = owner.input_names(name, x)
+            names = owner.points.input_names(name, x)
             listed = ", ".join(f"{names[i]} = {format_real(reals[i])}" for i in bad[:5])
             raise EvalError(f"the gradient of `{name}` is not finite ({listed}): adjoints "
                             "summed to an overflow", span)
@@ -231,8 +231,8 @@ class Derivatives:
     @collector_paused_during
     def jvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """The work of :meth:`Program.jvp`."""
-        f, x, _ = owner.function_and_point(name, point)
-        v = owner._as_value(direction) if not isinstance(direction, str) else owner.parse_point(
+        f, x, _ = owner.points.function_and_point(name, point)
+        v = owner.points.value(direction) if not isinstance(direction, str) else owner.points.parse_point(
             direction, "--dir")
         try:
             value, tangent = owner.runtime.differentiator.jvp(f, x, v)
@@ -243,7 +243,7 @@ class Derivatives:
     @collector_paused_during
     def vjp(self, owner: Any, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """The work of :meth:`Program.vjp`."""
-        f, x, _ = owner.function_and_point(name, point)
+        f, x, _ = owner.points.function_and_point(name, point)
         value, pullback = owner.runtime.differentiator.vjp(f, x)
         return to_python(value), collector_paused_during(lambda ct: to_python(
             pullback(point_from_python(ct, "the cotangent"))))
@@ -288,7 +288,7 @@ class Derivatives:
         not a point of reals, whose ``inputs`` :func:`real_inputs` gave)."""
         runtime = owner.runtime
         f, x = self._scalar_function(owner, name, point)
-        v = owner._as_value(direction) if not isinstance(direction, str) else owner.parse_point(
+        v = owner.points.value(direction) if not isinstance(direction, str) else owner.points.parse_point(
             direction, "--dir")
         try:
             value, gradient, product = runtime.differentiator.hvp(f, x, v)
@@ -296,12 +296,12 @@ class Derivatives:
             raise UsageError(exc.message) from None
         if key is not None and key not in self._products and not (
                 _holds_array(x) and not _holds_array(point)):
-            _remember(self._products, key,
+            remember(self._products, key,
                       prepared_product(runtime.differentiator, f, x, inputs[0]))
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:
-        f, x, result = owner.function_and_point(name, point)
+        f, x, result = owner.points.function_and_point(name, point)
         if not (isinstance(result, RealT) or isinstance(result, VarT)):
             raise UsageError(
                 f"second derivatives need a function returning R; `{name}` returns "
@@ -316,10 +316,10 @@ class Derivatives:
         owner.require(name)
         if not wrt:
             raise UsageError("--wrt needs the name of at least one parameter")
-        value = owner._as_value(point)
-        k = arguments_covered(name, owner._scheme(name).type, value)
+        value = owner.points.value(point)
+        k = arguments_covered(name, owner.scheme(name).type, value)
         names = argument_names(owner.decls[name].value, k)
-        parts = curried_parts(with_arrays(value, argument_type(owner._scheme(name).type, k)), k)
+        parts = curried_parts(with_arrays(value, argument_type(owner.scheme(name).type, k)), k)
         chosen: list[int] = []
         for wanted in wrt:
             if wanted not in names or wanted == "_" or names.index(wanted) in chosen:
@@ -374,7 +374,7 @@ class Derivatives:
             return program.jacobian(name, point, mode)
         if mode not in (None, FORWARD, REVERSE):
             raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
-        f, x, result = owner.function_and_point(name, point)
+        f, x, result = owner.points.function_and_point(name, point)
         if not is_differentiable(result):
             raise UsageError(f"a Jacobian needs a result built from R, pairs and lists; "
                              f"`{name}` returns {print_type(result)}")
@@ -395,4 +395,4 @@ class Derivatives:
         rows = [[r + 0.0 for r in row] for row in rows]
         jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
         return Jacobian(to_python(value), to_python(jacobian), rows, mode,
-                        owner.input_names(name, x), output_names(name, value))
+                        owner.points.input_names(name, x), output_names(name, value))

@@ -440,7 +440,7 @@ def check(program: Any, names: str | Iterable[str] | None = None, point: Any = N
         _require_checkable(program, name)
     if point is not None:
         reports = []
-        value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
+        value = program.points.parse_point(point) if isinstance(point, str) else point_from_python(point)
         for name in names:
             k = arguments_covered(name, program.typing.schemes[name].type, value)
             if not isinstance(_result(program, name, k), RealT):
@@ -745,7 +745,7 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
                              "composition of the modes differentiates arrays twice; "
                              "`check` (first order) does")
         if point is not None:
-            value = program.parse_point(point) if isinstance(point, str) else point_from_python(point)
+            value = program.points.parse_point(point) if isinstance(point, str) else point_from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))
             continue
         prober = Prober(program, name, len(params))

@@ -188,7 +188,7 @@ class NotebookSession:
         if point_text.strip():
             where = f"<{command}>"
             self.sources[where] = point_text
-            point = program.parse_point(point_text, where)
+            point = program.points.parse_point(point_text, where)
         return program, name, point, word
 
     def grad(self, line: str) -> rich.Lines:

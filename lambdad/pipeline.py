@@ -15,31 +15,10 @@ from typing import Any
 import attrs
 
 from . import rich
-from .calling import (
-    point_from_file,
-    with_arrays,
-    argument_type,
-    arguments_covered,
-    check_functions,
-    first_non_finite,
-    first_too_deep,
-    input_names,
-    literal_value,
-    point_from_python,
-    point_source,
-    point_span,
-    Shape,
-    real_point,
-    too_deep_message,
-    uncurried_lambda,
-    uncurried_term,
-)
-from .derivatives import Derivatives, _remember
+from .derivatives import Derivatives
 from .differentiate import COMPOSITIONS, Stats  # noqa: F401 (read by the front ends)
 from .edge import checked, checked_class
 from .errors import (
-    LambdadError,
-    ResourceError,
     ShadowWarning,
     Span,
     TypeCheckError,
@@ -50,6 +29,7 @@ from .iterate import collector_paused, collector_paused_during
 from .modules import gather, link
 from .parser import parse_expr
 from .persistent import PersistentMap
+from .points import Points
 from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import builtin_uses, print_decl, print_type
 from .results import Jacobian
@@ -58,16 +38,12 @@ from .showing import Showing
 from .sources import (
     PRELUDE_FILE,
     _prelude,
-    _prelude_closure,
-    _prelude_typing,
+    ProgramTyping,
     prelude_text,
     read_source,
 )
 from .syntax import (
     renamed_free,
-    result_after,
-    walk,
-    ArrayT,
     Decl,
     Module,
     Term,
@@ -80,7 +56,7 @@ from .syntax import (
     numbered,
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
-from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
+from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
 from .values import to_python
 
 
@@ -149,7 +125,7 @@ class Program:
             if all(a is b for a, b in zip(kept, prelude.decls)):
                 # Only the program's own declarations are inferred here, in the environment
                 # of the prelude definitions they reach; the rest of the prelude is typed
-                # when a name of it is asked for (see _typed_with).
+                # when a name of it is asked for (see ProgramTyping).
                 # Every name the program uses is a word of its texts: the words name the
                 # prelude definitions it may use (a few mentioned in comments are typed in
                 # vain) at a fraction of the cost of walking its terms.  A name the texts
@@ -160,9 +136,7 @@ class Program:
                                     if any(name in part for part in texts))
                 words = frozenset(word for part in texts for word in _WORD.findall(part)) \
                     & spelled if spelled else spelled
-                self._own: ModuleTyping | None = None
-                self._prelude_typed = frozenset()
-                self._typed_with(words, Module(own))
+                self._typings = ProgramTyping.of_own(Module(own), words)
             else:
                 self.typing = infer_module(self.module)
         self.decls: Mapping[str, Decl] = {d.name: d for d in self.module.decls}
@@ -178,53 +152,17 @@ class Program:
         self._values: dict[str, Any] | None = None
         # The module _unevaluated() last read, with each declaration's position in it.
         self._positions: tuple[Module, dict[str, int]] | None = None
-        self._adapters: dict[tuple[str, int], Any] = {}
-        # Calls with points of Python reals, by (name, shape of the point; see real_point):
-        # the function to apply (adapter included) and its result type, found by the first.
-        # (A shape names its lists' lengths: caches past _PREPARED_SHAPES entries start
-        # again, so points of ever new lengths do not fill them.)
-        self._plans: dict[tuple[str, Shape], tuple[Any, Type]] = {}
+        # Points read and fitted to the program's functions (the calling convention).
+        self.points = Points(self)
 
     @property
     def typing(self) -> ModuleTyping:
         """The typing of the whole module, the prelude included."""
-        if self._prelude_typed is not None:
-            self._typed_with(frozenset(self.prelude_names))
-        return self._typing
+        return self._typings.whole
 
     @typing.setter
     def typing(self, typing: ModuleTyping) -> None:
-        self._typing = typing
-        self._prelude_typed: frozenset[str] | None = None  # None: all of it
-
-    def _typed_with(self, names: frozenset[str], user: Module | None = None) -> None:
-        """Type the prelude definitions ``names`` too (with those they use): the program's
-        own typing is kept, and put in the environment of the prelude typed so far.
-        ``user``: the program's own declarations, inferred on the first call."""
-        typed = self._prelude_typed
-        if user is None and (typed is None or names <= typed):
-            return
-        reached = _prelude_closure(names | (typed or frozenset()))
-        prelude = _prelude_typing(reached)
-        if user is not None:
-            self._own = infer_module(user, prelude.env)
-        own = self._own
-        assert own is not None, "the program's own declarations are inferred first"
-        self._typing = ModuleTyping({**prelude.schemes, **own.schemes},
-                                    {**prelude.types, **own.types},
-                                    prelude.env.extend_all(own.schemes))
-        self._prelude_typed = reached if len(reached) < len(self.prelude_names) else None
-
-    def _scheme(self, name: str) -> Scheme:
-        """The scheme of the top-level ``name`` (a prelude definition typed if need be)."""
-        scheme = self._typing.schemes.get(name)
-        return scheme if scheme is not None else self.typing.schemes[name]
-
-    def _env_for(self, term: Term) -> TypeEnv:
-        """A typing environment with every top-level name ``term`` uses."""
-        if self._prelude_typed is not None:
-            self._typed_with(free_vars(term) & frozenset(self.prelude_names))
-        return self._typing.env
+        self._typings = ProgramTyping(typing)
 
     # ------------------------------------------------------------ inspection
     def names(self) -> tuple[str, ...]:
@@ -264,7 +202,7 @@ class Program:
 
     def scheme(self, name: str) -> Scheme:
         self.require(name)
-        return self._scheme(name)
+        return self._typings.scheme(name)
 
     def prelude_types(self) -> list[tuple[str, str]]:
         """Each definition of the prelude with its type, in order (those the program
@@ -282,7 +220,7 @@ class Program:
 
     def types(self) -> list[tuple[str, str]]:
         """Each of the program's top-level names with its inferred type, in order."""
-        return [(name, str(self._scheme(name))) for name in self.user_names]
+        return [(name, str(self._typings.scheme(name))) for name in self.user_names]
 
     def warnings(self) -> list[ShadowWarning]:
         """Remarks on the program, which loads: each definition of a built-in's, the
@@ -433,7 +371,7 @@ class Program:
             raise UsageError(f"an expression must be a str, not {type(text).__name__}")
         term = parse_expr(text, "<expr>", bound=self.decls,
                           declared=self.declared_primitives())
-        typing = infer_term(term, self._env_for(term))
+        typing = infer_term(term, self._typings.env_for(term))
         needed = {name for name in free_vars(term) if name in self.decls}
         env = {name: self.value_of(name) for name in needed}
         return self.runtime.evaluate(term, env), typing.type
@@ -442,7 +380,7 @@ class Program:
     def type_of_term(self, term: Term) -> Type:
         """The type of the expression ``term`` over the program's names (its type variables
         named ``a, b, ...``); raises TypeCheckError."""
-        return infer_term(term, self._env_for(term)).type
+        return infer_term(term, self._typings.env_for(term)).type
 
     @collector_paused_during
     def evaluate_term(self, term: Term) -> tuple[Any, Type]:
@@ -468,8 +406,7 @@ class Program:
         of declarations is made only when asked for (:attr:`module`)."""
         new = copy.copy(self)
         # (the runtime is shared)
-        new._adapters = {}
-        new._plans = {}
+        new.points = Points(new)
         new._derivatives = Derivatives()
         # The module and what was added to it, read before anything below (value_of) may
         # make this program's module, which would fold ``added`` into it.
@@ -544,126 +481,28 @@ class Program:
             dict.fromkeys(names_used(self.module.decls)))
         return _hidden_name(name, used)
 
-    # ------------------------------------------------------------ points
-    def parse_point(self, text: str, what: str = "--at") -> Any:
-        """The runtime value written as ``text`` in the language's syntax (``2,5``,
-        ``(2, 5)``, ``[1, 2, 3]``), which may use the program's definitions (``--at w0``);
-        raises UsageError if it is not a well-typed expression.  A point written with
-        literals only is read without evaluating anything."""
-        source = point_source(text, what)
-        try:
-            term = parse_expr(source, what, bound=self.decls,
-                              declared=self.declared_primitives())
-        except LambdadError as exc:
-            raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
-        deep = first_too_deep(term)
-        if deep is not None:
-            raise UsageError(too_deep_message(what), point_span(deep.span, text, source))
-        try:
-            infer_term(term, self._env_for(term))
-            value = literal_value(term)
-            if value is None:
-                needed = {name for name in free_vars(term) if name in self.decls}
-                value = self.runtime.evaluate(term, {n: self.value_of(n) for n in needed})
-        except ResourceError:
-            raise  # a limit of the run (steps, time, memory), not a fault of the text
-        except LambdadError as exc:
-            raise UsageError(f"{what}: not a value in lambdad syntax: {text!r} ({exc.message})") from None
-        bad = first_non_finite(value)
-        if bad is not None:
-            raise UsageError(f"{what}: the point contains the non-finite real {bad!r}; "
-                             "every coordinate must be a finite number")
-        return value
-
-    def point_from_file(self, path: str, what: str = "--at") -> Any:
-        """The point stored in the file ``path`` (JSON, ``.npy`` or ``.npz``; see
-        :func:`lambdad.calling.point_from_file`); raises UsageError."""
-        return point_from_file(path, what)
-
-    def _as_value(self, point: Any) -> Any:
-        """Python data (or an already parsed runtime value) as a runtime value."""
-        if isinstance(point, str):
-            return self.parse_point(point, "the point")
-        return point_from_python(point)
-
-    def arguments_covered(self, name: str, point: Any) -> int:
-        """How many of ``name``'s curried parameters the point supplies: 1 if it fits the
-        first parameter, k if it is a k-tuple fitting the first k.  Raises UsageError if
-        the point does not fit the function's input."""
-        self.require(name)
-        return arguments_covered(name, self._scheme(name).type, self._as_value(point))
-
-    def fitted_point(self, name: str, point: Any) -> tuple[Any, int]:
-        """The point (Python data, text or a runtime value) as a runtime value fitting
-        ``name``, and how many curried arguments it gives; Python functions in it are
-        wrapped so their results are checked.  Raises UsageError if it does not fit."""
-        self.require(name)
-        value = self._as_value(point)  # converted once, then checked against the type
-        f_type = self._scheme(name).type
-        k = arguments_covered(name, f_type, value)
-        value = with_arrays(value, argument_type(f_type, k))
-        return check_functions(value, argument_type(f_type, k), f"the point of `{name}`"), k
-
-    def function_and_point(self, name: str, point: Any) -> tuple[Any, Any, Type]:
-        """The function to differentiate (uncurried if needed), its argument value, and the
-        result type.  Raises UsageError if the point does not fit the function's input."""
-        reals = real_point(point)
-        if reals is not None:
-            plan = self._plans.get((name, reals[0]))
-            if plan is not None:
-                # (lists where the function takes arrays are made arrays)
-                return plan[0], reals[1] if plan[2] is None else with_arrays(
-                    reals[1], plan[2]), plan[1]
-        value, k = self.fitted_point(name, point)
-        f = self.value_of(name) if k == 1 else self._uncurried(name, k)
-        result = result_after(self._scheme(name).type, k)
-        if reals is not None:
-            taken = argument_type(self._scheme(name).type, k)
-            arrays = any(isinstance(node, ArrayT) for node in walk(taken))
-            _remember(self._plans, (name, reals[0]), (f, result, taken if arrays else None))
-        return f, value, result
-
+    # ------------------------------------------------------------ points and calls
     def input_names(self, name: str, point: Any) -> list[str]:
         """A name for each real of the point, left to right, as the user wrote it: the
         parameter's name, with ``.0``/``.1`` for pair components and ``[i]`` for list
         elements (``w.1[2]``); a component that a pattern parameter names (``\\(a, b) ->``)
-        has that name."""
-        value = self._as_value(point)
-        k = self.arguments_covered(name, value)
-        return input_names(self.decls[name].value, value, k)
+        has that name (:meth:`lambdad.points.Points.input_names`)."""
+        return self.points.input_names(name, point)
 
-    def _uncurried(self, name: str, k: int) -> Any:
-        """``name`` as a closure of one k-tuple, so it can be transformed (made once per
-        name and k: its compiled code and transformed versions are cached by term): its
-        λ with the k parameters bound by patterns (:func:`uncurried_lambda`) when its
-        value is a closure of k λs, else ``\\p -> name p1 ... pk``."""
-        key = (name, k)
-        if key not in self._adapters:
-            f = self.value_of(name)
-            parts = self.runtime.function_parts(f)
-            lam = uncurried_lambda(parts.lam, k) if parts is not None and parts.lam else None
-            self._adapters[key] = (
-                self.runtime.evaluate(lam, dict(parts.captured)) if lam is not None
-                else self.runtime.evaluate(uncurried_term(name, k), {name: f}))
-        return self._adapters[key]
-
-    # ------------------------------------------------------------ differentiation
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
-        reals = real_point(point)
-        plan = self._plans.get((name, reals[0])) if reals is not None else None
-        if plan is not None:
+        planned = self.points.planned(name, point)
+        if planned is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
             # (The run pauses the collector: little is made outside it.)
-            return to_python(self.runtime.apply_restartable(
-                plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2])))
+            return to_python(self.runtime.apply_restartable(*planned))
         return self._general_call(name, point)
 
     @collector_paused_during
     def _general_call(self, name: str, point: Any) -> Any:
         """:meth:`call` by the general path (the point fitted, the function found)."""
-        f, x, _ = self.function_and_point(name, point)
+        f, x, _ = self.points.function_and_point(name, point)
         return to_python(self.runtime.apply(f, x))
 
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
@@ -738,20 +577,6 @@ class Program:
     def dependencies(self, name: str) -> list[Decl]:
         """The declarations ``name`` needs (transitively), in program order, ending with it."""
         return Showing(self).dependencies(name)
-
-    def expanded_dependencies(self, name: str) -> list[Decl]:
-        """The declarations ``name`` needs, in program order, each with its uses of
-        ``grad``/``jvp``/``vjp`` written out as target programs (lambdad.nesting); a
-        definition that differentiates is inlined where it is used, so it is needed only
-        if used otherwise.  Raises DifferentiationError located at a use with no program."""
-        return Showing(self).expanded_dependencies(name)
-
-    def transformed_decls(self, name: str, mode: str, raw: bool = False,
-                          fused: bool = False) -> list[Decl]:
-        """The declarations ``name`` depends on, transformed by ``mode``: simplified for
-        reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
-        strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified)."""
-        return Showing(self).transformed_decls(name, mode, raw, fused)
 
     def show(self, name: str, forward: bool = False, reverse: bool = False,
              at: Any = None, raw: bool = False, backward: bool = False,

@@ -245,7 +245,7 @@ def plot_of(program: Any, name: str, start: float | None = None, stop: float | N
 def bound_of(program: Any, text: str, what: str) -> float:
     """The real written ``text`` (lambdad syntax: ``-3``, ``0.5``, a defined name) for an
     end of the interval; raises UsageError if it is not one."""
-    value = program.parse_point(text, what)
+    value = program.points.parse_point(text, what)
     if type(value) is not float:
         raise UsageError(f"{what}: expected a real number, got {text!r}")
     return value

@@ -65,7 +65,10 @@ class Showing:
         return [d for d in self.program.module.decls if d.name in needed]
 
     def expanded_dependencies(self, name: str) -> list[Decl]:
-        """The work of :meth:`Program.expanded_dependencies`."""
+        """The declarations ``name`` needs, in program order, each with its uses of
+        ``grad``/``jvp``/``vjp`` written out as target programs (lambdad.nesting); a
+        definition that differentiates is inlined where it is used, so it is needed only
+        if used otherwise.  Raises DifferentiationError located at a use with no program."""
         self.program.require(name)
         module = self.program.module.decls  # as one module: a replaced definition has a hidden name
         by_name = {d.name: d for d in module}
@@ -89,7 +92,10 @@ class Showing:
     @collector_paused_during
     def transformed_decls(self, name: str, mode: str, raw: bool = False,
                           fused: bool = False) -> list[Decl]:
-        """The work of :meth:`Program.transformed_decls`."""
+        """The declarations ``name`` depends on, transformed by ``mode``: simplified for
+        reading unless ``raw``; with ``fused`` (reverse mode), the form the ``fused``
+        strategy runs (:func:`lambdad.fuse.fused_backward_term`, not simplified).  Raises
+        UsageError for ``fused`` with forward mode."""
         if fused and mode == FORWARD:
             raise UsageError("--fused is a form of reverse mode; use it with --reverse")
         out = []
@@ -133,7 +139,7 @@ class Showing:
         header = "→D" if forward else "fused ←D" if fused else "←D"
         lines = []
         for source_name, decl in zip(source_names, decls):
-            source_type = self.program._scheme(source_name).type
+            source_type = self.program.scheme(source_name).type
             if declared_by(decl.name, decl.value) is not None:
                 lines.append(print_type_comment(
                     decl.name, source_type,
@@ -155,7 +161,7 @@ class Showing:
         of ``name`` (printed as ``entry``) at the point ``at`` by ``mode``; its local names
         avoid ``taken``.  Evaluates nothing (but a point that is not written with literals
         only)."""
-        x, k = self.program.fitted_point(name, at)
+        x, k = self.program.points.fitted_point(name, at)
         parts = curried_parts(x, k)
         fresh = NameSupply(set(taken) | {entry}).name
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from .errors import FileAccessError
 from .parser import parse_module
-from .syntax import Module, free_vars
-from .typecheck import ModuleTyping, infer_module
+from .syntax import Module, Term, free_vars
+from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module
 
 
 PRELUDE_FILE = "<prelude>"
@@ -61,6 +61,71 @@ def _prelude_typing(names: frozenset[str]) -> ModuleTyping:
     so putting the rest off changes no message, and a small program loads without typing
     all of it (the typing's node-keyed types stay valid: these very nodes are reused)."""
     return infer_module(Module(tuple(d for d in _prelude().decls if d.name in names)))
+
+
+@functools.cache
+def _prelude_names() -> frozenset[str]:
+    return frozenset(decl.name for decl in _prelude().decls)
+
+
+class ProgramTyping:
+    """The typing of a program's module, the prelude typed only as far as it is needed: the
+    program's own declarations are inferred when it is loaded, in the environment of the
+    prelude definitions they may use; any other prelude definition is typed when its
+    name is asked for (:meth:`scheme`, :meth:`env_for`) or the whole typing is."""
+
+    def __init__(self, typing: ModuleTyping):
+        """A typing that is complete already (the whole module inferred)."""
+        self._typing = typing
+        self._own: ModuleTyping | None = None
+        self._prelude_typed: frozenset[str] | None = None  # None: all of it
+
+    @classmethod
+    def of_own(cls, own: Module, words: frozenset[str]) -> "ProgramTyping":
+        """The typing of the program's own declarations ``own`` (the prelude unchanged
+        before them), with the prelude definitions named in ``words`` (those it may use)
+        and those they use; raises TypeCheckError."""
+        typing = cls.__new__(cls)
+        typing._own = None
+        typing._prelude_typed = frozenset()
+        typing._typed_with(words, own)
+        return typing
+
+    @property
+    def whole(self) -> ModuleTyping:
+        """The typing of the whole module, the prelude included."""
+        if self._prelude_typed is not None:
+            self._typed_with(_prelude_names())
+        return self._typing
+
+    def scheme(self, name: str) -> Scheme:
+        """The scheme of the top-level ``name`` (a prelude definition typed if need be)."""
+        scheme = self._typing.schemes.get(name)
+        return scheme if scheme is not None else self.whole.schemes[name]
+
+    def env_for(self, term: Term) -> TypeEnv:
+        """A typing environment with every top-level name ``term`` uses."""
+        if self._prelude_typed is not None:
+            self._typed_with(free_vars(term) & _prelude_names())
+        return self._typing.env
+
+    def _typed_with(self, names: frozenset[str], user: Module | None = None) -> None:
+        """Type the prelude definitions ``names`` too (with those they use): the program's
+        own typing is kept, and put in the environment of the prelude typed so far.
+        ``user``: the program's own declarations, inferred on the first call."""
+        typed = self._prelude_typed
+        if user is None and (typed is None or names <= typed):
+            return
+        reached = _prelude_closure(names | (typed or frozenset()))
+        prelude = _prelude_typing(reached)
+        if user is not None:
+            self._own = infer_module(user, prelude.env)
+        own = self._own
+        assert own is not None, "the program's own declarations are inferred first"
+        self._typing = ModuleTyping({**prelude.schemes, **own.schemes},
+                                    {**prelude.types, **own.types},
+                                    prelude.env.extend_all(own.schemes))
+        self._prelude_typed = reached if len(reached) < len(_prelude_names()) else None
 
 
 # Larger sources are refused before parsing: far beyond any program written by hand or

@@ -218,7 +218,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
     Raises UsageError for a point that does not fit, and the program's own errors."""
     if mode not in ("forward", "reverse"):
         raise UsageError(f"unknown mode `{mode}`; use forward or reverse")
-    f, x, result = program.function_and_point(name, point)
+    f, x, result = program.points.function_and_point(name, point)
     if not is_differentiable(result):
         raise UsageError(f"a trace needs a function returning reals (R, pairs and lists of "
                          f"them); `{name}` returns {print_type(result)}: give it every "
@@ -232,7 +232,7 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
         differentiator=lambda interpreter, strategy: _TracingDifferentiator(
             interpreter, recorder, strategy)).differentiator
     definition = program.decls[name].value
-    names = input_names(definition, x, program.arguments_covered(name, x), whole_arrays=True)
+    names = input_names(definition, x, program.points.arguments_covered(name, x), whole_arrays=True)
     leaves: list[Any] = []
     map_value(x, is_real, lambda r: leaves.append(r) or r)
     # fresh float and array objects so dependencies on inputs are recognised by identity

@@ -96,6 +96,7 @@ import inspect
 
 from conftest import PROGRAMS
 from lambdad.parser import parse_expr
+from lambdad.points import Points
 
 WALKED = """
 def f x1 x2 = log x1 + x1 * x2 - sin x2
@@ -146,6 +147,11 @@ def public_calls():
                           _parameters(member.__func__), False))
         elif inspect.isfunction(member):
             calls.append((f"Program.{name}", lambda p, name=name: getattr(p, name),
+                          _parameters(member)[1:], False))
+    for name, member in vars(Points).items():  # a program's points: program.points
+        if not name.startswith("_") and inspect.isfunction(member):
+            calls.append((f"Program.points.{name}",
+                          lambda p, name=name: getattr(p.points, name),
                           _parameters(member)[1:], False))
     return calls
 

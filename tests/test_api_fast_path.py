@@ -199,7 +199,7 @@ def h (a : R) = let c = a * a in \\(b : R) -> c * b
                                          ("h", (1.5, -2.0))])
 def test_a_curried_function_of_a_tuple_binds_its_parameters_by_patterns(name, point, strategy):
     program = lambdad.loads(UNCURRIED)
-    adapter = program._uncurried(name, len(point))
+    adapter = program.points._uncurried(name, len(point))
     lam = program.runtime.function_parts(adapter).lam
     # `h` is not k λs (a `let` comes between): it keeps the adapter of applications
     assert isinstance(lam.body, LetPair) == (name != "h")
@@ -291,7 +291,7 @@ def test_nested_points_of_other_lengths_are_prepared_for_their_own_shape():
     assert shapes == {("t", (("L", 1, ("l", 2)), ("l", 1), None)),
                       ("t", (("L", 4, ("l", 3)), ("l", 4), None))}
     assert all(isinstance(prepared, PreparedGradient) for prepared in program._derivatives._gradients.values())
-    assert {key[1] for key in program._plans} == shapes
+    assert {key[1] for key in program.points._plans} == shapes
 
 
 def test_prepared_caches_start_again_when_points_of_many_shapes_fill_them():
@@ -299,7 +299,7 @@ def test_prepared_caches_start_again_when_points_of_many_shapes_fill_them():
     for n in range(1, 300):
         point = ([1.0] * n, (0.5, 2.0))
         assert program.value_and_grad("two", point) == ((n * 0.5 + 2.0), ([0.5] * n, (n, 1.0)))
-        assert len(program._derivatives._gradients) <= 256 and len(program._plans) <= 256
+        assert len(program._derivatives._gradients) <= 256 and len(program.points._plans) <= 256
 
 
 def test_hessian_vector_products_of_nested_points_are_prepared_and_agree():

@@ -42,6 +42,7 @@ LAYERS = [
     {"trace", "gradcheck", "testing", "plot"},
     {"edge", "sources"},
     {"derivatives", "showing"},
+    {"points"},
     {"pipeline"},
     {"cli", "repl", "__main__", "__init__", "notebook", "gradbench"},
 ]

@@ -45,10 +45,10 @@ def test_show_at_builds_main_without_evaluating(monkeypatch):
 
 def test_a_point_fits_one_argument_or_a_tuple_of_several():
     program = lambdad.loads("def f (x : R * R) (y : R) = fst x * y")
-    assert program.arguments_covered("f", (1.0, 2.0)) == 1
-    assert program.arguments_covered("f", ((1.0, 2.0), 3.0)) == 2
+    assert program.points.arguments_covered("f", (1.0, 2.0)) == 1
+    assert program.points.arguments_covered("f", ((1.0, 2.0), 3.0)) == 2
     with pytest.raises(UsageError, match="does not fit `f`"):
-        program.arguments_covered("f", [1.0])
+        program.points.arguments_covered("f", [1.0])
 
 
 def test_the_adapter_never_captures_a_function_named_p():

@@ -18,15 +18,15 @@ def whole_prelude_types() -> list[tuple[str, str]]:
 
 def test_a_program_types_the_prelude_definitions_it_reaches_and_no_others():
     program = lambdad.loads("def f (xs : [R]) : R = norm xs\n")
-    assert program._prelude_typed == {"norm", "dot"}  # norm uses dot
-    assert lambdad.loads("def g (x : R) : R = x * 2\n")._prelude_typed == frozenset()
+    assert program._typings._prelude_typed == {"norm", "dot"}  # norm uses dot
+    assert lambdad.loads("def g (x : R) : R = x * 2\n")._typings._prelude_typed == frozenset()
 
 
 def test_a_prelude_name_inside_a_longer_word_is_not_a_use():
     # `summary` and `dots` contain `sum` and `dot` but are words of their own
     program = lambdad.loads("def summary (dots : R) : R = dots * 2\n-- sum of nothing\n")
-    assert program._prelude_typed == {"sum"}  # (a word of the comment: typed in vain)
-    assert lambdad.loads("def summary (dots : R) : R = dots\n")._prelude_typed == frozenset()
+    assert program._typings._prelude_typed == {"sum"}  # (a word of the comment: typed in vain)
+    assert lambdad.loads("def summary (dots : R) : R = dots\n")._typings._prelude_typed == frozenset()
     assert program.call("summary", 2.0) == 4.0
     assert lambdad.loads("def f (xs : [R]) : R = sum xs + dot xs xs\n").call(
         "f", [1.0, 2.0]) == 8.0
@@ -38,7 +38,7 @@ def test_prelude_names_asked_for_later_are_typed_as_the_whole_prelude_types_them
     assert str(program.scheme("hessian")) == dict(whole_prelude_types())["hessian"]
     value, type_ = program.evaluate_text("norm [3, 4]")
     assert (value, print_type(type_)) == (5.0, "R")
-    assert program.parse_point("softmax [0, 0]") == [0.5, 0.5]
+    assert program.points.parse_point("softmax [0, 0]") == [0.5, 0.5]
     assert program.prelude_types() == whole_prelude_types()
     assert program.types() == [("f", "R -> R")]
 

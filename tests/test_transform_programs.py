@@ -12,6 +12,7 @@ from lambdad.backward import backward_type
 from lambdad.forward import forward_type
 from lambdad.parser import parse_module
 from lambdad.testing.properties import same_up_to_elaboration
+from lambdad.showing import Showing
 from lambdad.printer import print_module
 from lambdad.syntax import Module
 from lambdad.typecheck import TypeEnv, check_term, infer_module
@@ -42,7 +43,7 @@ def test_transformed_programs_type_check_and_round_trip(file, mode, raw):
         if "grad" in print_module(Module(tuple(program.dependencies(name)))) or \
                 "jvp" in print_module(Module(tuple(program.dependencies(name)))):
             continue  # definitions that differentiate cannot be differentiated (nested AD)
-        decls = program.transformed_decls(name, mode, raw=raw)
+        decls = Showing(program).transformed_decls(name, mode, raw=raw)
         _typed_env(decls, program, transform_type)
         module = Module(tuple(decls))
         again = parse_module(print_module(module), "printed.lam")

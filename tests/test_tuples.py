@@ -79,6 +79,6 @@ def _lists_of_one_type(value) -> bool:
 def test_what_prints_parses_back_to_the_same_value(value):
     if not _lists_of_one_type(value):
         return
-    runtime = PROGRAM._as_value(value)
+    runtime = PROGRAM.points.value(value)
     printed = format_value(runtime)
-    assert PROGRAM.parse_point(printed) == runtime
+    assert PROGRAM.points.parse_point(printed) == runtime
