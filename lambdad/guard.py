@@ -30,7 +30,8 @@ try:  # POSIX only; without it the default stack budget is assumed
 except ImportError:  # pragma: no cover - non-POSIX platforms
     resource = None  # type: ignore[assignment]
 
-__all__ = ["RUNTIME_ERRORS", "PrimSite", "checked_ad_result", "describe", "locate",
+__all__ = ["RAISED_IN_RUNS", "RUNTIME_ERRORS", "PrimSite", "checked_ad_result", "describe",
+           "locate", "located",
            "limits_now", "not_finite", "raise_limits", "restore_limits"]
 
 # Python exceptions a primitive's evaluation may raise on bad input; they become EvalErrors.
@@ -164,6 +165,19 @@ def _operation(primitive: Primitive, args: Sequence[Any]) -> str:
     if spelling.fixity == "prefix" and len(shown) == 1:
         return f"`{spelling.symbol}{shown[0]}`"
     return f"`{' '.join([spelling.symbol, *shown])}`"
+
+
+# What a run may raise that it reports as a lambdad error (see :func:`located`).
+RAISED_IN_RUNS = (LambdadError, *RUNTIME_ERRORS)
+
+
+def located(exc: BaseException) -> BaseException:
+    """The error a run reports for ``exc`` (one of :data:`RAISED_IN_RUNS`): a lambdad error
+    as it is, but a DomainError (raised by a primitive without a location) and a Python
+    error of a primitive located by :func:`locate`."""
+    if isinstance(exc, LambdadError) and not isinstance(exc, DomainError):
+        return exc
+    return locate(exc)
 
 
 def locate(exc: BaseException) -> EvalError:

@@ -25,13 +25,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .codegen import CompileOptions, RuntimeCalls, compile_term
-from .errors import DomainError, EvalError, LambdadError, ResourceError, Span
+from .errors import EvalError, LambdadError, ResourceError, Span
 from .guard import (
+    RAISED_IN_RUNS,
     RUNTIME_ERRORS,
     PrimSite,
     checked_ad_result,
     describe,
     locate,
+    located,
     limits_now,
     raise_limits,
     restore_limits,
@@ -308,12 +310,8 @@ class Interpreter:
             self._depth += 1
             try:
                 return function(*args)
-            except DomainError as exc:  # raised by a primitive, unlocated: locate it
-                raise locate(exc) from None
-            except LambdadError:
-                raise
-            except RUNTIME_ERRORS as exc:
-                raise locate(exc) from None
+            except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
+                raise located(exc) from None
             finally:
                 self._depth -= 1
         return self._outermost(function, args, 1)
@@ -370,12 +368,8 @@ class Interpreter:
                 self.tape, pinned = tape, True
                 self._pinned += 1
             return function(*args)
-        except DomainError as exc:  # raised by a primitive, unlocated: locate it
-            raise locate(exc) from None
-        except LambdadError:
-            raise
-        except RUNTIME_ERRORS as exc:
-            raise locate(exc) from None
+        except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
+            raise located(exc) from None
         except RecursionError:
             if raising:
                 raise ResourceError(
@@ -517,10 +511,10 @@ class Interpreter:
             return primitive.evaluate(*args)
         except RUNTIME_ERRORS as exc:
             # A closure given to `map` or `fold` may have failed inside: locate it there.
-            located = locate(exc)
-            if located.span is None:
-                located = EvalError(describe(primitive, args, exc), function.span)
-            raise located from None
+            error = locate(exc)
+            if error.span is None:
+                error = EvalError(describe(primitive, args, exc), function.span)
+            raise error from None
 
     def _apply_builtin_traced(self, function: BuiltinFunction, args: tuple) -> Any:
         result = self._apply_builtin(function, args)
