@@ -389,11 +389,25 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop the run cleanly when the process uses more than SIZE of "
                             "memory: 500M, 2G, ... (default: half of the machine's memory)")
 
+    def at_point(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
+        """A command on the function NAME of FILE at the point --at."""
+        p = add(name, handler, help_text)
+        file_and_name(p)
+        point(p, required=True)
+        return p
+
+    def json_output(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--json", action="store_true", help=what)
+
+    def direction(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--dir", required=True, metavar="VECTOR",
+                       help=f"{what}, shaped like POINT, in lambdad syntax")
+
     p = add("run", cmd_run, "type-check FILE and print the value of main (or --entry NAME)")
     program_file(p)
     p.add_argument("--entry", default="main", metavar="NAME",
                    help="the definition to evaluate (default: main)")
-    p.add_argument("--json", action="store_true", help="print {\"value\": ...} as JSON")
+    json_output(p, "print {\"value\": ...} as JSON")
     timeout(p)
 
     p = add("check-types", cmd_check_types, "print every top-level name with its inferred type")
@@ -403,62 +417,47 @@ def build_parser() -> argparse.ArgumentParser:
                         "definitions, with their types")
     timeout(p)
 
-    p = add("grad", cmd_grad, "value and gradient of a top-level function at a point")
-    file_and_name(p)
-    point(p, required=True)
+    p = at_point("grad", cmd_grad, "value and gradient of a top-level function at a point")
     p.add_argument("--mode", choices=MODES, default="reverse",
                    help="reverse (backpropagation, default), forward (one run per input "
                         "real), or both side by side")
     strategy(p)
     p.add_argument("--stats", action="store_true",
                    help="also report backpropagators created and bodies run (reverse mode)")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (value, gradient, mode, strategy, seconds)")
+    json_output(p, "print one JSON object (value, gradient, mode, strategy, seconds)")
     wrt(p)
     timeout(p)
 
-    p = add("jacobian", cmd_jacobian, "value and Jacobian of a top-level function at a point, "
-                                      "for any result built from reals, pairs and lists")
-    file_and_name(p)
-    point(p, required=True)
+    p = at_point("jacobian", cmd_jacobian, "value and Jacobian of a top-level function at a "
+                                           "point, for any result built from reals, pairs and "
+                                           "lists")
     p.add_argument("--mode", choices=("forward", "reverse"), default=None,
                    help="forward (one run per input real) or reverse (one backward pass per "
                         "output real); default: the cheaper, forward unless there are more "
                         "inputs than outputs")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    json_output(p, "print one JSON object")
     wrt(p)
     timeout(p)
 
-    p = add("jvp", cmd_jvp, "forward-mode value and directional derivative")
-    file_and_name(p)
-    point(p, required=True)
-    p.add_argument("--dir", required=True, metavar="VECTOR",
-                   help="the direction, shaped like POINT, in lambdad syntax")
-    p.add_argument("--json", action="store_true",
-                   help="print {\"value\": ..., \"derivative\": ...} as JSON")
+    p = at_point("jvp", cmd_jvp, "forward-mode value and directional derivative")
+    direction(p, "the direction")
+    json_output(p, "print {\"value\": ..., \"derivative\": ...} as JSON")
     timeout(p)
 
-    p = add("hessian", cmd_hessian, "value, gradient and Hessian of a top-level function at "
-                                    "a point (nested differentiation)")
-    file_and_name(p)
-    point(p, required=True)
+    p = at_point("hessian", cmd_hessian, "value, gradient and Hessian of a top-level function "
+                                         "at a point (nested differentiation)")
     p.add_argument("--mode", choices=COMPOSITIONS, default=COMPOSITIONS[0],
                    help="outer mode over inner mode (default forward-over-reverse: one "
                         "Hessian-vector product per input)")
     strategy(p)
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (value, gradient, inputs, hessian)")
+    json_output(p, "print one JSON object (value, gradient, inputs, hessian)")
     wrt(p)
     timeout(p)
 
-    p = add("hvp", cmd_hvp, "Hessian-vector product H·v of a top-level function "
-                            "(forward mode over reverse mode)")
-    file_and_name(p)
-    point(p, required=True)
-    p.add_argument("--dir", required=True, metavar="VECTOR",
-                   help="the vector v, shaped like POINT, in lambdad syntax")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (value, gradient, hvp)")
+    p = at_point("hvp", cmd_hvp, "Hessian-vector product H·v of a top-level function "
+                                 "(forward mode over reverse mode)")
+    direction(p, "the vector v")
+    json_output(p, "print one JSON object (value, gradient, hvp)")
     timeout(p)
 
     p = add("show", cmd_show, "print the transformed program of a function as lambdad source")
@@ -481,10 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("repl", cmd_repl, "the interactive loop, with FILE's definitions loaded")
     p.add_argument("file", metavar="FILE", nargs="?", help="a .lam file to load first")
 
-    p = add("trace", cmd_trace, "the evaluation trace: one row per primitive operation with its "
-                                "value and tangents (forward) or adjoint (reverse)")
-    file_and_name(p)
-    point(p, required=True)
+    p = at_point("trace", cmd_trace, "the evaluation trace: one row per primitive operation "
+                                     "with its value and tangents (forward) or adjoint "
+                                     "(reverse)")
     p.add_argument("--mode", choices=("forward", "reverse"), default="forward",
                    help="forward: a tangent column per input real (default); reverse: the "
                         "adjoint of every operation")
@@ -492,11 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     strategy(p, " in reverse mode", default="factored")
     timeout(p)
 
-    p = add("graph", cmd_graph, "the computational graph of one evaluation (DOT text, or an SVG "
-                                "picture; PNG/PDF with Graphviz), nodes labelled with values "
-                                "and adjoints")
-    file_and_name(p)
-    point(p, required=True)
+    p = at_point("graph", cmd_graph, "the computational graph of one evaluation (DOT text, or "
+                                     "an SVG picture; PNG/PDF with Graphviz), nodes labelled "
+                                     "with values and adjoints")
     p.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
                    help="label nodes with adjoints (reverse, default) or tangents (forward)")
     p.add_argument("-o", "--output", metavar="OUT",
