@@ -151,16 +151,28 @@ def cmd_grad(session: _Session, args: argparse.Namespace) -> int:
 
 
 def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
-    program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
-    direction = _point(session, program, args.dir, "--dir")
+    program, point, direction = _point_and_direction(session, args)
     with _limits(program, args):
         value, tangent = program.jvp(args.name, point, direction)
+    return _print_results(args, [("value", "value", value),
+                                 ("derivative", "derivative", tangent)])
+
+
+def _point_and_direction(session: _Session, args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """The program of FILE, its point --at and the direction --dir."""
+    program = session.load(args.file)
+    return (program, _point(session, program, args.at, "--at"),
+            _point(session, program, args.dir, "--dir"))
+
+
+def _print_results(args: argparse.Namespace, results: list[tuple[str, str, Any]]) -> int:
+    """Prints ``results`` (JSON key, label, value): one JSON object with --json, else a
+    line ``label: value`` each; returns the exit status 0."""
     if args.json:
-        print(json.dumps({"value": _json_value(value), "derivative": _json_value(tangent)}))
+        print(json.dumps({key: _json_value(value) for key, _, value in results}))
     else:
-        print(f"value: {_show(value)}")
-        print(f"derivative: {_show(tangent)}")
+        for _, label, value in results:
+            print(f"{label}: {_show(value)}")
     return 0
 
 
@@ -181,19 +193,11 @@ def cmd_hessian(session: _Session, args: argparse.Namespace) -> int:
 
 
 def cmd_hvp(session: _Session, args: argparse.Namespace) -> int:
-    program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
-    direction = _point(session, program, args.dir, "--dir")
+    program, point, direction = _point_and_direction(session, args)
     with _limits(program, args):
         value, gradient, product = program.hvp(args.name, point, direction)
-    if args.json:
-        print(json.dumps({"value": _json_value(value), "gradient": _json_value(gradient),
-                          "hvp": _json_value(product)}))
-    else:
-        print(f"value: {_show(value)}")
-        print(f"gradient: {_show(gradient)}")
-        print(f"hessian-vector product: {_show(product)}")
-    return 0
+    return _print_results(args, [("value", "value", value), ("gradient", "gradient", gradient),
+                                 ("hvp", "hessian-vector product", product)])
 
 
 def cmd_jacobian(session: _Session, args: argparse.Namespace) -> int:
