@@ -37,6 +37,10 @@ _SMOOTH = ("sin", "cos", "tanh", "sigmoid", "atan")
 """Bounded real functions, smooth everywhere: applied elementwise to any argument."""
 
 
+_ELEMENTWISE = ("binary", "scale", "smooth")
+"""The productions of :meth:`_Writer.elementwise`, for terms of each type."""
+
+
 class _Writer:
     """Source text of terms of type ``Vec`` or ``R`` over the variables in scope."""
 
@@ -66,14 +70,10 @@ class _Writer:
         d = depth - 1
         if kind == "var":
             return self.pick(self.vectors)
-        if kind == "binary":
-            return f"({self.vec(d)} {self.pick(['+', '-', '*'])} {self.vec(d)})"
-        if kind == "scale":
-            return f"({self.real(d)} * {self.vec(d)})"
+        if kind in _ELEMENTWISE:
+            return self.elementwise(kind, self.vec, d)
         if kind == "shift":
             return f"({self.vec(d)} + {self.real(d)})"
-        if kind == "smooth":
-            return f"{self.pick(list(_SMOOTH))} ({self.vec(d)})"
         if kind == "exponential":
             return f"exp (tanh ({self.vec(d)}))"
         if kind == "logarithm":
@@ -122,16 +122,12 @@ class _Writer:
             return self.matrix
         if kind == "outer":
             return f"outer ({self.vec(d)}) ({self.vec(d)})"
-        if kind == "binary":
-            return f"({self.mat(d)} {self.pick(['+', '-', '*'])} {self.mat(d)})"
+        if kind in _ELEMENTWISE:
+            return self.elementwise(kind, self.mat, d)
         if kind == "broadcast":  # a Vec against each row
             if self.draw(st.booleans()):
                 return f"({self.mat(d)} + {self.vec(d)})"
             return f"({self.vec(d)} * {self.mat(d)})"
-        if kind == "scale":
-            return f"({self.real(d)} * {self.mat(d)})"
-        if kind == "smooth":
-            return f"{self.pick(list(_SMOOTH))} ({self.mat(d)})"
         if kind == "transpose":
             return f"transpose ({self.mat(d)})"
         if kind == "stack":
@@ -164,9 +160,17 @@ class _Writer:
         if kind == "fold":
             v = self.pick(self.vectors)
             return f"fold (\\acc i -> acc + {v} !! i * {v} !! i) 0 (range (size {v}))"
-        if kind == "arithmetic":
-            return f"({self.real(d)} {self.pick(['+', '-', '*'])} {self.real(d)})"
-        return f"{self.pick(list(_SMOOTH))} ({self.real(d)})"
+        return self.elementwise("binary" if kind == "arithmetic" else kind, self.real, d)
+
+    def elementwise(self, kind: str, term: Any, d: int) -> str:
+        """A ``binary`` operation, a ``scale`` by a real or a ``smooth`` function, of terms
+        of one type made by ``term`` (``self.vec``, ``self.mat``, ``self.real``) at depth
+        ``d``."""
+        if kind == "binary":
+            return f"({term(d)} {self.pick(['+', '-', '*'])} {term(d)})"
+        if kind == "scale":
+            return f"({self.real(d)} * {term(d)})"
+        return f"{self.pick(list(_SMOOTH))} ({term(d)})"
 
     def body(self, depth: int) -> str:
         """The definition's body (of type R): a few ``let``s of Vecs, then a real."""
