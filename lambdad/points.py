@@ -9,6 +9,7 @@ the general path found (what :meth:`Program.call` and the derivatives reuse).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from .calling import (
@@ -44,7 +45,10 @@ class Points:
     the edge as Program's are."""
 
     def __init__(self, program: Any):
-        self.program = program  # the lambdad.pipeline.Program these points are of
+        # The lambdad.pipeline.Program these points are of, which owns them: referred to
+        # weakly, so that a program dropped is freed at once (no reference cycle waits for
+        # the collector).
+        self.program = weakref.proxy(program)
         # ``name`` as a closure of one k-tuple, by (name, k) (see _uncurried).
         self._adapters: dict[tuple[str, int], Any] = {}
         # Calls with points of Python reals, by (name, shape of the point; see real_point):
