@@ -42,7 +42,7 @@ from .parser import parse_expr
 from .typecheck import infer_term
 from .primitives import PRIMITIVES
 from .reals import (basis, count_reals, has_function, is_dual, is_flat_reals, is_real,
-                    is_reverse_real, split_flat_duals, value_type, zip_values)
+                    is_reverse_real, replace_leaves, split_flat_duals, value_type, zip_values)
 from .rules import NestedDifferentiationError
 from .syntax import Builtin, FunT, Lam, Prim, Term, Type, Var, VarT, free_vars, walk
 from .fuse import fused_backward_term
@@ -918,8 +918,7 @@ class Differentiator:
             elif mode == "forward-over-forward":
                 # the derivative along e_i of the n directional derivatives ∂f/∂x_j
                 derivatives = self._directional_derivatives(f, [basis(x, j) for j in range(n)])
-                column = iter(self.jvp(derivatives, x, e_i)[1])
-                rows.append(map_value(x, is_real, lambda _: next(column)))
+                rows.append(replace_leaves(x, self.jvp(derivatives, x, e_i)[1]))
             else:
                 raise DifferentiationError(f"unknown composition `{mode}`; use one of "
                                            + ", ".join(COMPOSITIONS))
