@@ -9,7 +9,8 @@ here by the program the paper's read-off describes, over the image of ``f``:
     vjp f x   ~>  let x1 = seeded(x) in let v = ←D(f) x1 in
                   (primal(v), \\c -> cotangent x1 (v_1 c1 <+> ... <+> v_n cn))
     jacrev f x ~> let x1 = seeded(x) in map (\\o -> cotangent x1 (snd o 1)) (←D(f) x1)
-    jacfwd f x ~> the columns →D(f) (zipped(x, e_j)), one per real of x, zipped into rows
+    jacfwd f x ~> the columns →D(f) (zipped(x, e_j)), one per real of x (per element of an
+                  array), zipped into rows
 
 ``←D(f)`` and ``→D(f)`` are the transformations of the term ``f`` in which every variable it
 captures is embedded into the inner level: a real (or a structure of reals) becomes a
