@@ -275,6 +275,30 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
     return evaluate
 
 
+def accumulating(add: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """The addition of cotangents ``add`` (the elementwise one) made to add in place: the
+    function ``total, x -> total + x`` writes the sum into ``total`` when it is an array
+    its caller owns — a partial sum just computed, which nothing else holds (the code
+    generator calls it only then) — and ``x`` has its shape (an array), is a real, or is a
+    sparse cotangent of its shape; else it is ``add``.  It never writes into ``x``.  A sum
+    of k cotangent arrays then makes one new array, not k - 1."""
+
+    def accumulate(total: Any, x: Any) -> Any:
+        if type(total) is ARRAY:
+            kind = type(x)
+            if kind is Sparse:
+                if x.shape == total.shape:
+                    x._scatter(total)
+                    return total
+            elif (kind is ARRAY and x.shape == total.shape) or kind is float:
+                with np.errstate(all="ignore"):
+                    return np.add(total, x, out=total)
+        return add(total, x)
+
+    accumulate.__name__ = "accumulate"
+    return accumulate
+
+
 def _first_bad(mask: ARRAY, x: ARRAY) -> str:
     index = np.unravel_index(np.argmax(mask), mask.shape)
     where = ", ".join(map(str, index))

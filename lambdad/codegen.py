@@ -453,10 +453,13 @@ class _CodeGenerator(BatchedFolds):
             fn.emit(f"{t} = [(_i, 0.0) for _i in {xs}]", (xs,), pure=(t,))
         return t
 
-    def evaluator(self, primitive: Primitive, in_cotangent: bool = False) -> str:
+    def evaluator(self, primitive: Primitive, in_cotangent: bool = False,
+                  accumulating: bool = False) -> str:
         """The global of generated code holding ``primitive``'s evaluation function (in a
-        backpropagator's body, its ``cotangent_evaluate`` when it has one)."""
-        evaluate = primitive.cotangent_evaluate if in_cotangent else primitive.evaluate
+        backpropagator's body, its ``cotangent_evaluate`` when it has one; its
+        ``accumulate`` when ``accumulating``)."""
+        evaluate = (primitive.accumulate if accumulating
+                    else primitive.cotangent_evaluate if in_cotangent else primitive.evaluate)
         found = self.evaluators.get(id(evaluate))
         if found is None:
             found = self.evaluators[id(evaluate)] = self.constant(evaluate)
@@ -504,8 +507,16 @@ class _CodeGenerator(BatchedFolds):
             template = _positional(primitive.inline_at_literals[1], primitive.params)
             fn.emit(f"{t} = {template.format(*atoms)}", atoms, site)
         elif primitive.cotangent_evaluate is not None and fn.deferred is not None:
-            # in a backpropagator's body (its results are checked in the gradient)
-            fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site)
+            # in a backpropagator's body (its results are checked in the gradient); a sum
+            # whose first operand is the new array of an operation nested right there (the
+            # partial sum of `u1 + u2 + u3`, say) adds into it
+            accumulating = (primitive.accumulate is not None and not self.instrumented
+                            and term is not None and atoms
+                            and fn.owned.get(atoms[0]) is term.args[0])
+            fn.emit(f"{t} = {self.evaluator(primitive, True, accumulating)}({args})", atoms,
+                    site)
+            if primitive.kind == "elementwise" and term is not None:
+                fn.owned[t] = term
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
         else:
