@@ -16,6 +16,7 @@ the array runs with their sum (AD.md section 10).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -395,11 +396,19 @@ UFUNCS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None]] = {
 }
 """The NumPy function computing each real primitive elementwise, with its domain check."""
 
-try:  # erf is not a NumPy ufunc; SciPy's is, where installed
-    from scipy.special import erf as _erf  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the machine
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
-UFUNCS["erf"] = (_erf, None)
+@functools.cache
+def _erf_function() -> Callable[[Any], Any]:
+    """erf on arrays: SciPy's ufunc where installed (imported at the first use, as
+    importing SciPy costs more time and memory than lambdad's own import), else
+    ``math.erf`` applied to each element."""
+    try:
+        from scipy.special import erf  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - depends on the machine
+        return np.vectorize(math.erf, otypes=[np.float64])
+    return erf
+
+
+UFUNCS["erf"] = (lambda x: _erf_function()(x), None)  # erf is not a NumPy ufunc
 
 
 # --------------------------------------------------------------------------- array operations
