@@ -145,6 +145,10 @@ def _stageable(body: Term) -> bool:
     return True
 
 
+_ARRAY_KINDS = frozenset(("elementwise", "array"))
+"""The kinds of the array entries of the table."""
+
+
 class _CodeGenerator(BatchedFolds):
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
@@ -494,6 +498,12 @@ class _CodeGenerator(BatchedFolds):
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = fn.fresh("t")
+        # An array operation in a backpropagator's body computes a cotangent and nothing
+        # else (a failure there would be the primal's, which ran): left out when nothing
+        # uses it (←D writes the cotangents of constants too: `outer t (ones n) ^ k` sends
+        # one to its exponents, which no seed receives).
+        pure = (t,) if (fn.deferred is not None and not self.instrumented
+                        and primitive.kind in _ARRAY_KINDS) else ()
         if self.instrumented and primitive.size is not None:
             fn.emit(f"_ahead({self.constant(site)}, ({args},))", atoms, site)
         if primitive.kind == "ad":
@@ -514,11 +524,11 @@ class _CodeGenerator(BatchedFolds):
                             and term is not None and atoms
                             and fn.owned.get(atoms[0]) is term.args[0])
             fn.emit(f"{t} = {self.evaluator(primitive, True, accumulating)}({args})", atoms,
-                    site)
+                    site, pure)
             if primitive.kind == "elementwise" and term is not None:
                 fn.owned[t] = term
         elif primitive.evaluate is not None:
-            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
+            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
         if (primitive.kind == "real" and fn.deferred is not None

@@ -87,3 +87,26 @@ def test_accumulate_adds_into_an_owned_array_only_when_the_shapes_fit():
     other = arraylib.Sparse((3,), 0, 1.0)
     out = accumulate(other, x)
     assert type(out) is np.ndarray and list(out) == [1, 1, 2] and other.entries() == ([0], [1.0])
+
+
+def test_cotangents_nothing_uses_are_not_computed(monkeypatch):
+    # ←D sends cotangents to the base and the exponents of the matrix of powers, both
+    # constants: the power in the base's partial (`k * b ^ (k - 1)`) is never evaluated
+    calls = {"power": 0}
+    entry = PRIMITIVES["array.pow"]
+    inner = entry.cotangent_evaluate
+
+    def counted(*args):
+        calls["power"] += 1
+        return inner(*args)
+
+    monkeypatch.setitem(PRIMITIVES._entries, "array.pow",
+                        attrs.evolve(entry, cotangent_evaluate=counted))
+    program = lambdad.loads(
+        "def f (x : Vec) : R =\n"
+        "  let t = linspace (-1) 1 5 in\n"
+        "  sum ((outer t (ones (size x)) ^ arange (size x)) @ x)\n")
+    _, gradient = program.value_and_grad("f", np.array([1.0, 2.0, 3.0]))
+    t = np.linspace(-1, 1, 5)
+    assert np.allclose(gradient, [5.0, t.sum(), (t * t).sum()])
+    assert calls["power"] == 0
