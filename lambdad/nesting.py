@@ -751,15 +751,13 @@ class _Expansion:
         says).  With ``leaf``, each element of an array is a real of its own, numbered row
         by row (an array of the leaves); without, an array has one seed."""
         static, dynamic = offset
-        if isinstance(t, ArrayT) and leaf is not None:
+        if isinstance(t, (RealT, ArrayT)):
             index: Term = Const(float(static), span=span)
             if dynamic is not None:
                 index = dynamic if static == 0 else plus(dynamic, index, span)
-            return self.array_of_leaves(t, point, index, leaf, span)
-        if isinstance(t, (RealT, ArrayT)):  # an array has one seed, for its whole cotangent
-            index: Term = Const(float(static), span=span)
-            if dynamic is not None:
-                index = dynamic if static == 0 else plus(dynamic, index, span)
+            if isinstance(t, ArrayT) and leaf is not None:
+                return self.array_of_leaves(t, point, index, leaf, span)
+            # (an array has one seed, for its whole cotangent)
             made = (Pair(point, Seed(index, span=span), span=span) if leaf is None
                     else leaf(point, index))
             return made, (static + 1, dynamic)
