@@ -55,11 +55,13 @@ def _broadcast(types: tuple[Type, ...]) -> Type | str:
 
 def _elementwise(real: Primitive) -> Primitive:
     ufunc, check = arraylib.UFUNCS[real.name]
+    cotangent_evaluate = arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
+                                              finite=False)
     return attrs.evolve(
         real, name=ELEMENTWISE + real.name, kind="elementwise",
         evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check),
-        cotangent_evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc,
-                                                check, finite=False),
+        cotangent_evaluate=cotangent_evaluate,
+        accumulate=arraylib.accumulating(cotangent_evaluate) if real.name == "add" else None,
         inline=None, inline_at_literals=None, finite_at_finite=False,
         # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
         laws=None if real.laws is None or (real.laws.left_unit is None

@@ -16,6 +16,7 @@ the array runs with their sum (AD.md section 10).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -275,6 +276,30 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
     return evaluate
 
 
+def accumulating(add: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """The addition of cotangents ``add`` (the elementwise one) made to add in place: the
+    function ``total, x -> total + x`` writes the sum into ``total`` when it is an array
+    its caller owns — a partial sum just computed, which nothing else holds (the code
+    generator calls it only then) — and ``x`` has its shape (an array), is a real, or is a
+    sparse cotangent of its shape; else it is ``add``.  It never writes into ``x``.  A sum
+    of k cotangent arrays then makes one new array, not k - 1."""
+
+    def accumulate(total: Any, x: Any) -> Any:
+        if type(total) is ARRAY:
+            kind = type(x)
+            if kind is Sparse:
+                if x.shape == total.shape:
+                    x._scatter(total)
+                    return total
+            elif (kind is ARRAY and x.shape == total.shape) or kind is float:
+                with np.errstate(all="ignore"):
+                    return np.add(total, x, out=total)
+        return add(total, x)
+
+    accumulate.__name__ = "accumulate"
+    return accumulate
+
+
 def _first_bad(mask: ARRAY, x: ARRAY) -> str:
     index = np.unravel_index(np.argmax(mask), mask.shape)
     where = ", ".join(map(str, index))
@@ -371,11 +396,19 @@ UFUNCS: dict[str, tuple[Callable[..., Any], Callable[..., Any] | None]] = {
 }
 """The NumPy function computing each real primitive elementwise, with its domain check."""
 
-try:  # erf is not a NumPy ufunc; SciPy's is, where installed
-    from scipy.special import erf as _erf  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - depends on the machine
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
-UFUNCS["erf"] = (_erf, None)
+@functools.cache
+def _erf_function() -> Callable[[Any], Any]:
+    """erf on arrays: SciPy's ufunc where installed (imported at the first use, as
+    importing SciPy costs more time and memory than lambdad's own import), else
+    ``math.erf`` applied to each element."""
+    try:
+        from scipy.special import erf  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - depends on the machine
+        return np.vectorize(math.erf, otypes=[np.float64])
+    return erf
+
+
+UFUNCS["erf"] = (lambda x: _erf_function()(x), None)  # erf is not a NumPy ufunc
 
 
 # --------------------------------------------------------------------------- array operations

@@ -708,6 +708,9 @@ def output_names(root: str, value: Any) -> list[str]:
         v, path = stack.pop()
         if type(v) is float:
             names.append(path)
+        elif type(v) is arraylib.ARRAY:  # an element per name, row by row
+            names.extend(path + "".join(f"[{i}]" for i in at)
+                         for at in product(*map(range, v.shape)))
         elif type(v) is tuple:
             stack.extend((item, f"{path}.{i}")
                          for i, item in reversed(list(enumerate(flat_components(v)))))

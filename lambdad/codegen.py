@@ -145,6 +145,10 @@ def _stageable(body: Term) -> bool:
     return True
 
 
+_ARRAY_KINDS = frozenset(("elementwise", "array"))
+"""The kinds of the array entries of the table."""
+
+
 class _CodeGenerator(BatchedFolds):
     """Compiles one term (a *unit*) to a Python module; see the module docstring."""
 
@@ -453,10 +457,13 @@ class _CodeGenerator(BatchedFolds):
             fn.emit(f"{t} = [(_i, 0.0) for _i in {xs}]", (xs,), pure=(t,))
         return t
 
-    def evaluator(self, primitive: Primitive, in_cotangent: bool = False) -> str:
+    def evaluator(self, primitive: Primitive, in_cotangent: bool = False,
+                  accumulating: bool = False) -> str:
         """The global of generated code holding ``primitive``'s evaluation function (in a
-        backpropagator's body, its ``cotangent_evaluate`` when it has one)."""
-        evaluate = primitive.cotangent_evaluate if in_cotangent else primitive.evaluate
+        backpropagator's body, its ``cotangent_evaluate`` when it has one; its
+        ``accumulate`` when ``accumulating``)."""
+        evaluate = (primitive.accumulate if accumulating
+                    else primitive.cotangent_evaluate if in_cotangent else primitive.evaluate)
         found = self.evaluators.get(id(evaluate))
         if found is None:
             found = self.evaluators[id(evaluate)] = self.constant(evaluate)
@@ -491,6 +498,12 @@ class _CodeGenerator(BatchedFolds):
         site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
         args = ", ".join(atoms)
         t = fn.fresh("t")
+        # An array operation in a backpropagator's body computes a cotangent and nothing
+        # else (a failure there would be the primal's, which ran): left out when nothing
+        # uses it (←D writes the cotangents of constants too: `outer t (ones n) ^ k` sends
+        # one to its exponents, which no seed receives).
+        pure = (t,) if (fn.deferred is not None and not self.instrumented
+                        and primitive.kind in _ARRAY_KINDS) else ()
         if self.instrumented and primitive.size is not None:
             fn.emit(f"_ahead({self.constant(site)}, ({args},))", atoms, site)
         if primitive.kind == "ad":
@@ -504,10 +517,18 @@ class _CodeGenerator(BatchedFolds):
             template = _positional(primitive.inline_at_literals[1], primitive.params)
             fn.emit(f"{t} = {template.format(*atoms)}", atoms, site)
         elif primitive.cotangent_evaluate is not None and fn.deferred is not None:
-            # in a backpropagator's body (its results are checked in the gradient)
-            fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site)
+            # in a backpropagator's body (its results are checked in the gradient); a sum
+            # whose first operand is the new array of an operation nested right there (the
+            # partial sum of `u1 + u2 + u3`, say) adds into it
+            accumulating = (primitive.accumulate is not None and not self.instrumented
+                            and term is not None and atoms
+                            and fn.owned.get(atoms[0]) is term.args[0])
+            fn.emit(f"{t} = {self.evaluator(primitive, True, accumulating)}({args})", atoms,
+                    site, pure)
+            if primitive.kind == "elementwise" and term is not None:
+                fn.owned[t] = term
         elif primitive.evaluate is not None:
-            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site)
+            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
         if (primitive.kind == "real" and fn.deferred is not None

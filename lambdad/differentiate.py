@@ -42,7 +42,7 @@ from .parser import parse_expr
 from .typecheck import infer_term
 from .primitives import PRIMITIVES
 from .reals import (basis, count_reals, has_function, is_dual, is_flat_reals, is_real,
-                    is_reverse_real, split_flat_duals, value_type, zip_values)
+                    is_reverse_real, leaves, replace_leaves, split_flat_duals, value_type, zip_values)
 from .rules import NestedDifferentiationError
 from .syntax import Builtin, FunT, Lam, Prim, Term, Type, Var, VarT, free_vars, walk
 from .fuse import fused_backward_term
@@ -797,22 +797,19 @@ class Differentiator:
             n = count_reals(x)
             value = None
             tangents: list[list[Any]] = []
-            for j in range(n):
+            for j in range(n):  # a run per real of x (per element of an array)
                 value, tangent = self.jvp(f, x, basis(x, j))
-                found: list[Any] = []
-                map_value(tangent, is_real, lambda r: found.append(r) or r)
-                tangents.append(found)
+                tangents.append(leaves(tangent))
             if n == 0:
                 value, _ = self.jvp(f, x, x)
-            rows = []
-            for i in range(count_reals(value)):
-                column = iter([tangent[i] for tangent in tangents])
-                rows.append(map_value(x, is_real, lambda _: next(column)))
+            rows = [replace_leaves(x, [tangent[i] for tangent in tangents])
+                    for i in range(count_reals(value))]
         else:
             value, pullback = self.vjp(f, x)
             rows = [pullback(basis(value, i)) for i in range(count_reals(value))]
         it = iter(rows)
-        return value, map_value(value, is_real, lambda _: next(it))
+        return value, map_value(value, is_real, lambda r: next(it) if type(r) is not ARRAY
+                                else _rows_of(r, it))
 
     # ---- second derivatives
     def hvp(self, f: Any, x: Any, v: Any) -> tuple[Any, Any, Any]:
@@ -918,12 +915,19 @@ class Differentiator:
             elif mode == "forward-over-forward":
                 # the derivative along e_i of the n directional derivatives ∂f/∂x_j
                 derivatives = self._directional_derivatives(f, [basis(x, j) for j in range(n)])
-                column = iter(self.jvp(derivatives, x, e_i)[1])
-                rows.append(map_value(x, is_real, lambda _: next(column)))
+                rows.append(replace_leaves(x, self.jvp(derivatives, x, e_i)[1]))
             else:
                 raise DifferentiationError(f"unknown composition `{mode}`; use one of "
                                            + ", ".join(COMPOSITIONS))
         return rows
+
+
+def _rows_of(output: Any, rows: Any) -> list[Any]:
+    """The next ``output.size`` of ``rows`` (one per element of the array ``output``) as a
+    list in its shape (a list of lists for a Mat)."""
+    if output.ndim == 1:
+        return [next(rows) for _ in range(output.shape[0])]
+    return [[next(rows) for _ in range(output.shape[1])] for _ in range(output.shape[0])]
 
 
 COMPOSITIONS = ("forward-over-reverse", "reverse-over-reverse", "reverse-over-forward",

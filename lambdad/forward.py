@@ -22,6 +22,7 @@ from .rules import (
     tangent_zero,
     Differentiation,
     TANGENT,
+    contains_real,
     NameSupply,
     lift,
     marked_function,
@@ -37,6 +38,7 @@ from .rules import (
 from .syntax import (
     REAL,
     App,
+    ArrayT,
     Const,
     FunT,
     Lam,
@@ -160,9 +162,9 @@ def tangent_of(t: Type, term: Term, span: Span | None) -> Term:
     """The tangent of ``term : →D(t)`` (a value of ``t`` again): ``snd`` at each real,
     componentwise elsewhere, ``term`` itself when ``t`` has no reals.  Never fails on a
     type without functions."""
-    if not holds(t, RealT):
+    if not contains_real(t):
         return term
-    if isinstance(t, RealT):
+    if isinstance(t, (RealT, ArrayT)):  # an array's tangent is one array, like a real's
         return SND.applied(term, span=span)
     if isinstance(t, ListT):
         return MAP.applied(Lam("i", tangent_of(t.item, Var("i", span=span), span), span=span),
@@ -190,8 +192,8 @@ def _componentwise(t: Type, left: Term, right: Term, real: Callable[[Term, Term]
                    names: NameSupply, span: Span | None) -> Term:
     """``real(l, r)`` for each two reals of ``left`` and ``right`` (both of type ``t``) at
     the same place, in the shape of ``t``: pairs taken apart, lists zipped item by item;
-    ``left`` where ``t`` holds no real."""
-    if isinstance(t, RealT):
+    ``left`` where ``t`` holds no real (an array is one leaf, as a real is)."""
+    if isinstance(t, (RealT, ArrayT)):
         return real(left, right)
     if isinstance(t, PairT):
         a, b = names.fresh("p"), names.fresh("q")
@@ -200,7 +202,7 @@ def _componentwise(t: Type, left: Term, right: Term, real: Callable[[Term, Term]
             _componentwise(t.first, Var(a, span=span), Var(c, span=span), real, names, span),
             _componentwise(t.second, Var(b, span=span), Var(e, span=span), real, names, span),
             span=span), span=span), span=span)
-    if isinstance(t, ListT) and holds(t, RealT):
+    if isinstance(t, ListT) and contains_real(t):
         q, a, b = names.fresh("q"), names.fresh("p"), names.fresh("t")
         item = LetPair(a, b, Var(q, span=span),
                        _componentwise(t.item, Var(a, span=span), Var(b, span=span), real,

@@ -53,7 +53,7 @@ class _Function:
     """
 
     __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
-                 "blocks", "deferred", "finite", "computed")
+                 "blocks", "deferred", "finite", "computed", "owned")
 
     def __init__(self, parent: "_Function | None",
                  names: "itertools.count[int] | None" = None):
@@ -76,6 +76,10 @@ class _Function:
         # (primitive, operands) -> (blocks, atom): the real operations computed so far, each
         # with the blocks around its statement (see _CodeGenerator.apply_primitive).
         self.computed: dict[tuple, tuple[tuple[int, ...], str]] = {}
+        # In a linear body: the atoms of the new arrays its elementwise operations made,
+        # each with the application that made it; one nested in a sum is held by that sum
+        # only, which may add into it.
+        self.owned: dict[str, object] = {}
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
              pure: tuple[str, ...] = ()) -> None:

@@ -739,19 +739,15 @@ def check_second_order(program: Any, names: str | Iterable[str] | None = None,
     problems: list[str] = []
     for name in names:
         params = _require_checkable(program, name)
-        if any(isinstance(node, ArrayT) for p in params for node in walk(p)):
-            raise UsageError(f"`check --order 2` does not take array programs yet (`{name}` "
-                             f"has type {program.typing.schemes[name]}): not every "
-                             "composition of the modes differentiates arrays twice; "
-                             "`check` (first order) does")
         if point is not None:
             value = program.points.parse_point(point) if isinstance(point, str) else point_from_python(point)
             checks.append(_second_order_at(program, name, value, eps, rtol, COMPOSITIONS))
             continue
         prober = Prober(program, name, len(params))
+        like = shape_example(program, tuple_type(params))  # the shapes of arrays drawn
         found = 0
         for index in range(samples):
-            sampled = sample_point(prober, tuple_type(params), seed, index, eps, rtol)
+            sampled = sample_point(prober, tuple_type(params), seed, index, eps, rtol, like)
             if isinstance(sampled, str):
                 problems.append(f"{name}: no point away from kinks and errors ({sampled})")
                 break

@@ -9,7 +9,8 @@ here by the program the paper's read-off describes, over the image of ``f``:
     vjp f x   ~>  let x1 = seeded(x) in let v = ←D(f) x1 in
                   (primal(v), \\c -> cotangent x1 (v_1 c1 <+> ... <+> v_n cn))
     jacrev f x ~> let x1 = seeded(x) in map (\\o -> cotangent x1 (snd o 1)) (←D(f) x1)
-    jacfwd f x ~> the columns →D(f) (zipped(x, e_j)), one per real of x, zipped into rows
+    jacfwd f x ~> the columns →D(f) (zipped(x, e_j)), one per real of x (per element of an
+                  array), zipped into rows
 
 ``←D(f)`` and ``→D(f)`` are the transformations of the term ``f`` in which every variable it
 captures is embedded into the inner level: a real (or a structure of reals) becomes a
@@ -103,6 +104,10 @@ MAP, FOLD, ZIP = primitives.MAP.name, primitives.FOLD.name, primitives.ZIP.name
 LENGTH, RANGE = primitives.LENGTH.name, primitives.RANGE.name
 INDEX, SCAN = primitives.PRIMITIVES["index"].name, primitives.PRIMITIVES["scan"].name
 EQ = primitives.PRIMITIVES["eq"].name
+ELEMENT, FROM_LIST = primitives.PRIMITIVES["array.index"].name, primitives.FROM_LIST.name
+SIZE, FLATTEN = primitives.PRIMITIVES["size"].name, primitives.PRIMITIVES["flatten"].name
+RESHAPE = primitives.PRIMITIVES["reshape"].name
+NROWS, NCOLS = primitives.PRIMITIVES["nrows"].name, primitives.PRIMITIVES["ncols"].name
 
 
 def differentiates(term: Term) -> bool:
@@ -560,7 +565,7 @@ class _Expansion:
         (:meth:`jacfwd_of_lists` when ``x`` holds a list)."""
         s = t.span
         f, point = args
-        if any(isinstance(inner, ListT) for inner in walk(point_type)):
+        if any(isinstance(inner, (ListT, ArrayT)) for inner in walk(point_type)):
             return self.jacfwd_of_lists(t, f, point, point_type, scope)
         n = sum(1 for inner in walk(point_type) if isinstance(inner, RealT))
         image = self.image(f, scope, forward_term, tangent_zero(s), s, FORWARD)
@@ -595,8 +600,9 @@ class _Expansion:
 
     def jacfwd_of_lists(self, t: Prim, f: Term, point: Term, point_type: Type,
                         scope) -> Term:
-        """``jacfwd f x`` for an ``x`` holding lists: the number of runs is the number of
-        reals of ``x``, known when the program runs, so the columns are a ``map`` over
+        """``jacfwd f x`` for an ``x`` holding lists or arrays: the number of runs is the
+        number of reals of ``x`` (each element of an array one), known when the program
+        runs, so the columns are a ``map`` over
         ``range n``: the j-th runs →D(f) along the direction with 1 at the real numbered j
         (the numbering ``grad`` seeds by); the k-th row has, at the real numbered j, the
         k-th entry of the j-th column::
@@ -624,7 +630,7 @@ class _Expansion:
         direction, _ = self.seeded(point_type, var(x), s, leaf=unit)
         run_j = App(var(g), self.zipped(point_type, var(x), direction, s), span=s)
         column = Lam(j, tangent_of(ListT(RealT()), run_j, s), span=s)
-        count = self.reals_in(point_type, var(x), s)
+        count = self.reals_in(point_type, var(x), s, elements=True)
         all_columns = Prim(MAP, (column, Prim(RANGE, (count,), span=s)), span=s)
         row, _ = self.seeded(point_type, var(x), s, leaf=entry)
         outputs = Prim(LENGTH, (App(f, var(x), span=s),), span=s)
@@ -717,17 +723,16 @@ class _Expansion:
         the reals after it.  An offset is a number plus, after a list, a term
         (``seed (k + i)`` numbers the reals of a list, whose length is known when the
         program runs; the items of a list of lists start where a scan of their sizes
-        says)."""
+        says).  With ``leaf``, each element of an array is a real of its own, numbered row
+        by row (an array of the leaves); without, an array has one seed."""
         static, dynamic = offset
-        if isinstance(t, ArrayT) and leaf is not None:
-            raise DifferentiationError(
-                "a Jacobian by forward mode of a function of an array is not written out "
-                "(one run per element); use reverse mode (jacrev, or grad in each output)",
-                span)
-        if isinstance(t, (RealT, ArrayT)):  # an array has one seed, for its whole cotangent
+        if isinstance(t, (RealT, ArrayT)):
             index: Term = Const(float(static), span=span)
             if dynamic is not None:
                 index = dynamic if static == 0 else plus(dynamic, index, span)
+            if isinstance(t, ArrayT) and leaf is not None:
+                return self.array_of_leaves(t, point, index, leaf, span)
+            # (an array has one seed, for its whole cotangent)
             made = (Pair(point, Seed(index, span=span), span=span) if leaf is None
                     else leaf(point, index))
             return made, (static + 1, dynamic)
@@ -747,7 +752,8 @@ class _Expansion:
             count = Prim(LENGTH, (Var(xs, span=span),), span=span)
             numbered = Prim(ZIP, (Prim(RANGE, (count,), span=span), Var(xs, span=span)),
                             span=span)
-            per_item = self.reals_in(t.item, None, span)
+            elements = leaf is not None
+            per_item = self.reals_in(t.item, None, span, elements)
             if per_item is not None:
                 # items of one size: the i-th starts at base + i * size (base + i for reals)
                 first = (Var(i, span=span) if isinstance(per_item, Const) and per_item.value == 1
@@ -763,7 +769,7 @@ class _Expansion:
                 # (a scan of their sizes)
                 starts, start = self.names.fresh("starts"), self.names.fresh("s")
                 acc, y = self.names.fresh("acc"), self.names.fresh("y")
-                size = self.reals_in(t.item, Var(y, span=span), span)
+                size = self.reals_in(t.item, Var(y, span=span), span, elements)
                 add = Lam(acc, Lam(y, plus(Var(acc, span=span), size, span), span=span),
                           span=span)
                 item, _ = self.seeded(t.item, Var(r, span=span), span,
@@ -780,28 +786,61 @@ class _Expansion:
             return body, (0, plus(base, after, span))
         return point, offset
 
-    def reals_in(self, t: Type, value: Term | None, span: Span | None) -> Term | None:
+    def array_of_leaves(self, t: ArrayT, point: Term, index: Term,
+                        leaf: Callable[[Term, Term], Term], span: Span | None
+                        ) -> tuple[Term, tuple[int, Term | None]]:
+        """The array of ``point``'s shape whose element ``e`` (row by row) is
+        ``leaf(point's element e, index + e)``, and the offset after its elements::
+
+            array (map (\\e -> leaf (v !! e) (index + e)) (range (size v)))
+
+        with ``v = flatten point`` and the result reshaped for a Mat."""
+        if not isinstance(point, Var):
+            name = self.names.fresh("v")
+            made, after = self.array_of_leaves(t, Var(name, span=span), index, leaf, span)
+            return Let(name, point, made, span=span), after
+        flat = point if t.rank == 1 else Prim(FLATTEN, (point,), span=span)
+        v, e = self.names.fresh("v"), self.names.fresh("e")
+        size = Prim(SIZE, (Var(v, span=span),), span=span)
+        number = Var(e, span=span) if isinstance(index, Const) and index.value == 0 \
+            else plus(index, Var(e, span=span), span)
+        element = Prim(ELEMENT, (Var(v, span=span), Var(e, span=span)), span=span)
+        made: Term = Prim(FROM_LIST, (Prim(MAP, (
+            Lam(e, leaf(element, number), span=span),
+            Prim(RANGE, (size,), span=span)), span=span),), span=span)
+        if t.rank == 2:
+            made = Prim(RESHAPE, (made, Prim(NROWS, (point,), span=span),
+                                  Prim(NCOLS, (point,), span=span)), span=span)
+        count = Prim(SIZE, (flat,), span=span)
+        return Let(v, flat, made, span=span), (0, plus(index, count, span))
+
+    def reals_in(self, t: Type, value: Term | None, span: Span | None,
+                 elements: bool = False) -> Term | None:
         """The number of reals in ``value : t``: a literal when every value of ``t`` has
         the same number (then ``value`` may be None), else a term over ``value`` (None
-        when ``value`` is None)."""
-        static = _static_reals(t)
+        when ``value`` is None).  An array counts one (its seed), or with ``elements`` its
+        number of elements."""
+        static = _static_reals(t, elements)
         if static is not None:
             return Const(float(static), span=span)
         if value is None:
             return None
+        if isinstance(t, ArrayT):
+            flat = value if t.rank == 1 else Prim(FLATTEN, (value,), span=span)
+            return Prim(SIZE, (flat,), span=span)
         if isinstance(t, PairT):
             a, b = self.names.fresh("p"), self.names.fresh("q")
-            return LetPair(a, b, value, plus(self.reals_in(t.first, Var(a, span=span), span),
-                                             self.reals_in(t.second, Var(b, span=span), span),
-                                             span), span=span)
+            return LetPair(a, b, value, plus(
+                self.reals_in(t.first, Var(a, span=span), span, elements),
+                self.reals_in(t.second, Var(b, span=span), span, elements), span), span=span)
         assert isinstance(t, ListT)
-        per_item = self.reals_in(t.item, None, span)
+        per_item = self.reals_in(t.item, None, span, elements)
         if per_item is not None:
             return times(per_item, Prim(LENGTH, (value,), span=span), span)
         acc, y = self.names.fresh("acc"), self.names.fresh("y")
         add = Lam(acc, Lam(y, plus(Var(acc, span=span),
-                                   self.reals_in(t.item, Var(y, span=span), span), span),
-                           span=span), span=span)
+                                   self.reals_in(t.item, Var(y, span=span), span, elements),
+                                   span), span=span), span=span)
         return Prim(FOLD, (add, Const(0.0, span=span), value), span=span)
 
     def zipped(self, t: Type, point: Term, direction: Term, span: Span | None) -> Term:
@@ -855,15 +894,17 @@ _RULES = {"grad": _Expansion.grad, "jvp": _Expansion.jvp, "vjp": _Expansion.vjp,
 """The uses with a target program, by the name of the primitive."""
 
 
-def _static_reals(t: Type) -> int | None:
+def _static_reals(t: Type, elements: bool = False) -> int | None:
     """How many reals every value of ``t`` holds, or None when that depends on the value
-    (a list holding reals)."""
+    (a list holding reals; an array, counted by its ``elements``, else as one)."""
     if isinstance(t, ListT):
         return 0 if not _has_real(t) else None
     if isinstance(t, PairT):
-        first, second = _static_reals(t.first), _static_reals(t.second)
+        first, second = _static_reals(t.first, elements), _static_reals(t.second, elements)
         return None if first is None or second is None else first + second
-    return 1 if isinstance(t, (RealT, ArrayT)) else 0
+    if isinstance(t, ArrayT):
+        return None if elements else 1
+    return 1 if isinstance(t, RealT) else 0
 
 
 def _has_function(t: Type | None) -> bool:

@@ -134,6 +134,10 @@ class Primitive:
     # For an array entry: its evaluation inside a backpropagator's body, without the test
     # that every element is finite (the gradient is tested once, when it is read off).
     cotangent_evaluate: Callable[..., Any] | None = None
+    # For the addition of arrays: ``cotangent_evaluate`` adding into its first argument when
+    # that is an array nothing else holds (arraylib.accumulating; the code generator knows
+    # when: the partial sum of a longer sum, just computed).
+    accumulate: Callable[..., Any] | None = None
 
     @property
     def arity(self) -> int:

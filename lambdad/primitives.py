@@ -559,8 +559,8 @@ _ENTRIES: list[Primitive] = [
               "reverse mode: (f x, the pull-back of f at x)", None),
     Primitive("jacfwd", "ad", ("f", "x"), _fun(FunT(_A, ListT(REAL)), _A, ListT(_A)),
               Spelling("jacfwd", "function", LEVEL_APP),
-              "Jacobian of f at x by forward mode, one run per real of x: element i is the "
-              "gradient of output i, in the shape of x", None),
+              "Jacobian of f at x by forward mode, one run per real of x (per element of an "
+              "array): element i is the gradient of output i, in the shape of x", None),
     Primitive("jacrev", "ad", ("f", "x"), _fun(FunT(_A, ListT(REAL)), _A, ListT(_A)),
               Spelling("jacrev", "function", LEVEL_APP),
               "Jacobian of f at x by reverse mode, one backward pass per output: element i "

@@ -28,7 +28,7 @@ import attrs
 from .arraylib import ARRAY, as_array
 from .calling import curried_parts, uncurried_term
 from .differentiate import Differentiator
-from .reals import is_real
+from .reals import is_real, leaves, replace_leaves  # noqa: F401 (re-exported)
 from .errors import EvalError, LambdadError, ResourceError, UsageError
 from .runtime import Runtime
 from .syntax import (is_differentiable, curried_params, ArrayT, ListT, Module, PairT, RealT,
@@ -92,37 +92,6 @@ def differentiable_functions(program: Any) -> list[str]:
                 _result(program, name, len(params)), RealT):
             found.append(name)
     return found
-
-
-def leaves(value: Any) -> list[float]:
-    """The reals of ``value`` (pairs, lists, the elements of arrays row by row), left to
-    right."""
-    out = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is float:
-            out.append(v)
-        elif type(v) is ARRAY:
-            out.extend(v.ravel().tolist())
-        elif isinstance(v, (tuple, list)):
-            stack.extend(reversed(v))
-    return out
-
-
-def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
-    """``value`` with its real leaves (array elements included) replaced, in order, by
-    ``reals``."""
-    it = iter(reals)
-
-    def replaced(r: Any) -> Any:
-        if type(r) is ARRAY:
-            new = r.copy()
-            new.flat[:] = [next(it) for _ in range(r.size)]
-            return new
-        return next(it)
-
-    return map_value(value, is_real, replaced)
 
 
 def with_real(value: Any, i: int, x: float) -> Any:

@@ -82,6 +82,37 @@ def basis(x: Any, i: int) -> Any:
     return map_value(x, is_real, entry)
 
 
+def leaves(value: Any) -> list[float]:
+    """The reals of ``value`` (pairs, lists, the elements of arrays row by row), left to
+    right."""
+    out = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is float:
+            out.append(v)
+        elif type(v) is ARRAY:
+            out.extend(v.ravel().tolist())
+        elif isinstance(v, (tuple, list)):
+            stack.extend(reversed(v))
+    return out
+
+
+def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
+    """``value`` with its real leaves (array elements included) replaced, in order, by
+    ``reals``."""
+    it = iter(reals)
+
+    def replaced(r: Any) -> Any:
+        if type(r) is ARRAY:
+            new = r.copy()
+            new.flat[:] = [next(it) for _ in range(r.size)]
+            return new
+        return next(it)
+
+    return map_value(value, is_real, replaced)
+
+
 def value_type(value: Any) -> Type | None:
     """The type of the runtime value ``value`` when its values tell it: reals, booleans,
     pairs and non-empty lists (typed by their first item) of those; None otherwise (a

@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 
 from .calling import from_python
-from .reals import is_real
-from .values import format_real, format_value, map_value, to_json
+from .reals import leaves
+from .values import format_real, format_value, to_json
 
 
 def format_python(value: Any) -> str:
@@ -35,10 +35,9 @@ class Jacobian:
 
 
 def _reals_of(value: Any) -> list[float]:
-    """The reals of a runtime value, left to right."""
-    found: list[float] = []
-    map_value(value, is_real, lambda r: found.append(r) or r)
-    return found
+    """The reals of a runtime value, left to right (each element of an array, row by
+    row)."""
+    return leaves(value)
 
 
 def format_jacobian(result: Jacobian, chosen: bool) -> str:

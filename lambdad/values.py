@@ -125,12 +125,26 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
         if type(v[0]) is ARRAY:
             return array_adjoint(v[0], adjoints.get(index, 0.0) if index is not None else 0.0)
         if index is not None and index in adjoints:
-            return adjoints[index]
+            found = adjoints[index]
+            return found if type(v[0]) is float else _dense_primal(v[0], found)
         return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
 
     if type(seeded) is list and all(map(_is_seeded_scalar, seeded)):
         return [adjoint(v) for v in seeded]  # a list of scalars, by one loop
     return map_value(seeded, _is_seeded_scalar, adjoint)
+
+
+def _dense_primal(k: Any, adjoint: Any) -> Any:
+    """``adjoint``, an element of the ring of ``k`` (a value of →D(Vec) or ←D(Vec), nested
+    for higher orders), with each array in it made dense where ``k`` has an array: a
+    gradient read off at one level is a primal of the next, which must be an array, not a
+    lazy sum of cotangents.  Recursive in the ring's nesting, which is as deep as the
+    transformations (not the input)."""
+    if type(k) is ARRAY:
+        return array_adjoint(k, adjoint)
+    if type(k) is tuple and type(adjoint) is tuple:
+        return (_dense_primal(k[0], adjoint[0]), _dense_primal(k[1], adjoint[1]))
+    return adjoint
 
 
 def ring_of(seeded: Any) -> Any:
