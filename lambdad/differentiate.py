@@ -280,8 +280,12 @@ class Differentiator:
             try:
                 transformed = lam
                 fused = False
-                for mode in modes:
-                    if mode == REVERSE and len(modes) > 1:
+                for depth, mode in enumerate(modes):
+                    if depth > 0 and mode == _FUSED:
+                        # fusion sums what a body sends to a backpropagator as reals (or
+                        # arrays); after an inner transformation those are pairs
+                        mode = REVERSE
+                    elif mode == REVERSE and len(modes) > 1 and depth == 0:
                         mode = inner_reverse
                     transformed = self._transformer(mode)(transformed)
                     fused = fused or mode == _FUSED

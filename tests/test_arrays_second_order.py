@@ -75,7 +75,7 @@ def test_a_jvp_along_an_array_inside_a_program_is_differentiated_again(program):
     assert program.call("along", X) == pytest.approx(3 * 1.0 + 2 * 3 * 0.25)
     _, gradient = program.value_and_grad("along", X)
     assert np.allclose(gradient, [6.0, 0.0, -6.0])
-    for mode in ("forward-over-reverse", "reverse-over-forward", "forward-over-forward"):
+    for mode in COMPOSITIONS:
         assert np.allclose(np.array(program.hessian("along", X, mode=mode)[2]),
                            np.diag([6.0, 0.0, 12.0]))
 
