@@ -58,6 +58,9 @@ class Function:
     fields: tuple[str, ...] | None
     runs: bool = True
     output: Callable[[Any], Any] | None = None
+    # for an input that is not its fields in order: the definition to call and its point
+    prepare: Callable[[str, Any], tuple[str, Any]] | None = None
+    also: tuple[str, ...] = ()  # other definitions ``prepare`` may call
 
     def shaped(self, result: Any) -> Any:
         """The output for the function's result."""
@@ -101,6 +104,42 @@ def _ba_sparse(result: Any) -> dict[str, Any]:
             "vals": vals[:30] + vals[-1:]}
 
 
+def _field(data: Any, path: str) -> Any:
+    """The field at the dotted ``path`` of the input ``data``; MessageError if missing."""
+    value = data
+    for name in path.split("."):
+        if not isinstance(value, dict) or name not in value:
+            raise MessageError(f"the input has no field `{path}`")
+        value = value[name]
+    return value
+
+
+HT_MODEL = ("data.model.parents", "data.model.base_relatives",
+            "data.model.inverse_base_absolutes", "data.model.base_positions",
+            "data.model.weights")
+
+
+def _ht_point(name: str, data: Any) -> tuple[str, Any]:
+    """ht's input as the point of its program's function: theta, the barycentric
+    coordinates (when there are any), the model's arrays, whether it is mirrored (1 or 0),
+    the triangles, the correspondences and the points.  An empty ``us`` is the simple
+    variant, whose definitions are NAME_simple."""
+    if not isinstance(data, dict):
+        raise MessageError(f"the input must be an object, not {_json_kind(data)}")
+    us = reals(_field(data, "us"), "the input's `us`")
+    mirrored = _field(data, "data.model.is_mirrored")
+    if not isinstance(mirrored, bool):
+        raise MessageError("the input's `data.model.is_mirrored` must be a boolean, "
+                           f"not {_json_kind(mirrored)}")
+    model = tuple(reals(_field(data, path), f"the input's `{path}`") for path in HT_MODEL)
+    rest = tuple(reals(_field(data, path), f"the input's `{path}`")
+                 for path in ("data.model.triangles", "data.correspondences", "data.points"))
+    theta = reals(_field(data, "theta"), "the input's `theta`")
+    if us:
+        return name, (theta, us, *model, 1.0 if mirrored else 0.0, *rest)
+    return f"{name}_simple", (theta, *model, 1.0 if mirrored else 0.0, *rest)
+
+
 GMM_PARAMETERS = ("alpha", "mu", "q", "l")
 BA_INPUT = ("n", "m", "p", "cam", "x", "w", "feat")
 
@@ -123,6 +162,8 @@ MODULES: Mapping[str, Mapping[str, Function]] = MappingProxyType({
                                         ("main_params", "extra_params", "state", "sequence"))),
     "ba": MappingProxyType({"objective": Function(BA_INPUT, output=_ba_errors),
                             "jacobian": Function(BA_INPUT, output=_ba_sparse)}),
+    "ht": MappingProxyType({name: Function(None, prepare=_ht_point, also=(f"{name}_simple",))
+                            for name in ("objective", "jacobian")}),
 })
 
 
@@ -257,7 +298,9 @@ class Session:
         except LambdadError as error:
             raise MessageError(render(error, _sources(path))) from None
         loaded = self.clock() - start
-        missing = [name for name in functions if name not in program.names()]
+        missing = [name for function_name, function in functions.items()
+                   for name in (function_name, *function.also)
+                   if name not in program.names()]
         if missing:
             raise MessageError(f"{path} does not define {', '.join(missing)}, which the "
                                f"module `{module}` needs")
@@ -279,7 +322,10 @@ class Session:
             raise MessageError("an evaluate message needs an `input`")
         data = message["input"]
         start = self.clock()
-        point = self.point(function, data)
+        if function.prepare is None:
+            point = self.point(function, data)
+        else:
+            name, point = function.prepare(name, data)
         timings = [_timing("convert", self.clock() - start)]
         if function.runs:
             min_runs = _count(data, "min_runs", 1)
