@@ -39,9 +39,11 @@ from types import MappingProxyType
 from typing import Any, TextIO
 
 import attrs
+import numpy as np
 
 from .errors import LambdadError, render
 from .pipeline import Program, load
+from .syntax import ArrayT, FunT, ListT, Type
 
 # Where the programs of the evals are installed (package data).
 PROGRAMS = Path(__file__).resolve().parent / "evals"
@@ -326,6 +328,7 @@ class Session:
             point = self.point(function, data)
         else:
             name, point = function.prepare(name, data)
+        point = as_arrays(point, program.scheme(name).type)
         timings = [_timing("convert", self.clock() - start)]
         if function.runs:
             min_runs = _count(data, "min_runs", 1)
@@ -368,6 +371,33 @@ class Session:
         values = tuple(reals(data[field], f"the input's `{field}`")
                        for field in function.fields)
         return values[0] if len(values) == 1 else values
+
+
+def as_arrays(point: Any, function_type: Type) -> Any:
+    """``point`` with the lists its function takes as ``Vec`` or ``Mat`` (or lists of
+    them) made NumPy arrays, once, so that a run does not convert them again: a part of
+    the input's conversion.  A list of the wrong shape is left as it is (the call then
+    says what is wrong with it)."""
+    parameters = []
+    while isinstance(function_type, FunT):
+        parameters.append(function_type.arg)
+        function_type = function_type.result
+    if len(parameters) == 1:
+        return _as_array(point, parameters[0])
+    if not isinstance(point, tuple) or len(point) != len(parameters):
+        return point
+    return tuple(_as_array(value, kind) for value, kind in zip(point, parameters))
+
+
+def _as_array(value: Any, kind: Type) -> Any:
+    if isinstance(kind, ArrayT) and isinstance(value, list):
+        array = np.asarray(value, dtype=float) if value else None
+        return array if array is not None and array.ndim == kind.rank \
+            and array.size else value
+    if isinstance(kind, ListT) and isinstance(kind.item, (ArrayT, ListT)) \
+            and isinstance(value, list):
+        return [_as_array(item, kind.item) for item in value]
+    return value
 
 
 def _version() -> str:
