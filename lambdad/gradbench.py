@@ -31,6 +31,7 @@ import argparse
 import importlib.metadata
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -460,11 +461,34 @@ def build_parser() -> argparse.ArgumentParser:
                     "stdin and answers on stdout. Modules: " + ", ".join(MODULES) + ".")
     parser.add_argument("--programs", metavar="DIR", type=Path, default=PROGRAMS,
                         help="read MODULE.lam from DIR instead of the installed programs")
+    parser.add_argument("--multithreaded", action="store_true",
+                        help="let NumPy's linear algebra use as many threads as it likes "
+                             "(by default one, as GradBench's other tools run, unless "
+                             "OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or MKL_NUM_THREADS "
+                             "say otherwise)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="no extra first run of each function (timed as `warmup`): its "
                              "first `evaluate` timing then includes compiling it and its "
                              "derivatives")
     return parser
+
+
+# The variables that set the number of threads of the BLAS under NumPy.  They are read
+# when NumPy is loaded, so the tool sets them by starting itself again.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _single_threaded(argv: Sequence[str]) -> None:
+    """Start the tool again with the BLAS limited to one thread (those of the variables
+    that are not set), on POSIX systems; returns if there is nothing to change.  On a
+    machine shared with other work, the BLAS's threads wait for each other between the
+    many small products of a program and can make it several times slower."""
+    unset = [name for name in THREAD_VARIABLES if name not in os.environ]
+    if not unset or os.name != "posix":
+        return
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "lambdad.gradbench", *argv],
+              os.environ | dict.fromkeys(unset, "1"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -479,4 +503,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if not build_parser().parse_args().multithreaded:
+        _single_threaded(sys.argv[1:])
     raise SystemExit(main())

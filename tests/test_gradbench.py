@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from lambdad.gradbench import THREAD_VARIABLES, _single_threaded
 
 RUNS = {"min_runs": 1, "min_seconds": 0}
 
@@ -26,6 +27,7 @@ def session(messages, *options, timeout=120):
         lines.append(message)
     env = dict(os.environ)
     env.pop("LAMBDAD_DEBUG", None)
+    env |= dict.fromkeys(THREAD_VARIABLES, "1")  # (else the tool starts itself again)
     done = subprocess.run([sys.executable, "-m", "lambdad.gradbench", *options],
                           input="\n".join(lines) + "\n", capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
@@ -76,6 +78,34 @@ def test_start_define_evaluate_and_analysis_are_answered_with_their_ids():
     assert [t["name"] for t in answers[1]["timings"]] == ["load"]
     assert answers[2]["output"] == 9
     assert answers[3] == {"id": 3} and answers[4] == {"id": 4}
+
+
+def test_the_tool_runs_numpys_linear_algebra_on_one_thread_unless_told(monkeypatch):
+    started = []
+
+    def execve(path, args, env):
+        started.append((args, env))
+
+    monkeypatch.setattr(os, "execve", execve)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "4")
+    _single_threaded(["--no-warmup"])
+    (args, env), = started
+    assert args[1:] == ["-m", "lambdad.gradbench", "--no-warmup"]
+    assert (env["OPENBLAS_NUM_THREADS"], env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"]) \
+        == ("1", "1", "4")
+    # once they are all set (as in the process started again), it goes on
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    _single_threaded([])
+    assert len(started) == 1
+    # and a tool started without them answers as any other
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    done = subprocess.run([sys.executable, "-m", "lambdad.gradbench"], cwd=ROOT, env=env,
+                          input='{"id": 7, "kind": "define", "module": "hello"}\n',
+                          capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stdout)["success"] is True
 
 
 def test_a_module_without_a_program_is_refused_at_define():
@@ -431,9 +461,10 @@ def gmm_log_posterior(alpha, mu, q, l, x, m, gamma):
 
 def test_gmm():
     rng = np.random.default_rng(5)
-    d, k, n, m, gamma = 3, 2, 6, 1, 0.8
+    d, k, n, m, gamma = 5, 2, 6, 1, 0.8
     parameters = {"alpha": rng.normal(size=k), "mu": rng.uniform(size=(k, d)),
-                  "q": rng.normal(size=(k, d)) * 0.3, "l": rng.normal(size=(k, 3)) * 0.3}
+                  "q": rng.normal(size=(k, d)) * 0.3,
+                  "l": rng.normal(size=(k, d * (d - 1) // 2)) * 0.3}
     x = rng.normal(size=(n, d))
     inputs = {name: value.tolist() for name, value in parameters.items()} \
         | {"x": x.tolist(), "d": d, "k": k, "n": n, "m": m, "gamma": gamma} | RUNS
