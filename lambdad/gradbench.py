@@ -94,7 +94,8 @@ def _ba_errors(result: Any) -> dict[str, Any]:
     the same errors): the first observation's two reprojection errors and the first
     weight error, each with the number of them."""
     reprojection, weights = _components(result, 2)
-    return {"reproj_error": {"elements": reprojection[:2], "repeated": len(reprojection) // 2},
+    return {"reproj_error": {"elements": [*reprojection[:2]],
+                             "repeated": len(reprojection) // 2},
             "w_err": {"element": weights[0], "repeated": len(weights)}}
 
 
@@ -102,9 +103,9 @@ def _ba_sparse(result: Any) -> dict[str, Any]:
     """ba's Jacobian as GradBench's validator compares it: the first 30 and the last of
     the row starts, columns and values (the first observation's two rows of 15 entries,
     and the last weight error's)."""
-    rows, cols, vals = _components(result, 3)
-    return {"rows": rows[:30] + rows[-1:], "cols": cols[:30] + cols[-1:],
-            "vals": vals[:30] + vals[-1:]}
+    rows, cols, vals = _components(result, 3)  # (lists, or arrays)
+    return {"rows": [*rows[:30], *rows[-1:]], "cols": [*cols[:30], *cols[-1:]],
+            "vals": [*vals[:30], *vals[-1:]]}
 
 
 def _field(data: Any, path: str) -> Any:
