@@ -236,6 +236,7 @@ def table(paths: list[Path]) -> str:
         return bool(manual and manual["valid"] and tools[name]["median"] is not None
                     and tools[name]["median"] < manual["median"] / 10)
 
+    summaries: dict[str, dict[str, Any]] = {}
     for tools in found.values():
         first = next(iter(tools.values()))
         eval_name, function, size = first["eval"], first["function"], first["description"]
@@ -250,6 +251,26 @@ def table(paths: list[Path]) -> str:
                  for t in ("jax", "pytorch")]
         lines.append(f"| {eval_name} | {function} | {size} | {cell(mine)} | {valid} | "
                      f"{peers[0]} | {peers[1]} | {cell(tools.get('manual'))} | {ratio} |")
+        summary = summaries.setdefault(eval_name, {"rows": 0, "valid": 0, "ratios": [],
+                                                   "unfinished": []})
+        if mine is not None:
+            summary["rows"] += 1
+            summary["valid"] += bool(mine["valid"])
+            if not mine["valid"]:
+                summary["unfinished"].append(f"{function} {size} ({cell(mine)})")
+            if ratio != "—":
+                summary["ratios"].append(mine["median"] / min(python_tools))
+    lines += ["", "| eval | lambdad valid | compared with jax or pytorch | within 3× | "
+              "median ratio | worst ratio | not finished |", "|---|---|---|---|---|---|---|"]
+    for eval_name, summary in summaries.items():
+        ratios = sorted(summary["ratios"])
+        within = sum(r <= 3 for r in ratios)
+        lines.append(
+            f"| {eval_name} | {summary['valid']} of {summary['rows']} | {len(ratios)} | "
+            f"{within if ratios else '—'} | "
+            f"{f'{statistics.median(ratios):.2f}' if ratios else '—'} | "
+            f"{f'{ratios[-1]:.2f}' if ratios else '—'} | "
+            f"{'; '.join(summary['unfinished']) or '—'} |")
     return "\n".join(lines)
 
 
