@@ -19,7 +19,8 @@ numpy, pydantic, scipy and dataclasses-json.  EVAL-ARGS go to the eval (``-n 100
 The tools (``--tools``, default ``lambdad``): ``lambdad`` is ``python -m lambdad.gradbench``
 in this Python, run from the current directory; ``jax`` and ``pytorch`` are GradBench's
 Python tools, run by ``--tool-python`` (default: this Python, which must have jax or
-torch) from DIR; ``manual`` is GradBench's hand-written C++, run by ``PYTHON
+torch, and for pytorch's lstm and ht dataclasses-json; entries of PYTHONPATH are kept
+after GradBench's own) from DIR; ``manual`` is GradBench's hand-written C++, run by ``PYTHON
 DIR/python/gradbench/gradbench/cpp.py manual`` (it builds each module with make at
 ``define``).  A tool whose ``define`` fails (a module it lacks) is skipped.
 
@@ -113,7 +114,8 @@ def tool_for(name: str, gradbench: Path, python: str, tool_python: str,
             def limit() -> None:
                 resource.setrlimit(resource.RLIMIT_AS, (size, size))
         return Tool([sys.executable, "-m", "lambdad.gradbench"], None, env, limit)
-    env["PYTHONPATH"] = str(gradbench / "python" / "gradbench")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(gradbench / "python" / "gradbench"), *filter(None, [env.get("PYTHONPATH")])])
     tools = gradbench / "python" / "gradbench" / "gradbench"
     if name == "manual":
         return Tool([python, str(tools / "cpp.py"), "manual"], gradbench, env, None)
