@@ -162,7 +162,8 @@ def run(gradbench: Path, python: str, eval_name: str, eval_args: list[str], tool
                 runs = [t["nanoseconds"] for t in response.get("timings", [])
                         if t["name"] == "evaluate"]
                 rows[message["id"]] = {
-                    "eval": eval_name, "id": message["id"], "function": message["function"],
+                    "eval": eval_name, "args": eval_args, "id": message["id"],
+                    "function": message["function"],
                     "description": message.get("description"),
                     "success": response.get("success"), "error": response.get("error"),
                     "valid": None, "runs": len(runs),
@@ -214,6 +215,10 @@ def table(paths: list[Path]) -> str:
     for path in paths:
         for line in path.read_text().splitlines():
             row = json.loads(line)  # the same message of the same eval, for each tool
+            # (a later run of the same eval with the same arguments replaces a row)
+            args = row.get("args", [])
+            if "--variant" in args[:-1]:  # (ht's simple variant, a table of its own)
+                row["eval"] += f" ({args[args.index('--variant') + 1]})"
             found.setdefault((row["eval"], row["id"]), {})[row["tool"]] = row
     lines = ["| eval | function | size | lambdad | valid | jax | pytorch | manual "
              "| lambdad ÷ faster of jax, pytorch |",
