@@ -31,6 +31,7 @@ import argparse
 import importlib.metadata
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,9 +40,11 @@ from types import MappingProxyType
 from typing import Any, TextIO
 
 import attrs
+import numpy as np
 
 from .errors import LambdadError, render
 from .pipeline import Program, load
+from .syntax import ArrayT, FunT, ListT, Type
 
 # Where the programs of the evals are installed (package data).
 PROGRAMS = Path(__file__).resolve().parent / "evals"
@@ -58,6 +61,9 @@ class Function:
     fields: tuple[str, ...] | None
     runs: bool = True
     output: Callable[[Any], Any] | None = None
+    # for an input that is not its fields in order: the definition to call and its point
+    prepare: Callable[[str, Any], tuple[str, Any]] | None = None
+    also: tuple[str, ...] = ()  # other definitions ``prepare`` may call
 
     def shaped(self, result: Any) -> Any:
         """The output for the function's result."""
@@ -88,7 +94,8 @@ def _ba_errors(result: Any) -> dict[str, Any]:
     the same errors): the first observation's two reprojection errors and the first
     weight error, each with the number of them."""
     reprojection, weights = _components(result, 2)
-    return {"reproj_error": {"elements": reprojection[:2], "repeated": len(reprojection) // 2},
+    return {"reproj_error": {"elements": [*reprojection[:2]],
+                             "repeated": len(reprojection) // 2},
             "w_err": {"element": weights[0], "repeated": len(weights)}}
 
 
@@ -96,9 +103,45 @@ def _ba_sparse(result: Any) -> dict[str, Any]:
     """ba's Jacobian as GradBench's validator compares it: the first 30 and the last of
     the row starts, columns and values (the first observation's two rows of 15 entries,
     and the last weight error's)."""
-    rows, cols, vals = _components(result, 3)
-    return {"rows": rows[:30] + rows[-1:], "cols": cols[:30] + cols[-1:],
-            "vals": vals[:30] + vals[-1:]}
+    rows, cols, vals = _components(result, 3)  # (lists, or arrays)
+    return {"rows": [*rows[:30], *rows[-1:]], "cols": [*cols[:30], *cols[-1:]],
+            "vals": [*vals[:30], *vals[-1:]]}
+
+
+def _field(data: Any, path: str) -> Any:
+    """The field at the dotted ``path`` of the input ``data``; MessageError if missing."""
+    value = data
+    for name in path.split("."):
+        if not isinstance(value, dict) or name not in value:
+            raise MessageError(f"the input has no field `{path}`")
+        value = value[name]
+    return value
+
+
+HT_MODEL = ("data.model.parents", "data.model.base_relatives",
+            "data.model.inverse_base_absolutes", "data.model.base_positions",
+            "data.model.weights")
+
+
+def _ht_point(name: str, data: Any) -> tuple[str, Any]:
+    """ht's input as the point of its program's function: theta, the barycentric
+    coordinates (when there are any), the model's arrays, whether it is mirrored (1 or 0),
+    the triangles, the correspondences and the points.  An empty ``us`` is the simple
+    variant, whose definitions are NAME_simple."""
+    if not isinstance(data, dict):
+        raise MessageError(f"the input must be an object, not {_json_kind(data)}")
+    us = reals(_field(data, "us"), "the input's `us`")
+    mirrored = _field(data, "data.model.is_mirrored")
+    if not isinstance(mirrored, bool):
+        raise MessageError("the input's `data.model.is_mirrored` must be a boolean, "
+                           f"not {_json_kind(mirrored)}")
+    model = tuple(reals(_field(data, path), f"the input's `{path}`") for path in HT_MODEL)
+    rest = tuple(reals(_field(data, path), f"the input's `{path}`")
+                 for path in ("data.model.triangles", "data.correspondences", "data.points"))
+    theta = reals(_field(data, "theta"), "the input's `theta`")
+    if us:
+        return name, (theta, us, *model, 1.0 if mirrored else 0.0, *rest)
+    return f"{name}_simple", (theta, *model, 1.0 if mirrored else 0.0, *rest)
 
 
 GMM_PARAMETERS = ("alpha", "mu", "q", "l")
@@ -123,6 +166,8 @@ MODULES: Mapping[str, Mapping[str, Function]] = MappingProxyType({
                                         ("main_params", "extra_params", "state", "sequence"))),
     "ba": MappingProxyType({"objective": Function(BA_INPUT, output=_ba_errors),
                             "jacobian": Function(BA_INPUT, output=_ba_sparse)}),
+    "ht": MappingProxyType({name: Function(None, prepare=_ht_point, also=(f"{name}_simple",))
+                            for name in ("objective", "jacobian")}),
 })
 
 
@@ -257,7 +302,9 @@ class Session:
         except LambdadError as error:
             raise MessageError(render(error, _sources(path))) from None
         loaded = self.clock() - start
-        missing = [name for name in functions if name not in program.names()]
+        missing = [name for function_name, function in functions.items()
+                   for name in (function_name, *function.also)
+                   if name not in program.names()]
         if missing:
             raise MessageError(f"{path} does not define {', '.join(missing)}, which the "
                                f"module `{module}` needs")
@@ -279,7 +326,11 @@ class Session:
             raise MessageError("an evaluate message needs an `input`")
         data = message["input"]
         start = self.clock()
-        point = self.point(function, data)
+        if function.prepare is None:
+            point = self.point(function, data)
+        else:
+            name, point = function.prepare(name, data)
+        point = as_arrays(point, program.scheme(name).type)
         timings = [_timing("convert", self.clock() - start)]
         if function.runs:
             min_runs = _count(data, "min_runs", 1)
@@ -322,6 +373,33 @@ class Session:
         values = tuple(reals(data[field], f"the input's `{field}`")
                        for field in function.fields)
         return values[0] if len(values) == 1 else values
+
+
+def as_arrays(point: Any, function_type: Type) -> Any:
+    """``point`` with the lists its function takes as ``Vec`` or ``Mat`` (or lists of
+    them) made NumPy arrays, once, so that a run does not convert them again: a part of
+    the input's conversion.  A list of the wrong shape is left as it is (the call then
+    says what is wrong with it)."""
+    parameters = []
+    while isinstance(function_type, FunT):
+        parameters.append(function_type.arg)
+        function_type = function_type.result
+    if len(parameters) == 1:
+        return _as_array(point, parameters[0])
+    if not isinstance(point, tuple) or len(point) != len(parameters):
+        return point
+    return tuple(_as_array(value, kind) for value, kind in zip(point, parameters))
+
+
+def _as_array(value: Any, kind: Type) -> Any:
+    if isinstance(kind, ArrayT) and isinstance(value, list):
+        array = np.asarray(value, dtype=float) if value else None
+        return array if array is not None and array.ndim == kind.rank \
+            and array.size else value
+    if isinstance(kind, ListT) and isinstance(kind.item, (ArrayT, ListT)) \
+            and isinstance(value, list):
+        return [_as_array(item, kind.item) for item in value]
+    return value
 
 
 def _version() -> str:
@@ -384,11 +462,34 @@ def build_parser() -> argparse.ArgumentParser:
                     "stdin and answers on stdout. Modules: " + ", ".join(MODULES) + ".")
     parser.add_argument("--programs", metavar="DIR", type=Path, default=PROGRAMS,
                         help="read MODULE.lam from DIR instead of the installed programs")
+    parser.add_argument("--multithreaded", action="store_true",
+                        help="let NumPy's linear algebra use as many threads as it likes "
+                             "(by default one, as GradBench's other tools run, unless "
+                             "OPENBLAS_NUM_THREADS, OMP_NUM_THREADS or MKL_NUM_THREADS "
+                             "say otherwise)")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="no extra first run of each function (timed as `warmup`): its "
                              "first `evaluate` timing then includes compiling it and its "
                              "derivatives")
     return parser
+
+
+# The variables that set the number of threads of the BLAS under NumPy.  They are read
+# when NumPy is loaded, so the tool sets them by starting itself again.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _single_threaded(argv: Sequence[str]) -> None:
+    """Start the tool again with the BLAS limited to one thread (those of the variables
+    that are not set), on POSIX systems; returns if there is nothing to change.  On a
+    machine shared with other work, the BLAS's threads wait for each other between the
+    many small products of a program and can make it several times slower."""
+    unset = [name for name in THREAD_VARIABLES if name not in os.environ]
+    if not unset or os.name != "posix":
+        return
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "lambdad.gradbench", *argv],
+              os.environ | dict.fromkeys(unset, "1"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -403,4 +504,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if not build_parser().parse_args().multithreaded:
+        _single_threaded(sys.argv[1:])
     raise SystemExit(main())

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from lambdad.gradbench import THREAD_VARIABLES, _single_threaded
 
 RUNS = {"min_runs": 1, "min_seconds": 0}
 
@@ -26,6 +27,7 @@ def session(messages, *options, timeout=120):
         lines.append(message)
     env = dict(os.environ)
     env.pop("LAMBDAD_DEBUG", None)
+    env |= dict.fromkeys(THREAD_VARIABLES, "1")  # (else the tool starts itself again)
     done = subprocess.run([sys.executable, "-m", "lambdad.gradbench", *options],
                           input="\n".join(lines) + "\n", capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
@@ -76,6 +78,34 @@ def test_start_define_evaluate_and_analysis_are_answered_with_their_ids():
     assert [t["name"] for t in answers[1]["timings"]] == ["load"]
     assert answers[2]["output"] == 9
     assert answers[3] == {"id": 3} and answers[4] == {"id": 4}
+
+
+def test_the_tool_runs_numpys_linear_algebra_on_one_thread_unless_told(monkeypatch):
+    started = []
+
+    def execve(path, args, env):
+        started.append((args, env))
+
+    monkeypatch.setattr(os, "execve", execve)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "4")
+    _single_threaded(["--no-warmup"])
+    (args, env), = started
+    assert args[1:] == ["-m", "lambdad.gradbench", "--no-warmup"]
+    assert (env["OPENBLAS_NUM_THREADS"], env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"]) \
+        == ("1", "1", "4")
+    # once they are all set (as in the process started again), it goes on
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    _single_threaded([])
+    assert len(started) == 1
+    # and a tool started without them answers as any other
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    done = subprocess.run([sys.executable, "-m", "lambdad.gradbench"], cwd=ROOT, env=env,
+                          input='{"id": 7, "kind": "define", "module": "hello"}\n',
+                          capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stdout)["success"] is True
 
 
 def test_a_module_without_a_program_is_refused_at_define():
@@ -431,9 +461,10 @@ def gmm_log_posterior(alpha, mu, q, l, x, m, gamma):
 
 def test_gmm():
     rng = np.random.default_rng(5)
-    d, k, n, m, gamma = 3, 2, 6, 1, 0.8
+    d, k, n, m, gamma = 5, 2, 6, 1, 0.8
     parameters = {"alpha": rng.normal(size=k), "mu": rng.uniform(size=(k, d)),
-                  "q": rng.normal(size=(k, d)) * 0.3, "l": rng.normal(size=(k, 3)) * 0.3}
+                  "q": rng.normal(size=(k, d)) * 0.3,
+                  "l": rng.normal(size=(k, d * (d - 1) // 2)) * 0.3}
     x = rng.normal(size=(n, d))
     inputs = {name: value.tolist() for name, value in parameters.items()} \
         | {"x": x.tolist(), "d": d, "k": k, "n": n, "m": m, "gamma": gamma} | RUNS
@@ -503,7 +534,9 @@ def test_every_module_of_the_tool_has_a_program_defining_its_functions():
 
     for module, functions in MODULES.items():
         names = load(PROGRAMS / f"{module}.lam").names()
-        assert set(functions) <= set(names), module
+        needed = {name for function_name, function in functions.items()
+                  for name in (function_name, *function.also)}
+        assert needed <= set(names), module
 
 
 def ba_reprojection(cam, x, w, feat):
@@ -560,3 +593,122 @@ def test_a_result_the_eval_cannot_take_is_an_error_in_the_answer(tmp_path):
     assert status == 0
     assert answers[1]["success"] is False
     assert "does not have the form the eval expects" in answers[1]["error"]
+
+
+def ht_reference(theta, us, model, correspondences, points):
+    """ADBench's hand-tracking errors in NumPy, for complex theta and us too (so that the
+    complex step differentiates it): the vertices skinned by the bones' posed transforms,
+    turned by theta's angle-axis rotation and moved by its translation."""
+    bones = len(model["parents"])
+    angles = np.zeros((bones, 2), dtype=complex)  # (about x, about z) per bone
+    for finger in range(5):
+        first, t = 2 + 4 * finger, 6 + 4 * finger
+        angles[first] = theta[t], theta[t + 1]
+        angles[first + 1, 0], angles[first + 2, 0] = theta[t + 2], theta[t + 3]
+    absolutes = []
+    for bone in range(bones):
+        ax, az = angles[bone]
+        rx = np.array([[1, 0, 0], [0, np.cos(ax), -np.sin(ax)], [0, np.sin(ax), np.cos(ax)]])
+        rz = np.array([[np.cos(az), -np.sin(az), 0], [np.sin(az), np.cos(az), 0], [0, 0, 1]])
+        posed = np.eye(4, dtype=complex)
+        posed[:3, :3] = rz @ rx
+        relative = np.asarray(model["base_relatives"][bone]) @ posed
+        parent = model["parents"][bone]
+        absolutes.append(relative if parent < 0 else absolutes[parent] @ relative)
+    base = np.asarray(model["base_positions"]).T  # 4 x vertices
+    weights = np.asarray(model["weights"])  # vertices x bones
+    vertices = sum((absolutes[b] @ np.asarray(model["inverse_base_absolutes"][b]) @ base)[:3]
+                   * weights[:, b] for b in range(bones))
+    if model["is_mirrored"]:
+        vertices[0] *= -1
+    w = theta[:3]
+    norm = np.sqrt(w @ w)
+    x, y, z = w / norm
+    cross = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+    rotation = np.cos(norm) * np.eye(3) + np.sin(norm) * cross \
+        + (1 - np.cos(norm)) * np.outer([x, y, z], [x, y, z])
+    vertices = rotation @ vertices + theta[3:6, None]
+    if len(us) == 0:
+        model_points = vertices[:, correspondences].T
+    else:
+        corners = np.asarray(model["triangles"])[correspondences]  # points x 3
+        us = np.asarray(us)
+        model_points = (us[:, :1] * vertices[:, corners[:, 0]].T
+                        + us[:, 1:] * vertices[:, corners[:, 1]].T
+                        + (1 - us[:, :1] - us[:, 1:]) * vertices[:, corners[:, 2]].T)
+    return (np.asarray(points) - model_points).reshape(-1)
+
+
+def ht_input(rng, complicated, mirrored=False):
+    """A random hand of 22 bones (the wrist, four for each finger, the forearm) and 7
+    vertices, and 5 points on it."""
+    parents = [-1] + [b - 1 if (b - 1) % 4 else 0 for b in range(1, 21)] + [0]
+
+    def transform():
+        turn, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        affine = np.eye(4)
+        affine[:3, :3], affine[:3, 3] = turn, rng.normal(size=3)
+        return affine.tolist()
+
+    vertices, points = 7, 5
+    weights = rng.uniform(size=(vertices, 22))
+    model = {"bone_count": 22, "bone_names": [f"bone{b}" for b in range(22)],
+             "parents": parents,
+             "base_relatives": [transform() for _ in range(22)],
+             "inverse_base_absolutes": [transform() for _ in range(22)],
+             "base_positions": np.hstack([rng.normal(size=(vertices, 3)),
+                                          np.ones((vertices, 1))]).tolist(),
+             "weights": (weights / weights.sum(axis=1, keepdims=True)).tolist(),
+             "triangles": [[0, 1, 2], [2, 3, 4], [4, 5, 6], [6, 0, 3]],
+             "is_mirrored": mirrored}
+    correspondences = [3, 0, 2, 1, 3] if complicated else [6, 0, 4, 4, 1]
+    return {"theta": (rng.normal(size=26) * 0.5).tolist(),
+            "data": {"model": model, "correspondences": correspondences,
+                     "points": rng.normal(size=(points, 3)).tolist()},
+            "us": rng.uniform(0, 0.5, size=(points, 2)).tolist() if complicated else []}
+
+
+@pytest.mark.parametrize("complicated,mirrored", [(False, False), (True, False), (True, True)])
+def test_ht(complicated, mirrored):
+    rng = np.random.default_rng(11 + complicated + 2 * mirrored)
+    inputs = ht_input(rng, complicated, mirrored)
+    objective, jacobian = run_module("ht", [("objective", inputs | RUNS),
+                                            ("jacobian", inputs | RUNS)])
+    theta, us = np.array(inputs["theta"]), np.array(inputs["us"])
+    data = inputs["data"]
+
+    def errors(theta, us):
+        return ht_reference(theta, us, data["model"], data["correspondences"], data["points"])
+
+    close(objective, errors(theta, us).real)
+    # the Jacobian by the complex step, a column per parameter of theta; in the complicated
+    # variant first two columns for each point's own u0 and u1 (its rows only)
+    step = 1e-20
+    by_theta = np.array([errors(theta + 1j * step * e, us).imag / step for e in np.eye(26)]).T
+    if complicated:
+        by_us = np.zeros((len(objective), 2))
+        for point in range(len(us)):
+            for k in range(2):
+                moved = us.astype(complex)
+                moved[point, k] += 1j * step
+                by_us[3 * point:3 * point + 3, k] = \
+                    errors(theta, moved).imag[3 * point:3 * point + 3] / step
+        by_theta = np.hstack([by_us, by_theta])
+    assert np.shape(jacobian) == (3 * len(data["points"]), 28 if complicated else 26)
+    close(jacobian, by_theta)
+
+
+def test_ht_input_without_a_field_or_with_a_wrong_one_is_an_error_in_the_answer():
+    inputs = ht_input(np.random.default_rng(3), True) | RUNS
+    no_points = inputs | {"data": {k: v for k, v in inputs["data"].items() if k != "points"}}
+    mirrored = inputs | {"data": inputs["data"] | {
+        "model": inputs["data"]["model"] | {"is_mirrored": 1}}}
+    answers, _, status = session([
+        {"kind": "define", "module": "ht"},
+        {"kind": "evaluate", "module": "ht", "function": "objective", "input": no_points},
+        {"kind": "evaluate", "module": "ht", "function": "jacobian", "input": mirrored},
+    ])
+    assert status == 0
+    assert answers[1] == {"id": 1, "success": False,
+                          "error": "the input has no field `data.points`"}
+    assert answers[2]["success"] is False and "is_mirrored` must be a boolean" in answers[2]["error"]
