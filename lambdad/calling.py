@@ -108,8 +108,10 @@ def point_from_python(value: Any, what: str = "the point") -> Any:
     return from_python(value)
 
 
-def from_python(value: Any, finite: bool = True) -> Any:
-    """Python data as a runtime value: numbers become floats.  Raises UsageError for data
+def from_python(value: Any, finite: bool = True, nested: bool = True) -> Any:
+    """Python data as a runtime value: numbers become floats, a k-tuple k - 1 pairs nesting
+    to the right (``nested``; else kept a k-tuple, the written form that
+    :func:`~lambdad.values.written` makes and results print).  Raises UsageError for data
     that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
     or infinity."""
     kind = type(value)
@@ -130,11 +132,11 @@ def from_python(value: Any, finite: bool = True) -> Any:
     if isinstance(value, tuple):
         if len(value) < 2:
             raise UsageError("a tuple point needs at least two components")
-        if len(value) == 2:
-            return (from_python(value[0], finite), from_python(value[1], finite))
+        if len(value) == 2 or not nested:
+            return tuple(from_python(v, finite, nested) for v in value)
         return (from_python(value[0], finite), from_python(value[1:], finite))
     if isinstance(value, list):
-        return [from_python(v, finite) for v in value]
+        return [from_python(v, finite, nested) for v in value]
     if type(value) is arraylib.ARRAY or _is_array_like(value):
         if value.ndim not in (1, 2):
             raise UsageError(f"an array point must have rank 1 (Vec) or 2 (Mat), not "
@@ -569,15 +571,27 @@ def packed(parts: Sequence[Any]) -> Any:
 
 
 def curried_call(function: Term, point: Term, k: int) -> Term:
-    """``function (fst point) (fst (snd point)) ... point'``: the call of a function of
-    ``k`` curried parameters with the k-tuple ``point``."""
-    body, rest = function, point
-    for i in range(k):
-        if i < k - 1:
-            body = App(body, FST.applied(rest))
-            rest = SND.applied(rest)
-        else:
-            body = App(body, rest)
+    """``let (x1, ..., xk) = point in function x1 ... xk``: the call of a function of ``k``
+    curried parameters with the k-tuple ``point`` (``function point`` when k is 1).  The
+    names it binds capture nothing of ``function``."""
+    if k == 1:
+        return App(function, point)
+    used = free_vars(function) | free_vars(point)
+    names: list[str] = []
+    serial = 0
+    while len(names) < 2 * k - 2:  # x1 .. xk, then the rests r2 .. r(k-1)
+        serial += 1
+        candidate = f"x'{serial}"
+        if candidate not in used:
+            names.append(candidate)
+    parts, rests = names[:k], [None, *names[k:]]
+    body = function
+    for name in parts:
+        body = App(body, Var(name))
+    for i in range(k - 2, -1, -1):  # the pattern (x(i+1), ..., xk) takes apart rest i
+        second = parts[k - 1] if i == k - 2 else rests[i + 1]
+        value = point if i == 0 else Var(rests[i])
+        body = LetPair(parts[i], second, value, body, k - i)
     return body
 
 
@@ -614,7 +628,7 @@ def uncurried_lambda(lam: Term, k: int) -> Lam | None:
     term = body
     for i in range(k - 2, -1, -1):
         second = names[k - 1] if i == k - 2 else fresh[i + 1]
-        term = LetPair(names[i], second, Var(fresh[i]), term)
+        term = LetPair(names[i], second, Var(fresh[i]), term, k - i)
     types = [param.param_type for param in params]
     typed = all(t is not None for t in types)
     return Lam(fresh[0], term, param_type=tuple_type(types) if typed else None)
@@ -720,19 +734,23 @@ def output_names(root: str, value: Any) -> list[str]:
 
 
 def point_term(value: Any, on_real: Callable[[float], Term],
-               on_array: Callable[[Any], Term] | None = None) -> Term:
-    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``
-    (an array's too, unless ``on_array`` is given: each array replaced by
+               on_array: Callable[[Any], Term] | None = None, t: Type | None = None) -> Term:
+    """A term rebuilding the runtime value ``value`` (of type ``t``: its tuples are written
+    as ``t`` has them; without ``t``, as pairs), each real replaced by ``on_real(r)`` (an
+    array's too, unless ``on_array`` is given: each array replaced by
     ``on_array(array)``).  Raises UsageError for a value holding a function."""
     if type(value) is float:
         return on_real(value)
     if type(value) is bool:
         return BoolLit(value)
     if type(value) is tuple:
-        return Pair(point_term(value[0], on_real, on_array),
-                    point_term(value[1], on_real, on_array))
+        pair = t if isinstance(t, PairT) else None
+        return Pair(point_term(value[0], on_real, on_array, pair and pair.first),
+                    point_term(value[1], on_real, on_array, pair and pair.second),
+                    pair.arity if pair is not None else 2)
     if type(value) is list:
-        return ListLit(tuple(point_term(v, on_real, on_array) for v in value))
+        item = t.item if isinstance(t, ListT) else None
+        return ListLit(tuple(point_term(v, on_real, on_array, item) for v in value))
     if type(value) is arraylib.ARRAY and on_array is not None:
         return on_array(value)
     if type(value) is arraylib.ARRAY:  # `array [..]`, `matrix [[..], ..]`

@@ -40,8 +40,8 @@ from .iterate import collector_paused_during
 from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
 from .results import Jacobian, _reals_of
-from .syntax import is_differentiable, App, Decl, Lam, RealT, Term, Var, VarT
-from .values import format_real, map_value, to_python
+from .syntax import is_differentiable, map_type, App, Decl, Lam, RealT, Term, Type, Var, VarT
+from .values import format_real, has_tuples, map_value, to_python, written
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -127,6 +127,10 @@ class Derivatives:
         self._products: dict[tuple[str, Shape, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Any] = {}
+        # The type of the point, by (name, shape of a point of reals) for the prepared
+        # gradients, when it holds a tuple of more than two components (the gradient is
+        # then made written, see values.written); absent otherwise.
+        self._tupled: dict[tuple[str, Shape], Type] = {}
 
     def value_and_grad(self, owner: Any, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
@@ -161,6 +165,9 @@ class Derivatives:
                             self._require_finite(owner, name, real_point(point)[1], value,
                                                  gradient)
                             out = (to_python(value), to_python(gradient))
+                        tupled = self._tupled.get((name, inputs[0]))
+                        if tupled is not None:
+                            out = (out[0], written(out[1], tupled))
                         return out + (runtime.differentiator.last_stats,) if stats else out
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
@@ -201,6 +208,11 @@ class Derivatives:
         else:
             self._require_finite(owner, name, x, value, gradient)
             out = (to_python(value), to_python(gradient))
+        taken = owner.point_type(name, x)
+        if has_tuples(taken):  # the gradient has the point's type, its tuples as written
+            out = (out[0], written(out[1], taken))
+            if reals is not None:
+                _remember(self._tupled, (name, reals[0]), taken)
         return out + (run_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
@@ -231,22 +243,24 @@ class Derivatives:
     @collector_paused_during
     def jvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """The work of :meth:`Program.jvp`."""
-        f, x, _ = owner.function_and_point(name, point)
+        f, x, result = owner.function_and_point(name, point)
         v = owner._as_value(direction) if not isinstance(direction, str) else owner.parse_point(
             direction, "--dir")
         try:
             value, tangent = owner.runtime.differentiator.jvp(f, x, v)
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
-        return to_python(value), to_python(tangent)
+        return to_python(written(value, result)), to_python(written(tangent, result))
 
     @collector_paused_during
     def vjp(self, owner: Any, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """The work of :meth:`Program.vjp`."""
-        f, x, _ = owner.function_and_point(name, point)
+        f, x, result = owner.function_and_point(name, point)
+        taken = owner.point_type(name, x)
         value, pullback = owner.runtime.differentiator.vjp(f, x)
-        return to_python(value), collector_paused_during(lambda ct: to_python(
-            pullback(point_from_python(ct, "the cotangent"))))
+        return to_python(written(value, result)), collector_paused_during(
+            lambda ct: to_python(written(pullback(point_from_python(ct, "the cotangent")),
+                                         taken)))
 
     @collector_paused_during
     def hessian(self, owner: Any, name: str, point: Any, mode: str = "forward-over-reverse",
@@ -263,7 +277,9 @@ class Derivatives:
             rows = owner.runtime.differentiator.hessian_rows(f, x, mode)
             value, gradient = owner.runtime.differentiator.grad(f, x)
         self._require_finite(owner, name, x, value, gradient)
-        return to_python(value), to_python(gradient), [to_python(row) for row in rows]
+        taken = owner.point_type(name, x)
+        return (to_python(value), to_python(written(gradient, taken)),
+                [to_python(written(row, taken)) for row in rows])
 
     def hvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
         """The work of :meth:`Program.hvp`."""
@@ -278,6 +294,9 @@ class Derivatives:
             if prepared is not None and not runtime.interpreter.instrumented:
                 # (its runs pause the collector: little is made outside them)
                 value, gradient, product = prepared(inputs[1], along[1])
+                taken = self._tupled.get((name, inputs[0]))
+                if taken is not None:
+                    gradient, product = written(gradient, taken), written(product, taken)
                 return to_python(value), to_python(gradient), to_python(product)
         return self._general_hvp(owner, name, point, direction, key, inputs)
 
@@ -298,6 +317,11 @@ class Derivatives:
                 _holds_array(x) and not _holds_array(point)):
             _remember(self._products, key,
                       prepared_product(runtime.differentiator, f, x, inputs[0]))
+        taken = owner.point_type(name, x)
+        if has_tuples(taken):
+            gradient, product = written(gradient, taken), written(product, taken)
+            if inputs is not None:
+                _remember(self._tupled, (name, inputs[0]), taken)
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:
@@ -394,5 +418,9 @@ class Derivatives:
         # -0.0 (a zero tangent times a negative partial) reads as 0
         rows = [[r + 0.0 for r in row] for row in rows]
         jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
-        return Jacobian(to_python(value), to_python(jacobian), rows, mode,
+        taken = owner.point_type(name, x)
+        return Jacobian(to_python(written(value, result)),
+                        to_python(written(jacobian, map_type(
+                            result, lambda leaf: taken if isinstance(leaf, RealT) else leaf))),
+                        rows, mode,
                         owner.input_names(name, x), output_names(name, value))

@@ -81,7 +81,7 @@ from .syntax import (
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, TypeEnv, infer_module, infer_term
-from .values import to_python
+from .values import to_python, written
 
 
 # A name as the lexer reads it (an identifier, possibly primed: ``f'1``).
@@ -415,8 +415,15 @@ class Program:
 
     @collector_paused_during
     def run(self, entry: str = "main") -> Any:
-        """The value of ``entry`` (default ``main``) as Python data."""
-        return to_python(self.run_raw(entry))
+        """The value of ``entry`` (default ``main``) as Python data, each tuple as written
+        (a triple a Python 3-tuple, ``(1, (2, 3))`` a pair holding a pair)."""
+        return to_python(self.run_written(entry))
+
+    def run_written(self, entry: str = "main") -> Any:
+        """The runtime value of ``entry`` with its tuples as written (see
+        :func:`~lambdad.values.written`): what the CLI prints and writes as JSON."""
+        value = self.run_raw(entry)
+        return written(value, self._scheme(entry).type)
 
     @collector_paused_during
     def run_raw(self, entry: str = "main") -> Any:
@@ -623,6 +630,12 @@ class Program:
             _remember(self._plans, (name, reals[0]), (f, result, taken if arrays else None))
         return f, value, result
 
+    def point_type(self, name: str, point: Any) -> Type:
+        """The type of the point (Python data, text or a runtime value) giving ``name`` its
+        first k curried arguments: the first parameter's, or the k-tuple of the first k
+        (a gradient at the point has it).  Raises UsageError if it does not fit."""
+        return argument_type(self._scheme(name).type, self.arguments_covered(name, point))
+
     def input_names(self, name: str, point: Any) -> list[str]:
         """A name for each real of the point, left to right, as the user wrote it: the
         parameter's name, with ``.0``/``.1`` for pair components and ``[i]`` for list
@@ -656,15 +669,16 @@ class Program:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
             # (The run pauses the collector: little is made outside it.)
-            return to_python(self.runtime.apply_restartable(
-                plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2])))
+            return to_python(written(self.runtime.apply_restartable(
+                plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2])),
+                plan[1]))
         return self._general_call(name, point)
 
     @collector_paused_during
     def _general_call(self, name: str, point: Any) -> Any:
         """:meth:`call` by the general path (the point fitted, the function found)."""
-        f, x, _ = self.function_and_point(name, point)
-        return to_python(self.runtime.apply(f, x))
+        f, x, result = self.function_and_point(name, point)
+        return to_python(written(self.runtime.apply(f, x), result))
 
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
