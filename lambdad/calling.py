@@ -45,7 +45,7 @@ from .syntax import (
     free_vars,
     tuple_type,
 )
-from .values import all_reals, fits, format_real, format_value, to_python
+from .values import all_reals, fits, format_real, format_value, to_python, written
 
 # ---------------------------------------------------------------- Python data
 
@@ -662,20 +662,25 @@ def argument_names(definition: Term, k: int) -> list[str]:
             for i in range(k)]
 
 
-def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
-                ) -> list[str]:
-    """A name for each real of the point ``value`` giving ``k`` arguments of the function
-    ``definition``, left to right, as the user wrote it: the parameter's name, with
-    ``.0``/``.1`` for pair components (a tuple named flat: ``.0, .1, .2`` for a triple) and
-    ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a component that
-    a pattern parameter names (``\\(a, b) ->``) has that name.  With ``whole_arrays``, an
-    array is named once, as a whole (``m``)."""
+def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False,
+                t: Type | None = None) -> list[str]:
+    """A name for each real of the point ``value`` (of type ``t``, the point's type, when
+    given) giving ``k`` arguments of the function ``definition``, left to right, as the
+    user wrote it: the parameter's name, with ``.0``, ``.1``, ... for the components of a
+    tuple as written (``.0, .1, .2`` for a triple, ``.0, .1.0, .1.1`` for ``(a, (b, c))``)
+    and ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a
+    component that a pattern parameter names (``\\(a, b) ->``) has that name.  With
+    ``whole_arrays``, an array is named once, as a whole (``m``)."""
     _, components = parameter_names(definition)
     roots = argument_names(definition, k)
     names: list[str] = []
+    if t is not None:
+        value = written(value, t)
+        parts = list(value) if k > 1 else [value]
+    else:
+        parts = curried_parts(value, k)
     # (value, its name as text, the variable bound to it if a pattern names it)
-    stack = [(part, root, root) for part, root in reversed(list(zip(curried_parts(value, k),
-                                                                    roots)))]
+    stack = [(part, root, root) for part, root in reversed(list(zip(parts, roots)))]
     while stack:
         v, path, bound = stack.pop()
         if type(v) is float or (whole_arrays and type(v) is arraylib.ARRAY):
@@ -684,26 +689,21 @@ def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
             names.extend(path + "".join(f"[{i}]" for i in at) 
                          for at in product(*map(range, v.shape)))
         elif type(v) is tuple and bound in components:
-            first, second = components[bound]
-            stack.extend(((v[1], _component_path(path, second, ".1"), second),
-                          (v[0], _component_path(path, first, ".0"), first)))
+            # the pattern (a, b, c) binds a and the rest (b, c) to a fresh name, and so on
+            bound_names: list[str | None] = []
+            rest: str | None = bound
+            for _ in range(len(v) - 1):
+                first, rest = components.get(rest, (None, None)) if rest else (None, None)
+                bound_names.append(first)
+            bound_names.append(rest)
+            stack.extend((item, _component_path(path, name, f".{i}"), name)
+                         for i, (item, name) in reversed(list(enumerate(zip(v, bound_names)))))
         elif type(v) is tuple:
-            stack.extend((item, f"{path}.{i}", None)
-                         for i, item in reversed(list(enumerate(flat_components(v)))))
+            stack.extend((item, f"{path}.{i}", None) for i, item in reversed(list(enumerate(v))))
         elif type(v) is list:
             stack.extend((item, f"{path}[{i}]", None)
                          for i, item in reversed(list(enumerate(v))))
     return names
-
-
-def flat_components(value: tuple) -> list[Any]:
-    """The components of a tuple as written: ``(a, (b, c))`` is the triple ``a, b, c``."""
-    items = []
-    while type(value) is tuple:
-        items.append(value[0])
-        value = value[1]
-    items.append(value)
-    return items
 
 
 def _component_path(path: str, bound: str | None, step: str) -> str:
@@ -713,9 +713,10 @@ def _component_path(path: str, bound: str | None, step: str) -> str:
 
 
 def output_names(root: str, value: Any) -> list[str]:
-    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``; the
-    components of a tuple are named flat, as written (``f.0``, ``f.1``, ``f.2`` for a
-    triple), as the inputs are (:func:`input_names`)."""
+    """A name for each real of a result (its tuples as written, see
+    :func:`~lambdad.values.written`), left to right: ``f``, ``f[2]``, ``f.1[0]``; the
+    components of a tuple are named as written (``f.0``, ``f.1``, ``f.2`` for a triple),
+    as the inputs are (:func:`input_names`)."""
     names: list[str] = []
     stack = [(value, root)]
     while stack:
@@ -723,8 +724,7 @@ def output_names(root: str, value: Any) -> list[str]:
         if type(v) is float:
             names.append(path)
         elif type(v) is tuple:
-            stack.extend((item, f"{path}.{i}")
-                         for i, item in reversed(list(enumerate(flat_components(v)))))
+            stack.extend((item, f"{path}.{i}") for i, item in reversed(list(enumerate(v))))
         elif type(v) is list:
             stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
     return names

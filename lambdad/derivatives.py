@@ -423,4 +423,4 @@ class Derivatives:
                         to_python(written(jacobian, map_type(
                             result, lambda leaf: taken if isinstance(leaf, RealT) else leaf))),
                         rows, mode,
-                        owner.input_names(name, x), output_names(name, value))
+                        owner.input_names(name, x), output_names(name, written(value, result)))

@@ -643,7 +643,8 @@ class Program:
         has that name."""
         value = self._as_value(point)
         k = self.arguments_covered(name, value)
-        return input_names(self.decls[name].value, value, k)
+        return input_names(self.decls[name].value, value, k,
+                           t=argument_type(self._scheme(name).type, k))
 
     def _uncurried(self, name: str, k: int) -> Any:
         """``name`` as a closure of one k-tuple, so it can be transformed (made once per

@@ -203,6 +203,12 @@ class PairT(Type):
     arity: int = 2
 
 
+ANY_ARITY = 0
+"""The arity of a pair type read off a runtime value (:func:`lambdad.reals.value_type`):
+values are nested pairs whatever was written, so such a type unifies with a tuple type of
+any arity (it prints as a pair)."""
+
+
 @node(children=("arg", "result"))
 class FunT(Type):
     """``A -> B``.  A function into the cotangent space, ``R -> d``, prints as ``R -o d``:
@@ -252,9 +258,11 @@ def tuple_components(t: "Type") -> "list[Type]":
     if not isinstance(t, PairT):
         return [t]
     items = []
-    for _ in range(t.arity - 1):
+    for _ in range(max(t.arity, 2) - 1):
         items.append(t.first)
         t = t.second
+        if not isinstance(t, PairT):
+            break
     items.append(t)
     return items
 
