@@ -72,7 +72,7 @@ def test_graph_cli_writes_dot(lambdad_cli, tmp_path):
 def test_the_reals_of_a_tuple_are_named_as_written():
     program = lambdad.loads("def t (a, b, c) = a * b + c\n"
                             "def k (p : R * R * R) = t p\n"
-                            "def g (a, b) (c : R * R * R) = let (x, _, _) = c in a * b + x\n"
+                            "def g (a, b) (c : R * R * R) = a * b + (let (x, _, _) = c in x)\n"
                             "def n (p : R * (R * R)) = 1 * (let (a, (b, c)) = p in a * b + c)")
     assert program.input_names("k", (1.0, 2.0, 3.0)) == ["p.0", "p.1", "p.2"]
     assert program.input_names("g", ((1.0, 2.0), (1.0, 2.0, 3.0))) == \
