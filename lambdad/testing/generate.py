@@ -47,6 +47,7 @@ from ..syntax import (
     Module,
     Pair,
     PairT,
+    tuple_type,
     Prim,
     RealT,
     Term,
@@ -538,7 +539,7 @@ class _Builder:
                 return found
             first, s1 = yield self.gen(t.first, env, 0)
             second, s2 = yield self.gen(t.second, env, 0)
-            return Pair(first, second), PairShape(s1, s2)
+            return Pair(first, second, t.arity), PairShape(s1, s2, t.arity)
         kind = self.choose([("pair", 5), ("var", 1.5), ("let", 1), ("if", 0.7),
                             ("letpair", 0.5), ("annot", 0.3)])
         if kind == "var":
@@ -553,10 +554,10 @@ class _Builder:
             return (yield self.gen_letpair(t, env, depth))
         first, s1 = yield self.gen(t.first, env, depth - 1)
         second, s2 = yield self.gen(t.second, env, depth - 1)
-        term: Term = Pair(first, second)
+        term: Term = Pair(first, second, t.arity)
         if kind == "annot":
             term = Annot(term, t)
-        return term, PairShape(s1, s2)
+        return term, PairShape(s1, s2, t.arity)
 
     # ---- lists
     def gen_list(self, t: ListT, env: tuple, depth: int):
@@ -766,10 +767,23 @@ class _Builder:
         return Let(name, value, body), body_shape
 
     def gen_letpair(self, t: Type, env: tuple, depth: int):
-        """``let (a, b) = e1 in e2``, ``_`` for an ignored component now and then."""
+        """``let (a, b) = e1 in e2``, ``_`` for an ignored component now and then; now and
+        then ``let (a, b, c) = e1 in e2`` of a triple."""
         pair_type = self.pick([PairT(REAL, REAL), PairT(REAL, PairT(REAL, REAL)),
-                               PairT(ListT(REAL), REAL)])
+                               PairT(ListT(REAL), REAL), tuple_type([REAL, REAL, REAL])])
         value, s = yield self.gen(pair_type, env, depth - 1)
+        if pair_type.arity == 3 and isinstance(s, PairShape) and isinstance(s.second, PairShape):
+            names = [self.bind("x") for _ in range(3)]
+            if len(set(names)) < 3:
+                names = [self.names.fresh("x") for _ in range(3)]
+            rest = self.names.fresh("p")  # (the pattern's own name for the rest (b, c))
+            parts = (s.first, s.second.first, s.second.second)
+            bound = tuple(zip(names, parts))
+            body, body_shape = yield self.gen(t, _extend(env, *bound), depth - 1)
+            if isinstance(t, RealT):
+                body, body_shape = self.mention(body, body_shape, bound)
+            return LetPair(names[0], rest, value,
+                           LetPair(names[1], names[2], Var(rest), body), 3), body_shape
         a = self.bind(_PREFIX[type(pair_type.first)])
         b = self.bind(_PREFIX[type(pair_type.second)])
         if a == b:
