@@ -572,10 +572,13 @@ def packed(parts: Sequence[Any]) -> Any:
 
 def curried_call(function: Term, point: Term, k: int) -> Term:
     """``let (x1, ..., xk) = point in function x1 ... xk``: the call of a function of ``k``
-    curried parameters with the k-tuple ``point`` (``function point`` when k is 1).  The
-    names it binds capture nothing of ``function``."""
+    curried parameters with the k-tuple ``point`` (``function point`` when k is 1,
+    ``function (fst point) (snd point)`` when k is 2).  The names it binds capture nothing
+    of ``function``."""
     if k == 1:
         return App(function, point)
+    if k == 2:
+        return App(App(function, FST.applied(point)), SND.applied(point))
     used = free_vars(function) | free_vars(point)
     names: list[str] = []
     serial = 0

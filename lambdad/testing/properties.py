@@ -290,14 +290,16 @@ def check_in_language(generated: GeneratedProgram, point: Any, load: Callable[[s
     _, gradient = program.value_and_grad(generated.name, point)
     k = len(generated.params)
     function = generated.name if k == 1 else f"({print_term(uncurried_term(generated.name, k))})"
-    at = from_python(point, finite=False)
+    # the point and the all-ones direction written as the point is (a k-tuple for k
+    # parameters)
+    at = from_python(point, finite=False, nested=False)
     reals = gradcheck.leaves(at)
     ones = gradcheck.replace_leaves(at, [1.0] * len(reals))
     x, v = f"({format_value(at)})", f"({format_value(ones)})"
     text = (generated.source() + f"\ndef main = (grad {function} {x}, jvp {function} {x} {v}, "
             f"snd (vjp {function} {x}) 1)\n")
     try:
-        inside, ((jvp_value, jvp_derivative), pulled) = load(text).run("main")
+        inside, (jvp_value, jvp_derivative), pulled = load(text).run("main")
     except LambdadError as exc:
         raise PropertyViolation("in-language AD", f"grad/jvp/vjp inside the program fail: "
                                 f"{exc}\n{text}") from None
