@@ -41,8 +41,10 @@ from .syntax import (
     Type,
     Var,
     children,
+    ANY_ARITY,
     curried_params,
     free_vars,
+    tuple_components,
     tuple_type,
 )
 from .values import all_reals, fits, format_real, format_value, to_python, written
@@ -544,6 +546,28 @@ def arguments_covered(name: str, f_type: Type, value: Any) -> int:
         expected += " (or the tuple " + print_type(tuple_type(params)) + ")"
     raise UsageError(
         f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
+
+
+def longer_tuple(data: Any, t: Type) -> tuple[tuple, Type] | None:
+    """The first tuple of the Python data ``data`` with more components than the tuple
+    type ``t`` has at its place, and that type: a flat ``(1, 2, 3)`` where ``t`` is the
+    pair ``R * (R * R)`` (a tuple is what was written); None when there is none.  A pair
+    where ``t`` has a longer tuple is not one: nested pairs are also how the runtime holds
+    a tuple.  Iterative."""
+    stack = [(data, t)]
+    while stack:
+        value, type_ = stack.pop()
+        if type(value) is tuple and isinstance(type_, PairT):
+            components = tuple_components(type_)
+            if len(value) > 2 and type_.arity != ANY_ARITY and len(value) != len(components):
+                return value, type_
+            if len(value) == len(components):
+                stack.extend(zip(value, components))
+            elif len(value) == 2:
+                stack.extend(((value[0], type_.first), (value[1], type_.second)))
+        elif type(value) is list and isinstance(type_, ListT) and not all_reals(value):
+            stack.extend((item, type_.item) for item in value)
+    return None
 
 
 def argument_type(f_type: Type, k: int) -> Type:

@@ -96,17 +96,11 @@ def _holds_array(point: Any) -> bool:
     return False
 
 
-def _python_reals(point: Any) -> Any:
-    """A runtime point of right-nested pairs of reals as the Python tuple it packs (which
-    repeated calls convert fastest, see calling.real_point); any other point unchanged."""
-    if type(point) is not tuple or not finite_reals(point):
-        return point
-    reals = []
-    while type(point) is tuple:
-        reals.append(point[0])
-        point = point[1]
-    reals.append(point)
-    return tuple(reals)
+def _python_reals(point: Any, t: Type) -> Any:
+    """The runtime point ``point`` of type ``t`` as the Python data it is written as (a
+    k-tuple of reals one flat tuple, which repeated calls convert fastest, see
+    calling.real_point; a pair holding a pair kept so)."""
+    return written(point, t)
 
 
 class Derivatives:
@@ -172,7 +166,8 @@ class Derivatives:
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
             program, point = self.restricted(owner, name, point, wrt)
-            return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+            return program.value_and_grad(name, _python_reals(point, program.point_type(
+                name, point)), mode, strategy, stats)
         runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
         try:
             return self.value_and_grad(owner, name, point, mode, None, stats)

@@ -18,6 +18,7 @@ from . import rich
 from .calling import (
     point_from_file,
     with_arrays,
+    abridged,
     argument_type,
     arguments_covered,
     check_functions,
@@ -25,6 +26,7 @@ from .calling import (
     first_too_deep,
     input_names,
     literal_value,
+    longer_tuple,
     point_from_python,
     point_source,
     point_span,
@@ -608,6 +610,13 @@ class Program:
         value = self._as_value(point)  # converted once, then checked against the type
         f_type = self._scheme(name).type
         k = arguments_covered(name, f_type, value)
+        if not isinstance(point, str):
+            longer = longer_tuple(point, argument_type(f_type, k))
+            if longer is not None:
+                raise UsageError(
+                    f"the point does not fit `{name}`: {abridged(repr(longer[0]))} has "
+                    f"{len(longer[0])} components where `{name}` expects "
+                    f"{print_type(longer[1])} (a tuple is what was written)")
         value = with_arrays(value, argument_type(f_type, k))
         return check_functions(value, argument_type(f_type, k), f"the point of `{name}`"), k
 

@@ -198,6 +198,11 @@ def test_python_arguments_are_tuples_of_the_parameters_arity():
     assert PROGRAM.call("p", (1, (2, 3))) == -1.0
     with pytest.raises(UsageError):
         PROGRAM.call("s", (1, 2))
+    with pytest.raises(UsageError, match=r"\(1, 2, 3\) has 3 components where `p` expects "
+                                         r"R \* \(R \* R\)"):
+        PROGRAM.call("p", (1, 2, 3))  # flat, where `p` takes a pair holding a pair
+    with pytest.raises(UsageError, match="has 3 components"):
+        PROGRAM.grad("p", (1, 2, 3))
 
 
 # ---------------------------------------------------------------- both transformations
