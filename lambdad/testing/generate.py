@@ -47,6 +47,7 @@ from ..syntax import (
     Module,
     Pair,
     PairT,
+    tuple_components,
     tuple_type,
     Prim,
     RealT,
@@ -114,11 +115,7 @@ class GeneratedProgram:
     @property
     def input_type(self) -> Type:
         """The type of a point: the parameter's type, or the tuple of the parameters' types."""
-        types = [t for _, t in self.params]
-        result = types[-1]
-        for t in reversed(types[:-1]):
-            result = PairT(t, result)
-        return result
+        return tuple_type([t for _, t in self.params])
 
     def decl(self) -> Decl:
         """The declaration of the function to differentiate."""
@@ -532,14 +529,28 @@ class _Builder:
         return BoolLit(self.flip(0.5)), BoolShape()
 
     # ---- pairs
+    def gen_tuple(self, t: PairT, env: tuple, depth: int):
+        """``(e1, ..., ek)``: the literal k-tuple of type ``t``, its rest a literal too (as
+        the parser makes it)."""
+        components = tuple_components(t)
+        items = []
+        for component in components:
+            items.append((yield self.gen(component, env, depth)))
+        term, shape = items[-1]
+        for k, (item, item_shape) in enumerate(reversed(items[:-1]), start=2):
+            term, shape = Pair(item, term, k), PairShape(item_shape, shape, k)
+        return term, shape
+
     def gen_pair(self, t: PairT, env: tuple, depth: int):
         if depth <= 0 or not self.spend():
             found = self.variable(t, env)
             if found is not None and self.flip(0.6):
                 return found
+            if t.arity > 2:
+                return (yield self.gen_tuple(t, env, 0))
             first, s1 = yield self.gen(t.first, env, 0)
             second, s2 = yield self.gen(t.second, env, 0)
-            return Pair(first, second, t.arity), PairShape(s1, s2, t.arity)
+            return Pair(first, second), PairShape(s1, s2)
         kind = self.choose([("pair", 5), ("var", 1.5), ("let", 1), ("if", 0.7),
                             ("letpair", 0.5), ("annot", 0.3)])
         if kind == "var":
@@ -552,12 +563,15 @@ class _Builder:
             return (yield self.gen_if(t, env, depth))
         if kind == "letpair":
             return (yield self.gen_letpair(t, env, depth))
-        first, s1 = yield self.gen(t.first, env, depth - 1)
-        second, s2 = yield self.gen(t.second, env, depth - 1)
-        term: Term = Pair(first, second, t.arity)
+        if t.arity > 2:
+            term, shape = yield self.gen_tuple(t, env, depth - 1)
+        else:
+            first, s1 = yield self.gen(t.first, env, depth - 1)
+            second, s2 = yield self.gen(t.second, env, depth - 1)
+            term, shape = Pair(first, second), PairShape(s1, s2)
         if kind == "annot":
             term = Annot(term, t)
-        return term, PairShape(s1, s2, t.arity)
+        return term, shape
 
     # ---- lists
     def gen_list(self, t: ListT, env: tuple, depth: int):
