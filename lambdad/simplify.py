@@ -407,6 +407,22 @@ class _Simplifier:
         if isinstance(t, Annot):
             expr = yield self.chain(t.expr, cotangent)
             return _Chain(expr.binds, Annot(expr.tail, t.type, span=s))
+        if isinstance(t, Pair) and t.arity > 2:
+            # (e1, e2, ..., ek) keeps its rest a written (k-1)-tuple, so that it prints as
+            # the k-tuple: e1 is named when the rest's bindings float out past it
+            binds = []
+            first = yield from self.operand(t.first, False)
+            binds.extend(first.binds)
+            head = first.tail
+            if not self.cannot_fail(head):
+                name = self.fresh("v")
+                self.uses[name] += 1
+                binds.append(_Bind((name,), head, s))
+                self.let_bound.add(name)
+                head = Var(name, span=head.span)
+            rest = yield from self.operand(t.second, False)
+            binds.extend(rest.binds)
+            return _Chain(binds, Pair(head, rest.tail, t.arity, span=s))
         if isinstance(t, (Pair, ListLit, Prim, Seed)):
             binds = []
             kids = yield from self.operands(list(children(t)), False, binds)
