@@ -2,7 +2,9 @@
 
 :class:`_Desugarer` walks the concrete tree with :func:`lambdad.iterate.run` and builds the core
 terms: nested ``Lam`` for parameters, ``LetPair`` chains for patterns, right-nested ``Pair``
-for tuples, ``If`` for ``&&``/``||``, ``Prim`` for operators.  It also resolves names: a name
+for tuples (each carrying the arity of the tuple it begins, see
+:class:`~lambdad.syntax.PairT`), ``If`` for ``&&``/``||``, ``Prim`` for operators.  It also
+resolves names: a name
 bound by an enclosing binder or an earlier declaration is a ``Var``; any other name of the
 primitive table is a built-in, and ``zero``/``seed``/``cotangent`` are the target language's
 linear constructs.

@@ -303,8 +303,8 @@ MAX_VALUE_TEXT = 100_000
 
 def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
     """``v`` in the language's syntax: ``27``, ``(a, (b, c))`` for a pair, ``(a, b, c)`` for
-    a triple as :func:`written` gives it,
-    ``[1, 2]``, ``true``, ``<function>``, ``<backpropagator #3>``.  Iterative.  Text
+    a triple as :func:`written` gives it, ``[1, 2]``, ``true``, ``<function>``,
+    ``<backpropagator #3>``.  Iterative.  Text
     longer than ``limit`` characters is cut there and ends with ``… [value abbreviated]``
     (``limit=None``: never)."""
     out: list[str] = []
