@@ -41,11 +41,13 @@ from .syntax import (
     Type,
     Var,
     children,
+    ANY_ARITY,
     curried_params,
     free_vars,
+    tuple_components,
     tuple_type,
 )
-from .values import all_reals, fits, format_real, format_value, to_python
+from .values import all_reals, fits, format_real, format_value, to_python, written
 
 # ---------------------------------------------------------------- Python data
 
@@ -108,8 +110,10 @@ def point_from_python(value: Any, what: str = "the point") -> Any:
     return from_python(value)
 
 
-def from_python(value: Any, finite: bool = True) -> Any:
-    """Python data as a runtime value: numbers become floats.  Raises UsageError for data
+def from_python(value: Any, finite: bool = True, nested: bool = True) -> Any:
+    """Python data as a runtime value: numbers become floats, a k-tuple k - 1 pairs nesting
+    to the right (``nested``; else kept a k-tuple, the written form that
+    :func:`~lambdad.values.written` makes and results print).  Raises UsageError for data
     that is not a lambdad value, an integer too large for a real, or (with ``finite``) a NaN
     or infinity."""
     kind = type(value)
@@ -130,11 +134,11 @@ def from_python(value: Any, finite: bool = True) -> Any:
     if isinstance(value, tuple):
         if len(value) < 2:
             raise UsageError("a tuple point needs at least two components")
-        if len(value) == 2:
-            return (from_python(value[0], finite), from_python(value[1], finite))
+        if len(value) == 2 or not nested:
+            return tuple(from_python(v, finite, nested) for v in value)
         return (from_python(value[0], finite), from_python(value[1:], finite))
     if isinstance(value, list):
-        return [from_python(v, finite) for v in value]
+        return [from_python(v, finite, nested) for v in value]
     if type(value) is arraylib.ARRAY or _is_array_like(value):
         if value.ndim not in (1, 2):
             raise UsageError(f"an array point must have rank 1 (Vec) or 2 (Mat), not "
@@ -544,6 +548,28 @@ def arguments_covered(name: str, f_type: Type, value: Any) -> int:
         f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
 
 
+def longer_tuple(data: Any, t: Type) -> tuple[tuple, Type] | None:
+    """The first tuple of the Python data ``data`` with more components than the tuple
+    type ``t`` has at its place, and that type: a flat ``(1, 2, 3)`` where ``t`` is the
+    pair ``R * (R * R)`` (a tuple is what was written); None when there is none.  A pair
+    where ``t`` has a longer tuple is not one: nested pairs are also how the runtime holds
+    a tuple.  Iterative."""
+    stack = [(data, t)]
+    while stack:
+        value, type_ = stack.pop()
+        if type(value) is tuple and isinstance(type_, PairT):
+            components = tuple_components(type_)
+            if len(value) > 2 and type_.arity != ANY_ARITY and len(value) != len(components):
+                return value, type_
+            if len(value) == len(components):
+                stack.extend(zip(value, components))
+            elif len(value) == 2:
+                stack.extend(((value[0], type_.first), (value[1], type_.second)))
+        elif type(value) is list and isinstance(type_, ListT) and not all_reals(value):
+            stack.extend((item, type_.item) for item in value)
+    return None
+
+
 def argument_type(f_type: Type, k: int) -> Type:
     """The type of a point giving the first ``k`` curried arguments of ``f_type``."""
     params = curried_params(f_type)
@@ -569,15 +595,30 @@ def packed(parts: Sequence[Any]) -> Any:
 
 
 def curried_call(function: Term, point: Term, k: int) -> Term:
-    """``function (fst point) (fst (snd point)) ... point'``: the call of a function of
-    ``k`` curried parameters with the k-tuple ``point``."""
-    body, rest = function, point
-    for i in range(k):
-        if i < k - 1:
-            body = App(body, FST.applied(rest))
-            rest = SND.applied(rest)
-        else:
-            body = App(body, rest)
+    """``let (x1, ..., xk) = point in function x1 ... xk``: the call of a function of ``k``
+    curried parameters with the k-tuple ``point`` (``function point`` when k is 1,
+    ``function (fst point) (snd point)`` when k is 2).  The names it binds capture nothing
+    of ``function``."""
+    if k == 1:
+        return App(function, point)
+    if k == 2:
+        return App(App(function, FST.applied(point)), SND.applied(point))
+    used = free_vars(function) | free_vars(point)
+    names: list[str] = []
+    serial = 0
+    while len(names) < 2 * k - 2:  # x1 .. xk, then the rests r2 .. r(k-1)
+        serial += 1
+        candidate = f"x'{serial}"
+        if candidate not in used:
+            names.append(candidate)
+    parts, rests = names[:k], [None, *names[k:]]
+    body = function
+    for name in parts:
+        body = App(body, Var(name))
+    for i in range(k - 2, -1, -1):  # the pattern (x(i+1), ..., xk) takes apart rest i
+        second = parts[k - 1] if i == k - 2 else rests[i + 1]
+        value = point if i == 0 else Var(rests[i])
+        body = LetPair(parts[i], second, value, body, k - i)
     return body
 
 
@@ -614,7 +655,7 @@ def uncurried_lambda(lam: Term, k: int) -> Lam | None:
     term = body
     for i in range(k - 2, -1, -1):
         second = names[k - 1] if i == k - 2 else fresh[i + 1]
-        term = LetPair(names[i], second, Var(fresh[i]), term)
+        term = LetPair(names[i], second, Var(fresh[i]), term, k - i)
     types = [param.param_type for param in params]
     typed = all(t is not None for t in types)
     return Lam(fresh[0], term, param_type=tuple_type(types) if typed else None)
@@ -648,20 +689,25 @@ def argument_names(definition: Term, k: int) -> list[str]:
             for i in range(k)]
 
 
-def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
-                ) -> list[str]:
-    """A name for each real of the point ``value`` giving ``k`` arguments of the function
-    ``definition``, left to right, as the user wrote it: the parameter's name, with
-    ``.0``/``.1`` for pair components (a tuple named flat: ``.0, .1, .2`` for a triple) and
-    ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a component that
-    a pattern parameter names (``\\(a, b) ->``) has that name.  With ``whole_arrays``, an
-    array is named once, as a whole (``m``)."""
+def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False,
+                t: Type | None = None) -> list[str]:
+    """A name for each real of the point ``value`` (of type ``t``, the point's type, when
+    given) giving ``k`` arguments of the function ``definition``, left to right, as the
+    user wrote it: the parameter's name, with ``.0``, ``.1``, ... for the components of a
+    tuple as written (``.0, .1, .2`` for a triple, ``.0, .1.0, .1.1`` for ``(a, (b, c))``)
+    and ``[i]`` for list elements and array elements (``w.1[2]``, ``m[1][0]``); a
+    component that a pattern parameter names (``\\(a, b) ->``) has that name.  With
+    ``whole_arrays``, an array is named once, as a whole (``m``)."""
     _, components = parameter_names(definition)
     roots = argument_names(definition, k)
     names: list[str] = []
+    if t is not None:
+        value = written(value, t)
+        parts = list(value) if k > 1 else [value]
+    else:
+        parts = curried_parts(value, k)
     # (value, its name as text, the variable bound to it if a pattern names it)
-    stack = [(part, root, root) for part, root in reversed(list(zip(curried_parts(value, k),
-                                                                    roots)))]
+    stack = [(part, root, root) for part, root in reversed(list(zip(parts, roots)))]
     while stack:
         v, path, bound = stack.pop()
         if type(v) is float or (whole_arrays and type(v) is arraylib.ARRAY):
@@ -670,26 +716,21 @@ def input_names(definition: Term, value: Any, k: int, whole_arrays: bool = False
             names.extend(path + "".join(f"[{i}]" for i in at) 
                          for at in product(*map(range, v.shape)))
         elif type(v) is tuple and bound in components:
-            first, second = components[bound]
-            stack.extend(((v[1], _component_path(path, second, ".1"), second),
-                          (v[0], _component_path(path, first, ".0"), first)))
+            # the pattern (a, b, c) binds a and the rest (b, c) to a fresh name, and so on
+            bound_names: list[str | None] = []
+            rest: str | None = bound
+            for _ in range(len(v) - 1):
+                first, rest = components.get(rest, (None, None)) if rest else (None, None)
+                bound_names.append(first)
+            bound_names.append(rest)
+            stack.extend((item, _component_path(path, name, f".{i}"), name)
+                         for i, (item, name) in reversed(list(enumerate(zip(v, bound_names)))))
         elif type(v) is tuple:
-            stack.extend((item, f"{path}.{i}", None)
-                         for i, item in reversed(list(enumerate(flat_components(v)))))
+            stack.extend((item, f"{path}.{i}", None) for i, item in reversed(list(enumerate(v))))
         elif type(v) is list:
             stack.extend((item, f"{path}[{i}]", None)
                          for i, item in reversed(list(enumerate(v))))
     return names
-
-
-def flat_components(value: tuple) -> list[Any]:
-    """The components of a tuple as written: ``(a, (b, c))`` is the triple ``a, b, c``."""
-    items = []
-    while type(value) is tuple:
-        items.append(value[0])
-        value = value[1]
-    items.append(value)
-    return items
 
 
 def _component_path(path: str, bound: str | None, step: str) -> str:
@@ -699,9 +740,10 @@ def _component_path(path: str, bound: str | None, step: str) -> str:
 
 
 def output_names(root: str, value: Any) -> list[str]:
-    """A name for each real of a result, left to right: ``f``, ``f[2]``, ``f.1[0]``; the
-    components of a tuple are named flat, as written (``f.0``, ``f.1``, ``f.2`` for a
-    triple), as the inputs are (:func:`input_names`)."""
+    """A name for each real of a result (its tuples as written, see
+    :func:`~lambdad.values.written`), left to right: ``f``, ``f[2]``, ``f.1[0]``; the
+    components of a tuple are named as written (``f.0``, ``f.1``, ``f.2`` for a triple),
+    as the inputs are (:func:`input_names`)."""
     names: list[str] = []
     stack = [(value, root)]
     while stack:
@@ -712,8 +754,7 @@ def output_names(root: str, value: Any) -> list[str]:
             names.extend(path + "".join(f"[{i}]" for i in at)
                          for at in product(*map(range, v.shape)))
         elif type(v) is tuple:
-            stack.extend((item, f"{path}.{i}")
-                         for i, item in reversed(list(enumerate(flat_components(v)))))
+            stack.extend((item, f"{path}.{i}") for i, item in reversed(list(enumerate(v))))
         elif type(v) is list:
             stack.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(v))))
     return names
@@ -723,19 +764,23 @@ def output_names(root: str, value: Any) -> list[str]:
 
 
 def point_term(value: Any, on_real: Callable[[float], Term],
-               on_array: Callable[[Any], Term] | None = None) -> Term:
-    """A term rebuilding the runtime value ``value``, each real replaced by ``on_real(r)``
-    (an array's too, unless ``on_array`` is given: each array replaced by
+               on_array: Callable[[Any], Term] | None = None, t: Type | None = None) -> Term:
+    """A term rebuilding the runtime value ``value`` (of type ``t``: its tuples are written
+    as ``t`` has them; without ``t``, as pairs), each real replaced by ``on_real(r)`` (an
+    array's too, unless ``on_array`` is given: each array replaced by
     ``on_array(array)``).  Raises UsageError for a value holding a function."""
     if type(value) is float:
         return on_real(value)
     if type(value) is bool:
         return BoolLit(value)
     if type(value) is tuple:
-        return Pair(point_term(value[0], on_real, on_array),
-                    point_term(value[1], on_real, on_array))
+        pair = t if isinstance(t, PairT) else None
+        return Pair(point_term(value[0], on_real, on_array, pair and pair.first),
+                    point_term(value[1], on_real, on_array, pair and pair.second),
+                    pair.arity if pair is not None else 2)
     if type(value) is list:
-        return ListLit(tuple(point_term(v, on_real, on_array) for v in value))
+        item = t.item if isinstance(t, ListT) else None
+        return ListLit(tuple(point_term(v, on_real, on_array, item) for v in value))
     if type(value) is arraylib.ARRAY and on_array is not None:
         return on_array(value)
     if type(value) is arraylib.ARRAY:  # `array [..]`, `matrix [[..], ..]`

@@ -66,7 +66,7 @@ def _limits(program: Program, args: argparse.Namespace):
 def cmd_run(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
     with _limits(program, args):
-        value = program.run_raw(args.entry)
+        value = program.run_written(args.entry)
     if args.json:
         print(json.dumps({"value": to_json(value)}))
     else:

@@ -40,8 +40,8 @@ from .iterate import collector_paused_during
 from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
 from .results import Jacobian, _reals_of
-from .syntax import is_differentiable, App, Decl, Lam, RealT, Term, Var, VarT
-from .values import format_real, map_value, to_python
+from .syntax import is_differentiable, map_type, App, Decl, Lam, RealT, Term, Type, Var, VarT
+from .values import format_real, has_tuples, map_value, to_python, written
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -96,17 +96,11 @@ def _holds_array(point: Any) -> bool:
     return False
 
 
-def _python_reals(point: Any) -> Any:
-    """A runtime point of right-nested pairs of reals as the Python tuple it packs (which
-    repeated calls convert fastest, see calling.real_point); any other point unchanged."""
-    if type(point) is not tuple or not finite_reals(point):
-        return point
-    reals = []
-    while type(point) is tuple:
-        reals.append(point[0])
-        point = point[1]
-    reals.append(point)
-    return tuple(reals)
+def _python_reals(point: Any, t: Type) -> Any:
+    """The runtime point ``point`` of type ``t`` as the Python data it is written as (a
+    k-tuple of reals one flat tuple, which repeated calls convert fastest, see
+    calling.real_point; a pair holding a pair kept so)."""
+    return written(point, t)
 
 
 class Derivatives:
@@ -127,6 +121,10 @@ class Derivatives:
         self._products: dict[tuple[str, Shape, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Any] = {}
+        # The type of the point, by (name, shape of a point of reals) for the prepared
+        # gradients, when it holds a tuple of more than two components (the gradient is
+        # then made written, see values.written); absent otherwise.
+        self._tupled: dict[tuple[str, Shape], Type] = {}
 
     def value_and_grad(self, owner: Any, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
@@ -161,11 +159,15 @@ class Derivatives:
                             self._require_finite(owner, name, real_point(point)[1], value,
                                                  gradient)
                             out = (to_python(value), to_python(gradient))
+                        tupled = self._tupled.get((name, inputs[0]))
+                        if tupled is not None:
+                            out = (out[0], written(out[1], tupled))
                         return out + (runtime.differentiator.last_stats,) if stats else out
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
             program, point = self.restricted(owner, name, point, wrt)
-            return program.value_and_grad(name, _python_reals(point), mode, strategy, stats)
+            return program.value_and_grad(name, _python_reals(point, program.points.point_type(
+                name, point)), mode, strategy, stats)
         runtime.set_strategy(strategy)  # (UsageError for an unknown one, changing nothing)
         try:
             return self.value_and_grad(owner, name, point, mode, None, stats)
@@ -201,6 +203,11 @@ class Derivatives:
         else:
             self._require_finite(owner, name, x, value, gradient)
             out = (to_python(value), to_python(gradient))
+        taken = owner.points.point_type(name, x)
+        if has_tuples(taken):  # the gradient has the point's type, its tuples as written
+            out = (out[0], written(out[1], taken))
+            if reals is not None:
+                remember(self._tupled, (name, reals[0]), taken)
         return out + (run_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
@@ -231,22 +238,24 @@ class Derivatives:
     @collector_paused_during
     def jvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any]:
         """The work of :meth:`Program.jvp`."""
-        f, x, _ = owner.points.function_and_point(name, point)
+        f, x, result = owner.points.function_and_point(name, point)
         v = owner.points.value(direction) if not isinstance(direction, str) else owner.points.parse_point(
             direction, "--dir")
         try:
             value, tangent = owner.runtime.differentiator.jvp(f, x, v)
         except DifferentiationError as exc:
             raise UsageError(exc.message) from None
-        return to_python(value), to_python(tangent)
+        return to_python(written(value, result)), to_python(written(tangent, result))
 
     @collector_paused_during
     def vjp(self, owner: Any, name: str, point: Any) -> tuple[Any, Callable[[Any], Any]]:
         """The work of :meth:`Program.vjp`."""
-        f, x, _ = owner.points.function_and_point(name, point)
+        f, x, result = owner.points.function_and_point(name, point)
+        taken = owner.points.point_type(name, x)
         value, pullback = owner.runtime.differentiator.vjp(f, x)
-        return to_python(value), collector_paused_during(lambda ct: to_python(
-            pullback(point_from_python(ct, "the cotangent"))))
+        return to_python(written(value, result)), collector_paused_during(
+            lambda ct: to_python(written(pullback(point_from_python(ct, "the cotangent")),
+                                         taken)))
 
     @collector_paused_during
     def hessian(self, owner: Any, name: str, point: Any, mode: str = "forward-over-reverse",
@@ -263,7 +272,9 @@ class Derivatives:
             rows = owner.runtime.differentiator.hessian_rows(f, x, mode)
             value, gradient = owner.runtime.differentiator.grad(f, x)
         self._require_finite(owner, name, x, value, gradient)
-        return to_python(value), to_python(gradient), [to_python(row) for row in rows]
+        taken = owner.points.point_type(name, x)
+        return (to_python(value), to_python(written(gradient, taken)),
+                [to_python(written(row, taken)) for row in rows])
 
     def hvp(self, owner: Any, name: str, point: Any, direction: Any) -> tuple[Any, Any, Any]:
         """The work of :meth:`Program.hvp`."""
@@ -278,6 +289,9 @@ class Derivatives:
             if prepared is not None and not runtime.interpreter.instrumented:
                 # (its runs pause the collector: little is made outside them)
                 value, gradient, product = prepared(inputs[1], along[1])
+                taken = self._tupled.get((name, inputs[0]))
+                if taken is not None:
+                    gradient, product = written(gradient, taken), written(product, taken)
                 return to_python(value), to_python(gradient), to_python(product)
         return self._general_hvp(owner, name, point, direction, key, inputs)
 
@@ -298,6 +312,11 @@ class Derivatives:
                 _holds_array(x) and not _holds_array(point)):
             remember(self._products, key,
                       prepared_product(runtime.differentiator, f, x, inputs[0]))
+        taken = owner.points.point_type(name, x)
+        if has_tuples(taken):
+            gradient, product = written(gradient, taken), written(product, taken)
+            if inputs is not None:
+                remember(self._tupled, (name, inputs[0]), taken)
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:
@@ -394,5 +413,9 @@ class Derivatives:
         # -0.0 (a zero tangent times a negative partial) reads as 0
         rows = [[r + 0.0 for r in row] for row in rows]
         jacobian = map_value(jacobian, is_real, lambda r: r + 0.0)
-        return Jacobian(to_python(value), to_python(jacobian), rows, mode,
-                        owner.points.input_names(name, x), output_names(name, value))
+        taken = owner.points.point_type(name, x)
+        return Jacobian(to_python(written(value, result)),
+                        to_python(written(jacobian, map_type(
+                            result, lambda leaf: taken if isinstance(leaf, RealT) else leaf))),
+                        rows, mode,
+                        owner.points.input_names(name, x), output_names(name, written(value, result)))

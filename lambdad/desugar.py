@@ -2,7 +2,9 @@
 
 :class:`_Desugarer` walks the concrete tree with :func:`lambdad.iterate.run` and builds the core
 terms: nested ``Lam`` for parameters, ``LetPair`` chains for patterns, right-nested ``Pair``
-for tuples, ``If`` for ``&&``/``||``, ``Prim`` for operators.  It also resolves names: a name
+for tuples (each carrying the arity of the tuple it begins, see
+:class:`~lambdad.syntax.PairT`), ``If`` for ``&&``/``||``, ``Prim`` for operators.  It also
+resolves names: a name
 bound by an enclosing binder or an earlier declaration is a ``Var``; any other name of the
 primitive table is a built-in, and ``zero``/``seed``/``cotangent`` are the target language's
 linear constructs.
@@ -378,9 +380,10 @@ class _Desugarer:
         return names
 
     def destructure(self, pattern: _Surface, value: Term, body: Term) -> Term:
-        """``let pattern = value in body`` as nested ``LetPair``: ``(a, b, c)`` is
-        ``(a, (b, c))`` and every nested pattern is matched against a fresh name."""
-        steps: list[tuple[str, str, Term, Span]] = []
+        """``let pattern = value in body`` as nested ``LetPair``: the k-tuple pattern ``(a,
+        b, c)`` is a LetPair of arity k binding ``a`` and a fresh name for the (k-1)-tuple
+        ``(b, c)``, and every nested pattern is matched against a fresh name."""
+        steps: list[tuple[str, str, Term, Span, int]] = []
         # (components, index of the first one, value): the pattern (items[i], ..., items[-1])
         work: list[tuple[tuple, int, Term, Position]] = [(pattern.parts, 0, value, _pos(pattern))]
         while work:
@@ -397,10 +400,10 @@ class _Desugarer:
                     name = self.names.name("p")
                     nested.append((part.parts, 0, Var(name, span=self.span(_pos(part))), _pos(part)))
                 names.append(name)
-            steps.append((names[0], names[1], current, self.span(pos)))
+            steps.append((names[0], names[1], current, self.span(pos), len(items) - first))
             work.extend(reversed(nested))
-        for first_name, second_name, current, span in reversed(steps):
-            body = LetPair(first_name, second_name, current, body, span=span)
+        for first_name, second_name, current, span, arity in reversed(steps):
+            body = LetPair(first_name, second_name, current, body, arity, span=span)
         return body
 
     # ---- arms
@@ -537,14 +540,15 @@ class _Desugarer:
         return Annot(expr, s.parts[1], span=self.span(_pos(s)))
 
     def _tuple(self, s):
-        """``(e1, ..., en)`` is ``(e1, (e2, ... en))``."""
+        """``(e1, ..., en)``: the n-tuple, pairs of arities n, n - 1, ..., 2 nesting to the
+        right (distinct from ``(e1, (e2, ..., en))``, whose pairs all have arity 2)."""
         items = []
         for part in s.parts:
             items.append((yield self.term(part)))
         term = items[-1]
         for index in range(len(items) - 2, -1, -1):
             pos = _pos(s) if index == 0 else _extent(s.parts[index], s.parts[-1])
-            term = Pair(items[index], term, span=self.span(pos))
+            term = Pair(items[index], term, len(items) - index, span=self.span(pos))
         return term
 
     def _list(self, s):

@@ -172,7 +172,7 @@ def tangent_of(t: Type, term: Term, span: Span | None) -> Term:
     assert isinstance(t, PairT)
     return LetPair("p", "q", term, Pair(tangent_of(t.first, Var("p", span=span), span),
                                         tangent_of(t.second, Var("q", span=span), span),
-                                        span=span), span=span)
+                                        t.arity, span=span), t.arity, span=span)
 
 
 def zipped(t: Type, point: Term, direction: Term, names: NameSupply,
@@ -201,7 +201,7 @@ def _componentwise(t: Type, left: Term, right: Term, real: Callable[[Term, Term]
         return LetPair(a, b, left, LetPair(c, e, right, Pair(
             _componentwise(t.first, Var(a, span=span), Var(c, span=span), real, names, span),
             _componentwise(t.second, Var(b, span=span), Var(e, span=span), real, names, span),
-            span=span), span=span), span=span)
+            t.arity, span=span), t.arity, span=span), t.arity, span=span)
     if isinstance(t, ListT) and contains_real(t):
         q, a, b = names.fresh("q"), names.fresh("p"), names.fresh("t")
         item = LetPair(a, b, Var(q, span=span),

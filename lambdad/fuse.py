@@ -214,6 +214,9 @@ class _Fuser:
                     body = done.pop()
                     self.leave(item[3])
                     done.append(LinLam(item[1], body, span=item[2]))
+                elif built is Pair:
+                    right = done.pop()
+                    done[-1] = Pair(done[-1], right, item[2], span=item[1])
                 else:
                     right = done.pop()
                     done[-1] = built(done[-1], right, span=item[1])
@@ -251,7 +254,7 @@ class _Fuser:
                 work.append((LinLam, param, item.span, mark))
                 work.append(item.body)
             elif kind is Pair:
-                work.append((Pair, item.span))
+                work.append((Pair, item.span, item.arity))
                 work.append(item.second)
                 work.append(item.first)
             elif kind is Plus:
@@ -439,7 +442,7 @@ class _Fuser:
         second = self.fresh(t.second) if t.second != "_" else "_"
         if isinstance(value, Var) and "_" not in (first, second):
             region.taken_apart[value.name] = (first, second)
-        out.append(_Binding(first, second, value, t.span))
+        out.append(_Binding(first, second, value, t.span, t.arity))
         self.bind(t.first, first)
         self.bind(t.second, second)
 
@@ -517,7 +520,8 @@ class _Fuser:
             if binding.second is None:
                 t = Let(binding.name, value, t, span=binding.span)
             else:
-                t = LetPair(binding.name, binding.second, value, t, span=binding.span)
+                t = LetPair(binding.name, binding.second, value, t, binding.arity,
+                            span=binding.span)
         return t
 
     @staticmethod

@@ -76,12 +76,11 @@ def _functions(names: Iterable[str], fields: tuple[str, ...] | None,
 
 
 def _components(result: Any, count: int) -> list[Any]:
-    """The ``count`` components of a tuple result (a pair nested to the right)."""
-    components = []
-    for _ in range(count - 1):
-        first, result = result
-        components.append(first)
-    return [*components, result]
+    """The ``count`` components of a tuple result (a ``count``-tuple, as written); raises
+    ValueError for a result of another form."""
+    if not isinstance(result, tuple) or len(result) != count:
+        raise ValueError(f"expected a tuple of {count} components")
+    return list(result)
 
 
 def _object(*names: str) -> Callable[[Any], dict[str, Any]]:

@@ -283,7 +283,7 @@ def check_point(program: Any, name: str, point: Any, eps: float | None = None,
         notes.append(f"reverse (naive) not run: it takes over {naive_seconds:g} s here "
                      "(its cost grows exponentially with sharing)")
     derivatives["naive"] = naive
-    paths = input_names(program.decls[name].value, point, k)
+    paths = input_names(program.decls[name].value, point, k, t=program.points.point_type(name, point))
     reals = leaves(point)
     rows, conflicts = [], []
     for i, position in enumerate(differences.positions):

@@ -507,7 +507,8 @@ class _Expansion:
             a, b = self.names.fresh("p"), self.names.fresh("q")
             return LetPair(a, b, term, Pair(self.part(t.first, Var(a, span=span), which, span),
                                             self.part(t.second, Var(b, span=span), which,
-                                                      span), span=span), span=span)
+                                                      span), t.arity, span=span),
+                           t.arity, span=span)
         if isinstance(t, ListT):
             item = self.names.fresh("h")
             return Prim(MAP, (Lam(item, self.part(t.item, Var(item, span=span), which, span),
@@ -647,7 +648,8 @@ class _Expansion:
             a, b = self.names.fresh("p"), self.names.fresh("q")
             return LetPair(a, b, value, Pair(self.rebuilt(t.first, Var(a, span=span), real, span),
                                              self.rebuilt(t.second, Var(b, span=span), real,
-                                                          span), span=span), span=span)
+                                                          span), t.arity, span=span),
+                           t.arity, span=span)
         return value
 
     # ---- the image of the differentiated function
@@ -740,7 +742,8 @@ class _Expansion:
             a, b = self.names.fresh("p"), self.names.fresh("q")
             first, offset = self.seeded(t.first, Var(a, span=span), span, offset, leaf)
             second, offset = self.seeded(t.second, Var(b, span=span), span, offset, leaf)
-            return LetPair(a, b, point, Pair(first, second, span=span), span=span), offset
+            return LetPair(a, b, point, Pair(first, second, t.arity, span=span), t.arity,
+                           span=span), offset
         if isinstance(t, ListT) and _has_real(t):
             q, i, r = self.names.fresh("q"), self.names.fresh("i"), self.names.fresh("r")
             # the list is named where the reals after it are numbered (a pair's component
@@ -832,7 +835,8 @@ class _Expansion:
             a, b = self.names.fresh("p"), self.names.fresh("q")
             return LetPair(a, b, value, plus(
                 self.reals_in(t.first, Var(a, span=span), span, elements),
-                self.reals_in(t.second, Var(b, span=span), span, elements), span), span=span)
+                self.reals_in(t.second, Var(b, span=span), span, elements), span),
+                t.arity, span=span)
         assert isinstance(t, ListT)
         per_item = self.reals_in(t.item, None, span, elements)
         if per_item is not None:
@@ -858,7 +862,7 @@ class _Expansion:
             return LetPair(a, b, out, LetPair(c, e, cotangent, Plus(
                 self.sent(t.first, Var(a, span=span), Var(c, span=span), span),
                 self.sent(t.second, Var(b, span=span), Var(e, span=span), span), span=span),
-                span=span), span=span)
+                t.arity, span=span), t.arity, span=span)
         if isinstance(t, ListT) and _has_real(t):
             total, q = self.names.fresh("acc"), self.names.fresh("q")
             a, b = self.names.fresh("p"), self.names.fresh("c")

@@ -45,6 +45,7 @@ from .results import format_python
 from .sources import read_source
 from .syntax import Decl
 from .trace import Trace, trace
+from .values import written
 
 NOTEBOOK_FILE = "<notebook>"
 MODES = ("forward", "reverse")
@@ -153,7 +154,8 @@ class NotebookSession:
                 raise module_error from None
             if not isinstance(entry, Decl):
                 value, type_ = self.program.evaluate_term(entry)
-                return rich.Source(f"{format_python(value)} : {print_type(type_)}")
+                return rich.Source(f"{format_python(written(value, type_))} : "
+                                   f"{print_type(type_)}")
             decls = [entry]
         if not decls:
             return rich.Source("-- no definitions")

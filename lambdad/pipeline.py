@@ -57,7 +57,7 @@ from .syntax import (
 )
 from .tape import DEFAULT_STRATEGY, STRATEGIES, strategy_named  # noqa: F401 (the front ends read the registry here)
 from .typecheck import ModuleTyping, Scheme, infer_module, infer_term
-from .values import to_python
+from .values import to_python, written
 
 
 # A name as the lexer reads it (an identifier, possibly primed: ``f'1``).
@@ -230,8 +230,8 @@ class Program:
         on: adding a built-in never breaks a program, nor makes it noisy."""
         hidden = self._hidden
         origins: dict[str, list[str]] = {}  # a name: the files of its definitions shadowed
-        for written, origin in hidden.values():
-            origins.setdefault(written, []).append(origin)
+        for spelled, origin in hidden.values():
+            origins.setdefault(spelled, []).append(origin)
         builtin_names = NAMED.keys() | set(LINEAR_NAMES)
         # (meaning, name, file): the first user in that file; a meaning is "built-in" or
         # the file of a definition shadowed
@@ -353,8 +353,15 @@ class Program:
 
     @collector_paused_during
     def run(self, entry: str = "main") -> Any:
-        """The value of ``entry`` (default ``main``) as Python data."""
-        return to_python(self.run_raw(entry))
+        """The value of ``entry`` (default ``main``) as Python data, each tuple as written
+        (a triple a Python 3-tuple, ``(1, (2, 3))`` a pair holding a pair)."""
+        return to_python(self.run_written(entry))
+
+    def run_written(self, entry: str = "main") -> Any:
+        """The runtime value of ``entry`` with its tuples as written (see
+        :func:`~lambdad.values.written`): what the CLI prints and writes as JSON."""
+        value = self.run_raw(entry)
+        return written(value, self.scheme(entry).type)
 
     @collector_paused_during
     def run_raw(self, entry: str = "main") -> Any:
@@ -496,14 +503,15 @@ class Program:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
             # (The run pauses the collector: little is made outside it.)
-            return to_python(self.runtime.apply_restartable(*planned))
+            f, x, result = planned
+            return to_python(written(self.runtime.apply_restartable(f, x), result))
         return self._general_call(name, point)
 
     @collector_paused_during
     def _general_call(self, name: str, point: Any) -> Any:
         """:meth:`call` by the general path (the point fitted, the function found)."""
-        f, x, _ = self.points.function_and_point(name, point)
-        return to_python(self.runtime.apply(f, x))
+        f, x, result = self.points.function_and_point(name, point)
+        return to_python(written(self.runtime.apply(f, x), result))
 
     def value_and_grad(self, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,

@@ -14,6 +14,7 @@ from typing import Any
 
 from .calling import (
     Shape,
+    abridged,
     argument_type,
     arguments_covered,
     check_functions,
@@ -21,6 +22,7 @@ from .calling import (
     first_too_deep,
     input_names,
     literal_value,
+    longer_tuple,
     point_from_file,
     point_from_python,
     point_source,
@@ -35,6 +37,7 @@ from .derivatives import remember
 from .edge import checked_class
 from .errors import LambdadError, ResourceError, UsageError
 from .parser import parse_expr
+from .printer import print_type
 from .syntax import ArrayT, Type, free_vars, result_after, walk
 
 
@@ -58,10 +61,10 @@ class Points:
         # lengths do not fill it.)
         self._plans: dict[tuple[str, Shape], tuple[Any, Type, Type | None]] = {}
 
-    def planned(self, name: str, point: Any) -> tuple[Any, Any] | None:
-        """The function and argument for ``point`` when it is Python reals (in pairs,
-        lists) whose plan the general path found before (:meth:`function_and_point`),
-        else None."""
+    def planned(self, name: str, point: Any) -> tuple[Any, Any, Type] | None:
+        """The function, argument and result type for ``point`` when it is Python reals
+        (in pairs, lists) whose plan the general path found before
+        (:meth:`function_and_point`), else None."""
         reals = real_point(point)
         if reals is None:
             return None
@@ -69,7 +72,8 @@ class Points:
         if plan is None:
             return None
         # (lists where the function takes arrays are made arrays)
-        return plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2])
+        return (plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2]),
+                plan[1])
 
     def parse_point(self, text: str, what: str = "--at") -> Any:
         """The runtime value written as ``text`` in the language's syntax (``2,5``,
@@ -129,6 +133,13 @@ class Points:
         value = self.value(point)  # converted once, then checked against the type
         f_type = self.program.scheme(name).type
         k = arguments_covered(name, f_type, value)
+        if not isinstance(point, str):
+            longer = longer_tuple(point, argument_type(f_type, k))
+            if longer is not None:
+                raise UsageError(
+                    f"the point does not fit `{name}`: {abridged(repr(longer[0]))} has "
+                    f"{len(longer[0])} components where `{name}` expects "
+                    f"{print_type(longer[1])} (a tuple is what was written)")
         value = with_arrays(value, argument_type(f_type, k))
         return check_functions(value, argument_type(f_type, k), f"the point of `{name}`"), k
 
@@ -151,6 +162,13 @@ class Points:
             remember(self._plans, (name, reals[0]), (f, result, taken if arrays else None))
         return f, value, result
 
+    def point_type(self, name: str, point: Any) -> Type:
+        """The type of the point (Python data, text or a runtime value) giving ``name`` its
+        first k curried arguments: the first parameter's, or the k-tuple of the first k
+        (a gradient at the point has it).  Raises UsageError if it does not fit."""
+        return argument_type(self.program.scheme(name).type,
+                             self.arguments_covered(name, point))
+
     def input_names(self, name: str, point: Any) -> list[str]:
         """A name for each real of the point, left to right, as the user wrote it: the
         parameter's name, with ``.0``/``.1`` for pair components and ``[i]`` for list
@@ -158,7 +176,8 @@ class Points:
         has that name."""
         value = self.value(point)
         k = self.arguments_covered(name, value)
-        return input_names(self.program.decls[name].value, value, k)
+        return input_names(self.program.decls[name].value, value, k,
+                           t=argument_type(self.program.scheme(name).type, k))
 
     def _uncurried(self, name: str, k: int) -> Any:
         """``name`` as a closure of one k-tuple, so it can be transformed (made once per

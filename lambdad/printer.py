@@ -78,7 +78,11 @@ from .syntax import (
     Zero,
     binders,
     children,
+    free_vars,
     names_in,
+    tuple_components,
+    tuple_items,
+    tuple_term,
     numbered,
     walk,
     with_children,
@@ -128,8 +132,11 @@ def print_type(t: Type, limit: int | None = MAX_TYPE_TEXT) -> str:
         elif isinstance(current, ListT):
             stack.extend(["]", (current.item, 0)])
             out.append("[")
-        elif isinstance(current, PairT):
-            parts: list = [(current.first, 2), " * ", (current.second, 1)]
+        elif isinstance(current, PairT):  # A * B * C: a component that is a tuple is bracketed
+            parts: list = []
+            for component in tuple_components(current):
+                parts.extend((" * ", (component, 2)))
+            parts = parts[1:]
             if level > 1:
                 parts = ["("] + parts + [")"]
             stack.extend(reversed(parts))
@@ -181,19 +188,21 @@ def _type_parts(t: Type, level: int):
         return ["d<", Nest(2, (yield _type_step(t.ring, 0))), ">"]
     pieces: list = []
     kind = type(t)
-    current = t
-    while type(current) is kind:
-        if kind is FunT:
+    if kind is FunT:
+        current = t
+        while type(current) is kind:
             pieces.append((yield _type_step(current.arg, 1)))
             linear = isinstance(current.result, CotangentT)
             pieces.extend((LINE, "-o " if linear else "-> "))
             current = current.result
-        else:
-            pieces.append((yield _type_step(current.first, 2)))
-            pieces.extend((LINE, "* "))
-            current = current.second
-    own = 0 if kind is FunT else 1
-    pieces.append((yield _type_step(current, own)))
+        own = 0
+        pieces.append((yield _type_step(current, own)))
+    else:  # a tuple type: its components as written, a tuple among them bracketed
+        own = 1
+        for index, component in enumerate(tuple_components(t)):
+            if index:
+                pieces.extend((LINE, "* "))
+            pieces.append((yield _type_step(component, 2)))
     doc: Any = Group(pieces)
     if level > own:
         doc = ["(", Nest(1, doc), ")"]
@@ -690,13 +699,45 @@ class _Printer:
                 name, inner = self.bind(env, current.name, current.body)
                 pieces.append(self.definition(f"let {name}", current.value, env, " in"))
             else:
-                first, inner = self.bind(env, current.first, current.body)
-                second, inner = self.bind(inner, current.second, current.body)
-                pieces.append(self.definition(f"let ({first}, {second})", current.value,
+                names, body, inner = self.pattern(current, env)
+                pieces.append(self.definition(f"let ({', '.join(names)})", current.value,
                                               env, " in", sugar=False))
+                current, env = body, inner
+                continue
             current, env = current.body, inner
         pieces.extend((LINE if len(pieces) == 1 else HARD, self.term(current, _BINDER, env)))
         return Group(pieces)
+
+    def pattern(self, term: LetPair, env: dict[str, str]
+                ) -> tuple[list[str], Term, dict[str, str]]:
+        """The printed names of the pattern of ``term``, the body after it and the renaming
+        there.  A k-tuple pattern (arity k > 2) absorbs the LetPair taking its rest apart,
+        ``let (a, r) = t in let (b, c) = r in e`` (arity 3) being ``let (a, b, c) = t in
+        e``; a rest used otherwise is bound to the tuple of fresh names its components get,
+        ``let (a, r1, r2) = t in let r = (r1, r2) in e``."""
+        names: list[str] = []
+        written: set[str] = set()
+        current = term
+        while True:
+            first, env = self.bind(env, current.first, current.body)
+            names.append(first)
+            written.add(current.first)
+            if current.arity == 2:
+                second, env = self.bind(env, current.second, current.body)
+                names.append(second)
+                return names, current.body, env
+            rest = current.body
+            if isinstance(rest, LetPair) and rest.arity == current.arity - 1 \
+                    and isinstance(rest.value, Var) and rest.value.name == current.second \
+                    and not written & {rest.first, rest.second} - {"_"} \
+                    and current.second not in free_vars(rest.body):
+                current = rest
+                continue
+            parts = [self.fresh("r") for _ in range(current.arity - 1)]
+            names.extend(parts)
+            if current.second == "_":
+                return names, rest, env
+            return names, Let(current.second, tuple_term([Var(p) for p in parts]), rest), env
 
     def _if(self, term: If, env):
         """``if c then e1 else e2``; ``a && b`` and ``a || b`` for their desugared forms.
@@ -723,10 +764,18 @@ class _Printer:
         return _BINDER, Group(pieces)
 
     def _pair(self, term: Pair, env):
-        """``(e1, e2)``.  A right-nested pair keeps its inner parentheses, ``(x, (x', x_))``:
-        ``(a, b, c)`` would read back the same, but the nesting is the type's shape (dual
-        numbers, gradients in the shape of the input) and the reader should see it."""
-        return _ATOM, self.bracketed("(", [term.first, term.second], ")", env)
+        """``(e1, e2)`` and the k-tuple ``(e1, ..., ek)``, as written: a pair nested in a pair
+        keeps its parentheses, ``(x, (x', x_))``.  The rest of a k-tuple that is not
+        written as a tuple (a variable, after a transformation) is taken apart first:
+        ``let (r1, r2) = rest in (e1, r1, r2)``."""
+        items, rest = tuple_items(term)
+        if rest is None:
+            return _ATOM, self.bracketed("(", items, ")", env)
+        parts = [self.fresh("r") for _ in range(term.arity - len(items))]
+        tuple_doc = self.bracketed("(", items + [Var(p) for p in parts], ")", env)
+        head = f"let ({', '.join(parts)})"
+        return _BINDER, Group([self.definition(head, rest, env, " in", sugar=False),
+                               LINE, tuple_doc])
 
     def bracketed(self, opening: str, items: list[Term], closing: str,
                   env: dict[str, str]) -> Group:

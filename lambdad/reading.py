@@ -30,8 +30,8 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from .errors import ParseError, Span
 from .lalr import Driver, Refused, checked_driver, verdict_file
 from .primitives import LINEAR_NAMES, NAMED
-from .syntax import (BOOL, COTANGENT, MAT, REAL, VEC, CotangentT, FunT, ListT, PairT, Type,
-                     VarT)
+from .syntax import (BOOL, COTANGENT, MAT, REAL, VEC, CotangentT, FunT, ListT, Type,
+                     VarT, tuple_type)
 
 _ARRAY_TYPES = {"Vec": VEC, "Mat": MAT}
 
@@ -345,9 +345,9 @@ class _Concrete(lark.Transformer):
         """``A -> B`` and ``A -o B``."""
         return FunT(items[0], items[2])
 
-    def pair_type(self, items):
-        """``A * B``."""
-        return PairT(items[0], items[2])
+    def tuple_type(self, items):
+        """``A * B``, and the k-tuple type ``A * B * ... * K`` (section 10)."""
+        return tuple_type(items[::2])
 
     def real_type(self, items):
         """``ℝ``."""

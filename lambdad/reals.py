@@ -5,11 +5,11 @@ and the type a value's leaves tell.  Every walk is iterative (deep values do not
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .arraylib import ARRAY, zeros_of
-from .syntax import BoolT, ListT, PairT, RealT, Type
+from .syntax import ANY_ARITY, BoolT, ListT, PairT, RealT, Type
 from .tape import Backprop
 from .values import SCALAR_TYPES, all_reals, map_value
 
@@ -115,7 +115,8 @@ def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
 
 def value_type(value: Any) -> Type | None:
     """The type of the runtime value ``value`` when its values tell it: reals, booleans,
-    pairs and non-empty lists (typed by their first item) of those; None otherwise (a
+    pairs (of any arity, :data:`~lambdad.syntax.ANY_ARITY`) and non-empty lists (typed by
+    their first item) of those; None otherwise (a
     function, an empty list).  Iterative: deep pairs do not recurse."""
     # post-order over (value, done): each finished value pushes its type on ``built``
     work: list[tuple[Any, bool]] = [(value, False)]
@@ -130,7 +131,9 @@ def value_type(value: Any) -> Type | None:
         elif kind is tuple and len(v) == 2:
             if done:
                 second, first = built.pop(), built.pop()
-                built.append(None if first is None or second is None else PairT(first, second))
+                # (the arity a value does not tell: the type unifies with any tuple's)
+                built.append(None if first is None or second is None
+                             else PairT(first, second, ANY_ARITY))
             else:
                 work.extend(((v, True), (v[1], False), (v[0], False)))
         elif kind is list and v:

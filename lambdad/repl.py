@@ -37,7 +37,7 @@ from .sources import PRELUDE_FILE, prelude_text, read_source
 from .primitives import NAMED
 from .printer import print_type
 from .syntax import Decl, Term
-from .values import format_value
+from .values import format_value, written
 
 REPL_FILE = "<repl>"
 # The longest line read; a longer one (a runaway paste, /dev/zero) is refused unread.
@@ -161,7 +161,7 @@ class Session:
         if isinstance(entry, Decl):
             return self.define(entry)
         value, type_ = self.program.evaluate_term(entry)
-        return f"{format_value(value)} : {print_type(type_)}"
+        return f"{format_value(written(value, type_))} : {print_type(type_)}"
 
     def bound(self) -> Mapping[str, Decl]:
         """The names the parser must read as variables: every top-level definition (a

@@ -71,10 +71,10 @@ def format_hessian(value: Any, gradient: Any, rows: list[Any], names: list[str],
 
 def format_result(value: Any) -> str:
     """Python data (a result of :class:`Program`) written in the language's syntax."""
-    return format_value(from_python(value, finite=False))
+    return format_value(from_python(value, finite=False, nested=False))
 
 
 def json_result(value: Any) -> Any:
     """Python data (a result of :class:`Program`) as JSON-ready data (non-finite reals as
     the strings ``"nan"``, ``"inf"``, ``"-inf"``)."""
-    return to_json(from_python(value, finite=False))
+    return to_json(from_python(value, finite=False, nested=False))

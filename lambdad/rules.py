@@ -535,8 +535,9 @@ def primal_of(t: Type, term: Term, span: Span | None) -> Term:
     if isinstance(t, PairT):
         return LetPair("p", "q", term,
                        Pair(primal_of(t.first, Var("p", span=span), span),
-                            primal_of(t.second, Var("q", span=span), span), span=span),
-                       span=span)
+                            primal_of(t.second, Var("q", span=span), span), t.arity,
+                            span=span),
+                       t.arity, span=span)
     raise DifferentiationError("cannot take the primal of a function argument", span)
 
 
@@ -577,8 +578,9 @@ def lift(t: Type, term: Term, zero: ZeroOf, span: Span | None) -> Term:
     if isinstance(t, PairT):
         return LetPair("p", "q", term,
                        Pair(lift(t.first, Var("p", span=span), zero, span),
-                            lift(t.second, Var("q", span=span), zero, span), span=span),
-                       span=span)
+                            lift(t.second, Var("q", span=span), zero, span), t.arity,
+                            span=span),
+                       t.arity, span=span)
     raise DifferentiationError("cannot differentiate a primitive returning a function", span)
 
 
@@ -694,15 +696,16 @@ class Differentiation:
             body = yield self.term(t.body)
             return Let(t.name, value, body, span=s)
         if isinstance(t, LetPair):
-            # D(let (x, y) = e1 in e2) = let (x, y) = D(e1) in D(e2)
+            # D(let (x, y) = e1 in e2) = let (x, y) = D(e1) in D(e2); a k-tuple pattern
+            # alike: D of a k-tuple type is the k-tuple of the D's
             value = yield self.term(t.value)
             body = yield self.term(t.body)
-            return LetPair(t.first, t.second, value, body, span=s)
+            return LetPair(t.first, t.second, value, body, t.arity, span=s)
         if isinstance(t, Pair):
-            # D((e1, e2)) = (D(e1), D(e2))
+            # D((e1, e2)) = (D(e1), D(e2)); D((e1, ..., ek)) = (D(e1), ..., D(ek))
             first = yield self.term(t.first)
             second = yield self.term(t.second)
-            return Pair(first, second, span=s)
+            return Pair(first, second, t.arity, span=s)
         if isinstance(t, If):
             # Mazza-Pagani: D(if c then e1 else e2) = if D(c) then D(e1) else D(e2), the
             # derivative of the branch taken

@@ -38,6 +38,7 @@ from .syntax import (
     Seed,
     Term,
     Var,
+    curried_params,
     free_vars,
     unused_name,
 )
@@ -163,6 +164,8 @@ class Showing:
         only)."""
         x, k = self.program.points.fitted_point(name, at)
         parts = curried_parts(x, k)
+        point_type = self.program.points.point_type(name, x)
+        part_types = curried_params(self.program.scheme(name).type)[:k]
         fresh = NameSupply(set(taken) | {entry}).name
 
         def call(arguments: Sequence[Term]) -> Term:
@@ -178,7 +181,7 @@ class Showing:
             seeded = point_term(x, lambda r: Pair(real_term(r),
                                                   Seed(Const(float(next(counter))))),
                                 lambda a: Pair(point_term(a, real_term),
-                                               Seed(Const(float(next(counter))))))
+                                               Seed(Const(float(next(counter))))), point_type)
             body = LetPair(value, back, curried_call(Var(entry), Var(point), k),
                            Pair(Var(value), ReadOff(Var(point), App(Var(back), Const(1.0)))))
             main: Term = Let(point, seeded, body)
@@ -198,9 +201,10 @@ class Showing:
                     return Pair(point_term(a, real_term), point_term(
                         a, lambda _: Const(1.0 if next(position) == i else 0.0)))
 
-                runs.append(call([point_term(part, dual, dual_array) for part in parts]))
+                runs.append(call([point_term(part, dual, dual_array, part_type)
+                                  for part, part_type in zip(parts, part_types)]))
             reads = iter(results)
-            gradient = point_term(x, lambda r: SND.applied(Var(next(reads))))
+            gradient = point_term(x, lambda r: SND.applied(Var(next(reads))), None, point_type)
             main = Pair(FST.applied(Var(results[0])), gradient)
             for result, run in reversed(list(zip(results, runs))):
                 main = Let(result, run, main)

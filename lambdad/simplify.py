@@ -154,6 +154,7 @@ class _Bind:
     names: tuple[str, ...]
     value: Term
     span: object
+    arity: int = 2  # of the tuple ``let (x, y) = value`` takes apart (see LetPair)
 
 
 @attrs.define
@@ -179,6 +180,8 @@ def _is_atom(t: Term) -> bool:
 def _dual(t: Pair) -> bool:
     """Whether the pair literal ``t`` has the shape of a real and its derivative: a
     backpropagator second, or both components computed by primitives (a tangent)."""
+    if t.arity != 2:
+        return False
     if isinstance(t.second, LinLam):
         return True
     return _primitive_only(t.first) and _primitive_only(t.second)
@@ -363,7 +366,7 @@ class _Simplifier:
             value = yield from self.operand(t.value, False)
             binds = value.binds
             (first, second), saved = self.names.enter((t.first, t.second))
-            self.bind_pair(first, second, value.tail, binds, s)
+            self.bind_pair(first, second, value.tail, binds, s, t.arity)
             body = yield from self.operand(t.body, cotangent)
             self.names.leave(saved)
             binds.extend(body.binds)
@@ -404,6 +407,22 @@ class _Simplifier:
         if isinstance(t, Annot):
             expr = yield self.chain(t.expr, cotangent)
             return _Chain(expr.binds, Annot(expr.tail, t.type, span=s))
+        if isinstance(t, Pair) and t.arity > 2:
+            # (e1, e2, ..., ek) keeps its rest a written (k-1)-tuple, so that it prints as
+            # the k-tuple: e1 is named when the rest's bindings float out past it
+            binds = []
+            first = yield from self.operand(t.first, False)
+            binds.extend(first.binds)
+            head = first.tail
+            if not self.cannot_fail(head):
+                name = self.fresh("v")
+                self.uses[name] += 1
+                binds.append(_Bind((name,), head, s))
+                self.let_bound.add(name)
+                head = Var(name, span=head.span)
+            rest = yield from self.operand(t.second, False)
+            binds.extend(rest.binds)
+            return _Chain(binds, Pair(head, rest.tail, t.arity, span=s))
         if isinstance(t, (Pair, ListLit, Prim, Seed)):
             binds = []
             kids = yield from self.operands(list(children(t)), False, binds)
@@ -493,7 +512,7 @@ class _Simplifier:
         return self.names.fresh(shown)
 
     def bind_pair(self, first: str, second: str, value: Term, binds: list[_Bind],
-                  span) -> None:
+                  span, arity: int = 2) -> None:
         """``let (first, second) = value``, split when the value is a pair literal,
         reusing components already known when the value is a variable."""
         if isinstance(value, Pair):
@@ -504,7 +523,7 @@ class _Simplifier:
                 else:
                     keep.append((name, component))
             if len(keep) == 2:
-                binds.append(_Bind((first, second), value, span))
+                binds.append(_Bind((first, second), value, span, arity))
             elif keep:
                 self.bind(keep[0][0], keep[0][1], binds, span)
             return
@@ -520,7 +539,7 @@ class _Simplifier:
                 return
             self.know_pair(value.name, (None if first == "_" else Var(first),
                                         None if second == "_" else Var(second)))
-        binds.append(_Bind((first, second), value, span))
+        binds.append(_Bind((first, second), value, span, arity))
 
     def finalize(self, chain: _Chain) -> Term:
         """The chain as nested ``let``s: dead bindings whose value cannot fail are dropped,
@@ -536,6 +555,7 @@ class _Simplifier:
             if (len(names) == 2 and isinstance(value, Var) and isinstance(body, Pair)
                     and isinstance(body.first, Var) and isinstance(body.second, Var)
                     and (body.first.name, body.second.name) == names
+                    and body.arity == bind.arity
                     and self.uses[names[0]] == self.uses[names[1]] == 1):
                 # let (x, y) = p in (x, y) is p
                 self.uses[names[0]] = self.uses[names[1]] = 0
@@ -567,7 +587,7 @@ class _Simplifier:
                     continue
                 body = Let(name, value, body, span=bind.span)
             else:
-                body = LetPair(names[0], names[1], value, body, span=bind.span)
+                body = LetPair(names[0], names[1], value, body, bind.arity, span=bind.span)
         return body
 
     def derivative_of(self, primal: str, other: str) -> bool:
@@ -802,7 +822,7 @@ class _Namer:
             saved = self.enter((t.first, t.second), (first, second))
             body = yield self.go(t.body)
             self.leave(saved)
-            return LetPair(first, second, value, body, span=t.span)
+            return LetPair(first, second, value, body, t.arity, span=t.span)
         kids = []
         for child in children(t):
             if isinstance(child, Var):

@@ -28,6 +28,7 @@ class Binding:
     second: str | None
     value: Term
     span: Span | None
+    arity: int = 2  # of the tuple a ``let (name, second)`` takes apart (see LetPair)
 
 
 @attrs.define
@@ -57,7 +58,7 @@ def flat_spine(t: Term) -> tuple[list[Binding], Term]:
             t = t.body
             continue
         if isinstance(t, LetPair):
-            out.append(Binding(t.first, t.second, t.value, t.span))
+            out.append(Binding(t.first, t.second, t.value, t.span, t.arity))
             t = t.body
             continue
         if not stack:
@@ -66,7 +67,8 @@ def flat_spine(t: Term) -> tuple[list[Binding], Term]:
         node, _ = stack.pop()
         second = node.second if isinstance(node, LetPair) else None
         first = node.first if isinstance(node, LetPair) else node.name
-        out.append(Binding(first, second, t, node.span))
+        arity = node.arity if isinstance(node, LetPair) else 2
+        out.append(Binding(first, second, t, node.span, arity))
         t = node.body
 
 
@@ -77,7 +79,8 @@ def rebuild(spine: list[Binding], final: Term) -> Term:
         if binding.second is None:
             t = Let(binding.name, binding.value, t, span=binding.span)
         else:
-            t = LetPair(binding.name, binding.second, binding.value, t, span=binding.span)
+            t = LetPair(binding.name, binding.second, binding.value, t, binding.arity,
+                        span=binding.span)
     return t
 
 
@@ -101,7 +104,7 @@ def normal_form(lam: LinLam) -> Linear | None:
             lets.append(Binding(t.name, None, t.value, t.span))
             work.append(t.body)
         elif kind is LetPair:
-            lets.append(Binding(t.first, t.second, t.value, t.span))
+            lets.append(Binding(t.first, t.second, t.value, t.span, t.arity))
             work.append(t.body)
         else:
             return None

@@ -185,10 +185,28 @@ ARRAY_TYPE_NAMES = {1: "Vec", 2: "Mat"}
 
 @node(children=("first", "second"))
 class PairT(Type):
-    """``A * B`` (also ``A × B``)."""
+    """``A * B`` (also ``A × B``); with ``arity`` k > 2 the written k-tuple type ``A * B *
+    ... * K`` whose ``second`` is the (k-1)-tuple type ``B * ... * K``.
+
+    A tuple is what was written (LANGUAGE.md section 10): ``R * R * R`` is
+    ``PairT(R, PairT(R, R), arity=3)`` and ``R * (R * R)`` is ``PairT(R, PairT(R, R))``.
+    The arity is part of type equality and unification, so the two never meet, while
+    every pass that only follows ``first`` and ``second`` (the transformations, the
+    compiled code, the runtime, whose values are nested pairs either way) treats a tuple
+    as the chain of pairs it is stored as.  Printing, JSON and the Python API read the
+    arity off the type (:func:`lambdad.values.written`).  (Binary cells with a written
+    arity rather than n-ary nodes: the many passes that take pairs apart stay as they
+    are.)"""
 
     first: Type
     second: Type
+    arity: int = 2
+
+
+ANY_ARITY = 0
+"""The arity of a pair type read off a runtime value (:func:`lambdad.reals.value_type`):
+values are nested pairs whatever was written, so such a type unifies with a tuple type of
+any arity (it prints as a pair)."""
 
 
 @node(children=("arg", "result"))
@@ -226,11 +244,27 @@ class CotangentT(Type):
 
 
 def tuple_type(types: "list[Type] | tuple[Type, ...]") -> "Type":
-    """``t1 * t2 * ... * tn`` (pairs nest to the right)."""
+    """``t1 * t2 * ... * tn``: the n-tuple type (stored as pairs nesting to the right, each
+    with the arity of the tuple it begins); ``t1`` itself when n is 1."""
     result = types[-1]
-    for t in reversed(types[:-1]):
-        result = PairT(t, result)
+    for k, t in enumerate(reversed(types[:-1]), start=2):
+        result = PairT(t, result, k)
     return result
+
+
+def tuple_components(t: "Type") -> "list[Type]":
+    """The components of the tuple type ``t`` as written: three for ``R * R * R``, two for
+    ``R * (R * R)``; ``[t]`` for a type that is not a pair."""
+    if not isinstance(t, PairT):
+        return [t]
+    items = []
+    for _ in range(max(t.arity, 2) - 1):
+        items.append(t.first)
+        t = t.second
+        if not isinstance(t, PairT):
+            break
+    items.append(t)
+    return items
 
 
 def curried_params(t: "Type") -> "list[Type]":
@@ -349,21 +383,28 @@ class Let(Term):
 
 @node(children=("value", "body"), binds={"body": ("first", "second")})
 class LetPair(Term):
-    """``let (x, y) = e1 in e2``; either name may be ``_``.  Nested patterns are nested LetPairs."""
+    """``let (x, y) = e1 in e2``; either name may be ``_``.  Nested patterns are nested
+    LetPairs.  With ``arity`` k > 2 it takes apart a k-tuple (:class:`PairT`): ``x`` is its
+    first component and ``y`` the (k-1)-tuple of the others, so ``let (a, b, c) = t in e``
+    is ``LetPair(a, r, t, LetPair(b, c, r, e), arity=3)``."""
 
     first: str
     second: str
     value: Term
     body: Term
+    arity: int = 2
     span: Span | None = _span_field()
 
 
 @node(children=("first", "second"))
 class Pair(Term):
-    """``(e1, e2)``; ``(a, b, c)`` is ``(a, (b, c))``."""
+    """``(e1, e2)``; with ``arity`` k > 2 the k-tuple ``(e1, ..., ek)`` whose ``second`` is
+    the (k-1)-tuple ``(e2, ..., ek)``: ``(a, b, c)`` is ``Pair(a, Pair(b, c), arity=3)``,
+    distinct from ``(a, (b, c))`` (see :class:`PairT`)."""
 
     first: Term
     second: Term
+    arity: int = 2
     span: Span | None = _span_field()
 
 
@@ -443,6 +484,31 @@ class ReadOff(Term):
     point: Term
     cotangent: Term
     span: Span | None = _span_field()
+
+
+def tuple_term(items: "Sequence[Term]", span: Span | None = None) -> Term:
+    """``(e1, ..., en)``: the n-tuple of ``items`` (see :class:`Pair`); ``e1`` itself when
+    n is 1."""
+    result = items[-1]
+    for k, item in enumerate(reversed(items[:-1]), start=2):
+        result = Pair(item, result, k, span=span)
+    return result
+
+
+def tuple_items(term: Pair) -> "tuple[list[Term], Term | None]":
+    """The components of the tuple ``term`` as written, and None; or, when the rest of a
+    k-tuple is not written as a (k-1)-tuple (a variable bound to it, after a
+    transformation), the components before it and that rest."""
+    items: list[Term] = []
+    current: Term = term
+    while current.arity > 2:
+        items.append(current.first)
+        rest = current.second
+        if not (isinstance(rest, Pair) and rest.arity == current.arity - 1):
+            return items, rest
+        current = rest
+    items.extend((current.first, current.second))
+    return items, None
 
 
 TARGET_TERMS = (LinLam, Zero, Plus, Seed, ReadOff)

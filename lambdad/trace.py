@@ -232,7 +232,8 @@ def trace(program: Any, name: str, point: Any, mode: str = "forward",
         differentiator=lambda interpreter, strategy: _TracingDifferentiator(
             interpreter, recorder, strategy)).differentiator
     definition = program.decls[name].value
-    names = input_names(definition, x, program.points.arguments_covered(name, x), whole_arrays=True)
+    names = input_names(definition, x, program.points.arguments_covered(name, x),
+                        whole_arrays=True, t=program.points.point_type(name, x))
     leaves: list[Any] = []
     map_value(x, is_real, lambda r: leaves.append(r) or r)
     # fresh float and array objects so dependencies on inputs are recognised by identity

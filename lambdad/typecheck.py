@@ -73,6 +73,7 @@ from .syntax import (
     Zero,
     children,
     free_vars,
+    tuple_type,
     with_children,
 )
 from .unify import (
@@ -361,6 +362,9 @@ class _Inference(ArrayTyping):
         shown_expected, shown_actual, left, right = self._show(
             expected, actual, failure.left, failure.right)
         notes = []
+        if isinstance(failure.left, PairT) and isinstance(failure.right, PairT) and \
+                failure.left.arity != failure.right.arity:
+            notes.append(_ARITY_NOTE)
         for part, shown, other in ((failure.left, left, right), (failure.right, right, left)):
             if isinstance(part, VarT) and part.name not in self.fixed:
                 notes.append(f"`{shown}` is a type variable of an annotation: it stands for "
@@ -652,9 +656,10 @@ class _Inference(ArrayTyping):
         """``let (x, y) = e1 in e2``: ``e1 : A * B``; ``x : A``, ``y : B`` generalised."""
         self.level += 1
         value = yield self._visit(term.value)
-        first, second = self._fresh(), self._fresh()
-        self._expect(PairT(first, second), value, term.value,
-                     lambda e, a: f"a pair pattern needs a pair, but this has type {a}")
+        first, second = self._fresh(), self._tuple_of(term.arity - 1)
+        self._expect(PairT(first, second, term.arity), value, term.value,
+                     lambda e, a: f"a {_tuple_words(term.arity)} pattern needs a "
+                                  f"{_tuple_words(term.arity)}, but this has type {a}")
         self.level -= 1
         old_first = self._bind_local(term.first, self._generalise(first))
         old_second = self._bind_local(term.second, self._generalise(second))
@@ -673,7 +678,15 @@ class _Inference(ArrayTyping):
             if isinstance(found, ArrayT):
                 self.cotangent_hints[id(term.second)] = found
         second = yield self._visit(term.second)
-        return PairT(first, second)
+        if term.arity > 2:  # (e1, e2, ..., ek): the rest is itself a (k-1)-tuple
+            self._expect(self._tuple_of(term.arity - 1), second, term.second,
+                         lambda e, a: f"the rest of a {_tuple_words(term.arity)} must be a "
+                                      f"{_tuple_words(term.arity - 1)}, but it has type {a}")
+        return PairT(first, second, term.arity)
+
+    def _tuple_of(self, k: int) -> Type:
+        """``a1 * ... * ak`` with fresh variables (one variable for k = 1)."""
+        return tuple_type([self._fresh() for _ in range(k)])
 
     def _if(self, term: If) -> Step[Type]:
         """``if c then e1 else e2``: ``c : Bool``, both branches of one type."""
@@ -853,6 +866,16 @@ class _Inference(ArrayTyping):
             else:
                 return None
         return images[id(root)]
+
+
+_ARITY_NOTE = ("a tuple is what was written: `(a, b, c)` is a triple, not the pair `(a, (b, "
+               "c))`, and `fst`/`snd` take pairs only; take a tuple apart with a pattern of "
+               "its arity, `let (a, b, c) = t in ...`")
+
+
+def _tuple_words(k: int) -> str:
+    """What a tuple of ``k`` components is called in a message: pair, triple, 4-tuple."""
+    return {2: "pair", 3: "triple"}.get(k, f"{k}-tuple")
 
 
 def _cotangent_words(shown: str) -> str:

@@ -20,7 +20,7 @@ import attrs
 from .errors import Span, TypeCheckError
 from .persistent import PersistentMap
 from .printer import print_type
-from .syntax import BOOL, REAL, ArrayT, Term, Type, VarT, children, with_children
+from .syntax import ANY_ARITY, BOOL, REAL, ArrayT, PairT, Term, Type, VarT, children, with_children
 
 
 # --------------------------------------------------------------------------- schemes
@@ -397,6 +397,9 @@ class _Unifier:
                 if x.rank != y.rank:  # Vec is not Mat
                     raise _Mismatch(x, y)
                 continue
+            if isinstance(x, PairT) and x.arity != y.arity and x.arity != ANY_ARITY \
+                    and y.arity != ANY_ARITY:  # R * R * R is not R * (R * R)
+                raise _Mismatch(x, y)
             stack.extend(reversed(list(zip(children(x), children(y)))))
 
     def _instantiate(self, scheme: Scheme) -> Type:

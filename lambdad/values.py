@@ -316,8 +316,9 @@ MAX_VALUE_TEXT = 100_000
 
 
 def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
-    """``v`` in the language's syntax: ``27``, ``(a, b, c)`` for the pair ``(a, (b, c))``,
-    ``[1, 2]``, ``true``, ``<function>``, ``<backpropagator #3>``.  Iterative.  Text
+    """``v`` in the language's syntax: ``27``, ``(a, (b, c))`` for a pair, ``(a, b, c)`` for
+    a triple as :func:`written` gives it, ``[1, 2]``, ``true``, ``<function>``,
+    ``<backpropagator #3>``.  Iterative.  Text
     longer than ``limit`` characters is cut there and ends with ``… [value abbreviated]``
     (``limit=None``: never)."""
     out: list[str] = []
@@ -329,11 +330,11 @@ def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
         is_text, item = work.pop()
         if is_text:
             out.append(item)
-        elif isinstance(item, tuple) and len(item) == 2:
-            # Tuples print flat, as written: (a, b, c) is the pair (a, (b, c)) (LANGUAGE.md),
-            # and parses back to it; ((a, b), c) keeps its parentheses.
+        elif isinstance(item, tuple) and len(item) >= 2:
+            # A tuple prints as it is held: a pair (a, (b, c)) keeps its parentheses, and a
+            # written triple (see written()) is the Python 3-tuple (a, b, c).
             out.append("(")
-            _push_items(work, _tuple_items(item), ")")
+            _push_items(work, list(item), ")")
         elif isinstance(item, list):
             out.append("[")
             _push_items(work, item, "]")
@@ -342,15 +343,69 @@ def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
     return "".join(out)
 
 
-def _tuple_items(pair: tuple) -> list:
-    """The components of the tuple ``pair`` as written flat: ``(a, (b, c))`` gives a, b, c."""
-    items = [pair[0]]
-    rest = pair[1]
-    while isinstance(rest, tuple) and len(rest) == 2:
-        items.append(rest[0])
-        rest = rest[1]
-    items.append(rest)
-    return items
+def written(v: Any, t: Type) -> Any:
+    """The runtime value ``v`` of type ``t`` with each k-tuple of ``t`` (k > 2, stored as k -
+    1 nested pairs, see :class:`~lambdad.syntax.PairT`) made the Python k-tuple of its
+    components: a value as it was written (LANGUAGE.md section 10), for printing, JSON and
+    the Python API.  ``v`` itself when ``t`` has no such tuple; a part at a type variable
+    or a function type is kept as it is.  Iterative; shared parts stay shared."""
+    if not has_tuples(t):
+        return v
+    out: list[Any] = []
+    done: dict[tuple[int, int], Any] = {}
+    keep: list[Any] = []  # (the values whose ids key `done` stay alive)
+    # Work items: (value, type) to convert, or (None, (kind, count, key)) to build.
+    work: list[tuple[Any, Any]] = [(v, t)]
+    while work:
+        value, ty = work.pop()
+        if value is None and type(ty) is tuple:
+            kind, count, key = ty
+            items = out[len(out) - count:]
+            del out[len(out) - count:]
+            built = tuple(items) if kind is tuple else items
+            if key is not None:
+                done[key] = built
+            out.append(built)
+            continue
+        if type(value) is tuple and isinstance(ty, PairT):
+            key = (id(value), id(ty))
+            if key in done:
+                out.append(done[key])
+                continue
+            keep.append(value)
+            parts: list[tuple[Any, Type]] = []
+            rest, rest_type = value, ty
+            while isinstance(rest_type, PairT) and rest_type.arity > 2 and type(rest) is tuple:
+                parts.append((rest[0], rest_type.first))
+                rest, rest_type = rest[1], rest_type.second
+            if isinstance(rest_type, PairT) and type(rest) is tuple:
+                parts.extend(((rest[0], rest_type.first), (rest[1], rest_type.second)))
+            else:
+                parts.append((rest, rest_type))
+            work.append((None, (tuple, len(parts), key)))
+            work.extend(reversed(parts))
+        elif type(value) is list and isinstance(ty, ListT) and has_tuples(ty.item):
+            work.append((None, (list, len(value), None)))
+            work.extend((item, ty.item) for item in reversed(value))
+        else:
+            out.append(value)
+    return out[0]
+
+
+def has_tuples(t: Type) -> bool:
+    """Whether the type ``t`` holds a tuple of more than two components."""
+    if type(t) is RealT or type(t) is BoolT:
+        return False
+    stack = [t]
+    while stack:
+        current = stack.pop()
+        if type(current) is PairT:
+            if current.arity > 2:
+                return True
+            stack.extend((current.first, current.second))
+        elif type(current) is ListT:
+            stack.append(current.item)
+    return False
 
 
 def _push_items(work: list[tuple[bool, Any]], items: list, closing: str) -> None:
@@ -389,8 +444,8 @@ JSON_ABBREVIATED = "... [value abbreviated]"  # ASCII: json.dumps writes it as i
 
 def to_json(v: Any, limit: int | None = MAX_JSON_ITEMS) -> Any:
     """``v`` as JSON-ready data: reals as numbers (non-finite ones as the strings ``"nan"``,
-    ``"inf"``, ``"-inf"``), tuples as arrays of their components, flat as written (``[1, 2,
-    3]`` for ``(1, 2, 3)``, ``[[1, 2], 3]`` for ``((1, 2), 3)``), lists as arrays, booleans
+    ``"inf"``, ``"-inf"``), tuples as arrays of their components (``[1, [2, 3]]`` for the
+    pair ``(1, (2, 3))``, ``[1, 2, 3]`` for the triple as :func:`written` gives it), lists as arrays, booleans
     as booleans, anything else as its :func:`format_value` text.  At most ``limit`` items
     are written (``None``: no limit): the array being filled when the limit is reached ends
     with the string ``JSON_ABBREVIATED``, and the arrays around it end there too.
@@ -425,7 +480,7 @@ def to_json(v: Any, limit: int | None = MAX_JSON_ITEMS) -> Any:
         elif kind is bool:
             built.append(item)
         elif isinstance(item, (tuple, list)):
-            children = _tuple_items(item) if isinstance(item, tuple) else item
+            children = item
             work.append((None, len(built)))
             work.extend((child, None) for child in reversed(children))
         else:

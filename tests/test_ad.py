@@ -123,7 +123,7 @@ def train (w : R * R) : R * R =
 
 def main = (loss (0, 0), loss (train (0, 0)), train (0, 0))
 """)
-    before, (after, (a, b)) = prog.run()
+    before, after, (a, b) = prog.run()  # a triple, as written
     assert after < before / 1000
     assert a == pytest.approx(2.0, abs=1e-3) and b == pytest.approx(1.0, abs=1e-3)
 
@@ -137,7 +137,7 @@ def v = let (value, back) = vjp f (2, 3) in (value, back (1, 0), back (0, 1))
     value, tangent = prog.run("j")
     assert value == pytest.approx((6.0, math.sin(2)))
     assert tangent == pytest.approx((3.0, math.cos(2)))
-    value, (row1, row2) = prog.run("v")
+    value, row1, row2 = prog.run("v")  # a triple, as written
     assert row1 == pytest.approx((3.0, 2.0))
     assert row2 == pytest.approx((math.cos(2), 0.0))
 

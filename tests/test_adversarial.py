@@ -228,7 +228,8 @@ def test_the_reported_long_point_is_refused_where_it_gets_too_deep(monkeypatch, 
 def test_a_point_at_the_depth_limit_is_accepted(monkeypatch, capsys, tmp_path):
     source = tmp_path / "deep.lam"
     source.write_text("def f (xs : " + "[" * 200 + "R" + "]" * 200 + ") = 1\n"
-                      "def g (p : " + " * ".join(["R"] * 201) + ") = fst p * fst (snd p)\n")
+                      "def g (p : " + " * ".join(["R"] * 201) + ") =\n"
+                      "  let (a, b" + ", _" * 199 + ") = p in a * b\n")
     point = "[" * 200 + "2" + "]" * 200
     status, err = run_in_process(["grad", str(source), "f", "--at", point], monkeypatch, capsys)
     assert status == 0, err

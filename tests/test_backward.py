@@ -117,7 +117,8 @@ def test_let_keeps_sharing():
     ("R", "R * (R -o d)"),
     ("Bool", "Bool"),
     ("R -> R", "R * (R -o d) -> R * (R -o d)"),
-    ("[R * R] -> Bool", "[(R * (R -o d)) * R * (R -o d)] -> Bool"),
+    ("[R * R] -> Bool", "[(R * (R -o d)) * (R * (R -o d))] -> Bool"),
+    ("R * R * R -> R", "(R * (R -o d)) * (R * (R -o d)) * (R * (R -o d)) -> R * (R -o d)"),
     ("a -> b", "a -> b"),
 ])
 def test_backward_type(source, expected):

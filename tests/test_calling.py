@@ -8,8 +8,9 @@ from lambdad import calling, gradcheck
 from lambdad.errors import UsageError
 from lambdad.interpreter import Interpreter
 from lambdad.parser import parse_expr
+
 from lambdad.primitives import FST, SND
-from lambdad.syntax import App, Lam, Var
+from lambdad.syntax import App, Lam, LetPair, Var
 
 
 def test_a_point_written_with_literals_is_read_without_evaluating():
@@ -56,6 +57,11 @@ def test_the_adapter_never_captures_a_function_named_p():
     q = Var(term.param)
     assert term.param != "p"
     assert term == Lam(term.param, App(App(Var("p"), FST.applied(q)), SND.applied(q)))
+    term = calling.uncurried_term("p", 3)  # a triple is taken apart by a pattern
+    q = Var(term.param)
+    assert term == Lam(term.param, LetPair("x'1", "x'4", q, LetPair(
+        "x'2", "x'3", Var("x'4"), App(App(App(Var("p"), Var("x'1")), Var("x'2")),
+                                      Var("x'3"))), 3))
     program = lambdad.loads("def p x y = x * y")
     report = gradcheck.check(program, "p", point=(2.0, 5.0))
     assert report.ok, report.render()

@@ -75,7 +75,8 @@ def test_no_main(lambdad_cli, tmp_path):
 def test_run_json(lambdad_cli):
     result = lambdad_cli("run", "programs/baydin.lam", "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"value": [11.652071455223084, 5.5, 1.7163378145367738]}
+    assert json.loads(result.stdout) == {"value": [11.652071455223084,
+                                                   [5.5, 1.7163378145367738]]}
 
 
 def test_check_types_lists_user_names(lambdad_cli):
@@ -83,7 +84,7 @@ def test_check_types_lists_user_names(lambdad_cli):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "f : R -> R -> R",
-        "main : R * R * R",
+        "main : R * (R * R)",
     ]
 
 
@@ -108,7 +109,7 @@ def test_show_at_gives_a_program_with_the_same_numbers(lambdad_cli, tmp_path, mo
         path = write(tmp_path, shown.stdout, "shown.lam")
         result = lambdad_cli("run", path)
         assert result.returncode == 0, result.stderr + shown.stdout
-        assert result.stdout.strip() == "(11.652071455223084, 5.5, 1.7163378145367738)"
+        assert result.stdout.strip() == "(11.652071455223084, (5.5, 1.7163378145367738))"
 
 
 def test_timeout_stops_cleanly(lambdad_cli, tmp_path):

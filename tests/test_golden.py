@@ -49,7 +49,7 @@ def test_reference_values_call(file, name, point, value, gradient):
 def test_baydin_run_prints_reference(lambdad_cli):
     result = lambdad_cli("run", "programs/baydin.lam")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "(11.652071455223084, 5.5, 1.7163378145367738)"
+    assert result.stdout.strip() == "(11.652071455223084, (5.5, 1.7163378145367738))"
 
 
 @pytest.mark.parametrize("file,name,point,value,gradient", REFERENCE)

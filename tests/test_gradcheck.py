@@ -17,7 +17,7 @@ SHAPES = """
 def g (w : (R * R) * [R]) (x : R) : R =
   fst (fst w) * x + fold (\\acc v -> acc + v * snd (fst w)) 0 (snd w)
 def h (a, b) = a * sin b
-def k (p : R * R * R) : R = fst p * fst (snd p) + snd (snd p)
+def k (p : R * R * R) : R = 1 * (let (a, b, c) = p in a * b + c)
 """
 
 KINKS = """

@@ -585,7 +585,8 @@ def test_timeout_stops_a_run():
     (float("-inf"), "-inf"),
     ((1.0, 2.0), "(1, 2)"),
     ((11.652071455223084, (5.5, 1.7163378145367738)),
-     "(11.652071455223084, 5.5, 1.7163378145367738)"),
+     "(11.652071455223084, (5.5, 1.7163378145367738))"),
+    ((1.0, 2.0, 3.0), "(1, 2, 3)"),  # a triple as values.written gives it
     ([1.0, 2.0], "[1, 2]"),
     ([], "[]"),
     ((True, [False]), "(true, [false])"),
@@ -605,9 +606,10 @@ def test_deep_and_long_values_print_and_convert():
     value = left = 0.0
     for _ in range(20000):
         value, left = (1.0, value), (left, 1.0)
-    assert format_value(value).count("(") == 1  # a 20001-tuple, written flat
+    assert format_value(value).count("(") == 20000  # pairs nested 20000 deep
     assert format_value(value).count(",") == 20000
     assert format_value(left).count("(") == 20000
+    assert format_value(tuple([1.0] * 20001)).count("(") == 1  # a 20001-tuple as written
     assert format_value(to_python(value)) == format_value(value)
     assert format_value(to_python(left)) == format_value(left)
     assert len(to_json([1.5] * 100000)) == 100000
@@ -615,7 +617,8 @@ def test_deep_and_long_values_print_and_convert():
 
 def test_to_json_and_to_python():
     value = (1.0, ([2.5, float("inf")], (True, float("nan"))))
-    assert to_json(value) == [1.0, [2.5, "inf"], True, "nan"]
+    assert to_json(value) == [1.0, [[2.5, "inf"], [True, "nan"]]]  # the nesting kept
+    assert to_json((1.0, [2.5], True)) == [1.0, [2.5], True]  # a triple as written
     assert json.loads(json.dumps(to_json(value))) == to_json(value)
     assert to_python(value)[1][0] == [2.5, float("inf")]
     assert to_json(run("\\x -> x")) == "<function>"

@@ -111,8 +111,8 @@ def test_an_exponentially_large_value_prints_abbreviated(tmp_path, capsys):
 
 def test_small_types_and_values_print_in_full():
     program = lambdad.loads("def main = ([1, 2, 3], (true, 4))\ndef f x = (x, [x])")
-    assert program.types() == [("main", "[R] * Bool * R"), ("f", "a -> a * [a]")]
-    assert lambdad.values.format_value(program.run_raw()) == "([1, 2, 3], true, 4)"
+    assert program.types() == [("main", "[R] * (Bool * R)"), ("f", "a -> a * [a]")]
+    assert lambdad.values.format_value(program.run_raw()) == "([1, 2, 3], (true, 4))"
 
 
 # ---------------------------------------------------------------- every limit in every route
@@ -178,7 +178,7 @@ def test_long_lists_are_built_right_in_pieces():
     program = lambdad.loads("def xs = range 200000\n"
                             "def main = (length (xs ++ xs), last (concat [xs, xs, [7]]), "
                             "fst (last (zip xs xs)), xs !! 131072)\n")
-    assert lambdad.values.format_value(program.run_raw()) == "(400000, 7, 199999, 131072)"
+    assert lambdad.values.format_value(program.run_written()) == "(400000, 7, 199999, 131072)"
 
 
 @pytest.mark.parametrize("command", [

@@ -59,8 +59,8 @@ def test_rules_of_the_linear_constructs(mode, source, expected):
     ("d", "←D", "d<R * (R -o d)>"),
     ("R -o d", "→D", "R * R -o d<R * R>"),
     ("R -o d", "←D", "R * (R -o d) -o d<R * (R -o d)>"),
-    ("d<R * R>", "→D", "d<(R * R) * R * R>"),
-    ("d<R * R>", "←D", "d<(R * (R -o d)) * R * (R -o d)>"),
+    ("d<R * R>", "→D", "d<(R * R) * (R * R)>"),
+    ("d<R * R>", "←D", "d<(R * (R -o d)) * (R * (R -o d))>"),
 ])
 def test_the_cotangent_type_is_indexed_by_its_ring(source, mode, expected):
     transform_type = TRANSFORMS[mode][1]

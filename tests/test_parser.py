@@ -167,7 +167,8 @@ def test_unicode_spellings():
     ("R * R -> R", FunT(PairT(REAL, REAL), REAL)),
     ("R -> R -> R", FunT(REAL, FunT(REAL, REAL))),
     ("(R -> R) -> R", FunT(FunT(REAL, REAL), REAL)),
-    ("R * R * R", PairT(REAL, PairT(REAL, REAL))),
+    ("R * R * R", PairT(REAL, PairT(REAL, REAL), 3)),  # a triple, as written
+    ("R * (R * R)", PairT(REAL, PairT(REAL, REAL))),  # a pair holding a pair
     ("(R * R) * R", PairT(PairT(REAL, REAL), REAL)),
     ("R -o d", FunT(REAL, COTANGENT)),
     ("R * (R -o d) -> R -o d", FunT(PairT(REAL, FunT(REAL, COTANGENT)), FunT(REAL, COTANGENT))),
@@ -242,9 +243,13 @@ def test_atoms():
     assert parse_expr("[x, y, 1]") == ListLit((x, y, num(1)))
 
 
-def test_tuples_nest_to_the_right():
+def test_tuples_are_as_written():
+    """``(x, y, z)`` is a triple: pairs nesting to the right, the outer one of arity 3,
+    distinct from the pair ``(x, (y, z))``."""
     assert parse_expr("(x, y)") == Pair(x, y)
-    assert parse_expr("(x, y, z)") == Pair(x, Pair(y, z))
+    assert parse_expr("(x, y, z)") == Pair(x, Pair(y, z), 3)
+    assert parse_expr("(x, (y, z))") == Pair(x, Pair(y, z))
+    assert parse_expr("(x, y, z)") != parse_expr("(x, (y, z))")
     assert parse_expr("((x, y), z)") == Pair(Pair(x, y), z)
 
 
@@ -301,7 +306,7 @@ def test_lambdas():
 def test_pattern_parameters_become_fresh_names():
     assert parse_expr("\\(a, b) -> a") == Lam("p", LetPair("a", "b", Var("p"), Var("a")))
     assert parse_expr("\\(a, _, c) -> c") == Lam(
-        "p", LetPair("a", "p1", Var("p"), LetPair("_", "c", Var("p1"), Var("c"))))
+        "p", LetPair("a", "p1", Var("p"), LetPair("_", "c", Var("p1"), Var("c")), 3))
 
 
 def test_nested_patterns():

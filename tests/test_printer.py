@@ -302,7 +302,7 @@ def test_show_of_a_logistic_loss_reads_well():
     lines = text.splitlines()
     assert max(map(len, lines)) <= WIDTH
     assert max(len(line) - len(line.lstrip()) for line in lines) <= 10
-    start = lines.index("def data : [((R * (R -o d)) * R * (R -o d)) * R * (R -o d)] =")
+    start = lines.index("def data : [((R * (R -o d)) * (R * (R -o d))) * (R * (R -o d))] =")
     assert lines[start + 1] == "  [(((0.1, \\a -o zero), (0.2, \\a -o zero)), (0, \\a -o zero)),"
     assert lines[start + 8] == "   (((1, \\a -o zero), (0.4, \\a -o zero)), (0, \\a -o zero))]"
     assert lines[lines.index("-- predict :") + 4] == "--   (←D of R * R * R -> R * R -> R)"

@@ -63,7 +63,7 @@ def test_redefinition_replaces_for_what_follows(baydin):
     # h was defined with the first g, and keeps it
     assert entry(baydin, "h 1") == "4 : R"
     env = entry(baydin, ":env").splitlines()
-    assert env == ["f : R -> R -> R", "main : R * R * R", "h : R -> R", "g : a -> [a]"]
+    assert env == ["f : R -> R -> R", "main : R * (R * R)", "h : R -> R", "g : a -> [a]"]
 
 
 def test_redefining_a_file_name_keeps_its_users(baydin):

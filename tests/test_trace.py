@@ -69,12 +69,16 @@ def test_graph_cli_writes_dot(lambdad_cli, tmp_path):
     assert out.read_text().startswith("digraph")
 
 
-def test_the_reals_of_a_triple_are_named_flat_as_written():
-    program = lambdad.loads("def k (p : R * R * R) = fst p * fst (snd p) + snd (snd p)\n"
-                            "def g (a, b) (c : R * R * R) = a * b + fst c")
+def test_the_reals_of_a_tuple_are_named_as_written():
+    program = lambdad.loads("def t (a, b, c) = a * b + c\n"
+                            "def k (p : R * R * R) = t p\n"
+                            "def g (a, b) (c : R * R * R) = a * b + (let (x, _, _) = c in x)\n"
+                            "def n (p : R * (R * R)) = 1 * (let (a, (b, c)) = p in a * b + c)")
     assert program.input_names("k", (1.0, 2.0, 3.0)) == ["p.0", "p.1", "p.2"]
     assert program.input_names("g", ((1.0, 2.0), (1.0, 2.0, 3.0))) == \
         ["a", "b", "c.0", "c.1", "c.2"]
+    assert program.input_names("n", (1.0, (2.0, 3.0))) == ["p.0", "p.1.0", "p.1.1"]
+    assert program.input_names("t", (1.0, 2.0, 3.0)) == ["a", "b", "c"]
     assert [name for name, _ in trace(program, "k", (1.0, 2.0, 3.0)).inputs] == \
         ["p.0", "p.1", "p.2"]
 

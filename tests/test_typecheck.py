@@ -129,7 +129,7 @@ def test_the_environment_of_builtins_holds_no_primitive():
 def test_the_reference_programs_of_the_language():
     assert types_of("def f (x1 : R) (x2 : R) : R = log x1 + x1 * x2 - sin x2\n"
                     "def main = (f 2 5, grad (\\(a, b) -> f a b) (2, 5))") == {
-        "f": "R -> R -> R", "main": "R * R * R"}
+        "f": "R -> R -> R", "main": "R * (R * R)"}
     assert types_of("def f x1 x2 = exp (2*x1) + x1*x2^2 + cos x2")["f"] == "R -> R -> R"
     assert types_of("def f x1 x2 = sin ((x1 - x2)^2)")["f"] == "R -> R -> R"
     assert types_of("def f (a, b, c, x) = a*x^2 + b*x + c")["f"] == "R * R * R * R -> R"
@@ -178,7 +178,7 @@ def test_the_combinators_example():
     ("(\\x -> x : R -> R)", "R -> R"),
     ("let id = \\x -> x in (id 1, id true)", "R * Bool"),
     ("let (f, g) = (\\x -> x, \\y -> y) in (f 1, f true, g [])", "R * Bool * [a]"),
-    ("let f x = let g y = (x, y) in (g 1, g true) in f", "a -> (a * R) * a * Bool"),
+    ("let f x = let g y = (x, y) in (g 1, g true) in f", "a -> (a * R) * (a * Bool)"),
     ("\\f g h k -> (f, g, h, k)", "a -> b -> c -> e -> a * b * c * e"),
 ])
 def test_principal_types_of_small_programs(expr, expected):

@@ -47,6 +47,8 @@ from ..syntax import (
     Module,
     Pair,
     PairT,
+    tuple_components,
+    tuple_type,
     Prim,
     RealT,
     Term,
@@ -113,11 +115,7 @@ class GeneratedProgram:
     @property
     def input_type(self) -> Type:
         """The type of a point: the parameter's type, or the tuple of the parameters' types."""
-        types = [t for _, t in self.params]
-        result = types[-1]
-        for t in reversed(types[:-1]):
-            result = PairT(t, result)
-        return result
+        return tuple_type([t for _, t in self.params])
 
     def decl(self) -> Decl:
         """The declaration of the function to differentiate."""
@@ -531,11 +529,25 @@ class _Builder:
         return BoolLit(self.flip(0.5)), BoolShape()
 
     # ---- pairs
+    def gen_tuple(self, t: PairT, env: tuple, depth: int):
+        """``(e1, ..., ek)``: the literal k-tuple of type ``t``, its rest a literal too (as
+        the parser makes it)."""
+        components = tuple_components(t)
+        items = []
+        for component in components:
+            items.append((yield self.gen(component, env, depth)))
+        term, shape = items[-1]
+        for k, (item, item_shape) in enumerate(reversed(items[:-1]), start=2):
+            term, shape = Pair(item, term, k), PairShape(item_shape, shape, k)
+        return term, shape
+
     def gen_pair(self, t: PairT, env: tuple, depth: int):
         if depth <= 0 or not self.spend():
             found = self.variable(t, env)
             if found is not None and self.flip(0.6):
                 return found
+            if t.arity > 2:
+                return (yield self.gen_tuple(t, env, 0))
             first, s1 = yield self.gen(t.first, env, 0)
             second, s2 = yield self.gen(t.second, env, 0)
             return Pair(first, second), PairShape(s1, s2)
@@ -551,12 +563,15 @@ class _Builder:
             return (yield self.gen_if(t, env, depth))
         if kind == "letpair":
             return (yield self.gen_letpair(t, env, depth))
-        first, s1 = yield self.gen(t.first, env, depth - 1)
-        second, s2 = yield self.gen(t.second, env, depth - 1)
-        term: Term = Pair(first, second)
+        if t.arity > 2:
+            term, shape = yield self.gen_tuple(t, env, depth - 1)
+        else:
+            first, s1 = yield self.gen(t.first, env, depth - 1)
+            second, s2 = yield self.gen(t.second, env, depth - 1)
+            term, shape = Pair(first, second), PairShape(s1, s2)
         if kind == "annot":
             term = Annot(term, t)
-        return term, PairShape(s1, s2)
+        return term, shape
 
     # ---- lists
     def gen_list(self, t: ListT, env: tuple, depth: int):
@@ -766,10 +781,23 @@ class _Builder:
         return Let(name, value, body), body_shape
 
     def gen_letpair(self, t: Type, env: tuple, depth: int):
-        """``let (a, b) = e1 in e2``, ``_`` for an ignored component now and then."""
+        """``let (a, b) = e1 in e2``, ``_`` for an ignored component now and then; now and
+        then ``let (a, b, c) = e1 in e2`` of a triple."""
         pair_type = self.pick([PairT(REAL, REAL), PairT(REAL, PairT(REAL, REAL)),
-                               PairT(ListT(REAL), REAL)])
+                               PairT(ListT(REAL), REAL), tuple_type([REAL, REAL, REAL])])
         value, s = yield self.gen(pair_type, env, depth - 1)
+        if pair_type.arity == 3 and isinstance(s, PairShape) and isinstance(s.second, PairShape):
+            names = [self.bind("x") for _ in range(3)]
+            if len(set(names)) < 3:
+                names = [self.names.fresh("x") for _ in range(3)]
+            rest = self.names.fresh("p")  # (the pattern's own name for the rest (b, c))
+            parts = (s.first, s.second.first, s.second.second)
+            bound = tuple(zip(names, parts))
+            body, body_shape = yield self.gen(t, _extend(env, *bound), depth - 1)
+            if isinstance(t, RealT):
+                body, body_shape = self.mention(body, body_shape, bound)
+            return LetPair(names[0], rest, value,
+                           LetPair(names[1], names[2], Var(rest), body), 3), body_shape
         a = self.bind(_PREFIX[type(pair_type.first)])
         b = self.bind(_PREFIX[type(pair_type.second)])
         if a == b:

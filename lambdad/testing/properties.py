@@ -21,8 +21,8 @@ from ..primitives import PRIMITIVES, Primitive, declared_primitives
 from ..printer import print_module, print_term, print_type
 from ..simplify import simplify
 from ..interpreter import evaluate_module
-from ..syntax import (ArrayT, Builtin, ListT, NameSupply, PairT, Prim, RealT, Term, Type, Var, children,
-                      tuple_type)
+from ..syntax import (ArrayT, Builtin, LetPair, ListT, NameSupply, PairT, Prim, RealT, Term, Type,
+                      Var, children, renamed_free, tuple_components, tuple_type)
 from ..typecheck import Scheme, TypeEnv, check_term, infer_module
 from ..values import format_value
 from .shapes import INPUT_KINDS
@@ -132,12 +132,18 @@ def same_up_to_elaboration(a: Term, b: Term) -> bool:
     """Whether two terms are equal but for what the type checker elaborates in place (the
     array entry an operation on arrays is: ``x * y`` of Vecs the elementwise product,
     ``sum v`` of a Vec the array reduction, ``m @ v`` the product of a Mat and a Vec):
-    text parsed back is not elaborated until it is type-checked again.  Iterative."""
+    text parsed back is not elaborated until it is type-checked again), and for the name
+    a k-tuple pattern gives the rest of the tuple (``r`` of ``let (a, r) = t in let (b,
+    c) = r in e``, the parser's fresh name for ``let (a, b, c) = t in e``).  Iterative."""
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
         if x == y:
             continue
+        if isinstance(x, LetPair) and isinstance(y, LetPair) and x.arity > 2 \
+                and x.second != y.second:
+            y = attrs.evolve(y, second=x.second,
+                             body=renamed_free(y.body, {y.second: x.second}))
         if isinstance(x, (Var, Builtin)) and isinstance(y, (Var, Builtin)):
             if x.name != y.name:
                 return False
@@ -290,14 +296,16 @@ def check_in_language(generated: GeneratedProgram, point: Any, load: Callable[[s
     _, gradient = program.value_and_grad(generated.name, point)
     k = len(generated.params)
     function = generated.name if k == 1 else f"({print_term(uncurried_term(generated.name, k))})"
-    at = from_python(point, finite=False)
+    # the point and the all-ones direction written as the point is (a k-tuple for k
+    # parameters)
+    at = from_python(point, finite=False, nested=False)
     reals = gradcheck.leaves(at)
     ones = gradcheck.replace_leaves(at, [1.0] * len(reals))
     x, v = f"({format_value(at)})", f"({format_value(ones)})"
     text = (generated.source() + f"\ndef main = (grad {function} {x}, jvp {function} {x} {v}, "
             f"snd (vjp {function} {x}) 1)\n")
     try:
-        inside, ((jvp_value, jvp_derivative), pulled) = load(text).run("main")
+        inside, (jvp_value, jvp_derivative), pulled = load(text).run("main")
     except LambdadError as exc:
         raise PropertyViolation("in-language AD", f"grad/jvp/vjp inside the program fail: "
                                 f"{exc}\n{text}") from None
@@ -325,10 +333,13 @@ def _dot(t: Type, a: str, b: str, fresh: Callable[[], str]) -> str:
         return f"({a} * {b})"
     if isinstance(t, ArrayT):
         return f"(sum ({a} * {b}))"
-    if isinstance(t, PairT):
-        a1, a2, b1, b2 = fresh(), fresh(), fresh(), fresh()
-        return (f"(let ({a1}, {a2}) = {a} in let ({b1}, {b2}) = {b} in "
-                f"{_dot(t.first, a1, b1, fresh)} + {_dot(t.second, a2, b2, fresh)})")
+    if isinstance(t, PairT):  # (a tuple taken apart by a pattern of its arity)
+        parts = tuple_components(t)
+        names_a = [fresh() for _ in parts]
+        names_b = [fresh() for _ in parts]
+        terms = " + ".join(_dot(part, x, y, fresh) for part, x, y in zip(parts, names_a, names_b))
+        return (f"(let ({', '.join(names_a)}) = {a} in let ({', '.join(names_b)}) = {b} in "
+                f"{terms})")
     if isinstance(t, ListT):
         q = fresh()
         item = _dot(t.item, f"(fst {q})", f"(snd {q})", fresh)
@@ -341,7 +352,7 @@ def nested_definitions(generated: GeneratedProgram, point: Any) -> dict[str, str
     ``nested_jvp`` (a directional derivative by ``jvp``: its programs are →D∘→D and
     ←D∘→D) and ``nested_grad`` (the gradient by ``grad`` against a direction: →D∘←D and
     ←D∘←D).  The direction is all ones."""
-    at = from_python(point, finite=False)
+    at = from_python(point, finite=False, nested=False)  # (written as the point is)
     ones = f"({format_value(gradcheck.replace_leaves(at, [1.0] * len(gradcheck.leaves(at))))})"
     k = len(generated.params)
     function = generated.name if k == 1 else f"({print_term(uncurried_term(generated.name, k))})"
@@ -372,7 +383,7 @@ def check_nested_programs(generated: GeneratedProgram, point: Any,
     text = generated.source() + "\n" + "\n".join(definitions.values()) + "\n"
     program = load(text)
     _source_value(program, generated.name, point)
-    at = from_python(point, finite=False)
+    at = from_python(point, finite=False, nested=False)  # (a k-tuple for k parameters)
     uncurried = at if len(generated.params) == 1 else tuple(at)
     for name in definitions:
         try:

@@ -60,14 +60,16 @@ class BoolShape:
 
 @attrs.frozen
 class PairShape:
-    """A pair of two shapes."""
+    """A pair of two shapes (of ``arity`` k > 2: a k-tuple, ``second`` the shape of the
+    rest)."""
 
     first: Any
     second: Any
+    arity: int = 2
 
     @property
     def type(self) -> Type:
-        return PairT(self.first.type, self.second.type)
+        return PairT(self.first.type, self.second.type, self.arity)
 
 
 @attrs.frozen
