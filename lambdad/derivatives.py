@@ -40,7 +40,7 @@ from .iterate import collector_paused_during
 from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
 from .results import Jacobian, _reals_of
-from .syntax import is_differentiable, map_type, App, Decl, Lam, RealT, Term, Type, Var, VarT
+from .syntax import is_differentiable, map_type, tuple_components, App, Decl, Lam, RealT, Term, Type, Var, VarT
 from .values import format_real, has_tuples, map_value, to_python, written
 
 
@@ -94,6 +94,21 @@ def _holds_array(point: Any) -> bool:
         if type(value) in (tuple, list) and len(stack) < 10_000:
             stack.extend(value)
     return False
+
+
+# What Derivatives._tupled holds for a point that is a k-tuple of reals (k > 2): its
+# gradient's k - 1 nested pairs are made the flat k-tuple by one loop (_flat).
+_REALS = RealT()
+
+
+def _flat(value: Any) -> tuple:
+    """The right-nested pairs ``value`` as one flat tuple (a k-tuple of reals as written)."""
+    items = []
+    while type(value) is tuple:
+        items.append(value[0])
+        value = value[1]
+    items.append(value)
+    return tuple(items)
 
 
 def _python_reals(point: Any, t: Type) -> Any:
@@ -161,7 +176,8 @@ class Derivatives:
                             out = (to_python(value), to_python(gradient))
                         tupled = self._tupled.get((name, inputs[0]))
                         if tupled is not None:
-                            out = (out[0], written(out[1], tupled))
+                            out = (out[0], _flat(out[1]) if tupled is _REALS
+                                   else written(out[1], tupled))
                         return out + (runtime.differentiator.last_stats,) if stats else out
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
@@ -207,7 +223,10 @@ class Derivatives:
         if has_tuples(taken):  # the gradient has the point's type, its tuples as written
             out = (out[0], written(out[1], taken))
             if reals is not None:
-                remember(self._tupled, (name, reals[0]), taken)
+                remember(self._tupled, (name, reals[0]),
+                         _REALS if type(reals[0]) is int and all(
+                              isinstance(part, RealT) for part in tuple_components(taken))
+                          and len(tuple_components(taken)) == reals[0] else taken)
         return out + (run_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
@@ -290,7 +309,9 @@ class Derivatives:
                 # (its runs pause the collector: little is made outside them)
                 value, gradient, product = prepared(inputs[1], along[1])
                 taken = self._tupled.get((name, inputs[0]))
-                if taken is not None:
+                if taken is _REALS:
+                    gradient, product = _flat(gradient), _flat(product)
+                elif taken is not None:
                     gradient, product = written(gradient, taken), written(product, taken)
                 return to_python(value), to_python(gradient), to_python(product)
         return self._general_hvp(owner, name, point, direction, key, inputs)
