@@ -22,7 +22,8 @@ Python tools, run by ``--tool-python`` (default: this Python, which must have ja
 torch, and for pytorch's lstm and ht dataclasses-json; entries of PYTHONPATH are kept
 after GradBench's own) from DIR; ``manual`` is GradBench's hand-written C++, run by ``PYTHON
 DIR/python/gradbench/gradbench/cpp.py manual`` (it builds each module with make at
-``define``).  A tool whose ``define`` fails (a module it lacks) is skipped.
+``define``), and ``finite`` (finite differences in C++, which also runs saddle and
+particle) the same way.  A tool whose ``define`` fails (a module it lacks) is skipped.
 
 A response slower than ``--timeout`` seconds (600, as GradBench's nightly runs) is
 recorded as ``timeout``: the tool is stopped, the eval told that the evaluation failed,
@@ -54,7 +55,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-TOOLS = ("lambdad", "jax", "pytorch", "manual")
+TOOLS = ("lambdad", "jax", "pytorch", "manual", "finite")
+PYTHON_TOOLS = ("jax", "pytorch")
 
 
 def lines_of(stream: TextIO) -> queue.Queue:
@@ -117,8 +119,8 @@ def tool_for(name: str, gradbench: Path, python: str, tool_python: str,
     env["PYTHONPATH"] = os.pathsep.join(
         [str(gradbench / "python" / "gradbench"), *filter(None, [env.get("PYTHONPATH")])])
     tools = gradbench / "python" / "gradbench" / "gradbench"
-    if name == "manual":
-        return Tool([python, str(tools / "cpp.py"), "manual"], gradbench, env, None)
+    if name not in PYTHON_TOOLS:  # a C++ tool (manual, finite), built by make at define
+        return Tool([python, str(tools / "cpp.py"), name], gradbench, env, None)
     return Tool([tool_python, str(tools / "tools" / name / "run.py")], gradbench, env, None)
 
 
@@ -220,9 +222,10 @@ def table(paths: list[Path]) -> str:
             if "--variant" in args[:-1]:  # (ht's simple variant, a table of its own)
                 row["eval"] += f" ({args[args.index('--variant') + 1]})"
             found.setdefault((row["eval"], row["id"]), {})[row["tool"]] = row
-    lines = ["| eval | function | size | lambdad | valid | jax | pytorch | manual "
-             "| lambdad ÷ faster of jax, pytorch |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    others = [t for t in TOOLS[1:] if any(t in tools for tools in found.values())]
+    lines = ["| eval | function | size | lambdad | valid | "
+             + " | ".join(others) + " | lambdad ÷ faster of jax, pytorch |",
+             "|---|---|---|---|---|" + "---|" * len(others) + "---|"]
 
     def cell(row: dict[str, Any] | None) -> str:
         if row is None:
@@ -254,10 +257,10 @@ def table(paths: list[Path]) -> str:
         ratio = (f"{mine['median'] / min(python_tools):.2f}"
                  if mine and mine["valid"] and python_tools else "—")
         valid = "—" if mine is None else "yes" if mine["valid"] else "no"
-        peers = [cell(tools.get(t)) + (" †" if t in tools and dispatched(tools, t) else "")
-                 for t in ("jax", "pytorch")]
+        peers = [cell(tools.get(t)) + (" †" if t in PYTHON_TOOLS and t in tools
+                                       and dispatched(tools, t) else "") for t in others]
         lines.append(f"| {eval_name} | {function} | {size} | {cell(mine)} | {valid} | "
-                     f"{peers[0]} | {peers[1]} | {cell(tools.get('manual'))} | {ratio} |")
+                     + " | ".join(peers) + f" | {ratio} |")
         summary = summaries.setdefault(eval_name, {"rows": 0, "valid": 0, "ratios": [],
                                                    "unfinished": []})
         if mine is not None:
