@@ -225,8 +225,8 @@ class Derivatives:
             if reals is not None:
                 remember(self._tupled, (name, reals[0]),
                          _REALS if type(reals[0]) is int and all(
-                              isinstance(part, RealT) for part in tuple_components(taken))
-                          and len(tuple_components(taken)) == reals[0] else taken)
+                             isinstance(part, RealT) for part in tuple_components(taken))
+                         and len(tuple_components(taken)) == reals[0] else taken)
         return out + (run_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
