@@ -93,13 +93,15 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
            modes: tuple[str, ...] | None = None, tangent: str | None = None,
            cotangent: str | None = None, result_type=None, symbol: str | None = None,
            fixity: str = "function", level: int = LEVEL_APP, result: str | None = None,
-           kind: str = "array") -> Primitive:
+           kind: str = "array", cotangent_evaluate=None) -> Primitive:
     rule = None if kind != "array" else ArrayRule(
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero")
     return Primitive(name, kind, params, type_,
                      Spelling(symbol or name, fixity, level, "left"), doc,
                      arraylib.densely(evaluate),
-                     result=result, result_type=result_type, rule=rule)
+                     result=result, result_type=result_type, rule=rule,
+                     cotangent_evaluate=cotangent_evaluate and arraylib.densely(
+                         cotangent_evaluate))
 
 
 ARRAY_ENTRIES: list[Primitive] = [
@@ -249,7 +251,8 @@ ARRAY_ENTRIES: list[Primitive] = [
            tangent="softmax_inner x c'", cotangent="c_ (softmax_inner x a)"),
     _array("one_hot", ("x", "i", "c"), _fun(VEC, REAL, REAL, VEC),
            "one_hot x i c: the array of x's shape that is c at position i, else 0",
-           arraylib.one_hot, result_type=_of_ranks({(1, 0, 0): VEC, (2, 0, 1): MAT}),
+           arraylib.one_hot_array, cotangent_evaluate=arraylib.one_hot,
+           result_type=_of_ranks({(1, 0, 0): VEC, (2, 0, 1): MAT}),
            modes=("primal", "primal", "split"), tangent="one_hot x i c'",
            cotangent="c_ (a !! i)"),
     _array("unslice", ("x", "lo", "c"), _fun(VEC, REAL, VEC, VEC),

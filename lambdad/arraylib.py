@@ -615,8 +615,14 @@ def index(x: ARRAY, i: float) -> Any:
 
 def one_hot(x: ARRAY, i: float, a: Any) -> Sparse:
     """The cotangent of ``x`` that is ``a`` at position ``i`` (an element of a Vec, a row
-    of a Mat) and zero elsewhere: sparse."""
+    of a Mat) and zero elsewhere: sparse (what ``one_hot`` computes in a backpropagator's
+    body, where a read in a loop must not cost the whole array)."""
     return Sparse(x.shape, int(i), dense(a))
+
+
+def one_hot_array(x: ARRAY, i: float, a: Any) -> ARRAY:
+    """``one_hot x i a`` as the value of a program: the dense array."""
+    return one_hot(x, i, a).dense()
 
 
 def slice_of(v: ARRAY, lo: float, hi: float) -> ARRAY:

@@ -320,3 +320,14 @@ def test_show_at_an_array_point_prints_a_program_computing_the_gradient(program,
     assert _close(gradient, expected, 1e-12)
     if mode == "reverse":
         assert "(array [0.5, -0.25], seed 0)" in shown  # one seed per array
+
+
+def test_one_hot_is_a_dense_array_in_a_program_and_a_direction_for_jvp():
+    # (in a backpropagator's body it stays sparse: reads in loops cost one element each)
+    program = lambdad.loads(
+        "def f (t : Vec) : Vec = t * t\n"
+        "def b (theta : Vec) : Vec = snd (jvp f theta (one_hot theta 1 1))\n"
+        "def main = one_hot (array [1, 2, 3]) 1 5\n")
+    value = program.run()
+    assert isinstance(value, np.ndarray) and value.tolist() == [0.0, 5.0, 0.0]
+    assert program.call("b", np.array([1.0, 2.0, 3.0])).tolist() == [0.0, 4.0, 0.0]
