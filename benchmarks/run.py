@@ -351,7 +351,9 @@ class Bench:
 
 def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
     """Runs one measurement (``spec``: ``workload`` ∈ wide, chain, doubling, mlp; ``size``;
-    ``once``) and prints one JSON line with its times, counters and peak memory.
+    ``once``) and prints one JSON line with its times, counters and peak memory.  With
+    ``hvp`` (not with ``once``) it also times ``Program.hvp`` along the all-ones direction,
+    its first call (which transforms and compiles) in the setup as ``first_hvp``.
 
     With ``once`` the value+gradient run is too long to repeat: load, then one primal run
     and one value+gradient run, each timed (they include compiling, which is small next to
@@ -395,9 +397,11 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
         first = spec.get("strategy", FACTORED)
         start = timer()
         _, _, stats = program.value_and_grad(name, point, strategy=first, stats=True)
+        # (the clock is read before anything is allocated: the collector, paused during
+        # the call, runs at the caller's next allocation, which is not the call's time)
+        elapsed = timer() - start
         key = "value+grad" if first == FACTORED else FUSED
-        timings = {"primal": {"median": primal, "runs": 1},
-                   key: {"median": timer() - start, "runs": 1}}
+        timings = {"primal": {"median": primal, "runs": 1}, key: {"median": elapsed, "runs": 1}}
         # Timed right after loading: these runs are the first call and the first gradient.
         setup["first_call"] = primal
         setup["first_grad"] = timings[key]["median"]
@@ -421,6 +425,12 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
                      "value+grad": lambda: program.value_and_grad(name, point, strategy=FACTORED)}
         if fused:
             functions[FUSED] = lambda: program.value_and_grad(name, point, strategy="fused")
+        if spec.get("hvp"):
+            direction = _direction(point)
+            start = CLOCKS[args.clock]()
+            program.hvp(name, point, direction)
+            setup["first_hvp"] = CLOCKS[args.clock]() - start
+            functions["hvp"] = lambda: program.hvp(name, point, direction)
         timings = bench.measure(functions)
         _, _, stats = program.value_and_grad(name, point, strategy=FACTORED, stats=True)
         if fused:
@@ -438,6 +448,13 @@ def child_main(spec: dict[str, Any], args: argparse.Namespace) -> None:
         "rss_first_grad_mb": rss_first_grad,
         "peak_rss_mb": _peak_rss_mb(),
     }))
+
+
+def _direction(point: Any) -> Any:
+    """A direction for an HVP at ``point``: its shape, every real 1."""
+    if isinstance(point, (list, tuple)):
+        return type(point)(_direction(p) for p in point)
+    return 1.0
 
 
 def _jit_first_call(workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
@@ -1005,11 +1022,14 @@ BEFORE_AFTER = [("wide", 10, False), ("wide", 100, False), ("wide", 1000, False)
 def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
     """Each workload of :data:`BEFORE_AFTER` measured on the baseline ``checkout`` and on
     this lambdad, one fresh process each, alternating (so load on the machine hits both
-    alike): grad/primal, value+gradient time, setup times and peak memory side by side."""
+    alike): grad/primal, value+gradient time (factored; fused too when the baseline has
+    that strategy), HVP time, setup times and peak memory side by side."""
     rows, records = [], []
     for kind, size, once in BEFORE_AFTER:
-        spec = {"workload": kind, "size": size, **({"once": True} if once else {})}
-        before = bench.child({**spec, "fused": False}, checkout)  # no such strategy before
+        spec = {"workload": kind, "size": size, **({"once": True} if once else {"hvp": True})}
+        before = bench.child(spec, checkout)
+        if "error" in before:  # a baseline older than the fused strategy
+            before = bench.child({**spec, "fused": False}, checkout)
         after = bench.child(spec)
         # A once-run's first fused gradient follows the factored one, whose memory it
         # adds to: the default strategy's first gradient is also measured alone.
@@ -1017,7 +1037,7 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
         records.append({"spec": spec, "before": before, "after": after, "fused alone": alone})
         if "error" in before or "error" in after:
             rows.append([f"{kind} {size}", "error: " + (before.get("error")
-                                                         or after.get("error"))] + [""] * 15)
+                                                         or after.get("error"))] + [""] * 17)
             continue
         cells = [after["label"] + (" (once)" if once else "")]
         fused = after["times"].get(FUSED)
@@ -1038,7 +1058,10 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
                 cells += [fmt_time(pair[0]), fmt_time(pair[1])]
                 if key == "value+grad":
                     cells.append(fmt_ratio(ratio(pair[0], pair[1])))
-        cells.append(fmt_ratio(ratio(before["times"]["value+grad"], fused)) if not once else "")
+        cells.append(fmt_ratio(ratio(before["times"].get(FUSED, before["times"]["value+grad"]),
+                                     fused)) if not once else "")
+        cells += [fmt_time(before["times"].get("hvp")), fmt_time(after["times"].get("hvp")),
+                  fmt_ratio(ratio(before["times"].get("hvp"), after["times"].get("hvp")))]
         if alone is not None and "error" not in alone:
             cells += [fmt_time(alone["setup"]["first_grad"]),
                       f"{alone['rss_first_grad_mb']:.0f} MB"]
@@ -1050,12 +1073,14 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
                 ["workload", "fused/primal after", "grad/primal before", "after",
                  "v+g before", "after", "speed-up", "load before", "after",
                  "1st grad before", "after", "peak RSS before", "after", "speed-up fused",
-                 "1st grad fused", "peak RSS fused"], rows,
+                 "HVP before", "after", "speed-up", "1st grad fused", "peak RSS fused"], rows,
                 ["peak RSS: the process's peak after loading and its first (factored) "
                  "gradient",
-                 "before: the baseline's default strategy (factored); after: the same "
-                 "strategy here, and the fused strategy (fused/primal, speed-up fused = "
-                 "baseline v+g / fused v+g)",
+                 "v+g: the factored strategy, before and after; fused/primal and speed-up "
+                 "fused: the default (fused) strategy, speed-up fused = the baseline's fused "
+                 "v+g (its factored one when it has no fused strategy) / fused v+g here",
+                 "HVP: Program.hvp along the all-ones direction (not for once-runs); "
+                 "speed-up = before / after",
                  "(once): timed once right after loading, so value+gradient includes "
                  "compiling; its 1st grad is that run; its 1st grad fused and peak RSS "
                  "fused are those of the default strategy's first gradient in a process of "

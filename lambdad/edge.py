@@ -103,7 +103,7 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     if most >= 0 and fewest > 0:
-        call = _positional_door(function, most, fewest, checks, bound, refuse_kind)
+        call = _positional_door(function, positional, fewest, checks, bound, refuse_kind)
     else:
         def call(*args: Any, **kwargs: Any) -> Any:
             if kwargs or not fewest <= len(args) <= most:
@@ -124,26 +124,53 @@ _UNGIVEN = object()
 _USUAL = {KINDS["str"][0]: "str", KINDS["str | None"][0]: "str"}
 
 
-def _positional_door(function: Callable[..., Any], most: int, fewest: int,
-                     checks: list[tuple[int, str, Callable[[Any], bool], str]],
+def _positional_door(function: Callable[..., Any], positional: list[inspect.Parameter],
+                     fewest: int, checks: list[tuple[int, str, Callable[[Any], bool], str]],
                      bound: Callable[..., Any],
                      refuse_kind: Callable[[int, Any], UsageError]) -> Callable[..., Any]:
-    """The wrapper :func:`checked` makes for ``function`` of ``most`` positional parameters
+    """The wrapper :func:`checked` makes for ``function`` of the ``positional`` parameters
     (``fewest`` of them required), none keyword-only: it takes as many positional-only
     parameters, each not given by default, and any other arguments (``*extra``,
     ``**keywords``).  A call giving ``fewest`` to ``most`` positional arguments only has
-    those checked and calls ``function`` with them directly; any other call is
+    those checked and calls ``function`` with them directly; a call naming some of the
+    parameters (``strategy="fused"``) has them put in their places, the defaults of those
+    it skips filled in, and goes the same way; any other call is
     ``bound(*args, **keywords)`` (bound to the signature and checked by name, or refused
     as the signature refuses it).  So the usual call costs a frame and a test per
-    argument, not the packing of its arguments (the wrapper is compiled from the lines
+    argument, not the binding of its arguments (the wrapper is compiled from the lines
     below, which name only its own parameters ``a0``, ``a1``...)."""
+    most = len(positional)
     names = [f"a{index}" for index in range(most)]
+    places = {parameter.name: index for index, parameter in enumerate(positional)}
+    defaults = [parameter.default for parameter in positional]
+
+    def by_name(given: list[Any], keywords: dict[str, Any]) -> Any:
+        """The call of positional arguments ``given`` and named ones ``keywords``: by
+        the positional door when each name is a parameter not given before it and every
+        parameter skipped has a default, else by ``bound``."""
+        slots = given + [_UNGIVEN] * (most - len(given))
+        for key, value in keywords.items():
+            index = places.get(key)
+            if index is None or slots[index] is not _UNGIVEN:
+                return bound(*given, **keywords)
+            slots[index] = value
+        while slots and slots[-1] is _UNGIVEN:
+            slots.pop()
+        for index, value in enumerate(slots):
+            if value is _UNGIVEN:
+                if defaults[index] is inspect.Parameter.empty:
+                    return bound(*given, **keywords)
+                slots[index] = defaults[index]
+        return door(*slots)
+
     kinds = {index: accepts for index, _, accepts, _ in checks}
     lines = [f"def call({', '.join(name + '=_UNGIVEN' for name in names)}, /, *extra,"
              " **keywords):",
              f"    if extra or keywords or {names[fewest - 1]} is _UNGIVEN:",
              "        given = [a for a in (" + "".join(name + ", " for name in names)
              + ") if a is not _UNGIVEN]",
+             "        if keywords and not extra:",
+             "            return by_name(given, keywords)",
              "        return bound(*given, *extra, **keywords)"]
     for index in range(most):
         if index >= fewest:  # an optional parameter: not given, the call ends there
@@ -158,10 +185,11 @@ def _positional_door(function: Callable[..., Any], most: int, fewest: int,
             lines.append(f"        raise refuse_kind({index}, a{index})")
     lines.append(f"    return function({', '.join(names)})")
     namespace: dict[str, Any] = {"_UNGIVEN": _UNGIVEN, "function": function, "bound": bound,
-                                 "refuse_kind": refuse_kind}
+                                 "refuse_kind": refuse_kind, "by_name": by_name}
     namespace.update((f"accepts{index}", accepts) for index, accepts in kinds.items())
     exec(compile("\n".join(lines), f"<checked {function.__qualname__}>", "exec"), namespace)
-    return namespace["call"]
+    door = namespace["call"]
+    return door
 
 
 def checked_class(cls: type) -> type:

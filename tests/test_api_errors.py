@@ -311,7 +311,12 @@ def test_a_checked_function_calls_and_refuses_as_binding_its_signature_does():
     calls = [((), {}), ((), {"name": "f"}), (("s",), {"name": "f", "point": 1.0}),
              (("s", "f"), {"point": 1.0, "strategy": 4}), (("s", "f", 1.0), {"stats": True}),
              (("s", "f"), {"name": "g"}), (("s", "f", 1.0), {"bogus": 1}),
-             (("s", "f", 1.0, None, False, 7), {})]
+             (("s", "f", 1.0, None, False, 7), {}),
+             # named parameters go to their places, skipped ones take their defaults
+             (("s", "f", 1.0), {"strategy": "fused"}), (("s", "f", 1.0), {"strategy": 4}),
+             (("s",), {"stats": 1, "point": 2.0, "name": "g"}), (("s", "f"), {"stats": 1}),
+             ((), {"self": "s", "name": "f", "point": 1.0}), (("s", "f", 1.0), {"self": 2}),
+             (("s", 3), {"point": 1.0, "stats": True})]
     for count in range(6):  # every count of positional arguments, every value at each
         for position in range(count):
             for value in values:
