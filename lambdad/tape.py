@@ -511,6 +511,10 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
     acc: list[Any] = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
     late: dict[int, float] = {}  # adjoints of seeds made after the phase began
+    # In a ring other than the reals (a program differentiated again, whose one tape
+    # serves many read-offs): the smallest stamp with a body that was sent to.  Below it
+    # no body waits, so the phase stops there instead of walking the older stamps.
+    lowest = [0 if add is None or on_event is not None else n]
 
     if add is None:
         def stage(g: Backprop, a: float) -> None:
@@ -537,7 +541,12 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                         return
                     raise _foreign(g)
                 s = g.stamp
-                acc[s] = a if pending[s] is None else add(acc[s], a)
+                if pending[s] is None:
+                    acc[s] = a
+                    if s < lowest[0] and g.function is not None:
+                        lowest[0] = s
+                else:
+                    acc[s] = add(acc[s], a)
                 pending[s] = g
             except AttributeError:
                 _calls(g(a), stage)
@@ -556,6 +565,8 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
         for s in range(n - 1, floor - 1, -1):
             g = pending[s]
             if g is None:
+                if s < lowest[0]:
+                    break
                 continue
             function = g.function
             if function is None:
