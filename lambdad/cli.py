@@ -86,13 +86,17 @@ def cmd_check_types(session: _Session, args: argparse.Namespace) -> int:
     return 0
 
 
-def _point(session: _Session, program: Program, text: str, flag: str) -> Any:
-    """The point of ``--at``: written in the language (``2,5``, ``array [1, 2]``), or
+def _point(session: _Session, program: Program, text: str, flag: str, name: str | None
+           ) -> Any:
+    """The point of ``--at`` (or ``--dir``) of the definition ``name``: written in the
+    language (``2,5``, ``array [1, 2]``; its tuples nested as ``name``'s parameters), or
     ``@FILE``, read from a JSON, ``.npy`` or ``.npz`` file (for points no one types)."""
     if text.startswith("@"):
         return program.points.point_from_file(text[1:], flag)
     session.sources[flag] = text
-    return program.points.parse_point(text, flag)
+    if name is None:  # (a point for several definitions)
+        return program.points.parse_point(text, flag)
+    return program.points.parse_point_for(name, text, flag)
 
 
 def _restricted(program: Program, args: argparse.Namespace, point: Any) -> tuple[Program, Any]:
@@ -109,7 +113,8 @@ def _names(text: str) -> list[str]:
 
 def cmd_grad(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    program, point = _restricted(program, args, _point(session, program, args.at, "--at"))
+    point = _point(session, program, args.at, "--at", args.name)
+    program, point = _restricted(program, args, point)
     modes = ("reverse", "forward") if args.mode == "both" else (args.mode,)
     results = {}
     with _limits(program, args):
@@ -161,8 +166,8 @@ def cmd_jvp(session: _Session, args: argparse.Namespace) -> int:
 def _point_and_direction(session: _Session, args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """The program of FILE, its point --at and the direction --dir."""
     program = session.load(args.file)
-    return (program, _point(session, program, args.at, "--at"),
-            _point(session, program, args.dir, "--dir"))
+    return (program, _point(session, program, args.at, "--at", args.name),
+            _point(session, program, args.dir, "--dir", args.name))
 
 
 def _print_results(args: argparse.Namespace, results: list[tuple[str, str, Any]]) -> int:
@@ -178,7 +183,8 @@ def _print_results(args: argparse.Namespace, results: list[tuple[str, str, Any]]
 
 def cmd_hessian(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    program, point = _restricted(program, args, _point(session, program, args.at, "--at"))
+    point = _point(session, program, args.at, "--at", args.name)
+    program, point = _restricted(program, args, point)
     with _limits(program, args):
         value, gradient, rows = program.hessian(args.name, point, mode=args.mode,
                                                 strategy=args.strategy)
@@ -202,7 +208,7 @@ def cmd_hvp(session: _Session, args: argparse.Namespace) -> int:
 
 def cmd_jacobian(session: _Session, args: argparse.Namespace) -> int:
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
+    point = _point(session, program, args.at, "--at", args.name)
     with _limits(program, args):
         result = program.jacobian(args.name, point, mode=args.mode,
                                   wrt=_names(args.wrt) if args.wrt is not None else None)
@@ -220,7 +226,7 @@ def cmd_show(session: _Session, args: argparse.Namespace) -> int:
     from . import highlight  # colours for a terminal only
 
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at") if args.at is not None else None
+    point = _point(session, program, args.at, "--at", args.name) if args.at is not None else None
     text = program.show(args.name, forward=args.forward, reverse=args.reverse, at=point,
                         raw=args.raw, fused=args.fused)
     sys.stdout.write(highlight.for_terminal(text, sys.stdout))
@@ -238,7 +244,7 @@ def cmd_trace(session: _Session, args: argparse.Namespace) -> int:
     from .trace import format_trace, trace
 
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
+    point = _point(session, program, args.at, "--at", args.name)
     with _limits(program, args):
         result = trace(program, args.name, point, mode=args.mode, strategy=args.strategy)
     print(format_trace(result, session.sources))
@@ -250,7 +256,7 @@ def cmd_graph(session: _Session, args: argparse.Namespace) -> int:
     from .trace import trace
 
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at")
+    point = _point(session, program, args.at, "--at", args.name)
     with _limits(program, args):
         result = trace(program, args.name, point, mode=args.mode, strategy="factored")
     graph = graph_of(result, title=f"{args.name} at {args.at}", constants=args.constants)
@@ -287,7 +293,9 @@ def cmd_check(session: _Session, args: argparse.Namespace) -> int:
     from . import gradcheck
 
     program = session.load(args.file)
-    point = _point(session, program, args.at, "--at") if args.at is not None else None
+    point = _point(session, program, args.at, "--at",
+                   args.names[0] if len(args.names) == 1 else None) \
+        if args.at is not None else None
     if args.order == 2:
         with _limits(program, args):
             second = gradcheck.check_second_order(program, args.names or None, point=point,

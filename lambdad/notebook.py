@@ -190,7 +190,7 @@ class NotebookSession:
         if point_text.strip():
             where = f"<{command}>"
             self.sources[where] = point_text
-            point = program.points.parse_point(point_text, where)
+            point = program.points.parse_point_for(name, point_text, where)
         return program, name, point, word
 
     def grad(self, line: str) -> rich.Lines:

@@ -38,7 +38,8 @@ from .edge import checked_class
 from .errors import LambdadError, ResourceError, UsageError
 from .parser import parse_expr
 from .printer import print_type
-from .syntax import ArrayT, Type, free_vars, result_after, walk
+from .syntax import (ANY_ARITY, ArrayT, FunT, ListT, PairT, Type, free_vars, result_after,
+                     tuple_components, walk)
 
 
 @checked_class
@@ -80,6 +81,23 @@ class Points:
         ``(2, 5)``, ``[1, 2, 3]``), which may use the program's definitions (``--at w0``);
         raises UsageError if it is not a well-typed expression.  A point written with
         literals only is read without evaluating anything."""
+        return self._parsed(text, what)[0]
+
+    def parse_point_for(self, name: str, text: str, what: str = "--at") -> Any:
+        """:meth:`parse_point`, for a point of ``name``: raises UsageError if a tuple of it
+        is written with another nesting than ``name``'s parameters have (``(1, (2, 3))``
+        where ``name`` takes an ``R * R * R``: a tuple is what was written)."""
+        value, written = self._parsed(text, what)
+        self.program.require(name)
+        f_type = self.program.scheme(name).type
+        expected = argument_type(f_type, arguments_covered(name, f_type, value))
+        if _nested_otherwise(written, expected):
+            raise UsageError(f"{what}: the point {text.strip()} does not fit `{name}`, which "
+                             f"expects {print_type(expected)} (a tuple is what was written)")
+        return value
+
+    def _parsed(self, text: str, what: str) -> tuple[Any, Type]:
+        """The runtime value written as ``text`` and its type (see :meth:`parse_point`)."""
         program = self.program
         source = point_source(text, what)
         try:
@@ -91,7 +109,7 @@ class Points:
         if deep is not None:
             raise UsageError(too_deep_message(what), point_span(deep.span, text, source))
         try:
-            program.type_of_term(term)
+            written = program.type_of_term(term)
             value = literal_value(term)
             if value is None:
                 needed = {name for name in free_vars(term) if name in program.decls}
@@ -105,7 +123,7 @@ class Points:
         if bad is not None:
             raise UsageError(f"{what}: the point contains the non-finite real {bad!r}; "
                              "every coordinate must be a finite number")
-        return value
+        return value, written
 
     def point_from_file(self, path: str, what: str = "--at") -> Any:
         """The point stored in the file ``path`` (JSON, ``.npy`` or ``.npz``; see
@@ -193,3 +211,20 @@ class Points:
                 self.program.runtime.evaluate(lam, dict(parts.captured)) if lam is not None
                 else self.program.runtime.evaluate(uncurried_term(name, k), {name: f}))
         return self._adapters[key]
+
+
+def _nested_otherwise(written: Type, expected: Type) -> bool:
+    """Whether the type of a written point has a tuple of another arity than the type
+    ``expected`` has at its place.  Iterative."""
+    stack = [(written, expected)]
+    while stack:
+        w, e = stack.pop()
+        if isinstance(w, PairT) and isinstance(e, PairT):
+            if ANY_ARITY not in (w.arity, e.arity) and max(w.arity, 2) != max(e.arity, 2):
+                return True
+            stack.extend(zip(tuple_components(w), tuple_components(e)))
+        elif isinstance(w, ListT) and isinstance(e, ListT):
+            stack.append((w.item, e.item))
+        elif isinstance(w, FunT) and isinstance(e, FunT):
+            stack.extend(((w.arg, e.arg), (w.result, e.result)))
+    return False

@@ -215,7 +215,8 @@ class Session:
             name = "it" if "it" not in self.program.decls else f"it'{len(self.lines)}"
             self.program = self.program.extended([Decl(name, term)])
             function = name
-        return function, (self.program.points.parse_point(point, "point") if point.strip() else None)
+        return function, (self.program.points.parse_point_for(function, point, "point")
+                          if point.strip() else None)
 
     def _for_expression(self, run: Callable[[], str]) -> str:
         """``run()``, after which the program made for an expression (``it``) is dropped."""
@@ -309,7 +310,7 @@ class Session:
         if not flag or not direction.strip():
             raise UsageError(f"usage: {usage}")
         name, point = self._name_and_point(attrs.evolve(argument, text=before.rstrip()), usage)
-        return name, point, self.program.points.parse_point(direction.strip(), "--dir")
+        return name, point, self.program.points.parse_point_for(name, direction.strip(), "--dir")
 
     def cmd_jacobian(self, argument: Argument) -> str:
         """``:jacobian f POINT [--mode forward|reverse] [--wrt NAMES]``: value and Jacobian,

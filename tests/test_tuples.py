@@ -283,3 +283,31 @@ def test_printed_programs_parse_back_to_the_same_tuples(term):
     program = lambdad.loads(printed)
     again = lambdad.loads(source)
     assert program.types() == again.types()
+
+
+def test_a_written_point_nested_otherwise_than_the_parameters_is_a_usage_error(tmp_path):
+    """`--at (1, (2, 3))` for an `R * R * R` parameter: the tuple is what was written, so
+    the point does not fit (in the CLI, the REPL and the notebook, which read points as
+    text), while the triple itself and points of curried parameters do."""
+    import subprocess
+    import sys
+    source = tmp_path / "t.lam"
+    source.write_text("def f (p : R * R * R) : R = let (a, b, c) = p in a * b * c\n"
+                      "def r (ps : [R * R * R]) : R = sum (map (\\(a, b, c) -> a * b * c) ps)\n"
+                      "def h (x : R) (y : R) (z : R) : R = x * y * z\n")
+
+    def grad(name, at):
+        return subprocess.run([sys.executable, "-m", "lambdad", "grad", str(source), name,
+                               "--at", at], capture_output=True, text=True)
+
+    refused = grad("f", "(1, (2, 3))")
+    assert refused.returncode == 2
+    assert "--at: the point (1, (2, 3)) does not fit `f`, which expects R * R * R" \
+        in refused.stderr
+    assert grad("r", "[(1, (2, 3))]").returncode == 2
+    assert "gradient: (6, 3, 2)" in grad("f", "(1, 2, 3)").stdout
+    assert "gradient: [(6, 3, 2)]" in grad("r", "[(1, 2, 3)]").stdout
+    assert "gradient: (6, 3, 2)" in grad("h", "1, 2, 3").stdout
+    program = lambdad.load(str(source))
+    with pytest.raises(lambdad.UsageError, match="a tuple is what was written"):
+        program.points.parse_point_for("f", "(1, (2, 3))")
