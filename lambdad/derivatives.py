@@ -96,9 +96,18 @@ def _holds_array(point: Any) -> bool:
     return False
 
 
-# What Derivatives._tupled holds for a point that is a k-tuple of reals (k > 2): its
-# gradient's k - 1 nested pairs are made the flat k-tuple by one loop (_flat).
-_REALS = RealT()
+def _writer(taken: Type, reals: Shape) -> Callable[[Any], Any] | None:
+    """How a prepared path's gradient at a point of type ``taken`` (of reals, of shape
+    ``reals``) is made the Python data it is written as: None when nothing is to be done
+    (no tuple of more than two components), one loop for a k-tuple of reals, else
+    :func:`~lambdad.values.written`."""
+    if not has_tuples(taken):
+        return None
+    components = tuple_components(taken)
+    if type(reals) is int and len(components) == reals and all(
+            isinstance(part, RealT) for part in components):
+        return _flat
+    return lambda value: written(value, taken)
 
 
 def _flat(value: Any) -> tuple:
@@ -128,18 +137,16 @@ class Derivatives:
     def __init__(self) -> None:
         # Reverse-mode gradients at points of Python reals, by (name, shape of the point,
         # strategy asked for): the prepared path, found after the first general run (see
-        # prepared.prepared_gradient), or None when there is none.
+        # prepared.prepared_gradient; its gradient written as _writer says), or None when
+        # there is none.
         self._gradients: dict[tuple[str, Shape, str | None], Any] = {}
         # Hessian-vector products at points and directions of Python reals, by (name, shape
         # of the point, strategy): the prepared path, found after the first general run
-        # (see prepared.prepared_product), or None when there is none.
+        # (see prepared.prepared_product; written as _writer says), or None when there is
+        # none.
         self._products: dict[tuple[str, Shape, str], Any] = {}
         # Programs made by restricted(), by name, chosen parameters and the fixed values.
         self._restrictions: dict[tuple[Any, ...], Any] = {}
-        # The type of the point, by (name, shape of a point of reals) for the prepared
-        # gradients, when it holds a tuple of more than two components (the gradient is
-        # then made written, see values.written); absent otherwise.
-        self._tupled: dict[tuple[str, Shape], Type] = {}
 
     def value_and_grad(self, owner: Any, name: str, point: Any, mode: str = "reverse",
                        strategy: str | None = None, stats: bool = False,
@@ -174,10 +181,8 @@ class Derivatives:
                             self._require_finite(owner, name, real_point(point)[1], value,
                                                  gradient)
                             out = (to_python(value), to_python(gradient))
-                        tupled = self._tupled.get((name, inputs[0]))
-                        if tupled is not None:
-                            out = (out[0], _flat(out[1]) if tupled is _REALS
-                                   else written(out[1], tupled))
+                        if prepared.written_as is not None:
+                            out = (out[0], prepared.written_as(out[1]))
                         return out + (runtime.differentiator.last_stats,) if stats else out
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
@@ -212,8 +217,9 @@ class Derivatives:
             # (not for a point whose lists were made arrays: the prepared path takes the
             # point as it is given)
             if reals is not None and not (_holds_array(x) and not _holds_array(point)):
-                remember(self._gradients, (name, reals[0], strategy),
-                          prepared_gradient(owner.runtime.differentiator, f, reals[0]))
+                remember(self._gradients, (name, reals[0], strategy), prepared_gradient(
+                    owner.runtime.differentiator, f, reals[0],
+                    _writer(owner.points.point_type(name, x), reals[0])))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
         else:
@@ -222,11 +228,6 @@ class Derivatives:
         taken = owner.points.point_type(name, x)
         if has_tuples(taken):  # the gradient has the point's type, its tuples as written
             out = (out[0], written(out[1], taken))
-            if reals is not None:
-                remember(self._tupled, (name, reals[0]),
-                         _REALS if type(reals[0]) is int and all(
-                             isinstance(part, RealT) for part in tuple_components(taken))
-                         and len(tuple_components(taken)) == reals[0] else taken)
         return out + (run_stats,) if stats else out
 
     def _require_finite(self, owner: Any, name: str, x: Any, value: Any, gradient: Any) -> None:
@@ -308,11 +309,9 @@ class Derivatives:
             if prepared is not None and not runtime.interpreter.instrumented:
                 # (its runs pause the collector: little is made outside them)
                 value, gradient, product = prepared(inputs[1], along[1])
-                taken = self._tupled.get((name, inputs[0]))
-                if taken is _REALS:
-                    gradient, product = _flat(gradient), _flat(product)
-                elif taken is not None:
-                    gradient, product = written(gradient, taken), written(product, taken)
+                if prepared.written_as is not None:
+                    gradient = prepared.written_as(gradient)
+                    product = prepared.written_as(product)
                 return to_python(value), to_python(gradient), to_python(product)
         return self._general_hvp(owner, name, point, direction, key, inputs)
 
@@ -331,13 +330,12 @@ class Derivatives:
             raise UsageError(exc.message) from None
         if key is not None and key not in self._products and not (
                 _holds_array(x) and not _holds_array(point)):
-            remember(self._products, key,
-                      prepared_product(runtime.differentiator, f, x, inputs[0]))
+            remember(self._products, key, prepared_product(
+                runtime.differentiator, f, x, inputs[0],
+                _writer(owner.points.point_type(name, x), inputs[0])))
         taken = owner.points.point_type(name, x)
         if has_tuples(taken):
             gradient, product = written(gradient, taken), written(product, taken)
-            if inputs is not None:
-                remember(self._tupled, (name, inputs[0]), taken)
         return to_python(value), to_python(gradient), to_python(product)
 
     def _scalar_function(self, owner: Any, name: str, point: Any) -> tuple[Any, Any]:

@@ -21,7 +21,8 @@ from .tape import Backprop, Tape, strategy_named
 from .values import SCALAR_TYPES
 
 
-def prepared_gradient(differentiator: Differentiator, f: Any, shape: Shape
+def prepared_gradient(differentiator: Differentiator, f: Any, shape: Shape,
+                      written_as: Callable[[Any], Any] | None = None
                       ) -> "PreparedGradient | None":
     """:meth:`Differentiator.grad` of the closure ``f`` at points of ``shape`` (see
     :class:`PreparedGradient`) by the strategy set now, once a ``grad`` of ``f`` by that
@@ -31,17 +32,24 @@ def prepared_gradient(differentiator: Differentiator, f: Any, shape: Shape
     if image is None:
         return None
     strategy = strategy_named(differentiator.strategy)
-    return PreparedGradient(differentiator, image, shape, strategy.name, strategy.run,
-                            strategy.run_first_seeds)
+    prepared = PreparedGradient(differentiator, image, shape, strategy.name, strategy.run,
+                                strategy.run_first_seeds)
+    prepared.written_as = written_as
+    return prepared
 
 
-def prepared_product(differentiator: Differentiator, f: Any, x: Any, shape: Shape
+def prepared_product(differentiator: Differentiator, f: Any, x: Any, shape: Shape,
+                     written_as: Callable[[Any], Any] | None = None
                      ) -> "PreparedProduct | None":
     """:meth:`Differentiator.hvp` of the closure ``f`` at points of ``shape`` (see
     :class:`PreparedProduct`) like ``x``, by the strategy set now; None when it has no
     prepared form (see :meth:`Differentiator.value_and_gradient_image`)."""
     image = differentiator.value_and_gradient_image(f, x)
-    return None if image is None else PreparedProduct(differentiator, image, shape)
+    if image is None:
+        return None
+    prepared = PreparedProduct(differentiator, image, shape)
+    prepared.written_as = written_as
+    return prepared
 
 
 class PreparedGradient:
@@ -58,14 +66,16 @@ class PreparedGradient:
     gives what :meth:`Differentiator.grad` gives, bit for bit (the same seeds in the same
     order, the same run, the same backward phase), records the same costs as
     ``last_stats`` and raises the same located errors.  ``strategy`` is the name of the
-    strategy it runs.
+    strategy it runs.  ``written_as``, when not None, makes a gradient the Python data it is
+    written as (a tuple of more than two components; see ``values.written``): the caller
+    applies it, so the call itself stays the general path's twin.
 
     Its runs share one tape, started afresh by each (:meth:`Tape.restart`) with the seeds
     of the last run's number of inputs: nothing of a run outlives it (the gradient is made
     of floats, the image embeds no backpropagator of a tape)."""
 
     __slots__ = ("differentiator", "image", "shape", "strategy", "run_backward",
-                 "run_first_seeds", "_tape", "_seeds")
+                 "run_first_seeds", "written_as", "_tape", "_seeds")
 
     def __init__(self, differentiator: Differentiator, image: Any, shape: Shape, strategy: str,
                  run_backward: Callable[..., dict[int, Any]],
@@ -77,6 +87,7 @@ class PreparedGradient:
         self.run_backward = run_backward
         # the strategy's backward phase giving the seeds' adjoints as a list, if it has one
         self.run_first_seeds = run_first_seeds
+        self.written_as: Callable[[Any], Any] | None = None
         self._tape: Tape | None = None
         self._seeds: dict[int, Backprop] = {}  # of the tape, by input index
 
@@ -142,14 +153,16 @@ class PreparedProduct:
     image on a fresh tape and splits the dual result, under the restartable guard of the
     interpreter.  ``shape`` is as for :class:`PreparedGradient`; a call takes the point
     and the direction flat and gives what :meth:`Differentiator.hvp` gives, bit for bit
-    (the same run of the same program)."""
+    (the same run of the same program).  ``written_as`` is as for
+    :class:`PreparedGradient`."""
 
-    __slots__ = ("differentiator", "image", "shape")
+    __slots__ = ("differentiator", "image", "shape", "written_as")
 
     def __init__(self, differentiator: Differentiator, image: Any, shape: Shape):
         self.differentiator = differentiator
         self.image = image
         self.shape = shape
+        self.written_as: Callable[[Any], Any] | None = None
 
     def __call__(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
         """``(f x, ∇f(x), H(x)·v)`` for the reals ``x`` and ``v`` of a point and a
