@@ -28,6 +28,7 @@ answer's ``error`` field (``success: false``), a line that is not a message on s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
 import math
@@ -41,6 +42,7 @@ from typing import Any, TextIO
 
 import attrs
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .errors import LambdadError, render
 from .pipeline import Program, load
@@ -473,29 +475,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The variables that set the number of threads of the BLAS under NumPy.  They are read
-# when NumPy is loaded, so the tool sets them by starting itself again.
+# The variables by which a user sets the number of threads of the BLAS under NumPy: when
+# one is set, the tool leaves the BLAS as it is.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _single_threaded(argv: Sequence[str]) -> None:
-    """Start the tool again with the BLAS limited to one thread (those of the variables
-    that are not set), on POSIX systems; returns if there is nothing to change.  On a
-    machine shared with other work, the BLAS's threads wait for each other between the
-    many small products of a program and can make it several times slower."""
-    unset = [name for name in THREAD_VARIABLES if name not in os.environ]
-    if not unset or os.name != "posix":
-        return
-    sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "lambdad.gradbench", *argv],
-              os.environ | dict.fromkeys(unset, "1"))
+def blas_threads(multithreaded: bool) -> contextlib.AbstractContextManager[Any]:
+    """The BLAS under NumPy limited to one thread while the tool runs (threadpoolctl, and
+    put back as it was afterwards), unless ``multithreaded`` or a variable of
+    THREAD_VARIABLES says how many threads to use.  On a machine shared with other work,
+    the BLAS's threads wait for each other between a program's many small products and
+    can make it several times slower."""
+    if multithreaded or any(name in os.environ for name in THREAD_VARIABLES):
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the tool on stdin and stdout; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return serve(Session(args.programs, args.warmup), sys.stdin, sys.stdout, sys.stderr)
+        with blas_threads(args.multithreaded):
+            return serve(Session(args.programs, args.warmup), sys.stdin, sys.stdout,
+                         sys.stderr)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the eval went away: nothing left to answer
@@ -503,6 +505,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if not build_parser().parse_args().multithreaded:
-        _single_threaded(sys.argv[1:])
     raise SystemExit(main())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from lambdad.gradbench import THREAD_VARIABLES, _single_threaded
+from lambdad.gradbench import THREAD_VARIABLES, blas_threads
 
 RUNS = {"min_runs": 1, "min_seconds": 0}
 
@@ -27,7 +27,6 @@ def session(messages, *options, timeout=120):
         lines.append(message)
     env = dict(os.environ)
     env.pop("LAMBDAD_DEBUG", None)
-    env |= dict.fromkeys(THREAD_VARIABLES, "1")  # (else the tool starts itself again)
     done = subprocess.run([sys.executable, "-m", "lambdad.gradbench", *options],
                           input="\n".join(lines) + "\n", capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
@@ -81,26 +80,23 @@ def test_start_define_evaluate_and_analysis_are_answered_with_their_ids():
 
 
 def test_the_tool_runs_numpys_linear_algebra_on_one_thread_unless_told(monkeypatch):
-    started = []
+    from threadpoolctl import threadpool_info
 
-    def execve(path, args, env):
-        started.append((args, env))
+    def blas():
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
 
-    monkeypatch.setattr(os, "execve", execve)
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setenv("MKL_NUM_THREADS", "4")
-    _single_threaded(["--no-warmup"])
-    (args, env), = started
-    assert args[1:] == ["-m", "lambdad.gradbench", "--no-warmup"]
-    assert (env["OPENBLAS_NUM_THREADS"], env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"]) \
-        == ("1", "1", "4")
-    # once they are all set (as in the process started again), it goes on
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    _single_threaded([])
-    assert len(started) == 1
-    # and a tool started without them answers as any other
+    before = blas()
+    for name in THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with blas_threads(False):
+        assert blas() and set(blas()) == {1}
+    assert blas() == before  # put back as it was
+    with blas_threads(True):
+        assert blas() == before
+    monkeypatch.setenv("MKL_NUM_THREADS", "4")  # the user said how many: left alone
+    with blas_threads(False):
+        assert blas() == before
+    # and a tool started without the variables answers as any other
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
     done = subprocess.run([sys.executable, "-m", "lambdad.gradbench"], cwd=ROOT, env=env,
                           input='{"id": 7, "kind": "define", "module": "hello"}\n',
