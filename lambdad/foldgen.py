@@ -72,7 +72,7 @@ def _reads_element(step: Lam) -> bool:
 
 
 # What a batched fold's step sends to a slot of the previous step, added to what it has
-# (see _CodeGenerator.staged): the slot's local and the term.
+# (see LinearBodies.staged): the slot's local and the term.
 _SENT_SUM = re.compile(r"(t[0-9]+) = (\S+) if \1 is None else \1 \+ \2 "
                        r"if type\(\2\) is float else _ssum\(\1, \2\)")
 

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 
 from .errors import DerivativeSpan, Span
 from .guard import PrimSite
-from .primitives import Primitive
+from .primitives import PRIMITIVES, Primitive
 from .syntax import Const, Lam, Let, LinLam, Pair, Term, Var, Zero
 
 
 # Deepest `if` nesting kept inline in one Python function (CPython allows 100 indents).
 _MAX_IF_DEPTH = 48
+# Built-ins applied to this many arguments at most (peeling `f a b c` for a built-in head).
+_MAX_ARITY = max(p.arity for p in PRIMITIVES.values())
 
 
 def _source_atoms(span: Span | None, fn: "_Function") -> tuple[str, ...]:
@@ -69,7 +71,7 @@ class _Function:
         # Ids of the blocks (if/else branches) enclosing the statement being generated.
         self.blocks: tuple[int, ...] = ()
         # In a linear body: the atoms of real results whose finiteness check is deferred to
-        # their uses (see _CodeGenerator.deferred_checks), with their sites; else None.
+        # their uses (see LinearBodies.deferred_checks), with their sites; else None.
         self.deferred: dict[str, PrimSite] | None = None
         # Atoms of real results checked finite by the statement after their own.
         self.finite: set[str] = set()

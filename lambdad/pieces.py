@@ -44,7 +44,7 @@ _LOCAL_OR_PARAMETER = re.compile(
 _TARGETS = re.compile(r"^(?:for )?((?:[tvc][0-9]+, ?)*[tvc][0-9]+,?)(?: = | in )",
                       re.MULTILINE)
 # A backpropagator body's first statement, unpacking the values it captures (as
-# _CodeGenerator.lin_lam writes it).
+# LinearBodies.lin_lam writes it).
 _CAPTURED_UNPACK = re.compile(r"((?:c[0-9]+, )+)= _c")
 
 Line = tuple[int, str, "PrimSite | None", tuple[str, ...], tuple[str, ...]]

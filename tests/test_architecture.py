@@ -31,7 +31,7 @@ LAYERS = [
     {"guard", "limits"},
     {"pieces"},
     {"generated"},
-    {"foldgen"},
+    {"foldgen", "lineargen"},
     {"codegen"},
     {"interpreter", "nesting"},
     {"graph", "calling"},
@@ -146,8 +146,8 @@ def test_the_run_time_reaches_no_transformation_even_indirectly():
     graph = {}
     for path in source_files():
         graph.setdefault(module_of(path), set()).update(imports_of(path))
-    for module in ("interpreter", "codegen", "foldgen", "generated", "guard", "tape", "values",
-                   "batching"):
+    for module in ("interpreter", "codegen", "foldgen", "lineargen", "generated", "guard",
+                   "tape", "values", "batching"):
         reached = reachable_from(module, graph) & TRANSFORMATIONS
         assert not reached, f"{module} reaches {sorted(reached)}"
 

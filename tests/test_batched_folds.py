@@ -71,7 +71,8 @@ def test_batched_folds_give_the_step_by_step_results_bit_for_bit(monkeypatch, in
 
 
 def test_the_code_generator_reaches_batched_folds_through_one_door():
-    """codegen.py takes the mixin alone from foldgen and enters it by two arms: ``prim``
+    """codegen.py takes the mixin alone from foldgen, and the code generator (codegen.py
+    and its arms for linear constructs, lineargen.py) enters it by two arms: ``prim``
     (``batched_fold``) and ``lin_lam`` while a step is batched (``batched_slot``); no other
     module imports foldgen."""
     import ast
@@ -84,7 +85,8 @@ def test_the_code_generator_reaches_batched_folds_through_one_door():
     assert imported == {"BatchedFolds"}
     inside = {name for name, member in vars(foldgen.BatchedFolds).items()
               if callable(member) or isinstance(member, staticmethod)}
-    entered = {node.attr for node in ast.walk(tree)
+    generator = [tree, ast.parse((package / "lineargen.py").read_text())]
+    entered = {node.attr for part in generator for node in ast.walk(part)
                if isinstance(node, ast.Attribute) and node.attr in inside}
     assert entered == {"batched_fold", "batched_slot"}
     importers = sorted(path.name for path in package.rglob("*.py") if path.name != "codegen.py"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import lambdad
-from lambdad import cli, codegen, foldgen, tape
+from lambdad import cli, codegen, foldgen, lineargen, tape
 from lambdad.backward import backward_term
 from lambdad.errors import UsageError
 from lambdad.fuse import fuse
@@ -118,6 +118,7 @@ def test_a_batched_fold_runs_its_steps_inline_or_else_as_a_function(monkeypatch,
     # the batched step is a function run by tape.batched_fold.  Both give the same.
     if not inline:
         monkeypatch.setattr(codegen, "_MAX_IF_DEPTH", 1)
+        monkeypatch.setattr(lineargen, "_MAX_IF_DEPTH", 1)
         monkeypatch.setattr(foldgen, "_MAX_IF_DEPTH", 1)
     calls = []
     by_function = codegen.batched_fold
