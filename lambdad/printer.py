@@ -76,16 +76,15 @@ from .syntax import (
     Var,
     VarT,
     Zero,
-    binders,
     children,
     free_vars,
     names_in,
+    renamed_free,
     tuple_components,
     tuple_items,
     tuple_term,
     numbered,
     walk,
-    with_children,
 )
 
 __all__ = ["print_type", "print_type_comment", "print_term", "print_decl", "print_module",
@@ -371,29 +370,18 @@ def _renamed_declaration(entry: Primitive, primitives: dict[str, Primitive]) -> 
 
 def _renamed(term: Term, variables: dict[str, str], primitives: dict[str, Primitive]) -> Term:
     """``term`` with its free variables of ``variables`` renamed, and its uses of the
-    declared primitives named in ``primitives`` made uses of their new entries."""
+    declared primitives named in ``primitives`` made uses of their new entries (by the one
+    walk renaming free variables, :func:`~lambdad.syntax.renamed_free`)."""
 
-    def visit(t: Term, variables: dict[str, str]):
-        if isinstance(t, Var):
-            new = variables.get(t.name)
-            return t if new is None else attrs.evolve(t, name=new)
+    def declared(t: Term) -> Term:
         if isinstance(t, Prim) and t.op.__class__ is DeclaredName and str(t.op) in primitives:
-            t = attrs.evolve(t, op=primitives[str(t.op)].name)
-        elif isinstance(t, Builtin) and t.name.__class__ is DeclaredName \
+            return attrs.evolve(t, op=primitives[str(t.op)].name)
+        if isinstance(t, Builtin) and t.name.__class__ is DeclaredName \
                 and str(t.name) in primitives:
             return attrs.evolve(t, name=primitives[str(t.name)].name)
-        kids = []
-        changed = False
-        for kid, names in zip(children(t), binders(t)):
-            inner = variables
-            if variables and any(name in variables for name in names):
-                inner = {k: v for k, v in variables.items() if k not in names}
-            new_kid = yield visit(kid, inner)
-            changed = changed or new_kid is not kid
-            kids.append(new_kid)
-        return with_children(t, kids) if changed else t
+        return t
 
-    return run(visit(term, variables))
+    return renamed_free(term, variables, declared if primitives else None)
 
 
 # Binding levels, loosest first: the operators' levels come from the primitive table.

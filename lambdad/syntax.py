@@ -776,20 +776,28 @@ def names_used(decls: Sequence[Decl]) -> set[str]:
     return {d.name for d in decls} | names_in(*(d.value for d in decls))
 
 
-def renamed_free(term: Term, renaming: Mapping[str, str]) -> Term:
+def renamed_free(term: Term, renaming: Mapping[str, str],
+                 rewrite: "Callable[[Term], Term] | None" = None) -> Term:
     """``term`` with each free occurrence of a name of ``renaming`` renamed (the new names
-    must not be bound in ``term``): the one walk renaming free variables.  Iterative."""
-    if not renaming:
+    must not be bound in ``term``): the one walk renaming free variables.  ``rewrite``, if
+    given, is applied to every other node before its children are renamed: a change that
+    scopes do not affect (the printer's new names of declared primitives).  A sub-term in
+    which nothing changes is returned as it is.  Iterative."""
+    if not renaming and rewrite is None:
         return term
 
     def go(t: Term, hidden: frozenset[str]):
         if isinstance(t, Var):
             new = renaming.get(t.name)
             return t if new is None or t.name in hidden else attrs.evolve(t, name=new)
+        node = t if rewrite is None else rewrite(t)
         kids = []
-        for child, bound in zip(children(t), binders(t)):
-            kids.append((yield go(child, hidden | frozenset(bound) if bound else hidden)))
-        return with_children(t, kids)
+        changed = node is not t
+        for child, bound in zip(children(node), binders(node)):
+            kid = yield go(child, hidden | frozenset(bound) if bound else hidden)
+            changed = changed or kid is not child
+            kids.append(kid)
+        return with_children(node, kids) if changed else t
 
     return run(go(term, frozenset()))
 

@@ -1,14 +1,15 @@
 """One renaming walk and one fresh-name supply, on the syntax tree (STYLE 24): every pass
 that renames binders does it through ``syntax.rename_bound`` with names from a
-``syntax.NameSupply``."""
+``syntax.NameSupply``, and every pass that renames free variables (the printer's renaming
+of a shadowing definition among them) through ``syntax.renamed_free``."""
 
 import ast
 from pathlib import Path
 
-from lambdad.parser import parse_expr
-from lambdad.printer import print_term
+from lambdad.parser import parse_expr, parse_module
+from lambdad.printer import print_decl, print_term, unshadowed
 from lambdad.rules import RESERVED, NameSupply as LanguageNames, rename
-from lambdad.syntax import NameSupply, free_vars, names_in, rename_bound
+from lambdad.syntax import NameSupply, free_vars, names_in, rename_bound, renamed_free
 
 
 def test_rename_bound_renames_binders_and_their_bound_occurrences_only():
@@ -71,3 +72,38 @@ def test_no_other_module_writes_its_own_binder_renaming_walk():
                     and node.func.id == "rename_binders"):
                 callers.add(path.name)
     assert callers <= {"syntax.py", "fuse.py", "simplify.py"}
+
+
+def test_renamed_free_renames_free_occurrences_only_and_keeps_what_it_does_not_change():
+    term = parse_expr("x + (\\x -> x * y) (let y = x in y) + y")
+    renamed = renamed_free(term, {"x": "a", "y": "b"})
+    assert print_term(renamed) == "a + (\\x -> x * b) (let y = a in y) + b"
+    untouched = parse_expr("(\\x -> x) 1 + z")
+    same = renamed_free(untouched, {"x": "a"})
+    assert same is untouched  # nothing free to rename: the term itself, no copy
+    partly = renamed_free(untouched, {"z": "a"})
+    assert print_term(partly) == "(\\x -> x) 1 + a" and partly.args[0] is untouched.args[0]
+
+
+def test_renamed_free_applies_a_rewrite_to_every_other_node():
+    term = parse_expr("sin x + (\\x -> sin x) 2")
+    seen = []
+    renamed = renamed_free(term, {"x": "a"}, lambda t: seen.append(type(t).__name__) or t)
+    assert print_term(renamed) == "sin a + (\\x -> sin x) 2"
+    assert "Var" not in seen and seen.count("Prim") == 3  # `+` and both `sin`
+
+
+def test_the_printer_renames_a_shadowing_definition_by_the_one_walk():
+    """A definition of a built-in's name that a later program text uses is printed
+    renamed, with its free uses; a binder of the same name keeps its own (printer.unshadowed,
+    through syntax.renamed_free)."""
+    decls = parse_module("def cosh x = x + 1\ndef f y = cosh y + (\\cosh -> cosh) 1\n").decls
+    out, renamed = unshadowed(decls, used_after={"cosh"})
+    assert renamed == {"cosh": "cosh'1"}
+    assert [print_decl(decl) for decl in out] == [
+        "def cosh'1 x = x + 1", "def f y = cosh'1 y + (\\cosh -> cosh) 1"]
+    printer = ast.parse((Path(__file__).resolve().parent.parent / "lambdad" / "printer.py")
+                        .read_text())
+    imported = {alias.name for node in ast.walk(printer) if isinstance(node, ast.ImportFrom)
+                and node.module == "syntax" for alias in node.names}
+    assert "renamed_free" in imported and "binders" not in imported  # no walk of its own
