@@ -504,11 +504,9 @@ class _Expansion:
         if not _has_function(t):
             return primal_of(t, term, span) if which == 0 else tangent_of(t, term, span)
         if isinstance(t, PairT):
-            a, b = self.names.fresh("p"), self.names.fresh("q")
-            return LetPair(a, b, term, Pair(self.part(t.first, Var(a, span=span), which, span),
-                                            self.part(t.second, Var(b, span=span), which,
-                                                      span), t.arity, span=span),
-                           t.arity, span=span)
+            return self.parts(t, term, span, lambda p, q: Pair(
+                self.part(t.first, p, which, span), self.part(t.second, q, which, span),
+                t.arity, span=span))
         if isinstance(t, ListT):
             item = self.names.fresh("h")
             return Prim(MAP, (Lam(item, self.part(t.item, Var(item, span=span), which, span),
@@ -645,12 +643,18 @@ class _Expansion:
         if isinstance(t, RealT):
             return real()
         if isinstance(t, PairT):
-            a, b = self.names.fresh("p"), self.names.fresh("q")
-            return LetPair(a, b, value, Pair(self.rebuilt(t.first, Var(a, span=span), real, span),
-                                             self.rebuilt(t.second, Var(b, span=span), real,
-                                                          span), t.arity, span=span),
-                           t.arity, span=span)
+            return self.parts(t, value, span, lambda p, q: Pair(
+                self.rebuilt(t.first, p, real, span), self.rebuilt(t.second, q, real, span),
+                t.arity, span=span))
         return value
+
+    def parts(self, t: PairT, value: Term, span: Span | None,
+              body: Callable[[Term, Term], Term]) -> Term:
+        """``let (p, q) = value in body(p, q)`` with ``p`` and ``q`` fresh: a term built
+        from the parts of the pair ``value : t``, each named once."""
+        a, b = self.names.fresh("p"), self.names.fresh("q")
+        return LetPair(a, b, value, body(Var(a, span=span), Var(b, span=span)), t.arity,
+                       span=span)
 
     # ---- the image of the differentiated function
     def image(self, f: Term, scope: dict[str, Term | None],
@@ -832,11 +836,9 @@ class _Expansion:
             flat = value if t.rank == 1 else Prim(FLATTEN, (value,), span=span)
             return Prim(SIZE, (flat,), span=span)
         if isinstance(t, PairT):
-            a, b = self.names.fresh("p"), self.names.fresh("q")
-            return LetPair(a, b, value, plus(
-                self.reals_in(t.first, Var(a, span=span), span, elements),
-                self.reals_in(t.second, Var(b, span=span), span, elements), span),
-                t.arity, span=span)
+            return self.parts(t, value, span, lambda p, q: plus(
+                self.reals_in(t.first, p, span, elements),
+                self.reals_in(t.second, q, span, elements), span))
         assert isinstance(t, ListT)
         per_item = self.reals_in(t.item, None, span, elements)
         if per_item is not None:
