@@ -122,30 +122,25 @@ ZERO = ConstantZero()
 """The zero backpropagator ``\\a -o zero`` of uninstrumented runs (see :class:`ConstantZero`)."""
 
 
+# Cotangent data: records with slots, compared by identity (as data they are never equal
+# but for being the same; a backpropagator's record is hashed by identity too).
+_cotangent_data = attrs.define(eq=False, weakref_slot=False)
+
+
+@_cotangent_data
 class Call:
     """The cotangent ``g a``: backpropagator ``g`` applied to the real ``a`` (as data)."""
 
-    __slots__ = ("backprop", "cotangent")
-
-    def __init__(self, backprop: Backprop, cotangent: float):
-        self.backprop = backprop
-        self.cotangent = cotangent
-
-    def __repr__(self) -> str:
-        return f"Call({self.backprop!r}, {self.cotangent!r})"
+    backprop: Backprop
+    cotangent: float
 
 
+@_cotangent_data
 class Sum:
     """The cotangent ``e1 <+> e2``; neither side is ``None`` (see :func:`add_cotangents`)."""
 
-    __slots__ = ("left", "right")
-
-    def __init__(self, left: Any, right: Any):
-        self.left = left
-        self.right = right
-
-    def __repr__(self) -> str:
-        return f"Sum({self.left!r}, {self.right!r})"
+    left: Any
+    right: Any
 
 
 def add_cotangents(left: Any, right: Any) -> Any:
