@@ -220,18 +220,16 @@ def _real(value: Any, where: str) -> float:
     return number
 
 
+# How a message names a JSON value of the wrong kind, by its Python type (in this order).
+_JSON_KINDS = ((type(None), "null"), (bool, "a boolean"), (str, "a string"), (dict, "an object"),
+               (list, "a list"))
+
+
 def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    return "a number"
+    """The kind of the decoded JSON value ``value``: ``a list``, ``null``... (``a number``
+    for anything else)."""
+    return next((kind for python_type, kind in _JSON_KINDS if isinstance(value, python_type)),
+                "a number")
 
 
 def _count(data: Mapping[str, Any], field: str, at_least: float) -> float:
