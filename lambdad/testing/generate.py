@@ -553,16 +553,9 @@ class _Builder:
             return Pair(first, second), PairShape(s1, s2)
         kind = self.choose([("pair", 5), ("var", 1.5), ("let", 1), ("if", 0.7),
                             ("letpair", 0.5), ("annot", 0.3)])
-        if kind == "var":
-            found = self.variable(t, env)
-            if found is not None:
-                return found
-        if kind == "let":
-            return (yield self.gen_let(t, env, depth))
-        if kind == "if":
-            return (yield self.gen_if(t, env, depth))
-        if kind == "letpair":
-            return (yield self.gen_letpair(t, env, depth))
+        shared = yield self.gen_shared(kind, t, env, depth)
+        if shared is not None:
+            return shared
         if t.arity > 2:
             term, shape = yield self.gen_tuple(t, env, depth - 1)
         else:
@@ -589,10 +582,9 @@ class _Builder:
             ("range", 2 if is_real_list else 0), ("zip", 0 if is_real_list else 4),
             ("let", 0.7), ("if", 0.3),
         ])
-        if kind == "var":
-            found = self.variable(t, env)
-            if found is not None:
-                return found
+        shared = yield self.gen_shared(kind, t, env, depth)
+        if shared is not None:
+            return shared
         if kind == "range":
             if self.flip(0.5):
                 xs, s = yield self.gen_list(ListT(self.pick([REAL, PairT(REAL, REAL)])), env,
@@ -605,10 +597,6 @@ class _Builder:
             return (yield self.gen_map(t, env, depth))
         if kind == "zip":
             return (yield self.gen_zip(t, env, depth))
-        if kind == "let":
-            return (yield self.gen_let(t, env, depth))
-        if kind == "if":
-            return (yield self.gen_if(t, env, depth))
         return (yield self.list_literal(item, env, depth - 1))
 
     def range_literal(self) -> tuple[Term, ListShape]:
@@ -691,10 +679,9 @@ class _Builder:
             return (yield self.gen_lambda(t, env, 0))
         kind = self.choose([("lambda", 5), ("var", 2), ("builtin", 1.5 if builtins else 0),
                             ("partial", 1.5 if partial else 0), ("let", 0.5), ("if", 0.3)])
-        if kind == "var":
-            found = self.variable(t, env)
-            if found is not None:
-                return found
+        shared = yield self.gen_shared(kind, t, env, depth)
+        if shared is not None:
+            return shared
         if kind == "builtin":
             return self.pick(builtins)
         if kind == "partial":
@@ -703,10 +690,6 @@ class _Builder:
             a, a_shape = yield self.gen_real(env, depth - 1)
             a, _ = self.fit(a, a_shape, gs.arg)
             return App(g, a), gs.result
-        if kind == "let":
-            return (yield self.gen_let(t, env, depth))
-        if kind == "if":
-            return (yield self.gen_if(t, env, depth))
         return (yield self.gen_lambda(t, env, depth))
 
     def builtin_values(self, t: FunT) -> list[tuple[Term, FunShape]]:
@@ -769,6 +752,21 @@ class _Builder:
         return term, shape
 
     # ---- binding forms (any type)
+    def gen_shared(self, kind: str, t: Type, env: tuple, depth: int):
+        """A term of type ``t`` by a production that terms of every type share: a variable
+        in scope (``var``), ``let``, ``if`` or ``let (a, b) =`` (``letpair``).  None for
+        another ``kind``, or for ``var`` when no variable fits: the caller's own
+        productions make the term then."""
+        if kind == "var":
+            return self.variable(t, env)
+        if kind == "let":
+            return (yield self.gen_let(t, env, depth))
+        if kind == "if":
+            return (yield self.gen_if(t, env, depth))
+        if kind == "letpair":
+            return (yield self.gen_letpair(t, env, depth))
+        return None
+
     def gen_let(self, t: Type, env: tuple, depth: int):
         """``let x = e1 in e2`` (``e1`` of a random type; a λ is a local function)."""
         bound = self.pick([REAL, REAL, REAL, PairT(REAL, REAL), FunT(REAL, REAL), ListT(REAL),
