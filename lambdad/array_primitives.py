@@ -104,6 +104,12 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
                          cotangent_evaluate))
 
 
+def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate) -> Primitive:
+    """A locally constant entry (a size, an array made from a size): no derivative rule,
+    its image a constant of the derivative."""
+    return _array(name, params, type_, doc, evaluate, kind="constant")
+
+
 ARRAY_ENTRIES: list[Primitive] = [
     # ---- construction and conversion
     _array("array", ("xs",), _fun(ListT(REAL), VEC), "the Vec of the reals of a list",
@@ -129,15 +135,13 @@ ARRAY_ENTRIES: list[Primitive] = [
            arraylib.rows, modes=("image",),
            tangent="map (\\i -> (m !! i, m' !! i)) (range (nrows m))",
            cotangent="map (\\i -> (m !! i, \\a -o m_ (one_hot m i a))) (range (nrows m))"),
-    _array("zeros", ("n",), _fun(REAL, VEC), "zeros n: the Vec of n zeros", arraylib.zeros,
-           kind="constant"),
-    _array("ones", ("n",), _fun(REAL, VEC), "ones n: the Vec of n ones", arraylib.ones,
-           kind="constant"),
-    _array("arange", ("n",), _fun(REAL, VEC), "arange n: the Vec 0, 1, ..., n - 1",
-           arraylib.arange, kind="constant"),
-    _array("linspace", ("lo", "hi", "n"), _fun(REAL, REAL, REAL, VEC),
-           "linspace lo hi n: n evenly spaced reals from lo to hi (a constant of lo and hi)",
-           arraylib.linspace, kind="constant"),
+    _constant("zeros", ("n",), _fun(REAL, VEC), "zeros n: the Vec of n zeros", arraylib.zeros),
+    _constant("ones", ("n",), _fun(REAL, VEC), "ones n: the Vec of n ones", arraylib.ones),
+    _constant("arange", ("n",), _fun(REAL, VEC), "arange n: the Vec 0, 1, ..., n - 1",
+              arraylib.arange),
+    _constant("linspace", ("lo", "hi", "n"), _fun(REAL, REAL, REAL, VEC),
+              "linspace lo hi n: n evenly spaced reals from lo to hi (a constant of lo and hi)",
+              arraylib.linspace),
     _array("fill", ("n", "x"), _fun(REAL, REAL, VEC), "fill n x: the Vec of n copies of x",
            arraylib.fill, modes=("primal", "split"), tangent="fill n x'",
            cotangent="x_ (sum a)"),
@@ -152,12 +156,10 @@ ARRAY_ENTRIES: list[Primitive] = [
            arraylib.outer, tangent="outer u' v + outer u v'",
            cotangent="u_ (a @ v) <+> v_ (transpose a @ u)"),
     # ---- sizes (locally constant)
-    _array("size", ("v",), _fun(VEC, REAL), "the number of elements of a Vec", arraylib.size,
-           kind="constant"),
-    _array("nrows", ("m",), _fun(MAT, REAL), "the number of rows of a Mat", arraylib.nrows,
-           kind="constant"),
-    _array("ncols", ("m",), _fun(MAT, REAL), "the number of columns of a Mat",
-           arraylib.ncols, kind="constant"),
+    _constant("size", ("v",), _fun(VEC, REAL), "the number of elements of a Vec", arraylib.size),
+    _constant("nrows", ("m",), _fun(MAT, REAL), "the number of rows of a Mat", arraylib.nrows),
+    _constant("ncols", ("m",), _fun(MAT, REAL), "the number of columns of a Mat",
+              arraylib.ncols),
     # ---- reductions
     _array("sum", ("x",), _fun(VEC, REAL), "the sum of every element of a Vec or Mat",
            arraylib.total, result_type=_of_ranks(_ANY_ARRAY), tangent="sum x'",
