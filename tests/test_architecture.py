@@ -139,17 +139,43 @@ def reachable_from(module, graph):
     return seen - {module}
 
 
-def test_the_run_time_reaches_no_transformation_even_indirectly():
-    """The interpreter and what it runs on (code generation, the guard, tapes, values) do
-    not depend on a transformation, not even through a module they import: running a
-    program never needs the code that writes one."""
+# The run time: the interpreter and what it runs on (code generation and its parts, the
+# guard and limits, tapes, values, the reals of values, the batched-fold plan).
+RUN_TIME = ("interpreter", "codegen", "foldgen", "lineargen", "generated", "pieces", "guard",
+            "limits", "tape", "values", "reals", "batching")
+# What writes or checks a program: the transformations, the AD glue that transforms a
+# closure (hooked into the interpreter by runtime.Runtime, never imported by it), the parser
+# and the type checker.
+WRITES_PROGRAMS = TRANSFORMATIONS | {"differentiate", "parser", "typecheck"}
+
+
+def import_graph():
     graph = {}
     for path in source_files():
         graph.setdefault(module_of(path), set()).update(imports_of(path))
-    for module in ("interpreter", "codegen", "foldgen", "lineargen", "generated", "guard",
-                   "tape", "values", "batching"):
-        reached = reachable_from(module, graph) & TRANSFORMATIONS
+    return graph
+
+
+def test_the_run_time_reaches_no_transformation_even_indirectly():
+    """The interpreter and what it runs on do not depend on a transformation (nor on the
+    glue that transforms closures, the parser or the type checker), not even through a
+    module they import: running a program never needs the code that writes one."""
+    graph = import_graph()
+    for module in RUN_TIME:
+        assert module in graph, f"{module} is no module of the package"
+        reached = reachable_from(module, graph) & WRITES_PROGRAMS
         assert not reached, f"{module} reaches {sorted(reached)}"
+
+
+def test_no_transformation_reaches_the_run_time_even_indirectly():
+    """The transformations are pure functions on terms: through no chain of imports do they
+    reach the interpreter, code generation, tapes or values (the batched-fold plan, which
+    fusion reads too, aside)."""
+    graph = import_graph()
+    run_time = set(RUN_TIME) - {"batching"} | {"differentiate"}
+    for transformation in sorted(TRANSFORMATIONS):
+        reached = reachable_from(transformation, graph) & run_time
+        assert not reached, f"{transformation} reaches {sorted(reached)}"
 
 
 def test_the_reachability_check_sees_an_indirect_import():
