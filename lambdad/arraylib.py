@@ -736,7 +736,7 @@ def gather(x: ARRAY, idx: ARRAY) -> ARRAY:
     """``gather x idx``: the Vec of the elements ``x[idx[k]]`` (of a Mat: the Mat of its
     rows ``idx[k]``); an index may repeat.  NumPy's ``x[idx]``, JAX's ``jnp.take``."""
     _rank(idx, 1, "gather's indices")
-    return x[_positions("gather", idx, x)]
+    return np.take(x, _positions("gather", idx, x), axis=0)
 
 
 def scatter(x: ARRAY, idx: ARRAY, c: Any) -> ARRAY:
