@@ -2,6 +2,9 @@
 whole-number indices, differentiated as JAX's ``take`` — the tangent is gathered the same
 way, the cotangent scattered back and added up where an index repeats (``scatter``)."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -101,3 +104,13 @@ def test_indices_must_be_a_vec():
     with pytest.raises(LambdadError) as caught:
         lambdad.loads("def f (v : Vec) (m : Mat) : Vec = gather v m")
     assert "`gather`" in caught.value.message
+
+
+def test_the_cli_shows_a_bad_index_with_a_caret(tmp_path):
+    source = tmp_path / "bad.lam"
+    source.write_text("def f (v : Vec) : R =\n  sum (gather v (array [0, 1.5]))\n")
+    done = subprocess.run([sys.executable, "-m", "lambdad", "grad", str(source), "f", "--at",
+                           "array [1, 2, 3]"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "bad.lam:2:8: runtime error: gather: the indices must be whole numbers" in done.stderr
+    assert "^^^^" in done.stderr and "Traceback" not in done.stderr
