@@ -228,6 +228,12 @@ ARRAY_ENTRIES: list[Primitive] = [
            arraylib.concatenate, result_type=_of_ranks({(1, 1): VEC, (2, 2): MAT}),
            tangent="concatenate x' y'",
            cotangent="x_ (window a 0 x) <+> y_ (window a (extent x) y)"),
+    _array("gather", ("x", "idx"), _fun(VEC, VEC, VEC),
+           "gather x idx: the Vec of the elements idx[k] of a Vec x (the Mat of the rows, "
+           "of a Mat), idx a Vec of whole numbers counting from 0, which may repeat",
+           arraylib.gather, result_type=_of_ranks({(1, 1): VEC, (2, 1): MAT}),
+           modes=("split", "primal"), tangent="gather x' idx",
+           cotangent="x_ (scatter x idx a)"),
     # ---- what the rules above are written with
     _array("spread", ("x", "c"), _fun(VEC, REAL, VEC),
            "spread x c: c broadcast to the shape of x", arraylib.spread,
@@ -262,6 +268,12 @@ ARRAY_ENTRIES: list[Primitive] = [
            arraylib.unslice, result_type=_of_ranks({(1, 0, 1): VEC, (2, 0, 2): MAT}),
            modes=("primal", "primal", "split"), tangent="unslice x lo c'",
            cotangent="c_ (window a lo c)"),
+    _array("scatter", ("x", "idx", "c"), _fun(VEC, VEC, VEC, VEC),
+           "scatter x idx c: the array of x's shape whose element (row) p is the sum of the "
+           "elements (rows) k of c with idx[k] = p, 0 where no index is p",
+           arraylib.scatter, result_type=_of_ranks({(1, 1, 1): VEC, (2, 1, 2): MAT}),
+           modes=("primal", "primal", "split"), tangent="scatter x idx c'",
+           cotangent="c_ (gather a idx)"),
     _array("window", ("x", "lo", "c"), _fun(VEC, REAL, VEC, VEC),
            "window x lo c: the elements (rows) of x from lo on, as many as c has",
            lambda x, lo, c: arraylib.part(x, lo, c.shape[0]),

@@ -709,3 +709,50 @@ def where(c: Any, x: Any, y: Any) -> Any:
 def index_list(values: list, a: Any, i: float) -> Any:
     """Element ``i`` of the cotangent ``a`` (for the backpropagator of ``array xs``)."""
     return float(dense(a)[int(i)])
+
+
+# --------------------------------------------------------------------------- gathering
+
+
+def _positions(name: str, idx: ARRAY, x: ARRAY) -> ARRAY:
+    """The whole numbers of the Vec ``idx`` as positions (NumPy's integers) into the first
+    axis of ``x``; raises DomainError naming the first element of ``idx`` that is not a
+    whole number or is out of range."""
+    length = x.shape[0]
+    with _quiet():  # (an infinite index is reported below, as not whole)
+        positions = idx.astype(np.intp)
+    whole = positions == idx
+    if not whole.all():
+        raise DomainError(f"{name}: the indices must be whole numbers, but "
+                          f"{_first_bad(~whole, idx)}")
+    if positions.size and (positions.min() < 0 or positions.max() >= length):
+        outside = (positions < 0) | (positions >= length)
+        raise DomainError(f"{name}: an index is out of range for {shape_text(x)} (indices "
+                          f"count from 0), {_first_bad(outside, idx)}")
+    return positions
+
+
+def gather(x: ARRAY, idx: ARRAY) -> ARRAY:
+    """``gather x idx``: the Vec of the elements ``x[idx[k]]`` (of a Mat: the Mat of its
+    rows ``idx[k]``); an index may repeat.  NumPy's ``x[idx]``, JAX's ``jnp.take``."""
+    _rank(idx, 1, "gather's indices")
+    return np.take(x, _positions("gather", idx, x), axis=0)
+
+
+def scatter(x: ARRAY, idx: ARRAY, c: Any) -> ARRAY:
+    """``scatter x idx c``: the array of ``x``'s shape holding, at each position, the sum
+    of the elements (rows) of ``c`` whose index in ``idx`` is that position, 0 elsewhere —
+    the transpose of :func:`gather` (a repeated index sums its cotangents)."""
+    _rank(idx, 1, "scatter's indices")
+    c = dense(c)
+    if type(c) is not ARRAY:  # (a real cotangent: the same at every position read)
+        c = np.full((idx.shape[0],) + x.shape[1:], float(c))
+    if c.shape != (idx.shape[0],) + x.shape[1:]:
+        raise DomainError(f"scatter: {shape_text(c)} does not fit {idx.shape[0]} indices "
+                          f"into {shape_text(x)}")
+    positions = _positions("scatter", idx, x)
+    if x.ndim == 1:
+        return np.bincount(positions, weights=c, minlength=x.shape[0])
+    out = np.zeros(x.shape)
+    np.add.at(out, positions, c)
+    return out

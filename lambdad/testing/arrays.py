@@ -8,11 +8,12 @@ scalar broadcasting, the bounded smooth real functions elementwise, ``exp`` of a
 argument, ``log``, ``sqrt`` and ``/`` kept inside their domains (``log (1 + e * e)``,
 ``e / (2 + cos e')``), reductions (``sum``, ``mean``, ``logsumexp``), ``dot`` and ``@`` of
 every rank, ``transpose``, ``flatten``, reductions per row (and, with ``matrices``, Mats
-made by ``outer``, ``stack``, ``reshape``, elementwise operations and ``@``), elements read by ``!!`` (in a ``fold`` too: sparse cotangents),
-``slice`` and ``concatenate``, the round trip through lists (``array (map ... (tolist
-e))``) and ``let`` with sharing.  Well-typed by construction: each production
-makes the type it is asked for from sub-terms of the types it needs.  Smooth everywhere
-(no kinks), inputs in ``[-1, 1]``: the properties' finite differences can judge them.
+made by ``outer``, ``stack``, ``reshape``, ``gather`` of rows, elementwise operations and
+``@``), elements read by ``!!`` (in a ``fold`` too: sparse cotangents), ``slice``,
+``concatenate`` and ``gather`` (indices repeating: their cotangents add up), the round trip
+through lists (``array (map ... (tolist e))``) and ``let`` with sharing.  Well-typed by
+construction: each production makes the type it is asked for from sub-terms of the types it
+needs.  Smooth everywhere (no kinks), inputs in ``[-1, 1]``: the properties' finite differences can judge them.
 
 The result is a :class:`~lambdad.testing.generate.GeneratedProgram`, so every property of
 :mod:`.properties` applies to it; :func:`array_cases` draws a program and a point (NumPy
@@ -61,7 +62,7 @@ class _Writer:
         options = ["var"] * 2
         if depth > 0:
             options += ["binary", "binary", "scale", "shift", "smooth", "exponential",
-                        "logarithm", "root", "divide", "square", "slice", "lists"]
+                        "logarithm", "root", "divide", "square", "slice", "gather", "lists"]
             if self.matrix is not None or self.matrices:
                 options += ["matvec", "vecmat", "transposed", "per_row", "flattened"]
             if self.matrices:
@@ -88,6 +89,8 @@ class _Writer:
         if kind == "slice":
             lo = self.pick(list(range(ARRAY_LENGTH + 1)))
             return f"slice (concatenate ({self.vec(d)}) ({self.vec(d)})) {lo} {lo + ARRAY_LENGTH}"
+        if kind == "gather":  # (indices may repeat: their cotangents add up)
+            return f"gather (concatenate ({self.vec(d)}) ({self.vec(d)})) {self.indices(2)}"
         if kind == "lists":
             return f"array (map (\\t -> t * sin t) (tolist ({self.vec(d)})))"
         if kind == "matvec":
@@ -115,7 +118,7 @@ class _Writer:
         options.append("outer")
         if depth > 0:
             options += ["binary", "broadcast", "scale", "smooth", "transpose", "stack",
-                        "reshape", "product"]
+                        "reshape", "product", "gather"]
         kind = self.pick(options)
         d = depth - 1
         if kind == "var":
@@ -130,6 +133,8 @@ class _Writer:
             return f"({self.vec(d)} * {self.mat(d)})"
         if kind == "transpose":
             return f"transpose ({self.mat(d)})"
+        if kind == "gather":  # rows, in another order, some repeated
+            return f"gather ({self.mat(d)}) {self.indices(1)}"
         if kind == "stack":
             return "stack [" + ", ".join(self.vec(d) for _ in range(ARRAY_LENGTH)) + "]"
         if kind == "reshape":
@@ -161,6 +166,12 @@ class _Writer:
             v = self.pick(self.vectors)
             return f"fold (\\acc i -> acc + {v} !! i * {v} !! i) 0 (range (size {v}))"
         return self.elementwise("binary" if kind == "arithmetic" else kind, self.real, d)
+
+    def indices(self, blocks: int) -> str:
+        """A literal Vec of ARRAY_LENGTH indices into an array of ``blocks`` times
+        ARRAY_LENGTH elements (or rows), as ``gather`` takes them."""
+        chosen = [self.pick(list(range(blocks * ARRAY_LENGTH))) for _ in range(ARRAY_LENGTH)]
+        return "(array [" + ", ".join(map(str, chosen)) + "])"
 
     def elementwise(self, kind: str, term: Any, d: int) -> str:
         """A ``binary`` operation, a ``scale`` by a real or a ``smooth`` function, of terms
