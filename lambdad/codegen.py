@@ -90,19 +90,13 @@ _SAFE_BUILTINS = ("abs", "all", "any", "bool", "divmod", "float", "int", "isinst
                   "zip")
 
 
-_POSITIONAL: dict[tuple[str, tuple[str, ...]], str] = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def _positional(template: str, params: tuple[str, ...]) -> str:
     """A primitive's inline ``template`` (``({x} * {y})``) with its fields numbered in the
     order of ``params`` (``({0} * {1})``): filled from the atoms by position, without a
-    dictionary of them at every application."""
-    key = (template, params)
-    found = _POSITIONAL.get(key)
-    if found is None:
-        found = _POSITIONAL[key] = template.format(
-            **{param: f"{{{index}}}" for index, param in enumerate(params)})
-    return found
+    dictionary of them at every application.  (A pure function of the table's templates,
+    memoised with a bound.)"""
+    return template.format(**{param: f"{{{index}}}" for index, param in enumerate(params)})
 
 
 _LITERAL_FIRST = frozenset("0123456789.(")
