@@ -46,9 +46,11 @@ def shape_text(x: Any) -> str:
     return "R"
 
 
-# Floating-point warnings are not printed: a result that is not finite is an error raised
-# with the operation's name (see _finite).
-def _quiet() -> Any:
+def quiet() -> Any:
+    """The context in which array operations run: NumPy's floating-point warnings off, since
+    a result that is not finite is an error raised with the operation's name (see _finite).
+    The interpreter enters it once around each run of a program with array operations (and
+    leaves it, whatever happens), so that an operation does not enter it each time."""
     return np.errstate(all="ignore")
 
 
@@ -57,8 +59,8 @@ def _finite(name: str, result: Any) -> Any:
     if type(result) is ARRAY:
         # One reduction says all is well, mostly: the sum of finite numbers is finite (but
         # for an overflow of the sum itself, which the exact test below tells apart).
-        with _quiet():
-            total = np.add.reduce(result, axis=None)
+        with quiet():
+            total = float(np.add.reduce(result, axis=None))
         if total - total == 0.0:
             return result
         if not np.isfinite(result).all():
@@ -73,8 +75,8 @@ def _finite(name: str, result: Any) -> Any:
 def all_finite(x: Any) -> bool:
     """Whether every element of the array ``x`` is finite."""
     x = dense(x)
-    with np.errstate(all="ignore"):
-        total = np.add.reduce(x, axis=None)  # (finite when every element is, mostly)
+    with quiet():  # (finite when every element is, mostly; a float's `-` never warns)
+        total = float(np.add.reduce(x, axis=None))
     return total - total == 0.0 or bool(np.isfinite(x).all())
 
 
@@ -90,8 +92,8 @@ def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
     if array.ndim != rank:
         raise DomainError(f"{what} must have rank {rank} ({'Vec' if rank == 1 else 'Mat'}), "
                           f"not rank {array.ndim}")
-    with _quiet():
-        total = np.add.reduce(array, axis=None)
+    with quiet():
+        total = float(np.add.reduce(array, axis=None))
     if total - total != 0.0 and not np.isfinite(array).all():
         raise DomainError(f"{what} has an element that is not a finite number")
     return array
@@ -212,6 +214,9 @@ def densely(function: Callable[..., Any]) -> Callable[..., Any]:
 # --------------------------------------------------------------------------- elementwise
 
 
+_add_reduce = np.add.reduce
+
+
 def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
     """Raises DomainError unless the shapes of ``arrays`` broadcast (R with anything; a
     Vec of n against the rows of a Mat of m x n; equal shapes)."""
@@ -249,25 +254,24 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
                 break
         if not arrays:
             return scalar(*args)
+        # (in a run, under quiet(): no warning, nothing printed)
         if not finite:
-            with np.errstate(all="ignore"):
-                try:
-                    return ufunc(*args)
-                except ValueError:
-                    _broadcast_check(name, args)  # (raises, naming the shapes)
-                    raise
+            try:
+                return ufunc(*args)
+            except ValueError:
+                _broadcast_check(name, args)  # (raises, naming the shapes)
+                raise
         if check is not None:
             problem = check(*args)
             if problem is not None:
                 raise DomainError(f"{name}: {problem}")
         try:
-            with np.errstate(all="ignore"):
-                result = ufunc(*args)
-                # finite, mostly, if one reduction is (see _finite)
-                total = np.add.reduce(result, axis=None)
+            result = ufunc(*args)
         except ValueError:
             _broadcast_check(name, args)  # (raises, naming the shapes)
             raise
+        # finite, mostly, if one reduction is (see _finite)
+        total = float(_add_reduce(result, axis=None))
         if total - total == 0.0:
             return result
         return _finite(name, result)
@@ -292,8 +296,7 @@ def accumulating(add: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
                     x._scatter(total)
                     return total
             elif (kind is ARRAY and x.shape == total.shape) or kind is float:
-                with np.errstate(all="ignore"):
-                    return np.add(total, x, out=total)
+                return np.add(total, x, out=total)  # (in a run, under quiet())
         return add(total, x)
 
     accumulate.__name__ = "accumulate"
@@ -311,8 +314,7 @@ def needing(condition: Callable[..., ARRAY], words: str) -> Callable[..., str | 
     ``condition`` (of the first argument, broadcast) fails."""
 
     def check(*args: Any) -> str | None:
-        with np.errstate(all="ignore"):
-            ok = condition(*args)
+        ok = condition(*args)  # (in a run, under quiet())
         if type(ok) is ARRAY:
             if ok.all():
                 return None
@@ -345,9 +347,8 @@ def _power(x: Any, y: Any) -> Any:
 def _pow_check(x: Any, y: Any) -> str | None:
     if type(y) is float and y >= 0.0 and y.is_integer():
         return None  # a whole exponent >= 0: defined at every base
-    with _quiet():
-        if type(x) is ARRAY and (x > 0).all():
-            return None
+    if type(x) is ARRAY and (x > 0).all():
+        return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
     if bad.any():

@@ -212,6 +212,8 @@ class _CodeGenerator(BatchedFolds):
         self.unpacked: dict[str, tuple[_Function, tuple[int, ...], tuple[str, str]]] = {}
         # Globals holding pairs of literals and the zero backpropagator, by their values.
         self.constant_pairs: dict[str, Any] = {}
+        # Whether the unit has an array operation (its runs want NumPy's warnings off).
+        self.arrays = False
 
     # ---- names
     def fresh(self, prefix: str) -> str:
@@ -410,6 +412,8 @@ class _CodeGenerator(BatchedFolds):
         primitive = PRIMITIVES.get(name)
         if primitive is None:
             raise EvalError(f"unknown primitive `{name}`", span)
+        if primitive.kind in _ARRAY_KINDS:
+            self.arrays = True
         return primitive
 
     def prim(self, term: Prim, fn: _Function):
@@ -987,7 +991,8 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
     """The entry function computing ``term`` from the values of its free variables, and
     its parameters (source names): ``names`` if given, else the free variables in order of
-    first occurrence; compiled under ``options`` (see :class:`CompileOptions`).
+    first occurrence; compiled under ``options`` (see :class:`CompileOptions`).  The entry
+    function's ``__lambdad_arrays__`` says whether the unit has array operations.
 
     Raises EvalError for a free variable not in ``names`` or a term that cannot be
     evaluated, ResourceError when the program is too large for Python to compile.
@@ -1004,6 +1009,7 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
             raise ResourceError("the program is too large to compile",
                                 getattr(term, "span", None)) from None
     namespace["__lambdad_source__"] = source
+    namespace[entry].__lambdad_arrays__ = generator.arrays
     for name, lam, captured in generator.lifted:
         function = namespace[name]
         function.__lambdad_lam__ = lam
