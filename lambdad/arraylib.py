@@ -214,7 +214,8 @@ def densely(function: Callable[..., Any]) -> Callable[..., Any]:
 # --------------------------------------------------------------------------- elementwise
 
 
-_add_reduce = np.add.reduce
+_add_reduce = np.add.reduce  # (np.sum and np.max less their Python wrappers)
+_max_reduce = np.maximum.reduce
 
 
 def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
@@ -519,7 +520,7 @@ def ncols(m: ARRAY) -> float:
 
 def total(x: Any) -> float:
     """``sum x``: the sum of every element."""
-    return float(np.add.reduce(dense(x), axis=None))
+    return float(_add_reduce(dense(x), axis=None))
 
 
 def mean(x: ARRAY) -> float:
@@ -531,46 +532,46 @@ def mean(x: ARRAY) -> float:
 def maximum(x: ARRAY) -> float:
     if x.size == 0:
         raise DomainError("maximum of an empty array")
-    return float(np.max(x))
+    return float(_max_reduce(x, axis=None))
 
 
 def logsumexp(x: ARRAY) -> float:
     """log (sum (exp x)), computed stably (shifted by the maximum)."""
     if x.size == 0:
         raise DomainError("logsumexp of an empty array")
-    top = np.max(x)
-    return float(top + np.log(np.sum(np.exp(x - top))))
+    top = _max_reduce(x, axis=None)
+    return float(top + np.log(_add_reduce(np.exp(x - top), axis=None)))
 
 
 def sum_rows(m: ARRAY) -> ARRAY:
-    return np.sum(m, axis=1)
+    return _add_reduce(m, axis=1)
 
 
 def sum_cols(m: ARRAY) -> ARRAY:
-    return np.sum(m, axis=0)
+    return _add_reduce(m, axis=0)
 
 
 def maximum_rows(m: ARRAY) -> ARRAY:
     if m.shape[1] == 0:
         raise DomainError("maximum_rows of a Mat with no columns")
-    return np.max(m, axis=1)
+    return _max_reduce(m, axis=1)
 
 
 def logsumexp_rows(m: ARRAY) -> ARRAY:
     if m.shape[1] == 0:
         raise DomainError("logsumexp_rows of a Mat with no columns")
-    top = np.max(m, axis=1)
-    return top + np.log(np.sum(np.exp(m - top[:, None]), axis=1))
+    top = _max_reduce(m, axis=1)
+    return top + np.log(_add_reduce(np.exp(m - top[:, None]), axis=1))
 
 
 def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     """The subgradient of the maximum: 1 / (number of ties) at the elements equal to the
     maximum ``top`` (per row, for a Vec ``top`` of a Mat), 0 elsewhere."""
     if type(top) is ARRAY and x.ndim == 2:
-        at = (x == top[:, None]).astype(np.float64)
-        return at / np.sum(at, axis=1, keepdims=True)
-    at = (x == top).astype(np.float64)
-    return at / np.sum(at)
+        at = x == top[:, None]
+        return at / np.count_nonzero(at, axis=1)[:, None]
+    at = x == top
+    return at / float(np.count_nonzero(at))
 
 
 def softmax(x: ARRAY) -> ARRAY:
@@ -660,13 +661,13 @@ def sum_to(x: Any, c: Any) -> Any:
     """The cotangent ``c`` of a broadcast of ``x`` summed back to the shape of ``x``."""
     c = dense(c)
     if type(c) is not ARRAY:
-        return c if type(x) is not ARRAY else np.broadcast_to(c, x.shape).copy()
+        return c if type(x) is not ARRAY else np.full(x.shape, c, dtype=np.float64)
     if type(x) is not ARRAY:
-        return float(np.sum(c))
+        return float(_add_reduce(c, axis=None))
     if c.shape == x.shape:
         return c
     if x.ndim == 1 and c.ndim == 2:
-        return np.sum(c, axis=0)
+        return _add_reduce(c, axis=0)
     return np.broadcast_to(c, x.shape).copy()
 
 
@@ -675,8 +676,9 @@ def spread(x: Any, c: Any) -> Any:
     c = dense(c)
     if type(x) is not ARRAY:
         return c
-    return np.broadcast_to(c, x.shape).copy() if (type(c) is not ARRAY or c.shape != x.shape) \
-        else c
+    if type(c) is not ARRAY:
+        return np.full(x.shape, c, dtype=np.float64)  # (a real)
+    return np.broadcast_to(c, x.shape).copy() if c.shape != x.shape else c
 
 
 _COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,

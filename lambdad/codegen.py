@@ -481,6 +481,12 @@ class _CodeGenerator(BatchedFolds):
         key = None
         if not self.instrumented:
             folded = self.folded(primitive, atoms)
+            if folded is None and primitive.kind == "elementwise" and fn.deferred is not None:
+                # `1 * a` of a cotangent array in a backpropagator's body is `a`, bit for
+                # bit (its finiteness is checked in the gradient, as the product's would be)
+                unit = self.unit_operand(primitive, atoms)
+                if unit is not None:
+                    return unit
             if folded is not None:
                 if folded[0] in _LITERAL_FIRST or folded in _BOOL_ATOMS or folded in fn.finite \
                         or (fn.deferred is not None and folded in fn.deferred):
@@ -571,6 +577,11 @@ class _CodeGenerator(BatchedFolds):
                 break
         else:
             return _folded_literals(primitive, atoms)
+        return _CodeGenerator.unit_operand(primitive, atoms)
+
+    @staticmethod
+    def unit_operand(primitive: Primitive, atoms: list[str]) -> str | None:
+        """``x`` for ``1 * x``, ``x * 1``, ``x / 1`` and ``x ^ 1``, else None."""
         if "1.0" in atoms and len(atoms) == 2:
             if atoms[0] == "1.0" and primitive.name in _LEFT_UNIT_ONE:
                 return atoms[1]
