@@ -75,9 +75,14 @@ def _finite(name: str, result: Any) -> Any:
 def all_finite(x: Any) -> bool:
     """Whether every element of the array ``x`` is finite."""
     x = dense(x)
+    if x.size <= _SMALL:  # (one test and no errstate, quicker for a small array)
+        return bool(np.isfinite(x).all())
     with quiet():  # (finite when every element is, mostly; a float's `-` never warns)
         total = float(np.add.reduce(x, axis=None))
     return total - total == 0.0 or bool(np.isfinite(x).all())
+
+
+_SMALL = 10_000
 
 
 def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
@@ -427,13 +432,16 @@ def _count(n: float, name: str) -> int:
     return int(n)
 
 
-def _position(i: float, length: int, what: str) -> int:
+def _position(i: float, x: ARRAY) -> int:
+    """``i`` as a position of the elements (rows) of ``x``; DomainError if it is none."""
+    if 0.0 <= i < x.shape[0]:
+        k = int(i)
+        if k == i:
+            return k
     if not float(i).is_integer():
         raise DomainError(f"index {i!r} is not a whole number")
-    if not 0.0 <= i < length:
-        raise DomainError(f"index {int(i)} is out of range for {what}"
-                          + ("" if i >= 0.0 else " (indices count from 0)"))
-    return int(i)
+    raise DomainError(f"index {int(i)} is out of range for {shape_text(x)}"
+                      + ("" if i >= 0.0 else " (indices count from 0)"))
 
 
 def from_list(xs: list) -> ARRAY:
@@ -611,7 +619,7 @@ def transpose(m: Any) -> ARRAY:
 
 def index(x: ARRAY, i: float) -> Any:
     """``x !! i``: element ``i`` of a Vec (a real), row ``i`` of a Mat (a Vec)."""
-    k = _position(i, x.shape[0], f"{shape_text(x)}")
+    k = _position(i, x)
     return float(x[k]) if x.ndim == 1 else x[k].copy()
 
 
