@@ -243,6 +243,7 @@ ARRAY_ENTRIES: list[Primitive] = [
     _array("maximum_share", ("x", "r"), _fun(VEC, REAL, VEC),
            "maximum_share x r: 1 / (number of ties) where x equals its maximum r (per row), "
            "0 elsewhere", arraylib.maximum_share,
+           cotangent_evaluate=arraylib.maximum_share_sparse,
            result_type=_of_ranks({(1, 0): VEC, (2, 1): MAT}), modes=("primal", "primal"),
            tangent="spread x 0"),
     _array("softmax_inner", ("x", "c"), _fun(VEC, VEC, VEC),

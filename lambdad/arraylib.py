@@ -168,7 +168,18 @@ class Sparse:
     __radd__ = __add__
 
     def __mul__(self, other: Any) -> Any:
+        if type(other) is float:  # scaled by a real: sparse still, each entry scaled
+            positions, values = self.entries()
+            return Sparse.of(self.shape, positions, [v * other for v in values])
         return dense(self) * dense(other)
+
+    @staticmethod
+    def of(shape: tuple[int, ...], positions: Sequence[int], values: Sequence[Any]) -> "Sparse":
+        """The sum of the entries (``positions[k]``, ``values[k]``), at least one."""
+        found = Sparse(shape, positions[0], values[0])
+        for k in range(1, len(positions)):
+            found = Sparse(shape, left=found, right=Sparse(shape, positions[k], values[k]))
+        return found
 
     __rmul__ = __mul__
 
@@ -255,6 +266,10 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             elif kind is Sparse:
                 if ufunc is np.add:  # sparse cotangents add as they are (see Sparse)
                     return args[0] + args[1]
+                if ufunc is np.multiply and len(args) == 2:  # and scale by a real
+                    other = args[1] if a is args[0] else args[0]
+                    if type(other) is float:
+                        return a * other
                 args = tuple(map(dense, args))
                 arrays = True
                 break
@@ -580,6 +595,18 @@ def maximum_share(x: ARRAY, top: Any) -> ARRAY:
         return at / np.count_nonzero(at, axis=1)[:, None]
     at = x == top
     return at / float(np.count_nonzero(at))
+
+
+def maximum_share_sparse(x: ARRAY, top: Any) -> Any:
+    """:func:`maximum_share` in a backpropagator's body: for the maximum of a Vec, the
+    sparse cotangent of its ties (so that ``maximum_share x r * a`` costs one comparison
+    of x, not four passes over it); else the dense array."""
+    if x.ndim == 1 and type(top) is not ARRAY:
+        ties = np.flatnonzero(x == top).tolist()
+        if ties:
+            share = 1.0 / len(ties)
+            return Sparse.of(x.shape, ties, [share] * len(ties))
+    return maximum_share(x, top)
 
 
 def softmax(x: ARRAY) -> ARRAY:
