@@ -176,8 +176,9 @@ ARRAY_ENTRIES: list[Primitive] = [
            tangent="sum (maximum_share x r * x')", cotangent="x_ (maximum_share x r * a)"),
     _array("logsumexp", ("x",), _fun(VEC, REAL),
            "log (sum (exp x)), computed stably (shifted by the maximum)", arraylib.logsumexp,
-           result_type=_of_ranks(_ANY_ARRAY), tangent="sum (softmax x * x')",
-           cotangent="x_ (softmax x * a)"),
+           result_type=_of_ranks(_ANY_ARRAY), result="r",
+           # (softmax x is exp (x - r), one exponential from the result: x - r <= 0)
+           tangent="sum (exp (x - r) * x')", cotangent="x_ (exp (x - r) * a)"),
     _array("softmax", ("x",), _fun(VEC, VEC),
            "exp (x - logsumexp x), per row of a Mat", arraylib.softmax,
            result_type=_of_ranks({(1,): VEC, (2,): MAT}), result="r",
@@ -193,8 +194,9 @@ ARRAY_ENTRIES: list[Primitive] = [
            tangent="sum_rows (maximum_share m r * m')",
            cotangent="m_ (maximum_share m r * per_row a m)"),
     _array("logsumexp_rows", ("m",), _fun(MAT, VEC), "logsumexp of each row of a Mat",
-           arraylib.logsumexp_rows, tangent="sum_rows (softmax m * m')",
-           cotangent="m_ (softmax m * per_row a m)"),
+           arraylib.logsumexp_rows, result="r",
+           tangent="sum_rows (exp (m - per_row r m) * m')",
+           cotangent="m_ (exp (m - per_row r m) * per_row a m)"),
     # ---- linear algebra
     _array("dot", ("x", "y"), _fun(VEC, VEC, REAL), "dot u v: the sum of u_i * v_i",
            arraylib.dot, tangent="dot x' y + dot x y'", cotangent="x_ (a * y) <+> y_ (a * x)"),
@@ -249,6 +251,7 @@ ARRAY_ENTRIES: list[Primitive] = [
     _array("maximum_share", ("x", "r"), _fun(VEC, REAL, VEC),
            "maximum_share x r: 1 / (number of ties) where x equals its maximum r (per row), "
            "0 elsewhere", arraylib.maximum_share,
+           cotangent_evaluate=arraylib.maximum_share_sparse,
            result_type=_of_ranks({(1, 0): VEC, (2, 1): MAT}), modes=("primal", "primal"),
            tangent="spread x 0"),
     _array("softmax_inner", ("x", "c"), _fun(VEC, VEC, VEC),

@@ -46,9 +46,11 @@ def shape_text(x: Any) -> str:
     return "R"
 
 
-# Floating-point warnings are not printed: a result that is not finite is an error raised
-# with the operation's name (see _finite).
-def _quiet() -> Any:
+def quiet() -> Any:
+    """The context in which array operations run: NumPy's floating-point warnings off, since
+    a result that is not finite is an error raised with the operation's name (see _finite).
+    The interpreter enters it once around each run of a program with array operations (and
+    leaves it, whatever happens), so that an operation does not enter it each time."""
     return np.errstate(all="ignore")
 
 
@@ -57,8 +59,8 @@ def _finite(name: str, result: Any) -> Any:
     if type(result) is ARRAY:
         # One reduction says all is well, mostly: the sum of finite numbers is finite (but
         # for an overflow of the sum itself, which the exact test below tells apart).
-        with _quiet():
-            total = np.add.reduce(result, axis=None)
+        with quiet():
+            total = float(np.add.reduce(result, axis=None))
         if total - total == 0.0:
             return result
         if not np.isfinite(result).all():
@@ -73,9 +75,14 @@ def _finite(name: str, result: Any) -> Any:
 def all_finite(x: Any) -> bool:
     """Whether every element of the array ``x`` is finite."""
     x = dense(x)
-    with np.errstate(all="ignore"):
-        total = np.add.reduce(x, axis=None)  # (finite when every element is, mostly)
+    if x.size <= _SMALL:  # (one test and no errstate, quicker for a small array)
+        return bool(np.isfinite(x).all())
+    with quiet():  # (finite when every element is, mostly; a float's `-` never warns)
+        total = float(np.add.reduce(x, axis=None))
     return total - total == 0.0 or bool(np.isfinite(x).all())
+
+
+_SMALL = 10_000
 
 
 def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
@@ -90,8 +97,8 @@ def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
     if array.ndim != rank:
         raise DomainError(f"{what} must have rank {rank} ({'Vec' if rank == 1 else 'Mat'}), "
                           f"not rank {array.ndim}")
-    with _quiet():
-        total = np.add.reduce(array, axis=None)
+    with quiet():
+        total = float(np.add.reduce(array, axis=None))
     if total - total != 0.0 and not np.isfinite(array).all():
         raise DomainError(f"{what} has an element that is not a finite number")
     return array
@@ -161,7 +168,18 @@ class Sparse:
     __radd__ = __add__
 
     def __mul__(self, other: Any) -> Any:
+        if type(other) is float:  # scaled by a real: sparse still, each entry scaled
+            positions, values = self.entries()
+            return Sparse.of(self.shape, positions, [v * other for v in values])
         return dense(self) * dense(other)
+
+    @staticmethod
+    def of(shape: tuple[int, ...], positions: Sequence[int], values: Sequence[Any]) -> "Sparse":
+        """The sum of the entries (``positions[k]``, ``values[k]``), at least one."""
+        found = Sparse(shape, positions[0], values[0])
+        for k in range(1, len(positions)):
+            found = Sparse(shape, left=found, right=Sparse(shape, positions[k], values[k]))
+        return found
 
     __rmul__ = __mul__
 
@@ -212,6 +230,10 @@ def densely(function: Callable[..., Any]) -> Callable[..., Any]:
 # --------------------------------------------------------------------------- elementwise
 
 
+_add_reduce = np.add.reduce  # (np.sum and np.max less their Python wrappers)
+_max_reduce = np.maximum.reduce
+
+
 def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
     """Raises DomainError unless the shapes of ``arrays`` broadcast (R with anything; a
     Vec of n against the rows of a Mat of m x n; equal shapes)."""
@@ -244,30 +266,33 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             elif kind is Sparse:
                 if ufunc is np.add:  # sparse cotangents add as they are (see Sparse)
                     return args[0] + args[1]
+                if ufunc is np.multiply and len(args) == 2:  # and scale by a real
+                    other = args[1] if a is args[0] else args[0]
+                    if type(other) is float:
+                        return a * other
                 args = tuple(map(dense, args))
                 arrays = True
                 break
         if not arrays:
             return scalar(*args)
+        # (in a run, under quiet(): no warning, nothing printed)
         if not finite:
-            with np.errstate(all="ignore"):
-                try:
-                    return ufunc(*args)
-                except ValueError:
-                    _broadcast_check(name, args)  # (raises, naming the shapes)
-                    raise
+            try:
+                return ufunc(*args)
+            except ValueError:
+                _broadcast_check(name, args)  # (raises, naming the shapes)
+                raise
         if check is not None:
             problem = check(*args)
             if problem is not None:
                 raise DomainError(f"{name}: {problem}")
         try:
-            with np.errstate(all="ignore"):
-                result = ufunc(*args)
-                # finite, mostly, if one reduction is (see _finite)
-                total = np.add.reduce(result, axis=None)
+            result = ufunc(*args)
         except ValueError:
             _broadcast_check(name, args)  # (raises, naming the shapes)
             raise
+        # finite, mostly, if one reduction is (see _finite)
+        total = float(_add_reduce(result, axis=None))
         if total - total == 0.0:
             return result
         return _finite(name, result)
@@ -292,8 +317,7 @@ def accumulating(add: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
                     x._scatter(total)
                     return total
             elif (kind is ARRAY and x.shape == total.shape) or kind is float:
-                with np.errstate(all="ignore"):
-                    return np.add(total, x, out=total)
+                return np.add(total, x, out=total)  # (in a run, under quiet())
         return add(total, x)
 
     accumulate.__name__ = "accumulate"
@@ -311,8 +335,7 @@ def needing(condition: Callable[..., ARRAY], words: str) -> Callable[..., str | 
     ``condition`` (of the first argument, broadcast) fails."""
 
     def check(*args: Any) -> str | None:
-        with np.errstate(all="ignore"):
-            ok = condition(*args)
+        ok = condition(*args)  # (in a run, under quiet())
         if type(ok) is ARRAY:
             if ok.all():
                 return None
@@ -345,9 +368,8 @@ def _power(x: Any, y: Any) -> Any:
 def _pow_check(x: Any, y: Any) -> str | None:
     if type(y) is float and y >= 0.0 and y.is_integer():
         return None  # a whole exponent >= 0: defined at every base
-    with _quiet():
-        if type(x) is ARRAY and (x > 0).all():
-            return None
+    if type(x) is ARRAY and (x > 0).all():
+        return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
     if bad.any():
@@ -425,13 +447,16 @@ def _count(n: float, name: str) -> int:
     return int(n)
 
 
-def _position(i: float, length: int, what: str) -> int:
+def _position(i: float, x: ARRAY) -> int:
+    """``i`` as a position of the elements (rows) of ``x``; DomainError if it is none."""
+    if 0.0 <= i < x.shape[0]:
+        k = int(i)
+        if k == i:
+            return k
     if not float(i).is_integer():
         raise DomainError(f"index {i!r} is not a whole number")
-    if not 0.0 <= i < length:
-        raise DomainError(f"index {int(i)} is out of range for {what}"
-                          + ("" if i >= 0.0 else " (indices count from 0)"))
-    return int(i)
+    raise DomainError(f"index {int(i)} is out of range for {shape_text(x)}"
+                      + ("" if i >= 0.0 else " (indices count from 0)"))
 
 
 def from_list(xs: list) -> ARRAY:
@@ -518,7 +543,7 @@ def ncols(m: ARRAY) -> float:
 
 def total(x: Any) -> float:
     """``sum x``: the sum of every element."""
-    return float(np.add.reduce(dense(x), axis=None))
+    return float(_add_reduce(dense(x), axis=None))
 
 
 def mean(x: ARRAY) -> float:
@@ -530,46 +555,58 @@ def mean(x: ARRAY) -> float:
 def maximum(x: ARRAY) -> float:
     if x.size == 0:
         raise DomainError("maximum of an empty array")
-    return float(np.max(x))
+    return float(_max_reduce(x, axis=None))
 
 
 def logsumexp(x: ARRAY) -> float:
     """log (sum (exp x)), computed stably (shifted by the maximum)."""
     if x.size == 0:
         raise DomainError("logsumexp of an empty array")
-    top = np.max(x)
-    return float(top + np.log(np.sum(np.exp(x - top))))
+    top = _max_reduce(x, axis=None)
+    return float(top + np.log(_add_reduce(np.exp(x - top), axis=None)))
 
 
 def sum_rows(m: ARRAY) -> ARRAY:
-    return np.sum(m, axis=1)
+    return _add_reduce(m, axis=1)
 
 
 def sum_cols(m: ARRAY) -> ARRAY:
-    return np.sum(m, axis=0)
+    return _add_reduce(m, axis=0)
 
 
 def maximum_rows(m: ARRAY) -> ARRAY:
     if m.shape[1] == 0:
         raise DomainError("maximum_rows of a Mat with no columns")
-    return np.max(m, axis=1)
+    return _max_reduce(m, axis=1)
 
 
 def logsumexp_rows(m: ARRAY) -> ARRAY:
     if m.shape[1] == 0:
         raise DomainError("logsumexp_rows of a Mat with no columns")
-    top = np.max(m, axis=1)
-    return top + np.log(np.sum(np.exp(m - top[:, None]), axis=1))
+    top = _max_reduce(m, axis=1)
+    return top + np.log(_add_reduce(np.exp(m - top[:, None]), axis=1))
 
 
 def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     """The subgradient of the maximum: 1 / (number of ties) at the elements equal to the
     maximum ``top`` (per row, for a Vec ``top`` of a Mat), 0 elsewhere."""
     if type(top) is ARRAY and x.ndim == 2:
-        at = (x == top[:, None]).astype(np.float64)
-        return at / np.sum(at, axis=1, keepdims=True)
-    at = (x == top).astype(np.float64)
-    return at / np.sum(at)
+        at = x == top[:, None]
+        return at / np.count_nonzero(at, axis=1)[:, None]
+    at = x == top
+    return at / float(np.count_nonzero(at))
+
+
+def maximum_share_sparse(x: ARRAY, top: Any) -> Any:
+    """:func:`maximum_share` in a backpropagator's body: for the maximum of a Vec, the
+    sparse cotangent of its ties (so that ``maximum_share x r * a`` costs one comparison
+    of x, not four passes over it); else the dense array."""
+    if x.ndim == 1 and type(top) is not ARRAY:
+        ties = np.flatnonzero(x == top).tolist()
+        if ties:
+            share = 1.0 / len(ties)
+            return Sparse.of(x.shape, ties, [share] * len(ties))
+    return maximum_share(x, top)
 
 
 def softmax(x: ARRAY) -> ARRAY:
@@ -609,7 +646,7 @@ def transpose(m: Any) -> ARRAY:
 
 def index(x: ARRAY, i: float) -> Any:
     """``x !! i``: element ``i`` of a Vec (a real), row ``i`` of a Mat (a Vec)."""
-    k = _position(i, x.shape[0], f"{shape_text(x)}")
+    k = _position(i, x)
     return float(x[k]) if x.ndim == 1 else x[k].copy()
 
 
@@ -659,13 +696,13 @@ def sum_to(x: Any, c: Any) -> Any:
     """The cotangent ``c`` of a broadcast of ``x`` summed back to the shape of ``x``."""
     c = dense(c)
     if type(c) is not ARRAY:
-        return c if type(x) is not ARRAY else np.broadcast_to(c, x.shape).copy()
+        return c if type(x) is not ARRAY else np.full(x.shape, c, dtype=np.float64)
     if type(x) is not ARRAY:
-        return float(np.sum(c))
+        return float(_add_reduce(c, axis=None))
     if c.shape == x.shape:
         return c
     if x.ndim == 1 and c.ndim == 2:
-        return np.sum(c, axis=0)
+        return _add_reduce(c, axis=0)
     return np.broadcast_to(c, x.shape).copy()
 
 
@@ -674,8 +711,9 @@ def spread(x: Any, c: Any) -> Any:
     c = dense(c)
     if type(x) is not ARRAY:
         return c
-    return np.broadcast_to(c, x.shape).copy() if (type(c) is not ARRAY or c.shape != x.shape) \
-        else c
+    if type(c) is not ARRAY:
+        return np.full(x.shape, c, dtype=np.float64)  # (a real)
+    return np.broadcast_to(c, x.shape).copy() if c.shape != x.shape else c
 
 
 _COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,

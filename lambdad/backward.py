@@ -44,6 +44,7 @@ from .syntax import (
     Var,
     Zero,
     names_in,
+    walk,
 )
 
 WITH_BACKPROPAGATOR = PairT(REAL, BACKPROPAGATOR_TYPE)
@@ -100,16 +101,27 @@ class _Backward(Differentiation):
         \\a -o x1_ (∂1f(x1..xk) * a) <+> ... <+> xk_ (∂kf(x1..xk) * a).  For an
         elementwise operation on arrays (``elementwise``: the primals x1..xk) each
         cotangent is summed back to its argument's shape, the transpose of broadcasting
-        (AD.md §10): xi_ (sum_to xi (∂if(x1..xk) * a))."""
+        (AD.md §10): xi_ (sum_to xi (∂if(x1..xk) * a)); with a constant partial (the 1
+        and -1 of + and -) the sum is scaled instead, xi_ (∂if * sum_to xi a): one operation
+        on the array a, not two."""
         a = local_name(LINEAR_PARAM, taken)
         cotangent: Term | None = None
         for i, (derivative, x_) in enumerate(contributions):
-            sent = times(derivative, Var(a, span=span), span, elementwise is not None)
-            if elementwise is not None:
-                sent = summed_to(elementwise[i], sent, span)
+            if elementwise is not None and _constant(derivative):
+                sent = times(derivative, summed_to(elementwise[i], Var(a, span=span), span),
+                             span, True)
+            else:
+                sent = times(derivative, Var(a, span=span), span, elementwise is not None)
+                if elementwise is not None:
+                    sent = summed_to(elementwise[i], sent, span)
             term = App(Var(x_, span=span), sent, span=span)
             cotangent = term if cotangent is None else Plus(cotangent, term, span=span)
         return LinLam(a, Zero(span=span) if cotangent is None else cotangent, span=span)
+
+
+def _constant(term: Term) -> bool:
+    """Whether ``term`` has no variable (a literal, ``-1``, a partial's constant)."""
+    return not any(isinstance(node, Var) for node in walk(term))
 
 
 def _zero_backpropagator(span: Span | None) -> Term:

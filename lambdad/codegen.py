@@ -176,6 +176,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         self.unpacked: dict[str, tuple[_Function, tuple[int, ...], tuple[str, str]]] = {}
         # Globals holding pairs of literals and the zero backpropagator, by their values.
         self.constant_pairs: dict[str, Any] = {}
+        # Whether the unit has an array operation (its runs want NumPy's warnings off).
+        self.arrays = False
 
     # ---- names
     def fresh(self, prefix: str) -> str:
@@ -374,6 +376,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         primitive = PRIMITIVES.get(name)
         if primitive is None:
             raise EvalError(f"unknown primitive `{name}`", span)
+        if primitive.kind in _ARRAY_KINDS:
+            self.arrays = True
         return primitive
 
     def prim(self, term: Prim, fn: _Function):
@@ -441,6 +445,12 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         key = None
         if not self.instrumented:
             folded = self.folded(primitive, atoms)
+            if folded is None and primitive.kind == "elementwise" and fn.deferred is not None:
+                # `1 * a` of a cotangent array in a backpropagator's body is `a`, bit for
+                # bit (its finiteness is checked in the gradient, as the product's would be)
+                unit = self.unit_operand(primitive, atoms)
+                if unit is not None:
+                    return unit
             if folded is not None:
                 if folded[0] in _LITERAL_FIRST or folded in _BOOL_ATOMS or folded in fn.finite \
                         or (fn.deferred is not None and folded in fn.deferred):
@@ -531,6 +541,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 break
         else:
             return _folded_literals(primitive, atoms)
+        return _CodeGenerator.unit_operand(primitive, atoms)
+
+    @staticmethod
+    def unit_operand(primitive: Primitive, atoms: list[str]) -> str | None:
+        """``x`` for ``1 * x``, ``x * 1``, ``x / 1`` and ``x ^ 1``, else None."""
         if "1.0" in atoms and len(atoms) == 2:
             if atoms[0] == "1.0" and primitive.name in _LEFT_UNIT_ONE:
                 return atoms[1]
@@ -792,7 +807,8 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
     """The entry function computing ``term`` from the values of its free variables, and
     its parameters (source names): ``names`` if given, else the free variables in order of
-    first occurrence; compiled under ``options`` (see :class:`CompileOptions`).
+    first occurrence; compiled under ``options`` (see :class:`CompileOptions`).  The entry
+    function's ``__lambdad_arrays__`` says whether the unit has array operations.
 
     Raises EvalError for a free variable not in ``names`` or a term that cannot be
     evaluated, ResourceError when the program is too large for Python to compile.
@@ -809,6 +825,7 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
             raise ResourceError("the program is too large to compile",
                                 getattr(term, "span", None)) from None
     namespace["__lambdad_source__"] = source
+    namespace[entry].__lambdad_arrays__ = generator.arrays
     for name, lam, captured in generator.lifted:
         function = namespace[name]
         function.__lambdad_lam__ = lam

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from . import arraylib
 from .codegen import CompileOptions, RuntimeCalls, compile_term
 from .errors import EvalError, LambdadError, ResourceError, Span
 from .guard import (
@@ -126,6 +127,11 @@ class Interpreter:
         self._depth = 0  # nesting of _run (generated code calling the AD hooks, ...)
         self._guarded = False  # inside the outermost guard (of _run or guarded)
         self._pinned = 0  # nesting of using_tape
+        # Whether a unit with array operations was compiled: then every run turns NumPy's
+        # floating-point warnings off (the operations check their own results), by the
+        # context in _quiet while it runs.
+        self._arrays = False
+        self._quiet: Any = None
         self._units = itertools.count()
         # Told (tape, ring depth, bodies run, distinct bodies run) after each backward phase
         # a program's `cotangent x e` runs (the differentiator's per-level costs).
@@ -278,9 +284,16 @@ class Interpreter:
 
     def _compile(self, term: Term, names: tuple[str, ...] | None, options: CompileOptions
                  ) -> tuple[Callable[..., Any], tuple[str, ...]]:
-        return compile_term(term, names, self._runtime_calls(options.instrumented),
-                            options=options,
-                            filename=f"<lambdad unit {next(self._units)}>")
+        function, names = compile_term(term, names, self._runtime_calls(options.instrumented),
+                                       options=options,
+                                       filename=f"<lambdad unit {next(self._units)}>")
+        if function.__lambdad_arrays__ and not self._arrays:
+            # from now on, the run under way included (its array code runs after this)
+            self._arrays = True
+            if self._guarded:
+                self._quiet = arraylib.quiet()
+                self._quiet.__enter__()
+        return function, names
 
     def _runtime_calls(self, instrumented: bool) -> RuntimeCalls:
         """What the generated code of a variant calls back (see :class:`RuntimeCalls`)."""
@@ -362,6 +375,9 @@ class Interpreter:
             # rescan the ever-growing graph of backpropagators, which can double the cost of
             # a run.
             gc.disable()
+            if self._arrays:
+                self._quiet = arraylib.quiet()
+                self._quiet.__enter__()
             self._depth = depth
             self._guarded = True
             if tape is not None:
@@ -382,6 +398,9 @@ class Interpreter:
                 restore_limits(limits)
             if collecting:
                 gc.enable()
+            if self._quiet is not None:
+                self._quiet.__exit__(None, None, None)
+                self._quiet = None
             if pinned:
                 self.tape = saved_tape
                 self._pinned -= 1

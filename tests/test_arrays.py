@@ -202,6 +202,25 @@ def test_rank_errors_are_type_errors():
     assert "`@`" in caught.value.message
 
 
+def test_overflows_are_located_errors_with_numpys_warnings_left_as_they_were():
+    # A run of array operations turns NumPy's floating-point warnings off once (the
+    # operations check their results) and puts them back after, also after an error.
+    p = lambdad.loads("def f (v : Vec) : R = sum (1 / exp (exp v))")
+    before = np.geterr()
+    with np.errstate(all="raise"):
+        with pytest.raises(LambdadError) as caught:
+            p.call("f", np.array([1.0, 800.0]))
+        assert np.geterr() == {"divide": "raise", "over": "raise", "under": "raise",
+                               "invalid": "raise"}
+        value, gradient = p.value_and_grad("f", np.array([1.0, 2.0]))
+        assert np.geterr()["over"] == "raise"
+    assert "exp gave a result that is not finite" in caught.value.message
+    assert caught.value.span is not None and caught.value.span.col == 37  # (exp 800)
+    assert np.geterr() == before
+    assert value == pytest.approx(np.sum(1 / np.exp(np.exp([1.0, 2.0]))))
+    assert gradient.shape == (2,)
+
+
 def test_domain_errors_name_the_element():
     p = lambdad.loads("def f (v : Vec) : Vec = log v")
     with pytest.raises(LambdadError) as caught:
