@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .arraylib import ARRAY, zeros_of
-from .syntax import ANY_ARITY, BoolT, ListT, PairT, RealT, Type
+from .syntax import ANY_ARITY, ArrayT, BoolT, ListT, PairT, RealT, Type
 from .tape import Backprop
 from .values import SCALAR_TYPES, all_reals, map_value
 
@@ -115,9 +115,9 @@ def replace_leaves(value: Any, reals: Sequence[float]) -> Any:
 
 def value_type(value: Any) -> Type | None:
     """The type of the runtime value ``value`` when its values tell it: reals, booleans,
-    pairs (of any arity, :data:`~lambdad.syntax.ANY_ARITY`) and non-empty lists (typed by
-    their first item) of those; None otherwise (a
-    function, an empty list).  Iterative: deep pairs do not recurse."""
+    arrays (``Vec``, ``Mat``), pairs (of any arity, :data:`~lambdad.syntax.ANY_ARITY`) and
+    non-empty lists (typed by their first item) of those; None otherwise (a function, an
+    empty list).  Iterative: deep pairs do not recurse."""
     # post-order over (value, done): each finished value pushes its type on ``built``
     work: list[tuple[Any, bool]] = [(value, False)]
     built: list[Type | None] = []
@@ -136,6 +136,8 @@ def value_type(value: Any) -> Type | None:
                              else PairT(first, second, ANY_ARITY))
             else:
                 work.extend(((v, True), (v[1], False), (v[0], False)))
+        elif kind is ARRAY and 1 <= v.ndim <= 2:
+            built.append(ArrayT(v.ndim))
         elif kind is list and v:
             if done:
                 item = built.pop()

@@ -90,6 +90,18 @@ def test_reverse_over_reverse_reads_off_a_dense_gradient_of_elements_put_in_an_a
         assert np.allclose(np.array(rows), [[0, 1, 0], [1, 0, 0], [0, 0, 0]]), mode
 
 
+def test_a_program_takes_a_hessian_diagonal_of_a_reduction_of_a_whole_matrix():
+    # `sum`, `mean` and `maximum` take a Vec or a Mat: a closure of one, differentiated
+    # inside `jvp (grad ...)`, is typed by the Mat it is differentiated at
+    program = lambdad.loads("""
+def f (p : Mat) (c : Mat) : R = sum (p * c * c) + mean (c * c * c)
+def diagonal (p : Mat) (c : Mat) : Mat = snd (jvp (grad (f p)) c (c * 0 + 1))
+""")
+    p, c = np.array([[1.0, 2.0], [3.0, -1.0]]), np.array([[0.5, -2.0], [1.0, 4.0]])
+    # d²/dc² of p c² + c³ / 4 elementwise, summed along the ones: 2 p + 6 c / 4
+    assert np.allclose(program.call("diagonal", (p, c)), 2 * p + 1.5 * c)
+
+
 @pytest.mark.parametrize("name", ["cube", "lse", "mlp"])
 def test_second_order_check_passes_at_sampled_points(program, name):
     report = gradcheck.check_second_order(program, name, samples=2, seed=3)

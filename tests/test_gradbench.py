@@ -104,6 +104,49 @@ def test_the_tool_runs_numpys_linear_algebra_on_one_thread_unless_told(monkeypat
     assert json.loads(done.stdout)["success"] is True
 
 
+MAPPED_BLOCKS = """
+import ctypes, ctypes.util, sys
+import numpy as np
+from lambdad.gradbench import reuse_freed_memory
+
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+        "uordblks", "fordblks", "keepcost")]
+
+
+mallinfo2 = ctypes.CDLL(ctypes.util.find_library("c")).mallinfo2
+mallinfo2.restype = Info
+if sys.argv[1] == "reuse":
+    assert reuse_freed_memory()
+before = mallinfo2().hblks
+array = np.ones(2_500_000)  # 20 MB: more than any block freed before (see below)
+print(mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or
+                    os.confstr("CS_GNU_LIBC_VERSION").split()[0] != "glibc",
+                    reason="glibc's allocator")
+def test_the_tool_has_the_allocator_reuse_the_memory_of_large_arrays():
+    # by default glibc maps every block over 128 kB by itself (the threshold rising only to
+    # the size of a mapped block freed); after reuse_freed_memory blocks up to 32 MB come
+    # from the heap, as the tool's arrays do
+    def mapped(mode):
+        done = subprocess.run([sys.executable, "-c", MAPPED_BLOCKS, mode], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout)
+
+    assert mapped("system") == 1
+    assert mapped("reuse") == 0
+    # the tool's option to leave the allocator alone is accepted
+    answers, _, status = session([{"kind": "define", "module": "hello"}],
+                                 "--system-allocator")
+    assert status == 0 and answers[0]["success"] is True
+
+
 def test_a_module_without_a_program_is_refused_at_define():
     answers, _, status = session([{"kind": "define", "module": "gmm2"}])
     assert status == 0
