@@ -757,7 +757,7 @@ def _positions(name: str, idx: ARRAY, x: ARRAY) -> ARRAY:
     axis of ``x``; raises DomainError naming the first element of ``idx`` that is not a
     whole number or is out of range."""
     length = x.shape[0]
-    with _quiet():  # (an infinite index is reported below, as not whole)
+    with quiet():  # (an infinite index is reported below, as not whole)
         positions = idx.astype(np.intp)
     whole = positions == idx
     if not whole.all():
