@@ -66,7 +66,7 @@ TITLES = {"llsq": f"GradBench's llsq, m = {LLSQ_POINTS} points, n coefficients",
           "gmm": "GradBench's gmm, d dimensions, k components, n points"}
 ELEMENTS = {"llsq": "m n (the matrix of powers)", "lse": "n",
             "mlp": f"batch x {MLP_INPUTS} (the inputs)",
-            "gmm": "k n d (the centred points, n x d for each of k components)"}
+            "gmm": "k n d (the transformed points, n x d for each of k components)"}
 
 
 def installed(module: str) -> bool:
@@ -351,8 +351,8 @@ def gmm(size: tuple[int, int], with_lists: bool = True, n: int | None = None,
 
 
 def _gmm_numpy(params: tuple, data: tuple, gradient: bool) -> Any:
-    """The objective a component at a time, as gmm.lam goes (faster here than the
-    components as a third axis, whose arrays outgrow the caches), and its gradient derived
+    """The objective a component at a time (faster here than the components as a third
+    axis, whose arrays outgrow the caches), and its gradient derived
     by hand: with w the responsibilities (the softmax over the components of each point's
     terms) and g = -w z the derivative in the transformed points z = (x - mu_c) Q_c^T,
     d alpha = sum_i w - n softmax alpha; d q = sum_i w + exp q * sum_i g (x - mu_c)
