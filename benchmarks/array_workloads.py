@@ -331,17 +331,18 @@ def gmm(size: tuple[int, int], with_lists: bool = True, n: int | None = None,
     x = np.round(rng.normal(size=(n, d)), 4)
     constant = gmm_constant(n, d, k)
     rows, cols = _lower_indices(d)
-    tail = (f"\ndef points : Mat = matrix {_matrix_text(x)}\n"
+    call = f"points {_num(GMM_GAMMA)} {_num(GMM_M)} alpha mu q l + ({_num(constant)})"
+    # (the factors' table of positions: a constant, computed once as a top-level def)
+    tail = (f"\ndef table : Vec = factor_table {d} {k}\n"
+            f"\ndef points : Mat = matrix {_matrix_text(x)}\n"
             "\ndef objective (alpha : Vec) (mu : Mat) (q : Mat) (l : Mat) : R =\n"
-            f"  gmm_objective points {_num(GMM_GAMMA)} {_num(GMM_M)} alpha mu q l "
-            f"+ ({_num(constant)})\n")
+            f"  gmm_objective table {call}\n")
     list_source = None
     if with_lists:
         list_source = (_library("gmm_lists.lam")
-                       + tail.replace(": Mat", ": [[R]]", 1).replace("matrix ", "", 1)
-                       .replace("(alpha : Vec) (mu : Mat) (q : Mat) (l : Mat)",
-                                "(alpha : [R]) (mu : [[R]]) (q : [[R]]) (l : [[R]])")
-                       .replace("gmm_objective", "gmm_lists"))
+                       + f"\ndef points : [[R]] = {_matrix_text(x)}\n"
+                       "\ndef objective (alpha : [R]) (mu : [[R]]) (q : [[R]]) (l : [[R]]) : R =\n"
+                       f"  gmm_lists {call}\n")
     return ArrayWorkload(
         "gmm", f"gmm d={d} k={k} n={n}", size, k * n * d, (alpha, mu, q, l),
         (x, rows, cols, GMM_GAMMA, GMM_M, constant), _library("gmm.lam") + tail,
