@@ -66,7 +66,7 @@ TITLES = {"llsq": f"GradBench's llsq, m = {LLSQ_POINTS} points, n coefficients",
           "gmm": "GradBench's gmm, d dimensions, k components, n points"}
 ELEMENTS = {"llsq": "m n (the matrix of powers)", "lse": "n",
             "mlp": f"batch x {MLP_INPUTS} (the inputs)",
-            "gmm": "k n d (the centred points, n x d for each of k components)"}
+            "gmm": "k n d (the transformed points, n x d for each of k components)"}
 
 
 def installed(module: str) -> bool:
@@ -331,17 +331,18 @@ def gmm(size: tuple[int, int], with_lists: bool = True, n: int | None = None,
     x = np.round(rng.normal(size=(n, d)), 4)
     constant = gmm_constant(n, d, k)
     rows, cols = _lower_indices(d)
-    tail = (f"\ndef points : Mat = matrix {_matrix_text(x)}\n"
+    call = f"points {_num(GMM_GAMMA)} {_num(GMM_M)} alpha mu q l + ({_num(constant)})"
+    # (the factors' table of positions: a constant, computed once as a top-level def)
+    tail = (f"\ndef table : Vec = factor_table {d} {k}\n"
+            f"\ndef points : Mat = matrix {_matrix_text(x)}\n"
             "\ndef objective (alpha : Vec) (mu : Mat) (q : Mat) (l : Mat) : R =\n"
-            f"  gmm_objective points {_num(GMM_GAMMA)} {_num(GMM_M)} alpha mu q l "
-            f"+ ({_num(constant)})\n")
+            f"  gmm_objective table {call}\n")
     list_source = None
     if with_lists:
         list_source = (_library("gmm_lists.lam")
-                       + tail.replace(": Mat", ": [[R]]", 1).replace("matrix ", "", 1)
-                       .replace("(alpha : Vec) (mu : Mat) (q : Mat) (l : Mat)",
-                                "(alpha : [R]) (mu : [[R]]) (q : [[R]]) (l : [[R]])")
-                       .replace("gmm_objective", "gmm_lists"))
+                       + f"\ndef points : [[R]] = {_matrix_text(x)}\n"
+                       "\ndef objective (alpha : [R]) (mu : [[R]]) (q : [[R]]) (l : [[R]]) : R =\n"
+                       f"  gmm_lists {call}\n")
     return ArrayWorkload(
         "gmm", f"gmm d={d} k={k} n={n}", size, k * n * d, (alpha, mu, q, l),
         (x, rows, cols, GMM_GAMMA, GMM_M, constant), _library("gmm.lam") + tail,
@@ -351,8 +352,8 @@ def gmm(size: tuple[int, int], with_lists: bool = True, n: int | None = None,
 
 
 def _gmm_numpy(params: tuple, data: tuple, gradient: bool) -> Any:
-    """The objective a component at a time, as gmm.lam goes (faster here than the
-    components as a third axis, whose arrays outgrow the caches), and its gradient derived
+    """The objective a component at a time (faster here than the components as a third
+    axis, whose arrays outgrow the caches), and its gradient derived
     by hand: with w the responsibilities (the softmax over the components of each point's
     terms) and g = -w z the derivative in the transformed points z = (x - mu_c) Q_c^T,
     d alpha = sum_i w - n softmax alpha; d q = sum_i w + exp q * sum_i g (x - mu_c)
