@@ -123,6 +123,10 @@ _UNGIVEN = object()
 # check (a name is a str).
 _USUAL = {KINDS["str"][0]: "str", KINDS["str | None"][0]: "str"}
 
+# The checks that accept None (the default of the parameters they check, mostly).
+_NONE_TOO = {accepts for annotation, (accepts, _) in KINDS.items()
+             if annotation.endswith("| None")}
+
 
 def _positional_door(function: Callable[..., Any], positional: list[inspect.Parameter],
                      fewest: int, checks: list[tuple[int, str, Callable[[Any], bool], str]],
@@ -133,45 +137,44 @@ def _positional_door(function: Callable[..., Any], positional: list[inspect.Para
     parameters, each not given by default, and any other arguments (``*extra``,
     ``**keywords``).  A call giving ``fewest`` to ``most`` positional arguments only has
     those checked and calls ``function`` with them directly; a call naming some of the
-    parameters (``strategy="fused"``) has them put in their places, the defaults of those
-    it skips filled in, and goes the same way; any other call is
+    parameters (``strategy="fused"``) has its arguments bound by Python (a function of
+    the parameters' own names and defaults gives them all, in order) and goes the same
+    way, in the same frame; any other call, or one that binding refuses, is
     ``bound(*args, **keywords)`` (bound to the signature and checked by name, or refused
-    as the signature refuses it).  So the usual call costs a frame and a test per
-    argument, not the binding of its arguments (the wrapper is compiled from the lines
-    below, which name only its own parameters ``a0``, ``a1``...)."""
+    as the signature refuses it).  So the usual call costs a frame or two and a test per
+    argument, not the binding of its arguments in Python (the wrapper is compiled from the lines below,
+    which name only its own parameters ``a0``, ``a1``...)."""
     most = len(positional)
     names = [f"a{index}" for index in range(most)]
-    places = {parameter.name: index for index, parameter in enumerate(positional)}
-    defaults = [parameter.default for parameter in positional]
-
-    def by_name(given: list[Any], keywords: dict[str, Any]) -> Any:
-        """The call of positional arguments ``given`` and named ones ``keywords``: by
-        the positional door when each name is a parameter not given before it and every
-        parameter skipped has a default, else by ``bound``."""
-        slots = given + [_UNGIVEN] * (most - len(given))
-        for key, value in keywords.items():
-            index = places.get(key)
-            if index is None or slots[index] is not _UNGIVEN:
-                return bound(*given, **keywords)
-            slots[index] = value
-        while slots and slots[-1] is _UNGIVEN:
-            slots.pop()
-        for index, value in enumerate(slots):
-            if value is _UNGIVEN:
-                if defaults[index] is inspect.Parameter.empty:
-                    return bound(*given, **keywords)
-                slots[index] = defaults[index]
-        return door(*slots)
+    # The parameters by their own names, with their own defaults: a call naming some of
+    # them binds its arguments by Python's own binding, into the tuple of them all (or
+    # raises TypeError where the signature refuses the call).
+    lines = [f"def named({', '.join(parameter.name for parameter in positional)}):",
+             f"    return ({''.join(parameter.name + ', ' for parameter in positional)})"]
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(lines), f"<named {function.__qualname__}>", "exec"), namespace)
+    named = namespace["named"]
+    named.__defaults__ = tuple(parameter.default for parameter in positional[fewest:])
 
     kinds = {index: accepts for index, _, accepts, _ in checks}
+    every = "".join(name + ", " for name in names)
     lines = [f"def call({', '.join(name + '=_UNGIVEN' for name in names)}, /, *extra,"
              " **keywords):",
              f"    if extra or keywords or {names[fewest - 1]} is _UNGIVEN:",
-             "        given = [a for a in (" + "".join(name + ", " for name in names)
-             + ") if a is not _UNGIVEN]",
-             "        if keywords and not extra:",
-             "            return by_name(given, keywords)",
-             "        return bound(*given, *extra, **keywords)"]
+             "        if extra or not keywords:",
+             f"            return bound(*[a for a in ({every}) if a is not _UNGIVEN], *extra,"
+             " **keywords)",
+             "        try:"]
+    for index in range(most + 1):  # the positional arguments given are a0 .. a{index - 1}
+        if index < most:
+            lines.append(f"            {'elif' if index else 'if'} a{index} is _UNGIVEN:")
+        else:
+            lines.append("            else:")
+        given = "".join(name + ", " for name in names[:index])
+        lines.append(f"                {every}= named({given}**keywords)")
+    lines += ["        except TypeError:  # refused by the signature: say why",
+              f"            return bound(*[a for a in ({every}) if a is not _UNGIVEN],"
+              " **keywords)"]
     for index in range(most):
         if index >= fewest:  # an optional parameter: not given, the call ends there
             lines.append(f"    if a{index} is _UNGIVEN:")
@@ -179,17 +182,18 @@ def _positional_door(function: Callable[..., Any], positional: list[inspect.Para
         if index in kinds:
             usual = _USUAL.get(kinds[index])
             test = f"not accepts{index}(a{index})"
+            if kinds[index] in _NONE_TOO:
+                test = f"a{index} is not None and {test}"
             if usual is not None:
                 test = f"type(a{index}) is not {usual} and {test}"
             lines.append(f"    if {test}:")
             lines.append(f"        raise refuse_kind({index}, a{index})")
     lines.append(f"    return function({', '.join(names)})")
-    namespace: dict[str, Any] = {"_UNGIVEN": _UNGIVEN, "function": function, "bound": bound,
-                                 "refuse_kind": refuse_kind, "by_name": by_name}
+    namespace = {"_UNGIVEN": _UNGIVEN, "function": function, "bound": bound,
+                 "refuse_kind": refuse_kind, "named": named}
     namespace.update((f"accepts{index}", accepts) for index, accepts in kinds.items())
     exec(compile("\n".join(lines), f"<checked {function.__qualname__}>", "exec"), namespace)
-    door = namespace["call"]
-    return door
+    return namespace["call"]
 
 
 def checked_class(cls: type) -> type:
