@@ -126,6 +126,13 @@ def _argument_type(t: Type) -> Type | None:
     return None
 
 
+def _backward_image(modes: tuple[str, ...]) -> bool:
+    """Whether the image under ``modes`` is taken by ←D at some level: ←D takes no use of
+    ``grad``, ``jvp``, ... (→D keeps one it cannot write out), so its code makes closures
+    that nothing differentiates or looks inside (see Interpreter.compile_open)."""
+    return any(mode != FORWARD for mode in modes)
+
+
 # ---------------------------------------------------------------- the differentiator
 
 
@@ -293,8 +300,8 @@ class Differentiator:
                 entry = (lam, None)
             else:
                 # a fused ←D program (or its →D) runs a qualifying fold's steps batched
-                entry = (lam, (self.interpreter.compile_open(transformed, names,
-                                                             batch_folds=fused),
+                entry = (lam, (self.interpreter.compile_open(
+                    transformed, names, batch_folds=fused, image=_backward_image(modes)),
                                tuple((name, None) for name in names)))
             self._units.put(key, entry)
         if entry[1] is not None:
@@ -344,7 +351,8 @@ class Differentiator:
         used = free_vars(program.term)
         names = [(name, None) for name, _ in types if name in used]
         names += [(name, image) for name, image in sorted(program.images.items())]
-        return (self.interpreter.compile_open(transformed, [name for name, _ in names]),
+        return (self.interpreter.compile_open(transformed, [name for name, _ in names],
+                                              image=_backward_image(modes)),
                 tuple(names))
 
     def _embedded(self, value: Any, modes: tuple[str, ...], tape: Tape | None) -> Any:
