@@ -59,9 +59,9 @@ class Points:
         # Calls with points of Python reals, by (name, shape of the point; see real_point):
         # the function to apply (adapter included), its result type, the argument type
         # when it holds arrays and whether the result holds a tuple of more than two
-        # components (see values.written), found by the first.  (A shape names its lists' lengths: the
-        # cache past a bounded number of entries starts again, so points of ever new
-        # lengths do not fill it.)
+        # components (see values.written), found by the first.  (A shape names its lists'
+        # lengths: the cache past a bounded number of entries starts again, so points of
+        # ever new lengths do not fill it.)
         self._plans: dict[tuple[str, Shape], tuple[Any, Type, Type | None, bool]] = {}
 
     def _planned(self, name: str, point: Any) -> tuple[Any, Any, Type | None] | None:
