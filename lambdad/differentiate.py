@@ -206,8 +206,11 @@ class Differentiator:
         """Ends a differentiation: the outermost one publishes the costs of every depth as
         ``last_stats``."""
         self._depth -= 1
-        if outermost and any(REVERSE in cost[0] for cost in self._costs):
-            self._last_costs = self._costs
+        if outermost:
+            for cost in self._costs:  # (a loop, not any(): this ends every HVP)
+                if REVERSE in cost[0]:
+                    self._last_costs = self._costs
+                    break
 
     def _on_read_off(self, tape: Tape, ring_depth: int, ran: int, reached: int) -> None:
         """A backward phase of a program run (``cotangent x e``) over a ring that is the image
@@ -215,7 +218,8 @@ class Differentiator:
         inside the one running, whose backpropagators are those the phase reached."""
         if ring_depth == 0:
             return  # a printed program run as it is: its own first-order phase
-        self._inner_reached[id(tape)] = self._inner_reached.get(id(tape), 0) + reached
+        inner, key = self._inner_reached, id(tape)
+        inner[key] = inner.get(key, 0) + reached
         self._record(REVERSE, reached, ran, ring_depth)
 
     def _record(self, mode: str, created: int, bodies_run: int, inner: int = 0) -> None:
