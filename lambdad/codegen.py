@@ -437,6 +437,13 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             found = self.evaluators[id(evaluate)] = self.constant(evaluate)
         return found
 
+    def site(self, primitive: Primitive, span: Span | None, term: Prim | None,
+             atoms: Sequence[str], fn: _Function) -> PrimSite:
+        """The site of ``primitive`` on ``atoms`` in ``fn``; its term only where events
+        report it (so that other code's lines keep no term alive)."""
+        return PrimSite(primitive, span, term if self.instrumented else None, tuple(atoms),
+                        _source_atoms(span, fn))
+
     def apply_primitive(self, primitive: Primitive, atoms: list[str], term: Prim | None,
                         span: Span | None, fn: _Function) -> str:
         """Emits the statement evaluating ``primitive`` on ``atoms``: inline when the table
@@ -457,7 +464,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                     return folded
                 # x * 1 of an x not known finite: its check is the operation's (not marking
                 # x finite here: this line may be in one branch of an `if` only)
-                site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
+                site = self.site(primitive, span, term, atoms, fn)
                 fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site)
                 return folded
             if primitive.kind == "real":
@@ -469,7 +476,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 found = fn.computed.get(key)
                 if found is not None and fn.blocks[:len(found[0])] == found[0]:
                     return found[1]
-        site = PrimSite(primitive, span, term, tuple(atoms), _source_atoms(span, fn))
+        site = self.site(primitive, span, term, atoms, fn)
         args = ", ".join(atoms)
         t = fn.fresh("t")
         # An array operation in a backpropagator's body computes a cotangent and nothing
@@ -776,6 +783,10 @@ class CompileOptions:
 
     instrumented: bool = False
     batch_folds: bool = False
+    # Closures the unit makes carry their λ-terms (see values.function_parts).  Not those
+    # of an image of a transformation, which nothing looks inside (what a differentiation
+    # returns is made again from terms): its code then keeps no term alive.
+    closure_terms: bool = True
 
 
 @attrs.frozen
@@ -826,10 +837,11 @@ def compile_term(term: Term, names: Sequence[str] | None, calls: RuntimeCalls, *
                                 getattr(term, "span", None)) from None
     namespace["__lambdad_source__"] = source
     namespace[entry].__lambdad_arrays__ = generator.arrays
-    for name, lam, captured in generator.lifted:
-        function = namespace[name]
-        function.__lambdad_lam__ = lam
-        function.__lambdad_captured__ = captured
+    if options.closure_terms:
+        for name, lam, captured in generator.lifted:
+            function = namespace[name]
+            function.__lambdad_lam__ = lam
+            function.__lambdad_captured__ = captured
     for name, both in generator.two_arguments:
         setattr(namespace[name], TWO_ARGUMENTS, namespace[both])
     return namespace[entry], names

@@ -154,36 +154,39 @@ class Derivatives:
         """The work of :meth:`Program.value_and_grad`."""
         runtime = owner.runtime
         current = runtime.interpreter.strategy
+        # (a repeated gradient costs microseconds: its prepared path is taken here, in one
+        # frame.  A prepared path runs by the strategy it was made for, whatever strategy
+        # is set (its run differentiates nothing inside, so nothing else reads the
+        # strategy): a call naming another strategy takes it without switching.)
+        if mode == "reverse" and wrt is None:
+            # (a finite real, the commonest point, read here without a call)
+            inputs = ((0, point) if type(point) is float and point - point == 0.0
+                      else real_inputs(point))
+            if inputs is not None:
+                prepared = self._gradients.get(
+                    (name, inputs[0], current if strategy is None else strategy))
+                # (instrumented runs, under a step or time limit, report events: general
+                # path; the prepared run pauses the collector: little is made outside it)
+                if prepared is not None and not runtime.interpreter.instrumented:
+                    value, gradient = prepared(inputs[1])
+                    # The gradient is made afresh (floats, right-nested pairs of them,
+                    # new lists of them, nested in the point's shape): once found
+                    # finite, it is the Python data already.
+                    shape = prepared.shape
+                    if type(value) is float and value - value == 0.0 and (
+                            first_non_finite(gradient) is None if type(shape) is not int
+                            else all(map(math.isfinite, gradient)) if shape < 0
+                            else gradient - gradient == 0.0 if type(gradient) is float
+                            else finite_reals(gradient)):
+                        out = (value, gradient)
+                    else:
+                        self._require_finite(owner, name, real_point(point)[1], value,
+                                             gradient)
+                        out = (to_python(value), to_python(gradient))
+                    if prepared.written_as is not None:
+                        out = (out[0], prepared.written_as(out[1]))
+                    return out + (runtime.differentiator.last_stats,) if stats else out
         if wrt is None and (strategy is None or strategy == current):
-            # (a repeated gradient costs microseconds: its prepared path is taken here, in
-            # one frame, and the strategy is switched only when the call names another one)
-            if mode == "reverse":
-                # (a finite real, the commonest point, read here without a call)
-                inputs = ((0, point) if type(point) is float and point - point == 0.0
-                          else real_inputs(point))
-                if inputs is not None:
-                    prepared = self._gradients.get((name, inputs[0], current))
-                    # (instrumented runs, under a step or time limit, report events: general
-                    # path; the prepared run pauses the collector: little is made outside it)
-                    if prepared is not None and not runtime.interpreter.instrumented:
-                        value, gradient = prepared(inputs[1])
-                        # The gradient is made afresh (floats, right-nested pairs of them,
-                        # new lists of them, nested in the point's shape): once found
-                        # finite, it is the Python data already.
-                        shape = prepared.shape
-                        if type(value) is float and value - value == 0.0 and (
-                                first_non_finite(gradient) is None if type(shape) is not int
-                                else all(map(math.isfinite, gradient)) if shape < 0
-                                else gradient - gradient == 0.0 if type(gradient) is float
-                                else finite_reals(gradient)):
-                            out = (value, gradient)
-                        else:
-                            self._require_finite(owner, name, real_point(point)[1], value,
-                                                 gradient)
-                            out = (to_python(value), to_python(gradient))
-                        if prepared.written_as is not None:
-                            out = (out[0], prepared.written_as(out[1]))
-                        return out + (runtime.differentiator.last_stats,) if stats else out
             return self._general_value_and_grad(owner, name, point, mode, current, stats)
         if wrt is not None:
             program, point = self.restricted(owner, name, point, wrt)

@@ -126,6 +126,13 @@ def _argument_type(t: Type) -> Type | None:
     return None
 
 
+def _backward_image(modes: tuple[str, ...]) -> bool:
+    """Whether the image under ``modes`` is taken by ←D at some level: ←D takes no use of
+    ``grad``, ``jvp``, ... (→D keeps one it cannot write out), so its code makes closures
+    that nothing differentiates or looks inside (see Interpreter.compile_open)."""
+    return any(mode != FORWARD for mode in modes)
+
+
 # ---------------------------------------------------------------- the differentiator
 
 
@@ -199,8 +206,11 @@ class Differentiator:
         """Ends a differentiation: the outermost one publishes the costs of every depth as
         ``last_stats``."""
         self._depth -= 1
-        if outermost and any(REVERSE in cost[0] for cost in self._costs):
-            self._last_costs = self._costs
+        if outermost:
+            for cost in self._costs:  # (a loop, not any(): this ends every HVP)
+                if REVERSE in cost[0]:
+                    self._last_costs = self._costs
+                    break
 
     def _on_read_off(self, tape: Tape, ring_depth: int, ran: int, reached: int) -> None:
         """A backward phase of a program run (``cotangent x e``) over a ring that is the image
@@ -208,7 +218,8 @@ class Differentiator:
         inside the one running, whose backpropagators are those the phase reached."""
         if ring_depth == 0:
             return  # a printed program run as it is: its own first-order phase
-        self._inner_reached[id(tape)] = self._inner_reached.get(id(tape), 0) + reached
+        inner, key = self._inner_reached, id(tape)
+        inner[key] = inner.get(key, 0) + reached
         self._record(REVERSE, reached, ran, ring_depth)
 
     def _record(self, mode: str, created: int, bodies_run: int, inner: int = 0) -> None:
@@ -293,8 +304,8 @@ class Differentiator:
                 entry = (lam, None)
             else:
                 # a fused ←D program (or its →D) runs a qualifying fold's steps batched
-                entry = (lam, (self.interpreter.compile_open(transformed, names,
-                                                             batch_folds=fused),
+                entry = (lam, (self.interpreter.compile_open(
+                    transformed, names, batch_folds=fused, image=_backward_image(modes)),
                                tuple((name, None) for name in names)))
             self._units.put(key, entry)
         if entry[1] is not None:
@@ -344,7 +355,8 @@ class Differentiator:
         used = free_vars(program.term)
         names = [(name, None) for name, _ in types if name in used]
         names += [(name, image) for name, image in sorted(program.images.items())]
-        return (self.interpreter.compile_open(transformed, [name for name, _ in names]),
+        return (self.interpreter.compile_open(transformed, [name for name, _ in names],
+                                              image=_backward_image(modes)),
                 tuple(names))
 
     def _embedded(self, value: Any, modes: tuple[str, ...], tape: Tape | None) -> Any:

@@ -102,7 +102,7 @@ def checked(function: Callable[..., Any]) -> Callable[..., Any]:
                 raise refuse(f"`{name}` must be {wanted}, not {_described(given[name])}")
         return function(*args, **kwargs)
 
-    if most >= 0 and fewest > 0:
+    if most >= 0 and fewest > 0 and not any(p.name.startswith("_") for p in positional):
         call = _positional_door(function, positional, fewest, checks, bound, refuse_kind)
     else:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -123,70 +123,91 @@ _UNGIVEN = object()
 # check (a name is a str).
 _USUAL = {KINDS["str"][0]: "str", KINDS["str | None"][0]: "str"}
 
+# The checks that accept None (the default of the parameters they check, mostly).
+_NONE_TOO = {accepts for annotation, (accepts, _) in KINDS.items()
+             if annotation.endswith("| None")}
+
 
 def _positional_door(function: Callable[..., Any], positional: list[inspect.Parameter],
                      fewest: int, checks: list[tuple[int, str, Callable[[Any], bool], str]],
                      bound: Callable[..., Any],
                      refuse_kind: Callable[[int, Any], UsageError]) -> Callable[..., Any]:
     """The wrapper :func:`checked` makes for ``function`` of the ``positional`` parameters
-    (``fewest`` of them required), none keyword-only: it takes as many positional-only
-    parameters, each not given by default, and any other arguments (``*extra``,
-    ``**keywords``).  A call giving ``fewest`` to ``most`` positional arguments only has
-    those checked and calls ``function`` with them directly; a call naming some of the
-    parameters (``strategy="fused"``) has them put in their places, the defaults of those
-    it skips filled in, and goes the same way; any other call is
-    ``bound(*args, **keywords)`` (bound to the signature and checked by name, or refused
-    as the signature refuses it).  So the usual call costs a frame and a test per
-    argument, not the binding of its arguments (the wrapper is compiled from the lines
-    below, which name only its own parameters ``a0``, ``a1``...)."""
-    most = len(positional)
-    names = [f"a{index}" for index in range(most)]
-    places = {parameter.name: index for index, parameter in enumerate(positional)}
-    defaults = [parameter.default for parameter in positional]
+    (``fewest`` of them required), none keyword-only, none named with a leading ``_``.  It
+    takes as many positional-only parameters (``_a0``, ``_a1``...), each not given by
+    default, then each optional parameter again by its own name, keyword-only (not given
+    by default), then any other arguments (``*_extra``, ``**_keywords``).
 
-    def by_name(given: list[Any], keywords: dict[str, Any]) -> Any:
-        """The call of positional arguments ``given`` and named ones ``keywords``: by
-        the positional door when each name is a parameter not given before it and every
-        parameter skipped has a default, else by ``bound``."""
-        slots = given + [_UNGIVEN] * (most - len(given))
-        for key, value in keywords.items():
-            index = places.get(key)
-            if index is None or slots[index] is not _UNGIVEN:
-                return bound(*given, **keywords)
-            slots[index] = value
-        while slots and slots[-1] is _UNGIVEN:
-            slots.pop()
-        for index, value in enumerate(slots):
-            if value is _UNGIVEN:
-                if defaults[index] is inspect.Parameter.empty:
-                    return bound(*given, **keywords)
-                slots[index] = defaults[index]
-        return door(*slots)
+    A call giving ``fewest`` to ``most`` positional arguments, and naming optional
+    parameters it did not give (``strategy="fused"``), has each argument put in its place
+    (defaults for those not given), checked, and ``function`` called with them directly:
+    Python itself binds the names, so the usual call costs a frame and a test or two per
+    parameter.  Any other call (a required parameter by name, an unknown name, one given
+    twice, too many arguments) is bound by Python to a function of the parameters' own
+    names and defaults (``_named``), then goes the same way; if that binding refuses it, it
+    is ``bound(*args, **keywords)``, which says why as a UsageError.  (The wrapper is
+    compiled from the lines below, which name only its own parameters and the
+    ``_``-prefixed names of its namespace.)"""
+    most = len(positional)
+    names = [f"_a{index}" for index in range(most)]
+    every = "".join(name + ", " for name in names)
+    optional = [(index, positional[index].name) for index in range(fewest, most)]
+    # The parameters by their own names, with their own defaults: Python's binding of a
+    # call naming some of them, into the tuple of them all (TypeError if it refuses).
+    lines = [f"def named({', '.join(parameter.name for parameter in positional)}):",
+             f"    return ({''.join(parameter.name + ', ' for parameter in positional)})"]
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(lines), f"<named {function.__qualname__}>", "exec"), namespace)
+    named = namespace["named"]
+    named.__defaults__ = tuple(parameter.default for parameter in positional[fewest:])
 
     kinds = {index: accepts for index, _, accepts, _ in checks}
-    lines = [f"def call({', '.join(name + '=_UNGIVEN' for name in names)}, /, *extra,"
-             " **keywords):",
-             f"    if extra or keywords or {names[fewest - 1]} is _UNGIVEN:",
-             "        given = [a for a in (" + "".join(name + ", " for name in names)
-             + ") if a is not _UNGIVEN]",
-             "        if keywords and not extra:",
-             "            return by_name(given, keywords)",
-             "        return bound(*given, *extra, **keywords)"]
+    mirrors = "".join(f", {name}=_UNGIVEN" for _, name in optional)
+    lines = [f"def call({', '.join(name + '=_UNGIVEN' for name in names)}, /, *_extra"
+             f"{mirrors}, **_keywords):",
+             f"    if _extra or _keywords or {names[fewest - 1]} is _UNGIVEN:",
+             "        return _by_name(" + every + "_extra, {"
+             + "".join(f"'{name}': {name}, " for _, name in optional) + "}, _keywords)"]
+    for index, name in optional:
+        lines += [f"    if _a{index} is _UNGIVEN:",
+                  f"        _a{index} = _default{index} if {name} is _UNGIVEN else {name}",
+                  f"    elif {name} is not _UNGIVEN:",
+                  "        return _by_name(" + every + "_extra, {"
+                  + "".join(f"'{other}': {other}, " for _, other in optional) + "}, _keywords)"]
     for index in range(most):
-        if index >= fewest:  # an optional parameter: not given, the call ends there
-            lines.append(f"    if a{index} is _UNGIVEN:")
-            lines.append(f"        return function({', '.join(names[:index])})")
         if index in kinds:
             usual = _USUAL.get(kinds[index])
-            test = f"not accepts{index}(a{index})"
+            test = f"not _accepts{index}(_a{index})"
+            if kinds[index] in _NONE_TOO:
+                test = f"_a{index} is not None and {test}"
             if usual is not None:
-                test = f"type(a{index}) is not {usual} and {test}"
+                test = f"type(_a{index}) is not {usual} and {test}"
             lines.append(f"    if {test}:")
-            lines.append(f"        raise refuse_kind({index}, a{index})")
-    lines.append(f"    return function({', '.join(names)})")
-    namespace: dict[str, Any] = {"_UNGIVEN": _UNGIVEN, "function": function, "bound": bound,
-                                 "refuse_kind": refuse_kind, "by_name": by_name}
-    namespace.update((f"accepts{index}", accepts) for index, accepts in kinds.items())
+            lines.append(f"        raise _refuse_kind({index}, _a{index})")
+    lines.append(f"    return _function({', '.join(names)})")
+
+    def by_name(*args: Any) -> Any:
+        """A call other than the usual one (see above): its positional arguments given
+        (``args[:most]``, those not given ``_UNGIVEN``), ``extra`` ones, the optional
+        parameters given by name (``mirrored``, ``_UNGIVEN`` where not) and other
+        keywords."""
+        *slots, extra, mirrored, keywords = args
+        given = [value for value in slots if value is not _UNGIVEN]
+        keywords = {**{key: value for key, value in mirrored.items()
+                       if value is not _UNGIVEN}, **keywords}
+        if extra:
+            return bound(*given, *extra, **keywords)
+        try:
+            everything = named(*given, **keywords)
+        except TypeError:  # refused by the signature: bound() says why
+            return bound(*given, **keywords)
+        return door(*everything)
+
+    namespace = {"_UNGIVEN": _UNGIVEN, "_function": function, "_by_name": by_name,
+                 "_refuse_kind": refuse_kind}
+    namespace.update((f"_accepts{index}", accepts) for index, accepts in kinds.items())
+    namespace.update((f"_default{index}", positional[index].default)
+                     for index, _ in optional)
     exec(compile("\n".join(lines), f"<checked {function.__qualname__}>", "exec"), namespace)
     door = namespace["call"]
     return door

@@ -21,8 +21,7 @@ from collections.abc import Callable, Sequence
 
 from .batching import BatchedFold, batched_fold_step
 from .errors import EvalError
-from .generated import _MAX_IF_DEPTH, _Function, _lifted_reals, _source_atoms
-from .guard import PrimSite
+from .generated import _MAX_IF_DEPTH, _Function, _lifted_reals
 from .pieces import Line
 from .primitives import FOLD, MAP, PRIMITIVES, ZIP
 from .syntax import Const, Lam, Let, LetPair, LinLam, ListLit, Pair, Prim, Term, free_vars
@@ -119,8 +118,7 @@ class BatchedFolds:
         if batched is None:
             return self.apply_primitive(primitive, [normal, z, xs], term, term.span, fn)
         atoms = [normal, batched, loop, z, xs]
-        site = PrimSite(primitive, term.span, term, (normal, z, xs),
-                        _source_atoms(term.span, fn))
+        site = self.site(primitive, term.span, term, (normal, z, xs), fn)
         t = fn.fresh("t")
         # (a short fold runs step by step, see BATCHED_FOLD_MIN_STEPS: tested here, at the
         # cost of one `len`, since most short folds are many)
@@ -155,8 +153,7 @@ class BatchedFolds:
             lists = []
             for operand in items.args:
                 lists.append((yield self.gen(operand, fn)))
-            zipped = (lists, PrimSite(ZIP, items.span, items, tuple(lists),
-                                      _source_atoms(items.span, fn)))
+            zipped = (lists, self.site(ZIP, items.span, items, lists, fn))
             # (zip's own error, where zip would raise it)
             fn.emit(f"if len({lists[0]}) != len({lists[1]}): "
                     f"{self.evaluator(ZIP)}({lists[0]}, {lists[1]})", lists, zipped[1])
@@ -266,8 +263,7 @@ class BatchedFolds:
         elif lifted is not None:
             xs = fn.fresh("t")
             fn.emit(f"{xs} = [(_i, _Z) for _i in {lifted}]", (lifted,), pure=(xs,))
-        site = PrimSite(primitive, term.span, term, (normal, z, xs),
-                        _source_atoms(term.span, fn))
+        site = self.site(primitive, term.span, term, (normal, z, xs), fn)
         fn.emit(f"{t} = {evaluator}({normal}, {z}, {xs})", (normal, z, xs), site)
         fn.indent = indent
         fn.blocks = enclosing

@@ -66,7 +66,7 @@ class PrimSite:
 
     primitive: Primitive
     span: Span | None
-    term: Prim | None
+    term: Prim | None  # for events: None in code that reports none (see codegen's site)
     atoms: tuple[str, ...] = ()
     # Where the site computes part of a source primitive's derivative (a DerivativeSpan):
     # the atoms holding that primitive's arguments when they are at hand in the generated

@@ -214,14 +214,22 @@ class Interpreter:
         return values
 
     def compile_open(self, term: Term, free_names: Sequence[str], *,
-                     batch_folds: bool = False) -> Callable[..., Any]:
+                     batch_folds: bool = False, image: bool = False) -> Callable[..., Any]:
         """``term`` compiled as a function of ``free_names`` (in that order): calling it with
         their values evaluates ``term`` (under the runtime guard, see :meth:`apply`).
         ``batch_folds`` for a fused ←D program (see :class:`~lambdad.codegen.CompileOptions`).
+        An ``image`` of a transformation that uses no ``grad``, ``jvp``, ... (so nothing
+        differentiates or looks inside the closures it makes), which the caller keeps, is
+        compiled afresh (not kept here) and its closures carry no λ-terms: its code keeps
+        no term alive.
 
         Raises EvalError if ``term`` has a free variable not in ``free_names``.
         """
-        function, names = self._function(term, tuple(free_names), batch_folds)
+        if image:
+            function, names = self._compile(term, tuple(free_names), CompileOptions(
+                self.instrumented, batch_folds, closure_terms=False))
+        else:
+            function, names = self._function(term, tuple(free_names), batch_folds)
         return _OpenTerm(self, function, names)
 
     @staticmethod

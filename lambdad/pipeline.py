@@ -498,13 +498,14 @@ class Program:
 
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
-        planned = self.points.planned(name, point)
+        planned = self.points._planned(name, point)
         if planned is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
             # (The run pauses the collector: little is made outside it.)
             f, x, result = planned
-            return to_python(written(self.runtime.apply_restartable(f, x), result))
+            value = self.runtime.apply_restartable(f, x)
+            return to_python(value if result is None else written(value, result))
         return self._general_call(name, point)
 
     @collector_paused_during

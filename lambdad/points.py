@@ -40,6 +40,7 @@ from .parser import parse_expr
 from .printer import print_type
 from .syntax import (ANY_ARITY, ArrayT, FunT, ListT, PairT, Type, free_vars, result_after,
                      tuple_components, walk)
+from .values import has_tuples
 
 
 @checked_class
@@ -56,16 +57,19 @@ class Points:
         # ``name`` as a closure of one k-tuple, by (name, k) (see _uncurried).
         self._adapters: dict[tuple[str, int], Any] = {}
         # Calls with points of Python reals, by (name, shape of the point; see real_point):
-        # the function to apply (adapter included), its result type and the argument type
-        # when it holds arrays, found by the first.  (A shape names its lists' lengths: the
-        # cache past a bounded number of entries starts again, so points of ever new
-        # lengths do not fill it.)
-        self._plans: dict[tuple[str, Shape], tuple[Any, Type, Type | None]] = {}
+        # the function to apply (adapter included), its result type, the argument type
+        # when it holds arrays and whether the result holds a tuple of more than two
+        # components (see values.written), found by the first.  (A shape names its lists'
+        # lengths: the cache past a bounded number of entries starts again, so points of
+        # ever new lengths do not fill it.)
+        self._plans: dict[tuple[str, Shape], tuple[Any, Type, Type | None, bool]] = {}
 
-    def planned(self, name: str, point: Any) -> tuple[Any, Any, Type] | None:
-        """The function, argument and result type for ``point`` when it is Python reals
-        (in pairs, lists) whose plan the general path found before
-        (:meth:`function_and_point`), else None."""
+    def _planned(self, name: str, point: Any) -> tuple[Any, Any, Type | None] | None:
+        """The function, argument and result type (None when the result holds no tuple of
+        more than two components, so that its value is written as it is) for ``point``
+        when it is Python reals (in pairs, lists) whose plan the general path found
+        before (:meth:`function_and_point`), else None.  For :meth:`Program.call
+        <lambdad.pipeline.Program.call>`, which checked its arguments."""
         reals = real_point(point)
         if reals is None:
             return None
@@ -74,7 +78,7 @@ class Points:
             return None
         # (lists where the function takes arrays are made arrays)
         return (plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2]),
-                plan[1])
+                plan[1] if plan[3] else None)
 
     def parse_point(self, text: str, what: str = "--at") -> Any:
         """The runtime value written as ``text`` in the language's syntax (``2,5``,
@@ -177,7 +181,8 @@ class Points:
         if reals is not None:
             taken = argument_type(self.program.scheme(name).type, k)
             arrays = any(isinstance(node, ArrayT) for node in walk(taken))
-            remember(self._plans, (name, reals[0]), (f, result, taken if arrays else None))
+            remember(self._plans, (name, reals[0]),
+                     (f, result, taken if arrays else None, has_tuples(result)))
         return f, value, result
 
     def point_type(self, name: str, point: Any) -> Type:

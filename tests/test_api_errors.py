@@ -316,7 +316,13 @@ def test_a_checked_function_calls_and_refuses_as_binding_its_signature_does():
              (("s", "f", 1.0), {"strategy": "fused"}), (("s", "f", 1.0), {"strategy": 4}),
              (("s",), {"stats": 1, "point": 2.0, "name": "g"}), (("s", "f"), {"stats": 1}),
              ((), {"self": "s", "name": "f", "point": 1.0}), (("s", "f", 1.0), {"self": 2}),
-             (("s", 3), {"point": 1.0, "stats": True})]
+             (("s", 3), {"point": 1.0, "stats": True}),
+             # an optional parameter named: given twice, with others, with too many
+             (("s", "f", 1.0, "naive"), {"strategy": "fused"}),
+             (("s", "f", 1.0), {"strategy": "fused", "stats": True}),
+             (("s", "f", 1.0, "naive"), {"stats": True}), (("s", "f"), {"strategy": "fused"}),
+             (("s", "f", 1.0), {"strategy": "fused", "bogus": 1}),
+             (("s", "f", 1.0, None, False, 7), {"strategy": "x"})]
     for count in range(6):  # every count of positional arguments, every value at each
         for position in range(count):
             for value in values:
