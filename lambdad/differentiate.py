@@ -220,7 +220,14 @@ class Differentiator:
             return  # a printed program run as it is: its own first-order phase
         inner, key = self._inner_reached, id(tape)
         inner[key] = inner.get(key, 0) + reached
-        self._record(REVERSE, reached, ran, ring_depth)
+        depth, costs = self._depth + ring_depth, self._costs
+        if self._depth == 0 or len(costs) < depth:
+            self._record(REVERSE, reached, ran, ring_depth)
+            return
+        cost = costs[depth - 1]  # (_record written out: this ends every HVP's reverse phase)
+        cost[0].add(REVERSE)
+        cost[1] += reached
+        cost[2] += ran
 
     def _record(self, mode: str, created: int, bodies_run: int, inner: int = 0) -> None:
         """Adds costs to the level of the differentiation running (``inner`` levels
@@ -867,7 +874,11 @@ class Differentiator:
             finally:
                 interpreter.unpin_tape(saved)
             tape.release()
-            self._record(FORWARD, 0, 0)
+            costs = self._costs
+            if len(costs) < self._depth:
+                self._record(FORWARD, 0, 0)
+            else:
+                costs[self._depth - 1][0].add(FORWARD)  # (_record written out)
             return self._split_duals(out)
         finally:
             self._end_differentiation(outermost)

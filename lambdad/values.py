@@ -121,13 +121,16 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
     ``tape`` for a ring holding backpropagators)."""
 
     def adjoint(v: tuple[Any, Backprop]) -> Any:
-        index = v[1].seed_index
-        if type(v[0]) is ARRAY:
-            return array_adjoint(v[0], adjoints.get(index, 0.0) if index is not None else 0.0)
+        k, index = v[0], v[1].seed_index
+        if type(k) is ARRAY:
+            return array_adjoint(k, adjoints.get(index, 0.0) if index is not None else 0.0)
         if index is not None and index in adjoints:
             found = adjoints[index]
-            return found if type(v[0]) is float else _dense_primal(v[0], found)
-        return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
+            if type(k) is float or (type(k) is tuple and type(k[0]) is float
+                                    and type(k[1]) is float):
+                return found  # a real, or a dual real (a Hessian-vector product's): no array
+            return _dense_primal(k, found)
+        return 0.0 if type(k) in SCALAR_TYPES else ring_zero(k, tape)
 
     if type(seeded) is list and all(map(_is_seeded_scalar, seeded)):
         return [adjoint(v) for v in seeded]  # a list of scalars, by one loop
