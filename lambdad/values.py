@@ -121,15 +121,14 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
     ``tape`` for a ring holding backpropagators)."""
 
     def adjoint(v: tuple[Any, Backprop]) -> Any:
-        k, index = v[0], v[1].seed_index
-        if type(k) is ARRAY:
-            return array_adjoint(k, adjoints.get(index, 0.0) if index is not None else 0.0)
+        index, k = v[1].seed_index, v[0]
         if index is not None and index in adjoints:
-            found = adjoints[index]
             if type(k) is float or (type(k) is tuple and type(k[0]) is float
                                     and type(k[1]) is float):
-                return found  # a real, or a dual real (a Hessian-vector product's): no array
-            return _dense_primal(k, found)
+                return adjoints[index]  # a real, or a dual real (an HVP's): no array in it
+            return _dense_primal(k, adjoints[index])
+        if type(k) is ARRAY:
+            return array_adjoint(k, 0.0)
         return 0.0 if type(k) in SCALAR_TYPES else ring_zero(k, tape)
 
     if type(seeded) is list and all(map(_is_seeded_scalar, seeded)):
