@@ -131,9 +131,24 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
             return array_adjoint(k, 0.0)
         return 0.0 if type(k) in SCALAR_TYPES else ring_zero(k, tape)
 
+    def plain(v: tuple[Any, Backprop]) -> Any:  # adjoint, for a scalar without arrays
+        index = v[1].seed_index
+        if index is not None and index in adjoints:
+            return adjoints[index]
+        return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
+
     if type(seeded) is list and all(map(_is_seeded_scalar, seeded)):
-        return [adjoint(v) for v in seeded]  # a list of scalars, by one loop
+        # A list of scalars, by one loop: its elements have one type, so the first says
+        # whether the ring holds arrays.
+        each = adjoint if seeded and _holds_array(seeded[0][0]) else plain
+        return [each(v) for v in seeded]
     return map_value(seeded, _is_seeded_scalar, adjoint)
+
+
+def _holds_array(k: Any) -> bool:
+    """Whether the scalar ``k`` of a ring (a real, an array, or pairs of them, nested as
+    deep as the transformations) has an array in it."""
+    return type(k) is ARRAY or (type(k) is tuple and any(map(_holds_array, k)))
 
 
 def _dense_primal(k: Any, adjoint: Any) -> Any:
