@@ -123,9 +123,8 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
     def adjoint(v: tuple[Any, Backprop]) -> Any:
         index, k = v[1].seed_index, v[0]
         if index is not None and index in adjoints:
-            if type(k) is float or (type(k) is tuple and type(k[0]) is float
-                                    and type(k[1]) is float):
-                return adjoints[index]  # a real, or a dual real (an HVP's): no array in it
+            if type(k) is float or not _holds_array(k):
+                return adjoints[index]
             return _dense_primal(k, adjoints[index])
         if type(k) is ARRAY:
             return array_adjoint(k, 0.0)
@@ -148,7 +147,11 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
 def _holds_array(k: Any) -> bool:
     """Whether the scalar ``k`` of a ring (a real, an array, or pairs of them, nested as
     deep as the transformations) has an array in it."""
-    return type(k) is ARRAY or (type(k) is tuple and any(map(_holds_array, k)))
+    if type(k) is tuple:
+        if type(k[0]) is float and type(k[1]) is float:
+            return False  # a dual real, mostly (a Hessian-vector product's)
+        return _holds_array(k[0]) or _holds_array(k[1])
+    return type(k) is ARRAY
 
 
 def _dense_primal(k: Any, adjoint: Any) -> Any:
