@@ -123,8 +123,9 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
     def adjoint(v: tuple[Any, Backprop]) -> Any:
         index, k = v[1].seed_index, v[0]
         if index is not None and index in adjoints:
-            if type(k) is float or not _holds_array(k):
-                return adjoints[index]
+            if type(k) is float or (type(k) is tuple and type(k[0]) is float
+                                    and type(k[1]) is float) or not _holds_array(k):
+                return adjoints[index]  # no array to make dense (a dual real, mostly)
             return _dense_primal(k, adjoints[index])
         if type(k) is ARRAY:
             return array_adjoint(k, 0.0)
