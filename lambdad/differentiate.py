@@ -71,9 +71,6 @@ REVERSE = "reverse"
 _FUSED = "reverse, fused"
 
 
-_REVERSE_ONLY = frozenset((REVERSE,))
-"""The modes of a differentiation that ran reverse mode alone (see Differentiator._costs)."""
-
 _IMAGES_KEPT = 256
 """How many images of closures a differentiator keeps for later differentiations."""
 _UNITS_KEPT = 2048
@@ -148,9 +145,9 @@ class Differentiator:
     def __init__(self, interpreter: Interpreter, strategy: str = DEFAULT_STRATEGY):
         self.interpreter = interpreter
         self.strategy = strategy
-        # The costs of the most recent reverse-mode run, per depth (see _costs), made into
-        # Stats when asked for: most runs are not asked.
-        self._last_costs: list[list] | None = None
+        # The costs of the most recent reverse-mode run, a log of records (see _costs),
+        # made into Stats when asked for: most runs are not asked.
+        self._last_costs: list[tuple[int, str, int, int]] | None = None
         interpreter.on_read_off = self._on_read_off
         # per tape of a run: the distinct bodies its inner levels' backward phases ran
         self._inner_reached: dict[int, int] = {}
@@ -164,7 +161,8 @@ class Differentiator:
         # the terms the differentiator writes itself, parsed and compiled
         self._pieces = Memo(_PIECES_KEPT)
         self._depth = 0  # differentiations in progress, one inside the other
-        self._costs: list[list] = []  # per depth: [modes, created, bodies run]
+        # the log of the differentiation running: (depth, mode, created, bodies run) per phase
+        self._costs: list[tuple[int, str, int, int]] = []
         # _image_key -> (the function value kept alive, its image); see transform_function
         self._images = Memo(_IMAGES_KEPT)
 
@@ -179,17 +177,27 @@ class Differentiator:
         }
 
     # ---- per-level costs
+    # A differentiation's costs are a log of records (depth, mode, created, bodies run), one
+    # per phase, appended as it runs (depth 1 is the outermost differentiation); they are
+    # summed per depth only when ``last_stats`` is asked for, which most runs are not.
     @property
     def last_stats(self) -> Stats | None:
         """What the most recent reverse-mode run cost, per nesting level (None before
         the first)."""
-        costs = self._last_costs
-        if costs is None:
+        log = self._last_costs
+        if log is None:
             return None
-        levels = tuple(LevelStats(depth, tuple(sorted(modes)), created, run)
-                       for depth, (modes, created, run) in enumerate(costs, 1))
-        return Stats(sum(level.created for level in levels),
-                     sum(level.bodies_run for level in levels), levels)
+        deepest = max(record[0] for record in log)
+        modes: list[set[str]] = [set() for _ in range(deepest)]
+        created, run = [0] * deepest, [0] * deepest
+        for depth, mode, made, ran in log:
+            modes[depth - 1].add(mode)
+            created[depth - 1] += made
+            run[depth - 1] += ran
+        levels = tuple(LevelStats(depth, tuple(sorted(modes[depth - 1])),
+                                  created[depth - 1], run[depth - 1])
+                       for depth in range(1, deepest + 1))
+        return Stats(sum(created), sum(run), levels)
 
     def _begin_differentiation(self) -> bool:
         """Starts one differentiation, perhaps inside another; True for the outermost.
@@ -204,11 +212,11 @@ class Differentiator:
 
     def _end_differentiation(self, outermost: bool) -> None:
         """Ends a differentiation: the outermost one publishes the costs of every depth as
-        ``last_stats``."""
+        ``last_stats`` if it ran reverse mode."""
         self._depth -= 1
         if outermost:
-            for cost in self._costs:  # (a loop, not any(): this ends every HVP)
-                if REVERSE in cost[0]:
+            for record in self._costs:  # (a loop, not any(): this ends every HVP)
+                if record[1] == REVERSE:
                     self._last_costs = self._costs
                     break
 
@@ -220,27 +228,19 @@ class Differentiator:
             return  # a printed program run as it is: its own first-order phase
         inner, key = self._inner_reached, id(tape)
         inner[key] = inner.get(key, 0) + reached
-        self._record(REVERSE, reached, ran, ring_depth)
+        if self._depth == 0:
+            self._record(REVERSE, reached, ran, ring_depth)
+        else:  # (_record written out: this ends the reverse phase of every HVP)
+            self._costs.append((self._depth + ring_depth, REVERSE, reached, ran))
 
     def _record(self, mode: str, created: int, bodies_run: int, inner: int = 0) -> None:
         """Adds costs to the level of the differentiation running (``inner`` levels
         inside it)."""
         if self._depth == 0:  # a pull-back called after its vjp: a run of its own
-            self._costs = []
-            self._depth = 1
-            try:
-                self._record(mode, created, bodies_run, inner)
-            finally:
-                self._depth = 0
+            self._costs = [(1 + inner, mode, created, bodies_run)]
             self._last_costs = self._costs
             return
-        depth = self._depth + inner
-        while len(self._costs) < depth:
-            self._costs.append([set(), 0, 0])
-        cost = self._costs[depth - 1]
-        cost[0].add(mode)
-        cost[1] += created
-        cost[2] += bodies_run
+        self._costs.append((self._depth + inner, mode, created, bodies_run))
 
     # ---- transforming function values
     def _transformer(self, mode: str) -> Callable[[Term], Term]:
@@ -562,7 +562,7 @@ class Differentiator:
     def record_reverse_run(self, tape: Tape) -> None:
         """Publishes as ``last_stats`` the costs of one first-order reverse-mode run made
         outside :meth:`grad` (by :mod:`lambdad.prepared`) on ``tape``."""
-        self._last_costs = [[_REVERSE_ONLY, tape.stamps - tape.bodiless, tape.bodies_run]]
+        self._last_costs = [(1, REVERSE, tape.stamps - tape.bodiless, tape.bodies_run)]
 
     def vjp(self, f: Any, x: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f x, pull-back)``: the pull-back maps a cotangent of the result's shape to one
@@ -867,7 +867,7 @@ class Differentiator:
             finally:
                 interpreter.unpin_tape(saved)
             tape.release()
-            self._record(FORWARD, 0, 0)
+            self._costs.append((self._depth, FORWARD, 0, 0))  # (_record written out)
             return self._split_duals(out)
         finally:
             self._end_differentiation(outermost)

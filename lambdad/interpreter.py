@@ -470,11 +470,13 @@ class Interpreter:
         # The ring of the cotangents is the one of the point's scalars: the reals, or (in a
         # program differentiated again) pairs that add componentwise.  A point without
         # reals says nothing of the ring: the generic addition then serves any.
-        sample = ring_of(point)
-        add = None if type(sample) in SCALAR_TYPES else ring_adder(self.tape)
         tape = self.tape
+        sample = ring_of(point)
+        if type(sample) in SCALAR_TYPES:  # a first-order phase: its costs are its caller's
+            return read_off_point(point, backward(tape, cotangent, self.strategy,
+                                                  self.on_event), tape)
         ran, reached = tape.bodies_run, tape.reached
-        adjoints = backward(tape, cotangent, self.strategy, self.on_event, add)
+        adjoints = backward(tape, cotangent, self.strategy, self.on_event, ring_adder(tape))
         if self.on_read_off is not None:
             depth = 0  # how many transformations the ring is the image of
             while type(sample) is tuple:

@@ -149,9 +149,9 @@ class PreparedProduct:
     """Forward mode over reverse mode of one closure at points of one shape, with what does
     not change from call to call found once (:func:`prepared_product`): the
     image under →D of ``\\y -> (f y, grad f y)``, compiled from its written-out program
-    (AD.md section 9).  Each call pairs the point's reals with the direction's, runs the
-    image on a fresh tape and splits the dual result, under the restartable guard of the
-    interpreter.  ``shape`` is as for :class:`PreparedGradient`; a call takes the point
+    (AD.md section 9).  Each call pairs the point's reals with the direction's, then runs
+    the image on a fresh tape and splits the dual result under the restartable guard of
+    the interpreter (:meth:`Differentiator.run_forward_image`).  ``shape`` is as for :class:`PreparedGradient`; a call takes the point
     and the direction flat and gives what :meth:`Differentiator.hvp` gives, bit for bit
     (the same run of the same program).  ``written_as`` is as for
     :class:`PreparedGradient`."""
@@ -167,10 +167,9 @@ class PreparedProduct:
     def __call__(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
         """``(f x, ∇f(x), H(x)·v)`` for the reals ``x`` and ``v`` of a point and a
         direction of the shape; raises as :meth:`Differentiator.hvp`."""
-        return self.differentiator.interpreter.restartable(self._run, x, v)
-
-    def _run(self, x: Any, v: Any) -> tuple[Any, Any, Any]:
-        """One run from the start, on a fresh tape (so it may be run again)."""
+        # The dual point is made before the guard (pairs in the point's shape, which is
+        # as deep as its type): the guarded run, one from the start on a fresh tape, is
+        # the image's alone, so it may be run again.
         shape = self.shape
         if type(shape) is not int:
             seeded: Any = shaped(shape, zip(x, v))
@@ -182,6 +181,7 @@ class PreparedProduct:
                 seeded = ((x[i], v[i]), seeded)
         else:
             seeded = list(zip(x, v))
-        (value, gradient), (_, product) = self.differentiator.run_forward_image(self.image,
-                                                                                seeded)
+        differentiator = self.differentiator
+        (value, gradient), (_, product) = differentiator.interpreter.restartable(
+            differentiator.run_forward_image, self.image, seeded)
         return value, gradient, product

@@ -509,7 +509,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
     # In a ring other than the reals (a program differentiated again, whose one tape
     # serves many read-offs): the smallest stamp with a body that was sent to.  Below it
     # no body waits, so the phase stops there instead of walking the older stamps.
-    lowest = [0 if add is None or on_event is not None else n]
+    lowest = 0 if add is None or on_event is not None else n
 
     if add is None:
         def stage(g: Backprop, a: float) -> None:
@@ -530,6 +530,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
     else:
         def stage(g: Backprop, a: Any) -> None:
             # The same in another ring: the first cotangent sent is the sum so far.
+            nonlocal lowest
             try:
                 if g.tape is not tape:
                     if g is ZERO:
@@ -538,8 +539,8 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                 s = g.stamp
                 if pending[s] is None:
                     acc[s] = a
-                    if s < lowest[0] and g.function is not None:
-                        lowest[0] = s
+                    if s < lowest and g.function is not None:
+                        lowest = s
                 else:
                     acc[s] = add(acc[s], a)
                 pending[s] = g
@@ -560,7 +561,7 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
         for s in range(n - 1, floor - 1, -1):
             g = pending[s]
             if g is None:
-                if s < lowest[0]:
+                if s < lowest:
                     break
                 continue
             function = g.function

@@ -121,17 +121,38 @@ def read_off_point(seeded: Any, adjoints: dict[int, Any], tape: Tape | None = No
     ``tape`` for a ring holding backpropagators)."""
 
     def adjoint(v: tuple[Any, Backprop]) -> Any:
-        index = v[1].seed_index
-        if type(v[0]) is ARRAY:
-            return array_adjoint(v[0], adjoints.get(index, 0.0) if index is not None else 0.0)
+        index, k = v[1].seed_index, v[0]
         if index is not None and index in adjoints:
-            found = adjoints[index]
-            return found if type(v[0]) is float else _dense_primal(v[0], found)
+            if type(k) is float or (type(k) is tuple and type(k[0]) is float
+                                    and type(k[1]) is float) or not _holds_array(k):
+                return adjoints[index]  # no array to make dense (a dual real, mostly)
+            return _dense_primal(k, adjoints[index])
+        if type(k) is ARRAY:
+            return array_adjoint(k, 0.0)
+        return 0.0 if type(k) in SCALAR_TYPES else ring_zero(k, tape)
+
+    def plain(v: tuple[Any, Backprop]) -> Any:  # adjoint, for a scalar without arrays
+        index = v[1].seed_index
+        if index is not None and index in adjoints:
+            return adjoints[index]
         return 0.0 if type(v[0]) in SCALAR_TYPES else ring_zero(v[0], tape)
 
     if type(seeded) is list and all(map(_is_seeded_scalar, seeded)):
-        return [adjoint(v) for v in seeded]  # a list of scalars, by one loop
+        # A list of scalars, by one loop: its elements have one type, so the first says
+        # whether the ring holds arrays.
+        each = adjoint if seeded and _holds_array(seeded[0][0]) else plain
+        return [each(v) for v in seeded]
     return map_value(seeded, _is_seeded_scalar, adjoint)
+
+
+def _holds_array(k: Any) -> bool:
+    """Whether the scalar ``k`` of a ring (a real, an array, or pairs of them, nested as
+    deep as the transformations) has an array in it."""
+    if type(k) is tuple:
+        if type(k[0]) is float and type(k[1]) is float:
+            return False  # a dual real, mostly (a Hessian-vector product's)
+        return _holds_array(k[0]) or _holds_array(k[1])
+    return type(k) is ARRAY
 
 
 def _dense_primal(k: Any, adjoint: Any) -> Any:
