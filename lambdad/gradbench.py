@@ -521,10 +521,13 @@ def reuse_freed_memory() -> bool:
         and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the tool on stdin and stdout; returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
+    """Run the tool on stdin and stdout; returns the exit status.  The allocator setting
+    (:func:`reuse_freed_memory`) cannot be undone, so it is made only when the process is
+    the tool's own (``own_process``: ``python -m lambdad.gradbench``), never by a call from
+    other Python code, which finds its process as it left it."""
     args = build_parser().parse_args(argv)
-    if args.reuse_memory:
+    if args.reuse_memory and own_process:
         reuse_freed_memory()
     try:
         with blas_threads(args.multithreaded):
@@ -537,4 +540,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(own_process=True))

@@ -147,6 +147,21 @@ def test_the_tool_has_the_allocator_reuse_the_memory_of_large_arrays():
     assert status == 0 and answers[0]["success"] is True
 
 
+def test_a_call_of_main_from_python_leaves_the_allocator_alone(monkeypatch):
+    # the allocator setting cannot be undone: only the tool's own process makes it
+    import io
+
+    from lambdad import gradbench
+    made = []
+    monkeypatch.setattr(gradbench, "reuse_freed_memory", lambda: made.append(True) or True)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert gradbench.main([]) == 0
+    assert made == []
+    assert gradbench.main([], own_process=True) == 0
+    assert made == [True]
+
+
 def test_a_module_without_a_program_is_refused_at_define():
     answers, _, status = session([{"kind": "define", "module": "gmm2"}])
     assert status == 0
