@@ -716,7 +716,9 @@ def backward(tape: Tape, cotangent: Any, strategy: str = DEFAULT_STRATEGY,
 
 def ring_adder(tape: Tape) -> Callable[[Any, Any], Any]:
     """The addition of ring values (floats, pairs, backpropagators), a sum of
-    backpropagators being a new one stamped on ``tape``."""
+    backpropagators being a new one stamped on ``tape``.  (It refers to ``tape`` only, not
+    to itself: no reference cycle keeps the tape alive after a read-off until the cyclic
+    collector runs.)"""
 
     def add(x: Any, y: Any) -> Any:
         if type(x) is tuple:
@@ -724,16 +726,22 @@ def ring_adder(tape: Tape) -> Callable[[Any, Any], Any]:
             y0, y1 = y
             if type(x0) is type(x1) is type(y0) is type(y1) is float:  # dual reals, mostly
                 return (x0 + y0, x1 + y1)
-            return (add(x0, y0), add(x1, y1))
-        if isinstance(x, Backprop):
-            if x.function is None and x.seed_index is None:  # a zero backpropagator
-                return y
-            if isinstance(y, Backprop) and y.function is None and y.seed_index is None:
-                return x
-            return Backprop.create(tape.next_stamp(), _run_sum_body, (x, y), None, tape)
-        return x + y
+        return _ring_sum(x, y, tape)
 
     return add
+
+
+def _ring_sum(x: Any, y: Any, tape: Tape) -> Any:
+    """``x + y`` in the ring of ``x`` (see :func:`ring_adder`)."""
+    if type(x) is tuple:
+        return (_ring_sum(x[0], y[0], tape), _ring_sum(x[1], y[1], tape))
+    if isinstance(x, Backprop):
+        if x.function is None and x.seed_index is None:  # a zero backpropagator
+            return y
+        if isinstance(y, Backprop) and y.function is None and y.seed_index is None:
+            return x
+        return Backprop.create(tape.next_stamp(), _run_sum_body, (x, y), None, tape)
+    return x + y
 
 
 def _run_sum_body(captured: tuple, a: Any, stage: Any) -> None:

@@ -468,6 +468,31 @@ def test_a_gradient_leaves_no_reference_cycles_and_no_tapes_behind():
     assert len(prog.runtime.interpreter._run_tapes) <= 1
 
 
+def test_second_derivatives_leave_no_reference_cycles():
+    # a backward phase over dual pairs adds them with a function of its tape: were it a
+    # cycle, every product would leave its tape for the cyclic collector to find
+    prog = lambdad.loads("def f (x : R) : R = x * x * sin x\n"
+                         "def g (x : R) : R = grad (\\y -> grad (\\z -> z * y * y * sin z) y) x\n"
+                         "def h (xs : [R]) : R = fold (\\acc x -> acc + x * sin x) 0 xs\n")
+    calls = [lambda: prog.hvp("f", 0.5, 1.0),  # the prepared path, after the first
+             lambda: prog.hvp("h", [0.5, 1.0, 2.0], [1.0, 0.0, 1.0]),
+             lambda: prog.value_and_grad("g", 0.7), lambda: prog.hvp("g", 0.7, 1.0),
+             lambda: prog.hessian("f", 0.5), lambda: prog.call("g", 0.7)]
+    for call in calls:  # (compiling makes cycles; runs do not)
+        call()
+        call()
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for call in calls:
+            call()
+            assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_backward_phase_drops_the_zero_of_no_tape(strategy):
     tape = Tape()
