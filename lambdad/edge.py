@@ -168,6 +168,33 @@ def _positional_door(function: Callable[..., Any], positional: list[inspect.Para
              f"    if _extra or _keywords or {names[fewest - 1]} is _UNGIVEN:",
              "        return _by_name(" + every + "_extra, {"
              + "".join(f"'{name}': {name}, " for _, name in optional) + "}, _keywords)"]
+
+    def check(index: int, indent: str) -> list[str]:
+        """The lines refusing a wrong ``_a{index}`` (none if its parameter is not checked)."""
+        if index not in kinds:
+            return []
+        usual = _USUAL.get(kinds[index])
+        test = f"not _accepts{index}(_a{index})"
+        if kinds[index] in _NONE_TOO:
+            test = f"_a{index} is not None and {test}"
+        if usual is not None:
+            test = f"type(_a{index}) is not {usual} and {test}"
+        return [f"{indent}if {test}:", f"{indent}    raise _refuse_kind({index}, _a{index})"]
+
+    if optional:
+        # The usual call: no optional parameter given by position, so each is the argument
+        # named by it or its default (a default is not checked, as binding checks only
+        # what is given).
+        lines.append(f"    if _a{fewest} is _UNGIVEN:")
+        for index in range(fewest):
+            lines += check(index, "        ")
+        for index, name in optional:
+            lines += [f"        if {name} is _UNGIVEN:",
+                      f"            _a{index} = _default{index}",
+                      "        else:",
+                      f"            _a{index} = {name}",
+                      *check(index, "            ")]
+        lines.append(f"        return _function({', '.join(names)})")
     for index, name in optional:
         lines += [f"    if _a{index} is _UNGIVEN:",
                   f"        _a{index} = _default{index} if {name} is _UNGIVEN else {name}",
@@ -175,15 +202,7 @@ def _positional_door(function: Callable[..., Any], positional: list[inspect.Para
                   "        return _by_name(" + every + "_extra, {"
                   + "".join(f"'{other}': {other}, " for _, other in optional) + "}, _keywords)"]
     for index in range(most):
-        if index in kinds:
-            usual = _USUAL.get(kinds[index])
-            test = f"not _accepts{index}(_a{index})"
-            if kinds[index] in _NONE_TOO:
-                test = f"_a{index} is not None and {test}"
-            if usual is not None:
-                test = f"type(_a{index}) is not {usual} and {test}"
-            lines.append(f"    if {test}:")
-            lines.append(f"        raise _refuse_kind({index}, _a{index})")
+        lines += check(index, "    ")
     lines.append(f"    return _function({', '.join(names)})")
 
     def by_name(*args: Any) -> Any:

@@ -316,7 +316,7 @@ def test_a_checked_function_calls_and_refuses_as_binding_its_signature_does():
              (("s", "f", 1.0), {"strategy": "fused"}), (("s", "f", 1.0), {"strategy": 4}),
              (("s",), {"stats": 1, "point": 2.0, "name": "g"}), (("s", "f"), {"stats": 1}),
              ((), {"self": "s", "name": "f", "point": 1.0}), (("s", "f", 1.0), {"self": 2}),
-             (("s", 3), {"point": 1.0, "stats": True}),
+             (("s", 3), {"point": 1.0, "stats": True}), (("s", 3, 1.0), {"strategy": 4}),
              # an optional parameter named: given twice, with others, with too many
              (("s", "f", 1.0, "naive"), {"strategy": "fused"}),
              (("s", "f", 1.0), {"strategy": "fused", "stats": True}),
