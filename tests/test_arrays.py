@@ -350,3 +350,27 @@ def test_one_hot_is_a_dense_array_in_a_program_and_a_direction_for_jvp():
     value = program.run()
     assert isinstance(value, np.ndarray) and value.tolist() == [0.0, 5.0, 0.0]
     assert program.call("b", np.array([1.0, 2.0, 3.0])).tolist() == [0.0, 4.0, 0.0]
+
+
+def test_an_array_taken_twice_with_one_partial_receives_its_cotangent_doubled():
+    # ←D(z * z) sends z one cotangent, doubled, not two equal ones summed; the real `x * x`
+    # and operands with different partials keep the rule's two terms
+    program = lambdad.loads(
+        "def sq (z : Vec) : R = sum (z * z)\n"
+        "def cube (z : Mat) : R = sum (z * z * z)\n"
+        "def real (x : R) : R = x * x\n"
+        "def ratio (x : Vec) : R = sum (x / x + exp x * x)\n")
+    assert "z_ (2 * sum_to z (z * a))" in program.show("sq", reverse=True)
+    assert "x_ (x * a) <+> x_ (x * a)" in program.show("real", reverse=True)
+    assert "x_ (sum_to x (1 / x * a)) <+> x_ (sum_to x (-x / (x * x) * a))" in program.show(
+        "ratio", reverse=True)
+    z = np.array([0.5, -1.5, 2.0])
+    m = np.array([[1.0, -2.0], [0.25, 3.0]])
+    assert np.allclose(program.grad("sq", z), 2 * z)
+    assert np.allclose(program.grad("cube", m), 3 * m * m)
+    assert np.allclose(program.grad("ratio", z), np.exp(z) * (1 + z))
+    for name, point in (("sq", z), ("cube", m), ("ratio", z)):
+        # the strategies, forward mode and the tape agree
+        reverse = program.grad(name, point)
+        assert np.allclose(program.grad(name, point, mode="forward"), reverse)
+        assert np.allclose(program.grad(name, point, strategy="naive"), reverse)
