@@ -389,6 +389,10 @@ def _pow_check(x: Any, y: Any) -> str | None:
         return None  # a whole exponent >= 0: defined at every base
     if type(x) is ARRAY and (x > 0).all():
         return None
+    if type(y) is ARRAY and y.size <= np.size(x) and ((y >= 0.0) & (y == np.floor(y))).all():
+        # whole exponents >= 0, fewer than the bases (llsq's `outer t (ones n) ^ arange n`):
+        # defined at every base, told by the exponents alone
+        return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
     if bad.any():

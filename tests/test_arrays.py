@@ -374,3 +374,19 @@ def test_an_array_taken_twice_with_one_partial_receives_its_cotangent_doubled():
         reverse = program.grad(name, point)
         assert np.allclose(program.grad(name, point, mode="forward"), reverse)
         assert np.allclose(program.grad(name, point, strategy="naive"), reverse)
+
+
+def test_powers_of_negative_bases_by_whole_exponents_and_the_domain_errors():
+    # whole exponents >= 0 are defined at every base (told by the exponents alone, as for
+    # llsq's matrix of powers); a fractional one of a negative base, or a negative one of
+    # 0, is a located error naming the element
+    program = lambdad.loads(
+        "def p (t : Vec) (e : Vec) : R = sum (outer t (ones (size e)) ^ e)\n")
+    t = np.array([-1.5, 0.0, 2.0])
+    assert program.call("p", (t, np.arange(4.0))) == pytest.approx(
+        float(np.sum(t[:, None] ** np.arange(4.0))))
+    with pytest.raises(LambdadError, match=r"negative base needs a whole exponent.*"
+                                           r"element \[0, 1\] is -1.5 with exponent 0.5"):
+        program.call("p", (t, np.array([0.0, 0.5])))
+    with pytest.raises(LambdadError, match=r"element \[1, 0\] is 0.0 with exponent -1.0"):
+        program.call("p", (t, np.array([-1.0, 2.0])))
