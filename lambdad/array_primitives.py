@@ -58,11 +58,16 @@ def _elementwise(real: Primitive) -> Primitive:
     ufunc, check = arraylib.UFUNCS[real.name]
     cotangent_evaluate = arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
                                               finite=False)
+    accumulate = arraylib.in_place(ufunc, cotangent_evaluate)
+    in_cotangents = arraylib.COTANGENT_RESULTS.get(real.name)
+    if in_cotangents is not None:
+        cotangent_evaluate = in_cotangents(cotangent_evaluate)
+        accumulate = accumulate and in_cotangents(accumulate)
     return attrs.evolve(
         real, name=ELEMENTWISE + real.name, kind="elementwise",
         evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check),
         cotangent_evaluate=cotangent_evaluate,
-        accumulate=arraylib.in_place(ufunc, cotangent_evaluate), cotangent_memory=NEW_ARRAY,
+        accumulate=accumulate, cotangent_memory=NEW_ARRAY,
         inline=None, inline_at_literals=None, finite_at_finite=False,
         # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
         laws=None if real.laws is None or (real.laws.left_unit is None

@@ -390,3 +390,20 @@ def test_powers_of_negative_bases_by_whole_exponents_and_the_domain_errors():
         program.call("p", (t, np.array([0.0, 0.5])))
     with pytest.raises(LambdadError, match=r"element \[1, 0\] is 0.0 with exponent -1.0"):
         program.call("p", (t, np.array([-1.0, 2.0])))
+
+
+def test_softmax_weights_below_the_smallest_normal_float_are_zero_in_gradients():
+    # logsumexp's derivative exp (x - r), computed in the backpropagator: a weight of
+    # exp (-721.3), subnormal, is 0 there (arithmetic on subnormals is slow); the others
+    # are the softmax's to the last bit
+    program = lambdad.loads("def lse (x : Vec) : R = logsumexp x\n"
+                            "def rows (m : Mat) : R = sum (logsumexp_rows m)\n")
+    x = np.array([0.0, -720.0, 1.0, -30.0])
+    weights = np.exp(x - np.logaddexp.reduce(x))
+    assert 0.0 < weights[1] < np.finfo(float).tiny
+    expected = np.where(weights < np.finfo(float).tiny, 0.0, weights)
+    assert program.grad("lse", x).tobytes() == expected.tobytes()
+    m = np.stack([x, x[::-1]])
+    assert program.grad("rows", m).tobytes() == np.stack([expected, expected[::-1]]).tobytes()
+    # forward mode computes the weight, subnormal, in the tangent
+    assert np.allclose(program.grad("lse", x, mode="forward"), expected, rtol=0, atol=1e-300)
