@@ -531,7 +531,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site, pure)
             else:
                 for k in into:
-                    del fn.owned[atoms[k]]
+                    fn.owned.pop(atoms[k], None)
                 fn.emit(f"{t} = {self.evaluator(primitive, True, True)}({into!r}, {args})",
                         atoms, site, pure)
         elif primitive.evaluate is not None:
@@ -539,7 +539,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
         if pure and term is not None and primitive.cotangent_memory is not None:
-            # what a later operation of this body may write into (see held_operand)
+            # what a later operation of this body may write into (see held_operands)
             memory = primitive.cotangent_memory
             if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
                 fn.owned[t] = term
