@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from . import arraylib
-from .primitive_entry import LEVEL_APP, LEVEL_INDEX, LEVEL_MUL, ArrayRule, Laws, Primitive, Spelling
+from .primitive_entry import (LEVEL_APP, LEVEL_INDEX, LEVEL_MUL, NEW_ARRAY, ArrayRule, Laws,
+                              Primitive, Spelling)
 from .primitive_entry import function_type as _fun
 from .syntax import MAT, REAL, VEC, ArrayT, BoolT, ListT, RealT, Type
 
@@ -57,11 +58,16 @@ def _elementwise(real: Primitive) -> Primitive:
     ufunc, check = arraylib.UFUNCS[real.name]
     cotangent_evaluate = arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
                                               finite=False)
+    accumulate = arraylib.in_place(ufunc, cotangent_evaluate)
+    in_cotangents = arraylib.COTANGENT_RESULTS.get(real.name)
+    if in_cotangents is not None:
+        cotangent_evaluate = in_cotangents(cotangent_evaluate)
+        accumulate = accumulate and in_cotangents(accumulate)
     return attrs.evolve(
         real, name=ELEMENTWISE + real.name, kind="elementwise",
         evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check),
         cotangent_evaluate=cotangent_evaluate,
-        accumulate=arraylib.accumulating(cotangent_evaluate) if real.name == "add" else None,
+        accumulate=accumulate, cotangent_memory=NEW_ARRAY,
         inline=None, inline_at_literals=None, finite_at_finite=False,
         # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
         laws=None if real.laws is None or (real.laws.left_unit is None
@@ -93,7 +99,8 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
            modes: tuple[str, ...] | None = None, tangent: str | None = None,
            cotangent: str | None = None, result_type=None, symbol: str | None = None,
            fixity: str = "function", level: int = LEVEL_APP, result: str | None = None,
-           kind: str = "array", cotangent_evaluate=None) -> Primitive:
+           kind: str = "array", cotangent_evaluate=None,
+           memory: str | int | None = None) -> Primitive:
     rule = None if kind != "array" else ArrayRule(
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero")
     return Primitive(name, kind, params, type_,
@@ -101,7 +108,7 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
                      arraylib.densely(evaluate),
                      result=result, result_type=result_type, rule=rule,
                      cotangent_evaluate=cotangent_evaluate and arraylib.densely(
-                         cotangent_evaluate))
+                         cotangent_evaluate), cotangent_memory=memory)
 
 
 def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate) -> Primitive:
@@ -148,13 +155,13 @@ ARRAY_ENTRIES: list[Primitive] = [
     _array("reshape", ("v", "m", "n"), _fun(VEC, REAL, REAL, MAT),
            "reshape v m n: the m x n Mat of the elements of v, row by row", arraylib.reshape,
            modes=("split", "primal", "primal"), tangent="reshape v' m n",
-           cotangent="v_ (flatten a)"),
+           cotangent="v_ (flatten a)", memory=0),
     _array("flatten", ("m",), _fun(MAT, VEC), "the elements of a Mat, row by row",
            arraylib.flatten, tangent="flatten m'",
-           cotangent="m_ (reshape a (nrows m) (ncols m))"),
+           cotangent="m_ (reshape a (nrows m) (ncols m))", memory=0),
     _array("outer", ("u", "v"), _fun(VEC, VEC, MAT), "outer u v: the Mat of u_i * v_j",
            arraylib.outer, tangent="outer u' v + outer u v'",
-           cotangent="u_ (a @ v) <+> v_ (transpose a @ u)"),
+           cotangent="u_ (a @ v) <+> v_ (transpose a @ u)", memory=NEW_ARRAY),
     # ---- sizes (locally constant)
     _constant("size", ("v",), _fun(VEC, REAL), "the number of elements of a Vec", arraylib.size),
     _constant("nrows", ("m",), _fun(MAT, REAL), "the number of rows of a Mat", arraylib.nrows),
@@ -205,15 +212,17 @@ ARRAY_ENTRIES: list[Primitive] = [
            "Vec @ Vec : R)", arraylib.matmul, symbol="@", fixity="infix", level=LEVEL_MUL,
            result_type=lambda ts: _matmul_entry(ts),
            tangent="x' @ y + x @ y'",
-           cotangent="x_ (a @ transpose y) <+> y_ (transpose x @ a)"),
+           cotangent="x_ (a @ transpose y) <+> y_ (transpose x @ a)", memory=NEW_ARRAY),
     _array("matvec", ("x", "y"), _fun(MAT, VEC, VEC), "a @ v of a Mat and a Vec",
            arraylib.matmul, symbol="@", fixity="infix", level=LEVEL_MUL,
-           tangent="x' @ y + x @ y'", cotangent="x_ (outer a y) <+> y_ (transpose x @ a)"),
+           tangent="x' @ y + x @ y'", cotangent="x_ (outer a y) <+> y_ (transpose x @ a)",
+           memory=NEW_ARRAY),
     _array("vecmat", ("x", "y"), _fun(VEC, MAT, VEC), "v @ a of a Vec and a Mat",
            arraylib.matmul, symbol="@", fixity="infix", level=LEVEL_MUL,
-           tangent="x' @ y + x @ y'", cotangent="x_ (y @ a) <+> y_ (outer x a)"),
+           tangent="x' @ y + x @ y'", cotangent="x_ (y @ a) <+> y_ (outer x a)",
+           memory=NEW_ARRAY),
     _array("transpose", ("m",), _fun(MAT, MAT), "the transpose of a Mat", arraylib.transpose,
-           tangent="transpose m'", cotangent="m_ (transpose a)"),
+           tangent="transpose m'", cotangent="m_ (transpose a)", memory=0),
     # ---- access
     _array("array.index", ("x", "i"), _fun(VEC, REAL, REAL),
            "x !! i: element i of a Vec (a real), row i of a Mat (a Vec), counting from 0",
@@ -240,14 +249,15 @@ ARRAY_ENTRIES: list[Primitive] = [
     _array("spread", ("x", "c"), _fun(VEC, REAL, VEC),
            "spread x c: c broadcast to the shape of x", arraylib.spread,
            result_type=lambda ts: ts[0], modes=("primal", "split"), tangent="spread x c'",
-           cotangent="c_ (sum_to c a)"),
+           cotangent="c_ (sum_to c a)", memory=1),
     _array("sum_to", ("x", "c"), _fun(REAL, VEC, REAL),
            "sum_to x c: c summed down to the shape of x (the transpose of broadcasting)",
            arraylib.sum_to, result_type=lambda ts: ts[0], modes=("primal", "split"),
-           tangent="sum_to x c'", cotangent="c_ (spread c a)"),
+           tangent="sum_to x c'", cotangent="c_ (spread c a)", memory=1),
     _array("per_row", ("v", "m"), _fun(VEC, MAT, MAT),
            "per_row v m: element i of v spread over row i of m's shape", arraylib.per_row,
-           modes=("split", "primal"), tangent="per_row v' m", cotangent="v_ (sum_rows a)"),
+           modes=("split", "primal"), tangent="per_row v' m", cotangent="v_ (sum_rows a)",
+           memory=NEW_ARRAY),
     _array("maximum_share", ("x", "r"), _fun(VEC, REAL, VEC),
            "maximum_share x r: 1 / (number of ties) where x equals its maximum r (per row), "
            "0 elsewhere", arraylib.maximum_share,
@@ -270,13 +280,13 @@ ARRAY_ENTRIES: list[Primitive] = [
            "unslice x lo c: the array of x's shape that is c from position lo on, else 0",
            arraylib.unslice, result_type=_of_ranks({(1, 0, 1): VEC, (2, 0, 2): MAT}),
            modes=("primal", "primal", "split"), tangent="unslice x lo c'",
-           cotangent="c_ (window a lo c)"),
+           cotangent="c_ (window a lo c)", memory=NEW_ARRAY),
     _array("scatter", ("x", "idx", "c"), _fun(VEC, VEC, VEC, VEC),
            "scatter x idx c: the array of x's shape whose element (row) p is the sum of the "
            "elements (rows) k of c with idx[k] = p, 0 where no index is p",
            arraylib.scatter, result_type=_of_ranks({(1, 1, 1): VEC, (2, 1, 2): MAT}),
            modes=("primal", "primal", "split"), tangent="scatter x idx c'",
-           cotangent="c_ (gather a idx)"),
+           cotangent="c_ (gather a idx)", memory=NEW_ARRAY),
     _array("window", ("x", "lo", "c"), _fun(VEC, REAL, VEC, VEC),
            "window x lo c: the elements (rows) of x from lo on, as many as c has",
            lambda x, lo, c: arraylib.part(x, lo, c.shape[0]),

@@ -301,27 +301,81 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
     return evaluate
 
 
-def accumulating(add: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """The addition of cotangents ``add`` (the elementwise one) made to add in place: the
-    function ``total, x -> total + x`` writes the sum into ``total`` when it is an array
-    its caller owns — a partial sum just computed, which nothing else holds (the code
-    generator calls it only then) — and ``x`` has its shape (an array), is a real, or is a
-    sparse cotangent of its shape; else it is ``add``.  It never writes into ``x``.  A sum
-    of k cotangent arrays then makes one new array, not k - 1."""
+def in_place(ufunc: Any, evaluate: Callable[..., Any]) -> Callable[..., Any] | None:
+    """The elementwise operation ``evaluate`` of a backpropagator's body, computed by the
+    NumPy ufunc ``ufunc``, made to write into one of its operands: the function
+    ``into, *args -> evaluate(*args)`` writes the result into ``args[k]`` for the first
+    ``k`` of the tuple ``into`` where it can: an array its caller owns (made right there
+    for this operation, which nothing else holds: the code generator names only those),
+    that may be written (not a read-only broadcast) and has the result's shape, every
+    other operand a real or an array of that shape or of its rows' (a Vec against a Mat),
+    or, for the addition, a sparse cotangent of that shape (scattered into it).  Else it
+    is ``evaluate``.  It never writes into another operand.  A sum of k cotangent arrays
+    then makes one new array, not k - 1, and the product of a new cotangent array by a
+    partial makes none.  None when ``ufunc`` is not a NumPy ufunc (it cannot write into
+    an operand)."""
+    if not isinstance(ufunc, np.ufunc):
+        return None
 
-    def accumulate(total: Any, x: Any) -> Any:
-        if type(total) is ARRAY:
-            kind = type(x)
-            if kind is Sparse:
-                if x.shape == total.shape:
-                    x._scatter(total)
-                    return total
-            elif (kind is ARRAY and x.shape == total.shape) or kind is float:
-                return np.add(total, x, out=total)  # (in a run, under quiet())
-        return add(total, x)
+    def compute(into: tuple[int, ...], *args: Any) -> Any:
+        for k in into:
+            out = args[k]
+            if type(out) is not ARRAY or not out.flags.writeable:
+                continue
+            shape = out.shape
+            for a in args:
+                kind = type(a)
+                if kind is ARRAY:
+                    if a.shape != shape and (a.ndim >= out.ndim
+                                             or a.shape != shape[out.ndim - a.ndim:]):
+                        break
+                elif kind is Sparse and ufunc is np.add and a.shape == shape \
+                        and len(args) == 2:
+                    a._scatter(out)
+                    return out
+                elif kind is not float:
+                    break
+            else:
+                return ufunc(*args, out=out)  # (in a run, under quiet())
+        return evaluate(*args)
 
-    accumulate.__name__ = "accumulate"
-    return accumulate
+    compute.__name__ = f"{getattr(ufunc, '__name__', 'operation')}_in_place"
+    return compute
+
+
+SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
+"""2.2e-308: the smallest positive float64 of full precision; the positive ones below it
+are subnormal."""
+
+_min_reduce = np.minimum.reduce
+
+
+def subnormals_flushed(evaluate: Callable[..., Any]) -> Callable[..., Any]:
+    """``evaluate``, an operation of a backpropagator's body whose results are never
+    negative (``exp``, as in the softmax weights ``exp (x - r)`` of logsumexp's
+    derivative), with the subnormal elements of an array result (positive and below
+    :data:`SMALLEST_NORMAL`) made 0, in its new array.  Arithmetic on subnormal numbers
+    is slow on x86 (a matrix product of an array with 3% of them took six times as long,
+    GMM at d = 64, k = 50): XLA flushes them to zero on CPUs for that reason.  A weight
+    below 2.2e-308 changes no sum it enters with weights of normal size; only a gradient
+    made of such weights alone reads 0 instead.  One reduction when there is none."""
+
+    def compute(*args: Any) -> Any:
+        result = evaluate(*args)
+        if type(result) is ARRAY and result.size \
+                and _min_reduce(result, axis=None) < SMALLEST_NORMAL:
+            result[result < SMALLEST_NORMAL] = 0.0
+        return result
+
+    compute.__name__ = f"{getattr(evaluate, '__name__', 'operation')}_flushed"
+    return compute
+
+
+COTANGENT_RESULTS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "exp": subnormals_flushed,
+}
+"""How the elementwise operations named here compute in a backpropagator's body, made from
+their plain evaluation (and its version writing into an operand)."""
 
 
 def _first_bad(mask: ARRAY, x: ARRAY) -> str:
@@ -369,6 +423,10 @@ def _pow_check(x: Any, y: Any) -> str | None:
     if type(y) is float and y >= 0.0 and y.is_integer():
         return None  # a whole exponent >= 0: defined at every base
     if type(x) is ARRAY and (x > 0).all():
+        return None
+    if type(y) is ARRAY and y.size <= np.size(x) and ((y >= 0.0) & (y == np.floor(y))).all():
+        # whole exponents >= 0, fewer than the bases (llsq's `outer t (ones n) ^ arange n`):
+        # defined at every base, told by the exponents alone
         return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))

@@ -35,6 +35,7 @@ from .syntax import BACKPROPAGATOR as BACKPROPAGATOR_TYPE
 from .syntax import (
     REAL,
     App,
+    Const,
     LinLam,
     Module,
     PairT,
@@ -103,10 +104,23 @@ class _Backward(Differentiation):
         cotangent is summed back to its argument's shape, the transpose of broadcasting
         (AD.md §10): xi_ (sum_to xi (∂if(x1..xk) * a)); with a constant partial (the 1
         and -1 of + and -) the sum is scaled instead, xi_ (∂if * sum_to xi a): one operation
-        on the array a, not two."""
+        on the array a, not two.  An array operand taken k times with the same partial
+        (``z * z``) receives k times one cotangent, xi_ (k * sum_to xi (∂if * a)), not the
+        sum of k equal ones."""
         a = local_name(LINEAR_PARAM, taken)
         cotangent: Term | None = None
+        times_taken = [1] * len(contributions)
+        if elementwise is not None:
+            for i, (derivative, x_) in enumerate(contributions):
+                for j in range(i):
+                    if times_taken[j] and contributions[j] == (derivative, x_) \
+                            and elementwise[j] == elementwise[i]:
+                        times_taken[j] += 1
+                        times_taken[i] = 0
+                        break
         for i, (derivative, x_) in enumerate(contributions):
+            if not times_taken[i]:
+                continue
             if elementwise is not None and _constant(derivative):
                 sent = times(derivative, summed_to(elementwise[i], Var(a, span=span), span),
                              span, True)
@@ -114,6 +128,8 @@ class _Backward(Differentiation):
                 sent = times(derivative, Var(a, span=span), span, elementwise is not None)
                 if elementwise is not None:
                     sent = summed_to(elementwise[i], sent, span)
+            if times_taken[i] > 1:
+                sent = times(Const(float(times_taken[i]), span=span), sent, span, True)
             term = App(Var(x_, span=span), sent, span=span)
             cotangent = term if cotangent is None else Plus(cotangent, term, span=span)
         return LinLam(a, Zero(span=span) if cotangent is None else cotangent, span=span)

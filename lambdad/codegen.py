@@ -51,7 +51,8 @@ from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import FOLD, MAP, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS, Primitive
+from .primitives import (FOLD, MAP, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS,
+                         Primitive)
 from .syntax import (
     Annot,
     App,
@@ -72,6 +73,7 @@ from .syntax import (
     Term,
     Var,
     Zero,
+    children,
 )
 from .tape import (ZERO, Sum, batched_fold, batched_slot_body,
                    batched_steps_body, batches, scalar_sum)
@@ -111,6 +113,22 @@ _RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
 
 _ARRAY_KINDS = frozenset(("elementwise", "array"))
 """The kinds of the array entries of the table."""
+
+
+def _single_uses(term: Term) -> dict[str, Var | None]:
+    """For each variable name occurring in ``term``: its one occurrence, when it occurs
+    once and not inside a λ (whose body may run many times), else None."""
+    found: dict[str, Var | None] = {}
+    stack: list[tuple[Term, bool]] = [(term, False)]
+    while stack:
+        node, in_lambda = stack.pop()
+        if node.__class__ is Var:
+            name = node.name
+            found[name] = None if in_lambda or name in found else node
+            continue
+        inner = in_lambda or node.__class__ is Lam or node.__class__ is LinLam
+        stack.extend((child, inner) for child in children(node))
+    return found
 
 
 class _CodeGenerator(BatchedFolds, LinearBodies):
@@ -457,6 +475,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 # bit (its finiteness is checked in the gradient, as the product's would be)
                 unit = self.unit_operand(primitive, atoms)
                 if unit is not None:
+                    # (held by this application now, if it was by its operand)
+                    held = fn.owned.get(unit)
+                    if held is not None and term is not None and any(
+                            held is arg for arg in term.args):
+                        fn.owned[unit] = term
                     return unit
             if folded is not None:
                 if folded[0] in _LITERAL_FIRST or folded in _BOOL_ATOMS or folded in fn.finite \
@@ -498,20 +521,28 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             template = _positional(primitive.inline_at_literals[1], primitive.params)
             fn.emit(f"{t} = {template.format(*atoms)}", atoms, site)
         elif primitive.cotangent_evaluate is not None and fn.deferred is not None:
-            # in a backpropagator's body (its results are checked in the gradient); a sum
-            # whose first operand is the new array of an operation nested right there (the
-            # partial sum of `u1 + u2 + u3`, say) adds into it
-            accumulating = (primitive.accumulate is not None and not self.instrumented
-                            and term is not None and atoms
-                            and fn.owned.get(atoms[0]) is term.args[0])
-            fn.emit(f"{t} = {self.evaluator(primitive, True, accumulating)}({args})", atoms,
-                    site, pure)
-            if primitive.kind == "elementwise" and term is not None:
-                fn.owned[t] = term
+            # in a backpropagator's body (its results are checked in the gradient); an
+            # elementwise operation with an operand that is a new array made right there
+            # for it (the partial sum of `u1 + u2 + u3`, the product `z * a` in
+            # `2 * (z * a)`, say) writes into it
+            into = (self.held_operands(term, atoms, fn)
+                    if primitive.accumulate is not None and not self.instrumented else ())
+            if not into:
+                fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site, pure)
+            else:
+                for k in into:
+                    fn.owned.pop(atoms[k], None)
+                fn.emit(f"{t} = {self.evaluator(primitive, True, True)}({into!r}, {args})",
+                        atoms, site, pure)
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
+        if pure and term is not None and primitive.cotangent_memory is not None:
+            # what a later operation of this body may write into (see held_operands)
+            memory = primitive.cotangent_memory
+            if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
+                fn.owned[t] = term
         if (primitive.kind == "real" and fn.deferred is not None
                 and primitive.name in _PROPAGATING):
             fn.deferred[t] = site  # checked where it is used (deferred_checks)
@@ -531,6 +562,19 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         elif key is not None:
             fn.computed[key] = (fn.blocks, t)
         return t
+
+    @staticmethod
+    def held_operands(term: Prim | None, atoms: Sequence[str], fn: _Function
+                      ) -> tuple[int, ...]:
+        """The numbers of the operands of ``term`` (an application in a backpropagator's
+        body, its operands ``atoms``) held by it alone: each an array made right there as
+        that operand (an application whose result is new, or a view or the operand itself
+        of one held so: ``cotangent_memory`` in the table), or bound by ``let`` to a name
+        used there only, which nothing else in the body can read.  The operation may write
+        into one of them."""
+        if term is None:
+            return ()
+        return tuple(k for k, atom in enumerate(atoms) if fn.owned.get(atom) is term.args[k])
 
     @staticmethod
     def folded(primitive: Primitive, atoms: list[str]) -> str | None:
@@ -635,6 +679,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         ``then`` passes a ``let`` back here), and a long straight-line program is mostly
         one spine."""
         undo: list[tuple[str, str | None]] = []  # (name, what it shadowed), in order
+        uses: dict[str, Var | None] | None = None
         while True:
             kind = term.__class__
             if kind is not Let and kind is not LetPair:
@@ -646,6 +691,14 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 if isinstance(term.value, Lam):
                     # a fold's step, maybe (batched_fold)
                     self.lambda_terms[(fn, value)] = term.value
+                elif fn.owned.get(value) is term.value:
+                    # a new array of a backpropagator's body, bound to a name used once
+                    # (not in a λ): held by that use
+                    if uses is None:
+                        uses = _single_uses(term)
+                    use = uses.get(term.name)
+                    if use is not None:
+                        fn.owned[value] = use
                 undo.append((term.name, self.bind(fn, term.name, value)))
             else:
                 first, second = self.unpack(value, fn)

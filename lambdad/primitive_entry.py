@@ -134,10 +134,17 @@ class Primitive:
     # For an array entry: its evaluation inside a backpropagator's body, without the test
     # that every element is finite (the gradient is tested once, when it is read off).
     cotangent_evaluate: Callable[..., Any] | None = None
-    # For the addition of arrays: ``cotangent_evaluate`` adding into its first argument when
-    # that is an array nothing else holds (arraylib.accumulating; the code generator knows
-    # when: the partial sum of a longer sum, just computed).
+    # For an elementwise entry that a NumPy ufunc computes: ``cotangent_evaluate`` writing
+    # its result into its argument number ``into`` (the first argument of the call) when
+    # that is an array nothing else holds, of the result's shape (arraylib.in_place; the
+    # code generator knows when: a new array made right there as that argument, the
+    # product of a cotangent, the partial sum of a longer sum).
     accumulate: Callable[..., Any] | None = None
+    # For an array entry: what its result is, in a backpropagator's body, for writing into
+    # it later (see ``accumulate``): NEW_ARRAY (a new array, or a read-only view of
+    # another, never written), or the number of the argument whose memory it may share
+    # (that argument, a view of it, or a new array); None when it may be anything else.
+    cotangent_memory: "str | int | None" = None
 
     @property
     def arity(self) -> int:
@@ -163,6 +170,9 @@ class Primitive:
             return result
         return None
 
+
+NEW_ARRAY = "new"
+"""An entry's ``cotangent_memory`` when its result is a new array (or a read-only view)."""
 
 REAL_EXPRESSION_KINDS = ("real", "test", "logic")
 """The kinds of primitive a declared primitive's body and partials may apply."""

@@ -80,6 +80,7 @@ from .primitive_entry import (
     LEVEL_NEG,
     LEVEL_OR,
     LEVEL_POW,
+    NEW_ARRAY,
     REAL_EXPRESSION_KINDS,
     ArrayRule,
     Laws,

@@ -350,3 +350,60 @@ def test_one_hot_is_a_dense_array_in_a_program_and_a_direction_for_jvp():
     value = program.run()
     assert isinstance(value, np.ndarray) and value.tolist() == [0.0, 5.0, 0.0]
     assert program.call("b", np.array([1.0, 2.0, 3.0])).tolist() == [0.0, 4.0, 0.0]
+
+
+def test_an_array_taken_twice_with_one_partial_receives_its_cotangent_doubled():
+    # ←D(z * z) sends z one cotangent, doubled, not two equal ones summed; the real `x * x`
+    # and operands with different partials keep the rule's two terms
+    program = lambdad.loads(
+        "def sq (z : Vec) : R = sum (z * z)\n"
+        "def cube (z : Mat) : R = sum (z * z * z)\n"
+        "def real (x : R) : R = x * x\n"
+        "def ratio (x : Vec) : R = sum (x / x + exp x * x)\n")
+    assert "z_ (2 * sum_to z (z * a))" in program.show("sq", reverse=True)
+    assert "x_ (x * a) <+> x_ (x * a)" in program.show("real", reverse=True)
+    assert "x_ (sum_to x (1 / x * a)) <+> x_ (sum_to x (-x / (x * x) * a))" in program.show(
+        "ratio", reverse=True)
+    z = np.array([0.5, -1.5, 2.0])
+    m = np.array([[1.0, -2.0], [0.25, 3.0]])
+    assert np.allclose(program.grad("sq", z), 2 * z)
+    assert np.allclose(program.grad("cube", m), 3 * m * m)
+    assert np.allclose(program.grad("ratio", z), np.exp(z) * (1 + z))
+    for name, point in (("sq", z), ("cube", m), ("ratio", z)):
+        # the strategies, forward mode and the tape agree
+        reverse = program.grad(name, point)
+        assert np.allclose(program.grad(name, point, mode="forward"), reverse)
+        assert np.allclose(program.grad(name, point, strategy="naive"), reverse)
+
+
+def test_powers_of_negative_bases_by_whole_exponents_and_the_domain_errors():
+    # whole exponents >= 0 are defined at every base (told by the exponents alone, as for
+    # llsq's matrix of powers); a fractional one of a negative base, or a negative one of
+    # 0, is a located error naming the element
+    program = lambdad.loads(
+        "def p (t : Vec) (e : Vec) : R = sum (outer t (ones (size e)) ^ e)\n")
+    t = np.array([-1.5, 0.0, 2.0])
+    assert program.call("p", (t, np.arange(4.0))) == pytest.approx(
+        float(np.sum(t[:, None] ** np.arange(4.0))))
+    with pytest.raises(LambdadError, match=r"negative base needs a whole exponent.*"
+                                           r"element \[0, 1\] is -1.5 with exponent 0.5"):
+        program.call("p", (t, np.array([0.0, 0.5])))
+    with pytest.raises(LambdadError, match=r"element \[1, 0\] is 0.0 with exponent -1.0"):
+        program.call("p", (t, np.array([-1.0, 2.0])))
+
+
+def test_softmax_weights_below_the_smallest_normal_float_are_zero_in_gradients():
+    # logsumexp's derivative exp (x - r), computed in the backpropagator: a weight of
+    # exp (-721.3), subnormal, is 0 there (arithmetic on subnormals is slow); the others
+    # are the softmax's to the last bit
+    program = lambdad.loads("def lse (x : Vec) : R = logsumexp x\n"
+                            "def rows (m : Mat) : R = sum (logsumexp_rows m)\n")
+    x = np.array([0.0, -720.0, 1.0, -30.0])
+    weights = np.exp(x - np.logaddexp.reduce(x))
+    assert 0.0 < weights[1] < np.finfo(float).tiny
+    expected = np.where(weights < np.finfo(float).tiny, 0.0, weights)
+    assert program.grad("lse", x).tobytes() == expected.tobytes()
+    m = np.stack([x, x[::-1]])
+    assert program.grad("rows", m).tobytes() == np.stack([expected, expected[::-1]]).tobytes()
+    # forward mode computes the weight, subnormal, in the tangent
+    assert np.allclose(program.grad("lse", x, mode="forward"), expected, rtol=0, atol=1e-300)

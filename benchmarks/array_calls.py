@@ -1,0 +1,74 @@
+"""The CPU time of one repeated call of an array workload of ``benchmarks/run.py --only
+arrays`` (llsq, lse, mlp, gmm at one size): lambdad's primal and value+gradient, and with
+``--peers`` the NumPy floor's and PyTorch's (where installed), for comparing two checkouts.
+
+    python benchmarks/array_calls.py KIND SIZE [--peers] [--budget SECONDS]
+
+SIZE is n for llsq and lse, the batch for mlp, ``d,k`` for gmm.  Prints one line of JSON:
+the least CPU time (``time.process_time``) of a call over at least five calls and about
+``budget`` seconds of them.  To compare two checkouts, run it with each first on the path
+(``PYTHONPATH=<checkout>``), alternating, a few times, and read the best of each: on a
+loaded machine only figures measured side by side mean anything.  Every library runs on
+one thread.  This is a benchmark, not a test: it asserts nothing and no test runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import array_workloads as aw  # noqa: E402
+import lambdad  # noqa: E402
+
+
+def least(function, budget: float, calls: int = 5) -> float:
+    """The least CPU time of a call of ``function``, over at least ``calls`` calls and about
+    ``budget`` seconds of them (after one call outside)."""
+    function()
+    times: list[float] = []
+    start = time.process_time()
+    while len(times) < calls or (time.process_time() - start < budget and len(times) < 500):
+        before = time.process_time()
+        function()
+        times.append(time.process_time() - before)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kind", choices=sorted(aw.MAKE))
+    parser.add_argument("size", help="n (llsq, lse), the batch (mlp), or d,k (gmm)")
+    parser.add_argument("--peers", action="store_true",
+                        help="also the NumPy floor's primal and value+gradient, and torch's")
+    parser.add_argument("--budget", type=float, default=1.5)
+    args = parser.parse_args()
+    size = tuple(map(int, args.size.split(","))) if args.kind == "gmm" else int(args.size)
+    extra = {"data": aw.digits()} if args.kind == "mlp" else {}
+    w = aw.MAKE[args.kind](size, False, **extra)
+    program = lambdad.loads(w.source, f"{args.kind}.lam")
+    name = w.names[0]
+    out = {"lambdad": lambdad.__file__, "workload": w.label,
+           "primal": least(lambda: program.call(name, w.point), args.budget),
+           "v+g": least(lambda: program.value_and_grad(name, w.point), args.budget)}
+    if args.peers:
+        out["floor primal"] = least(aw.numpy_primal(w), args.budget)
+        out["floor v+g"] = least(aw.numpy_value_and_grad(w), args.budget)
+        if aw.installed("torch"):
+            import torch
+
+            torch.set_num_threads(1)
+            out["torch"] = least(aw.torch_value_and_grad(w), args.budget)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
