@@ -624,33 +624,59 @@ def logsumexp(x: ARRAY) -> float:
     return float(top + np.log(_add_reduce(np.exp(x - top), axis=None)))
 
 
+# NumPy reduces along an axis of a Mat a row (or column) at a time: for many short rows it
+# is several times slower here than a product with a vector of ones (the BLAS's matrix times
+# vector: the rows of 100 000 x 2 summed in 0.1 ms against 3.5 ms, of 10 000 x 10 in 0.03
+# against 0.38 ms), and than a running maximum over the columns for the maximum of each of
+# many rows of a few columns (0.07 against 0.83 ms for 10 000 x 10).  Below a few thousand
+# elements NumPy's own reduction is quicker.  (Sums by the BLAS come in another order: their
+# last bits may differ.  Maxima are the same.)
+_REDUCED_BY_BLAS = 4096  # elements
+_MAXIMA_BY_COLUMNS = 16  # columns
+
+
 def sum_rows(m: ARRAY) -> ARRAY:
-    return _add_reduce(m, axis=1)
+    if m.size < _REDUCED_BY_BLAS:
+        return _add_reduce(m, axis=1)
+    return m @ np.ones(m.shape[1])
 
 
 def sum_cols(m: ARRAY) -> ARRAY:
-    return _add_reduce(m, axis=0)
+    if m.size < _REDUCED_BY_BLAS:
+        return _add_reduce(m, axis=0)
+    return np.ones(m.shape[0]) @ m
+
+
+def _row_maxima(m: ARRAY) -> ARRAY:
+    """The maximum of each row of ``m`` (at least one column)."""
+    if m.shape[1] > _MAXIMA_BY_COLUMNS or m.size < _REDUCED_BY_BLAS:
+        return _max_reduce(m, axis=1)
+    top = m[:, 0].copy()
+    for j in range(1, m.shape[1]):
+        np.maximum(top, m[:, j], out=top)
+    return top
 
 
 def maximum_rows(m: ARRAY) -> ARRAY:
     if m.shape[1] == 0:
         raise DomainError("maximum_rows of a Mat with no columns")
-    return _max_reduce(m, axis=1)
+    return _row_maxima(m)
 
 
 def logsumexp_rows(m: ARRAY) -> ARRAY:
     if m.shape[1] == 0:
         raise DomainError("logsumexp_rows of a Mat with no columns")
-    top = _max_reduce(m, axis=1)
-    return top + np.log(_add_reduce(np.exp(m - top[:, None]), axis=1))
+    top = _row_maxima(m)
+    return top + np.log(sum_rows(np.exp(m - top[:, None])))
 
 
 def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     """The subgradient of the maximum: 1 / (number of ties) at the elements equal to the
     maximum ``top`` (per row, for a Vec ``top`` of a Mat), 0 elsewhere."""
     if type(top) is ARRAY and x.ndim == 2:
-        at = x == top[:, None]
-        return at / np.count_nonzero(at, axis=1)[:, None]
+        share = (x == top[:, None]).astype(np.float64)
+        share /= sum_rows(share)[:, None]  # (the ties of each row counted)
+        return share
     at = x == top
     return at / float(np.count_nonzero(at))
 
@@ -670,8 +696,8 @@ def maximum_share_sparse(x: ARRAY, top: Any) -> Any:
 def softmax(x: ARRAY) -> ARRAY:
     """exp (x - logsumexp x): the derivative of logsumexp (per row of a Mat)."""
     if x.ndim == 2:
-        e = np.exp(x - np.max(x, axis=1, keepdims=True))
-        return e / np.sum(e, axis=1, keepdims=True)
+        e = np.exp(x - _row_maxima(x)[:, None])
+        return e / sum_rows(e)[:, None]
     e = np.exp(x - np.max(x))
     return e / np.sum(e)
 
@@ -760,7 +786,7 @@ def sum_to(x: Any, c: Any) -> Any:
     if c.shape == x.shape:
         return c
     if x.ndim == 1 and c.ndim == 2:
-        return _add_reduce(c, axis=0)
+        return sum_cols(c)
     return np.broadcast_to(c, x.shape).copy()
 
 

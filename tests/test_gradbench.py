@@ -317,8 +317,11 @@ def test_ode():
     close(gradient, steps)
 
 
-def test_kmeans():
-    points = np.random.default_rng(3).random((30, 3))
+# (at 1500 points and 4 centroids the n x k matrices are reduced by the BLAS and by a
+# running maximum over the columns, not by NumPy's reductions along an axis)
+@pytest.mark.parametrize("n", [30, 1500])
+def test_kmeans(n):
+    points = np.random.default_rng(3).random((n, 3))
     centroids = points[-4:]  # as the eval makes them: every cluster has a point
     inputs = {"points": points.tolist(), "centroids": centroids.tolist()} | RUNS
     cost, direction = run_module("kmeans", [("cost", inputs), ("dir", inputs)])
@@ -511,6 +514,31 @@ def gmm_log_posterior(alpha, mu, q, l, x, m, gamma):
                 - n * d / 2 * np.log(2) + n * d * np.log(gamma) - log_gamma_d
                 for p in precisions)
     return likelihood + prior
+
+
+def test_gmm_at_a_size_whose_rows_are_reduced_by_the_blas():
+    # 1500 points, 3 components of d = 2: the squared norms (4500 rows of 2) and the
+    # logsumexp of 1500 rows of 3 go by the BLAS and by a running maximum; the objective
+    # against the definition, and one entry of each parameter's derivative against
+    # central differences of it
+    rng = np.random.default_rng(8)
+    d, k, n, m, gamma = 2, 3, 1500, 0, 1.0
+    parameters = {"alpha": rng.normal(size=k), "mu": rng.uniform(size=(k, d)),
+                  "q": rng.normal(size=(k, d)) * 0.3,
+                  "l": rng.normal(size=(k, d * (d - 1) // 2)) * 0.3}
+    x = rng.normal(size=(n, d))
+    inputs = {name: value.tolist() for name, value in parameters.items()} \
+        | {"x": x.tolist(), "d": d, "k": k, "n": n, "m": m, "gamma": gamma} | RUNS
+    objective, jacobian = run_module("gmm", [("objective", inputs), ("jacobian", inputs)])
+    close(objective, gmm_log_posterior(*parameters.values(), x, m, gamma), 1e-12)
+    for name, index in (("alpha", (1,)), ("mu", (2, 0)), ("q", (0, 1)), ("l", (1, 0))):
+        step = np.zeros_like(parameters[name])
+        step[index] = 1e-6
+        up = parameters | {name: parameters[name] + step}
+        down = parameters | {name: parameters[name] - step}
+        expected = (gmm_log_posterior(*up.values(), x, m, gamma)
+                    - gmm_log_posterior(*down.values(), x, m, gamma)) / 2e-6
+        close(np.asarray(jacobian[name])[index], expected, 1e-6)
 
 
 def test_gmm():
