@@ -115,11 +115,23 @@ class Driver:
         self.blanks = "(?>(?:" + "|".join(t.pattern.to_regexp() for t in root.terminals
                                           if t.name in self.ignored) + ")*)"
         self.skip = re.compile(self.blanks, self.flags)
+        # Every state's lexer tries its terminals in one order, lark's (priority, then
+        # length, then name): the same for all, so the scanner of all terminals finds, where
+        # it finds a terminal that the state accepts, what that state's own scanner finds
+        # (every terminal before it in the state's order is before it in this one, and did
+        # not match).  It is the one scanner most texts need; a state's own is made only
+        # when the shared one finds a terminal the state does not accept.
+        self.terminals = [t for t in root.terminals if t.name not in self.ignored]
+        order = {t.name: i for i, t in enumerate(root.terminals)}
+        for lexer in {id(lexer): lexer for lexer in contextual.lexers.values()}.values():
+            ranks = [order[t.name] for t in lexer.terminals]
+            assert ranks == sorted(ranks), "a state's lexer tries terminals in another order"
+        self.shared: Any = None  # the match method of the scanner of all terminals, when made
         # lark numbers its states 0, 1, ...: the driver's tables are lists indexed by state.
         count = len(table.states)
         assert set(table.states) == set(range(count))
-        # state -> the match method of its scanner (made when the state is first met), and
-        # the scanners by the terminals they try (many states accept the same ones)
+        # state -> the match method of its own scanner (made when first needed), and the
+        # scanners by the terminals they try (many states accept the same ones)
         self.scanners: list[Any] = [None] * count
         self.by_terminals: dict[tuple[str, ...], Any] = {}
         sentinel = object()
@@ -164,6 +176,20 @@ class Driver:
                         and re.fullmatch(regular.pattern.to_regexp(), string.pattern.value,
                                          self.flags)):
                     self.unless.setdefault(regular.name, {})[string.pattern.value] = string.name
+        # Where the shared scanner finds such a text as the regular terminal in a state that
+        # does not accept that terminal, the state's own scanner finds the string terminal
+        # (`*` as STAR after an operand) if no terminal between the two in lark's order can
+        # match there: every one is a string neither a prefix of that text nor beginning
+        # with it.  Those pairs are read so without the state's own scanner.
+        self.instead: dict[str, dict[str, str]] = {}
+        names = [t.name for t in root.terminals]
+        for regular, strings in self.unless.items():
+            for value, string in strings.items():
+                first, last = sorted((names.index(regular), names.index(string)))
+                if all(t.pattern.type == "str" and not t.pattern.value.startswith(value)
+                       and not value.startswith(t.pattern.value)
+                       for t in root.terminals[first + 1:last]):
+                    self.instead.setdefault(regular, {})[value] = string
 
     def scanner(self, state: int) -> Any:
         """The match method of the scanner of ``state``: blanks and comments, then one of
@@ -190,7 +216,11 @@ class Driver:
         error and whatever a callback raises."""
         actions = self.actions
         unless = self.unless
+        instead = self.instead
         scanners = self.scanners
+        shared = self.shared
+        if shared is None:
+            shared = self.shared = self.matcher(self.terminals)
         new = tuple.__new__
         token_class = self.token
         # the parser's states, the top one also in ``state``, and the values above each
@@ -199,19 +229,27 @@ class Driver:
         values: list[Any] = []
         pos = 0
         while True:
-            # ---- the next token, lexed in the parser's current state
-            scan = scanners[state]
-            if scan is None:
-                scan = self.scanner(state)
-            match = scan(text, pos)
+            # ---- the next token, lexed in the parser's current state: by the shared
+            # scanner if the state accepts what it finds, else by the state's own
+            row = actions[state]
+            match = shared(text, pos)
             if match is not None:
                 kind = match.lastgroup
+                if kind not in row and row.get(
+                        instead.get(kind, {}).get(text[match.end(1):match.end()])) is None:
+                    scan = scanners[state]
+                    if scan is None:
+                        scan = self.scanner(state)
+                    match = scan(text, pos)
+                    if match is not None:
+                        kind = match.lastgroup
+            if match is not None:
                 first = match.end(1)  # after the blanks and comments
                 pos = match.end()
                 value = text[first:pos]
                 if kind in unless:
                     retyped = unless[kind].get(value)
-                    if retyped is not None and retyped in actions[state]:
+                    if retyped is not None and retyped in row:
                         kind = retyped
                 token = new(token_class, (kind, value, first, pos))
             elif self.skip.match(text, pos).end() == len(text):
@@ -219,7 +257,7 @@ class Driver:
             else:
                 raise Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
-            action = actions[state].get(kind)
+            action = row.get(kind)
             while True:
                 if action.__class__ is int:
                     state = action

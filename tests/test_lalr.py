@@ -142,3 +142,33 @@ def test_only_the_driver_module_reads_larks_private_parts():
                     and not (isinstance(node.value, ast.Name) and node.value.id == "gc")):
                 readers.add(path.name)
     assert readers == {"lalr.py"}
+
+
+# Texts where the scanner of all terminals, which the driver tries first, finds a terminal
+# the parser's state does not accept (a keyword read as a name where only keywords may
+# come; a name that starts with one), so that the state's own scanner decides.
+SHARED_SCANNER_MISSES = [
+    ('import "a.lam"\nimport "b c.lam"\ndef f = 1\n', "module"),
+    ("def f (x : R) : R = let inx = x in let in2 = inx in in2 * x\n", "module"),
+    ("def g (x : R * [R]) : R -> R = \\y -> if y < 0 then -y else fst x\n", "module"),
+    ("\\a -o (a, [1.5, -2])", "expr_entry"),
+]
+
+
+@pytest.mark.parametrize("text,start", SHARED_SCANNER_MISSES)
+def test_where_the_shared_scanner_misses_the_states_own_scanner_gives_larks_tokens(text, start):
+    driver = lalr.Driver(reading_module._parser(), reading_module._Token)
+    fast = reading_module._shape(driver.parse(text, start))
+    assert fast == reading_module._shape(reading_module._parser().parse(text, start=start))
+
+
+def test_the_shared_scanner_spares_compiling_a_scanner_per_state():
+    # (each scanner is a regular expression compiled in the process's first parse: one
+    # for all terminals, and one of a state's own only where that one finds a terminal the
+    # state does not accept: at an import)
+    driver = lalr.Driver(reading_module._parser(), reading_module._Token)
+    for path in TEXTS:
+        driver.parse(path.read_text(encoding="utf-8"), "module")
+    assert driver.shared is not None and driver.by_terminals == {}
+    driver.parse(SHARED_SCANNER_MISSES[0][0], "module")
+    assert 1 <= len(driver.by_terminals) <= 2
