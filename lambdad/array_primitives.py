@@ -59,7 +59,8 @@ def _elementwise(real: Primitive) -> Primitive:
                                               finite=False)
     return attrs.evolve(
         real, name=ELEMENTWISE + real.name, kind="elementwise",
-        evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check),
+        evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
+                                      arity=real.arity),
         cotangent_evaluate=cotangent_evaluate,
         accumulate=arraylib.accumulating(cotangent_evaluate) if real.name == "add" else None,
         inline=None, inline_at_literals=None, finite_at_finite=False,
@@ -98,10 +99,10 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero")
     return Primitive(name, kind, params, type_,
                      Spelling(symbol or name, fixity, level, "left"), doc,
-                     arraylib.densely(evaluate),
+                     arraylib.densely(evaluate, len(params)),
                      result=result, result_type=result_type, rule=rule,
                      cotangent_evaluate=cotangent_evaluate and arraylib.densely(
-                         cotangent_evaluate))
+                         cotangent_evaluate, len(params)))
 
 
 def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate) -> Primitive:
