@@ -282,14 +282,17 @@ def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
 
 def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., Any],
                 check: Callable[..., Any] | None = None, finite: bool = True,
-                arity: int | None = None) -> Callable[..., Any]:
+                arity: int | None = None, tested: bool = True) -> Callable[..., Any]:
     """The array version of the real primitive ``name``: ``ufunc`` on arrays broadcast
     against each other and against reals, each element's domain checked by ``check`` (a
     function of the arguments returning a message, or None when every element is in
     the domain), the result checked finite (unless not ``finite``: no domain check
     either).  Applied to reals only (as the partial derivatives of an array operation may
     be) it is ``scalar``.  Of ``arity`` 1 or 2 (the primitive's, when given), arrays and
-    reals (the common case) take a short path that gives what the general one gives."""
+    reals (the common case) take a short path that gives what the general one gives.
+    Not ``tested``: the domain is checked but not the result (where generated code tests
+    it later: see Primitive.untested_evaluate), unless it is empty, which would drop an
+    argument's elements: then the arguments are tested."""
 
     def evaluate(*args: Any) -> Any:
         arrays = False
@@ -325,6 +328,8 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         except ValueError:
             _broadcast_check(name, args)  # (raises, naming the shapes)
             raise
+        if not tested:
+            return result if result.size else _untested_empty(name, result, args)
         return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     if not finite:
@@ -338,6 +343,8 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             if problem is not None:
                 raise DomainError(f"{name}: {problem}")
         result = ufunc(x)
+        if not tested:
+            return result
         # finite, mostly, if one reduction is (see _finite_total), inline: it runs per
         # operation
         if result.size <= _DOT_MOST:
@@ -361,6 +368,8 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         except ValueError:
             _broadcast_check(name, (x, y))  # (raises, naming the shapes)
             raise
+        if not tested:
+            return result if result.size else _untested_empty(name, result, (x, y))
         if result.size <= _DOT_MOST:
             flat = result if result.ndim == 1 else result.reshape(-1)
             total = float(flat.dot(flat))
@@ -369,6 +378,16 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         return result if total - total == 0.0 else _finite(name, result)
 
     return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
+
+
+def _untested_empty(name: str, result: ARRAY, args: Sequence[Any]) -> ARRAY:
+    """The empty ``result`` of ``name`` on ``args`` (broadcast against an array of no
+    elements), unless an array argument holds a non-finite element, which the result
+    drops: then a DomainError, as if the result were not finite."""
+    for a in args:
+        if type(a) is ARRAY and a.size and _finite_total(a) != 0.0:
+            _finite(name, a)
+    return result
 
 
 def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
