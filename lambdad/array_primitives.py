@@ -54,6 +54,15 @@ def _broadcast(types: tuple[Type, ...]) -> Type | str:
     return REAL if rank == 0 else ArrayT(rank)
 
 
+# The real primitives whose elementwise entries propagate non-finite elements (see
+# Primitive.propagates), by the arguments that do: x / inf is 0, so a divisor does not; log,
+# sqrt and the like fail (a domain error) on the non-finite elements they do not keep.
+_PROPAGATING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "div": (0,), "neg": (0,),
+                "log": (0,), "sqrt": (0,), "abs": (0,), "sin": (0,), "cos": (0,), "tan": (0,),
+                "sinh": (0,), "cosh": (0,), "asinh": (0,), "log1p": (0,), "floor": (0,),
+                "ceil": (0,)}
+
+
 def _elementwise(real: Primitive) -> Primitive:
     ufunc, check = arraylib.UFUNCS[real.name]
     cotangent_evaluate = arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
@@ -65,7 +74,11 @@ def _elementwise(real: Primitive) -> Primitive:
         accumulate = accumulate and in_cotangents(accumulate)
     return attrs.evolve(
         real, name=ELEMENTWISE + real.name, kind="elementwise",
-        evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check),
+        evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
+                                      arity=real.arity),
+        untested_evaluate=arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc,
+                                               check, arity=real.arity, tested=False),
+        propagates=_PROPAGATING.get(real.name, ()),
         cotangent_evaluate=cotangent_evaluate,
         accumulate=accumulate, cotangent_memory=NEW_ARRAY,
         inline=None, inline_at_literals=None, finite_at_finite=False,
@@ -100,15 +113,17 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
            cotangent: str | None = None, result_type=None, symbol: str | None = None,
            fixity: str = "function", level: int = LEVEL_APP, result: str | None = None,
            kind: str = "array", cotangent_evaluate=None,
-           memory: str | int | None = None) -> Primitive:
+           memory: str | int | None = None,
+           propagates: tuple[int, ...] = ()) -> Primitive:
     rule = None if kind != "array" else ArrayRule(
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero")
     return Primitive(name, kind, params, type_,
                      Spelling(symbol or name, fixity, level, "left"), doc,
-                     arraylib.densely(evaluate),
+                     arraylib.densely(evaluate, len(params)),
                      result=result, result_type=result_type, rule=rule,
                      cotangent_evaluate=cotangent_evaluate and arraylib.densely(
-                         cotangent_evaluate), cotangent_memory=memory)
+                         cotangent_evaluate, len(params)), cotangent_memory=memory,
+                     propagates=propagates)
 
 
 def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate) -> Primitive:
@@ -169,10 +184,12 @@ ARRAY_ENTRIES: list[Primitive] = [
               arraylib.ncols),
     # ---- reductions
     _array("sum", ("x",), _fun(VEC, REAL), "the sum of every element of a Vec or Mat",
-           arraylib.total, result_type=_of_ranks(_ANY_ARRAY), tangent="sum x'",
+           arraylib.total, result_type=_of_ranks(_ANY_ARRAY), propagates=(0,),
+           tangent="sum x'",
            cotangent="x_ (spread x a)"),
     _array("mean", ("x",), _fun(VEC, REAL), "the mean of every element of a Vec or Mat",
-           arraylib.mean, result_type=_of_ranks(_ANY_ARRAY), tangent="mean x'",
+           arraylib.mean, result_type=_of_ranks(_ANY_ARRAY), propagates=(0,),
+           tangent="mean x'",
            cotangent="x_ (spread x (a / count x))"),
     _array("count", ("x",), _fun(VEC, REAL), "the number of elements of a Vec or Mat",
            lambda x: float(x.size), result_type=_of_ranks(_ANY_ARRAY), modes=("primal",)),
@@ -192,9 +209,11 @@ ARRAY_ENTRIES: list[Primitive] = [
            tangent="r * (x' - softmax_inner x (r * x'))",
            cotangent="x_ (r * (a - softmax_inner x (r * a)))"),
     _array("sum_rows", ("m",), _fun(MAT, VEC), "the sum of each row of a Mat",
-           arraylib.sum_rows, tangent="sum_rows m'", cotangent="m_ (per_row a m)"),
+           arraylib.sum_rows, propagates=(0,), tangent="sum_rows m'",
+           cotangent="m_ (per_row a m)"),
     _array("sum_cols", ("m",), _fun(MAT, VEC), "the sum of each column of a Mat",
-           arraylib.sum_cols, tangent="sum_cols m'", cotangent="m_ (spread m a)"),
+           arraylib.sum_cols, propagates=(0,), tangent="sum_cols m'",
+           cotangent="m_ (spread m a)"),
     _array("maximum_rows", ("m",), _fun(MAT, VEC),
            "the largest element of each row of a Mat (derivative as for maximum)",
            arraylib.maximum_rows, result="r",
@@ -206,7 +225,8 @@ ARRAY_ENTRIES: list[Primitive] = [
            cotangent="m_ (exp (m - per_row r m) * per_row a m)"),
     # ---- linear algebra
     _array("dot", ("x", "y"), _fun(VEC, VEC, REAL), "dot u v: the sum of u_i * v_i",
-           arraylib.dot, tangent="dot x' y + dot x y'", cotangent="x_ (a * y) <+> y_ (a * x)"),
+           arraylib.dot, propagates=(0, 1), tangent="dot x' y + dot x y'",
+           cotangent="x_ (a * y) <+> y_ (a * x)"),
     _array("matmul", ("x", "y"), _fun(MAT, MAT, MAT),
            "a @ b: the matrix product (Mat @ Mat : Mat, Mat @ Vec : Vec, Vec @ Mat : Vec, "
            "Vec @ Vec : R)", arraylib.matmul, symbol="@", fixity="infix", level=LEVEL_MUL,

@@ -54,6 +54,26 @@ def quiet() -> Any:
     return np.errstate(all="ignore")
 
 
+_DOT_MOST = 10_000
+"""Up to this many elements the quick finiteness test of an array sums the squares of its
+elements by a dot product (BLAS, which runs that on one thread up to about there: twice as
+quick as NumPy's sum for small arrays); above, it sums the elements."""
+
+
+def _finite_total(x: ARRAY) -> float:
+    """A number that is finite when every element of the array ``x`` is, and NaN or
+    infinite when one is not (or when it overflows: :func:`_finite` tells that apart):
+    the sum of the squares of a small array (no cancellation: an infinite element gives
+    inf, a NaN NaN), the sum of a large one.  In a run (under quiet()), where an overflow
+    does not warn; ``total - total`` of it is 0.0 exactly when it is finite."""
+    if x.size <= _DOT_MOST:
+        flat = x if x.ndim == 1 else x.reshape(-1)
+        total = float(flat.dot(flat))
+    else:
+        total = float(_add_reduce(x, axis=None))
+    return total - total
+
+
 def _finite(name: str, result: Any) -> Any:
     """``result``, unless some element is not finite: then a DomainError naming ``name``."""
     if type(result) is ARRAY:
@@ -75,14 +95,17 @@ def _finite(name: str, result: Any) -> Any:
 def all_finite(x: Any) -> bool:
     """Whether every element of the array ``x`` is finite."""
     x = dense(x)
-    if x.size <= _SMALL:  # (one test and no errstate, quicker for a small array)
-        return bool(np.isfinite(x).all())
+    size = x.size
+    if size <= _SMALL:  # (one test and no errstate, quicker for a small array; counting is
+        return _count_nonzero(_isfinite(x)) == size  # quicker than `.all()`'s wrapper)
     with quiet():  # (finite when every element is, mostly; a float's `-` never warns)
         total = float(np.add.reduce(x, axis=None))
     return total - total == 0.0 or bool(np.isfinite(x).all())
 
 
 _SMALL = 10_000
+_isfinite = np.isfinite
+_count_nonzero = np.count_nonzero
 
 
 def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
@@ -213,9 +236,10 @@ def array_adjoint(x: ARRAY, adjoint: Any) -> ARRAY:
     return adjoint
 
 
-def densely(function: Callable[..., Any]) -> Callable[..., Any]:
+def densely(function: Callable[..., Any], arity: int | None = None) -> Callable[..., Any]:
     """``function`` taking sparse cotangents as dense arrays (the array operations other
-    than addition are computed on dense arrays)."""
+    than addition are computed on dense arrays); of ``arity`` 1 or 2 (when given), without
+    a loop over its arguments."""
 
     def evaluate(*args: Any) -> Any:
         for a in args:
@@ -223,8 +247,17 @@ def densely(function: Callable[..., Any]) -> Callable[..., Any]:
                 return function(*map(dense, args))
         return function(*args)
 
-    evaluate.__name__ = getattr(function, "__name__", "evaluate")
-    return evaluate
+    def one(x: Any) -> Any:
+        return function(x.dense() if type(x) is Sparse else x)
+
+    def two(x: Any, y: Any) -> Any:
+        if type(x) is Sparse or type(y) is Sparse:
+            return function(dense(x), dense(y))
+        return function(x, y)
+
+    chosen = one if arity == 1 else two if arity == 2 else evaluate
+    chosen.__name__ = getattr(function, "__name__", "evaluate")
+    return chosen
 
 
 # --------------------------------------------------------------------------- elementwise
@@ -248,14 +281,18 @@ def _broadcast_check(name: str, arrays: Sequence[Any]) -> None:
 
 
 def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., Any],
-                check: Callable[..., Any] | None = None, finite: bool = True
-                ) -> Callable[..., Any]:
+                check: Callable[..., Any] | None = None, finite: bool = True,
+                arity: int | None = None, tested: bool = True) -> Callable[..., Any]:
     """The array version of the real primitive ``name``: ``ufunc`` on arrays broadcast
     against each other and against reals, each element's domain checked by ``check`` (a
     function of the arguments returning a message, or None when every element is in
     the domain), the result checked finite (unless not ``finite``: no domain check
     either).  Applied to reals only (as the partial derivatives of an array operation may
-    be) it is ``scalar``."""
+    be) it is ``scalar``.  Of ``arity`` 1 or 2 (the primitive's, when given), arrays and
+    reals (the common case) take a short path that gives what the general one gives.
+    Not ``tested``: the domain is checked but not the result (where generated code tests
+    it later: see Primitive.untested_evaluate), unless it is empty, which would drop an
+    argument's elements: then the arguments are tested."""
 
     def evaluate(*args: Any) -> Any:
         arrays = False
@@ -291,14 +328,71 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         except ValueError:
             _broadcast_check(name, args)  # (raises, naming the shapes)
             raise
-        # finite, mostly, if one reduction is (see _finite)
-        total = float(_add_reduce(result, axis=None))
-        if total - total == 0.0:
-            return result
-        return _finite(name, result)
+        if not tested:
+            return result if result.size else _untested_empty(name, result, args)
+        return result if _finite_total(result) == 0.0 else _finite(name, result)
 
-    evaluate.__name__ = f"{name}_elementwise"
-    return evaluate
+    if not finite:
+        return _named(evaluate, name)
+
+    def unary(x: Any) -> Any:
+        if type(x) is not ARRAY:
+            return evaluate(x)
+        if check is not None:
+            problem = check(x)
+            if problem is not None:
+                raise DomainError(f"{name}: {problem}")
+        result = ufunc(x)
+        if not tested:
+            return result
+        # finite, mostly, if one reduction is (see _finite_total), inline: it runs per
+        # operation
+        if result.size <= _DOT_MOST:
+            flat = result if result.ndim == 1 else result.reshape(-1)
+            total = float(flat.dot(flat))
+        else:
+            total = float(_add_reduce(result, axis=None))
+        return result if total - total == 0.0 else _finite(name, result)
+
+    def binary(x: Any, y: Any) -> Any:
+        kx, ky = type(x), type(y)
+        if not ((kx is ARRAY and (ky is ARRAY or ky is float))
+                or (kx is float and ky is ARRAY)):
+            return evaluate(x, y)
+        if check is not None:
+            problem = check(x, y)
+            if problem is not None:
+                raise DomainError(f"{name}: {problem}")
+        try:
+            result = ufunc(x, y)
+        except ValueError:
+            _broadcast_check(name, (x, y))  # (raises, naming the shapes)
+            raise
+        if not tested:
+            return result if result.size else _untested_empty(name, result, (x, y))
+        if result.size <= _DOT_MOST:
+            flat = result if result.ndim == 1 else result.reshape(-1)
+            total = float(flat.dot(flat))
+        else:
+            total = float(_add_reduce(result, axis=None))
+        return result if total - total == 0.0 else _finite(name, result)
+
+    return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
+
+
+def _untested_empty(name: str, result: ARRAY, args: Sequence[Any]) -> ARRAY:
+    """The empty ``result`` of ``name`` on ``args`` (broadcast against an array of no
+    elements), unless an array argument holds a non-finite element, which the result
+    drops: then a DomainError, as if the result were not finite."""
+    for a in args:
+        if type(a) is ARRAY and a.size and _finite_total(a) != 0.0:
+            _finite(name, a)
+    return result
+
+
+def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    function.__name__ = f"{name}_elementwise"
+    return function
 
 
 def in_place(ufunc: Any, evaluate: Callable[..., Any]) -> Callable[..., Any] | None:

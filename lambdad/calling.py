@@ -243,11 +243,63 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
             value = item if value is None else (item, value)
         else:
             return len(point), value
-    elif kind is not arraylib.ARRAY:
+        arrays = _array_tuple(point)
+        if arrays is not None:
+            return arrays
+    elif kind is arraylib.ARRAY:
+        leaf = _array_leaf(point)
+        return None if leaf is None else (leaf, point)
+    else:
         point = _finite_real(point)
         return None if point is None else (0, point)
     found = point_shape(point)
     return None if found is None else (found[0], shaped(found[0], iter(found[1])))
+
+
+def _array_leaf(value: Any) -> Shape:
+    """The shape :func:`point_shape` gives the array ``value`` (``("a", its shape)``) when
+    it is a finite float64 array of rank 1 or 2, else None."""
+    if value.dtype != arraylib.FLOAT or value.ndim not in (1, 2) \
+            or not arraylib.all_finite(value):
+        return None
+    return ("a", value.shape)
+
+
+def _array_tuple(point: tuple) -> tuple[Shape, Any] | None:
+    """For a tuple of arrays (the arrays of a function of several, the commonest point of
+    an array program): what :func:`point_shape` and :func:`shaped` make of it, without
+    their walk; None for any other tuple, and for one whose arrays :func:`_array_leaf`
+    refuses."""
+    for item in point:
+        if type(item) is not arraylib.ARRAY:
+            return None
+    leaves = []
+    for item in point:
+        leaf = _array_leaf(item)
+        if leaf is None:
+            return None
+        leaves.append(leaf)
+    value = point[-1]
+    for index in range(len(point) - 2, -1, -1):
+        value = (point[index], value)
+    return ("t", tuple(leaves)), value
+
+
+def holds_lists(shape: Shape) -> bool:
+    """Whether a point of the shape ``shape`` (:func:`real_point`'s) holds a list."""
+    if type(shape) is int:
+        return shape < 0
+    work = [shape]
+    while work:
+        item = work.pop()
+        if item is None:
+            continue
+        kind = item[0]
+        if kind in ("l", "L"):
+            return True
+        if kind == "t":
+            work.extend(item[1])
+    return False
 
 
 def real_inputs(point: Any) -> tuple[Shape, Any] | None:
@@ -268,10 +320,16 @@ def real_inputs(point: Any) -> tuple[Shape, Any] | None:
         reals = tuple(map(_finite_real, point))
         if None not in reals:
             return len(point), reals
+        arrays = _array_tuple(point)
+        if arrays is not None:
+            return arrays[0], list(point)
     elif kind is list:
         if point and all_reals(point):
             return (-1, point[:]) if all(map(math.isfinite, point)) else None
-    elif kind is not arraylib.ARRAY:
+    elif kind is arraylib.ARRAY:
+        leaf = _array_leaf(point)
+        return None if leaf is None else (leaf, [point])
+    else:
         point = _finite_real(point)
         return None if point is None else (0, point)
     return point_shape(point)
@@ -306,11 +364,11 @@ def _shape_of(value: Any, flat: list[float], depth: int) -> Shape:
         flat.append(value)
         return None
     if kind is arraylib.ARRAY:  # an array of reals: a leaf, keyed by its shape
-        if value.dtype != arraylib.FLOAT or value.ndim not in (1, 2) \
-                or not arraylib.all_finite(value):
+        leaf = _array_leaf(value)
+        if leaf is None:
             return _NO_SHAPE
         flat.append(value)
-        return ("a", value.shape)
+        return leaf
     if depth > _MAX_SHAPE_DEPTH:
         return _NO_SHAPE
     if kind is list:

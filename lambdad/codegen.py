@@ -36,6 +36,7 @@ import collections
 import functools
 import itertools
 import math
+import re
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -50,7 +51,7 @@ from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, _Function, _folded_literals, 
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
-from .pieces import Line, cut_into_pieces, define_functions
+from .pieces import MAX_PIECE_LINES, Line, cut_into_pieces, define_functions
 from .primitives import (FOLD, MAP, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS,
                          Primitive)
 from .syntax import (
@@ -69,11 +70,13 @@ from .syntax import (
     Plus,
     Prim,
     ReadOff,
+    RealT,
     Seed,
     Term,
     Var,
     Zero,
     children,
+    result_after,
 )
 from .tape import (ZERO, Sum, batched_fold, batched_slot_body,
                    batched_steps_body, batches, scalar_sum)
@@ -113,6 +116,13 @@ _RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
 
 _ARRAY_KINDS = frozenset(("elementwise", "array"))
 """The kinds of the array entries of the table."""
+
+# The kinds of primitive a body may apply and still run straight through (no closure
+# called, no derivative taken): see _CodeGenerator.untested_arrays.
+_STRAIGHT_KINDS = frozenset(("real", "elementwise", "array", "constant", "test", "logic"))
+_UNPACKING = re.compile(r"[A-Za-z_0-9]+(, [A-Za-z_0-9]+)+,? = [A-Za-z_0-9]+")
+_REAL_TEST = re.compile(r"if ([A-Za-z_0-9]+) - \1: _nonfinite\(\1\)")
+_ASSIGNED = re.compile(r"([A-Za-z_0-9]+) = ")
 
 
 def _single_uses(term: Term) -> dict[str, Var | None]:
@@ -178,6 +188,9 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             "__lambdad_deferred__": set(),
             # The pieces of such a body cut into pieces (see lambdad.pieces), to the body.
             "__lambdad_piece_of__": {},
+            # Functions calling untested evaluations (see untested_arrays): by name, the
+            # globals of those evaluations to the tested ones.
+            "__lambdad_untested__": {},
         }
         self.evaluators: dict[int, str] = {}  # (by the evaluation function's id)
         # Functions bound by `let`, by their atoms (a fold's step may be one).
@@ -313,6 +326,9 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             if dead else fn.lines
         if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
             kept = [(1, "pass", None, (), ())]
+        if self.arrays and not self.instrumented and fn.deferred is None \
+                and len(kept) <= MAX_PIECE_LINES:
+            kept = self.untested_arrays(name, kept)
         cut = cut_into_pieces(name, params, kept, self.fresh)
         if len(cut) > 1:
             self.pieces.update(piece for piece, _, _ in cut[1:])
@@ -330,6 +346,58 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                     self.lines[len(out)] = site
             self.placed.append((piece, first + 1, len(out) - first))
         fn.lines = []
+
+    def untested_arrays(self, name: str, lines: list[Line]) -> list[Line]:
+        """``lines``, the body of the function ``name``, with the finiteness test of an
+        elementwise array result left out where a test later in the body sees a non-finite
+        element of it: the result is an argument that propagates (Primitive.propagates) of
+        an operation whose own result is tested, or is left out by the same rule (``exp (x
+        - m)`` into ``sum``, a tested real).  Only in a body that runs straight through to
+        its return (no branch, no call, nothing but primitive operations of arrays and
+        reals), so that a later test always runs.  Which operation made the non-finite
+        element (or failed on one) is found when the error is reported, by running the
+        body again with every test (:func:`lambdad.guard.locate`; programs are pure)."""
+        for indent, text, site, _, _ in lines:
+            if indent != 1:
+                return lines
+            if site is None:
+                if not (text.startswith("return ") or _UNPACKING.fullmatch(text)):
+                    return lines
+            elif site.primitive.kind not in _STRAIGHT_KINDS:
+                return lines
+        covered: set[str] = set()  # atoms a later test sees through propagating uses
+        tested: set[str] = set()  # atoms of reals tested by a line of their own
+        out = list(lines)
+        swapped: dict[str, str] = {}
+        for index in range(len(lines) - 1, -1, -1):
+            indent, text, site, pure, uses = lines[index]
+            if site is None:
+                continue
+            test = _REAL_TEST.fullmatch(text)
+            if test is not None:
+                tested.add(test.group(1))
+                continue
+            assignment = _ASSIGNED.match(text)
+            if assignment is None:
+                continue
+            atom, primitive = assignment.group(1), site.primitive
+            if primitive.kind == "elementwise":
+                if atom in covered and primitive.untested_evaluate is not None:
+                    checked = self.evaluator(primitive)
+                    untested = self.evaluator(primitive, untested=True)
+                    call = f" = {checked}("
+                    if call in text:
+                        out[index] = (indent, text.replace(call, f" = {untested}(", 1), site,
+                                      pure, uses)
+                        swapped[untested] = checked
+                seen = True  # tested by its evaluation, or covered
+            else:
+                seen = atom in tested or atom in covered
+            if seen:
+                covered.update(site.atoms[position] for position in primitive.propagates)
+        if swapped:
+            self.namespace["__lambdad_untested__"][name] = swapped
+        return out
 
     def assemble(self) -> str:
         """The module source: every function written out, in the order they were
@@ -444,11 +512,12 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         return t
 
     def evaluator(self, primitive: Primitive, in_cotangent: bool = False,
-                  accumulating: bool = False) -> str:
+                  accumulating: bool = False, untested: bool = False) -> str:
         """The global of generated code holding ``primitive``'s evaluation function (in a
         backpropagator's body, its ``cotangent_evaluate`` when it has one; its
-        ``accumulate`` when ``accumulating``)."""
+        ``accumulate`` when ``accumulating``; its ``untested_evaluate`` when ``untested``)."""
         evaluate = (primitive.accumulate if accumulating
+                    else primitive.untested_evaluate if untested
                     else primitive.cotangent_evaluate if in_cotangent else primitive.evaluate)
         found = self.evaluators.get(id(evaluate))
         if found is None:
@@ -536,6 +605,12 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                         atoms, site, pure)
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
+            if primitive.propagates and primitive.kind == "array" and fn.deferred is None \
+                    and isinstance(result_after(primitive.type, primitive.arity), RealT):
+                # a real made from arrays (`sum`): tested as the reals of real operations
+                # are, which a non-finite element reaching it fails (see untested_arrays)
+                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
+                fn.finite.add(t)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
         if pure and term is not None and primitive.cotangent_memory is not None:

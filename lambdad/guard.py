@@ -202,6 +202,11 @@ def locate(exc: BaseException) -> EvalError:
         again = _run_checked(frame)
         if again is not None:
             return again
+    swapped = frame.f_globals.get("__lambdad_untested__", {}).get(name)
+    if swapped is not None:
+        again = _run_tested(frame, swapped)
+        if again is not None:
+            return again
     if isinstance(site.span, DerivativeSpan) and isinstance(exc, (DomainError, _NotFinite)):
         what = "undefined" if isinstance(exc, DomainError) else "not finite"
         at = _source_operation(site, frame)
@@ -250,6 +255,42 @@ def _run_checked(frame: Any) -> EvalError | None:
     try:
         # (captured, cotangent, stage): what it stages is dropped, only its failure counts
         scope[code.co_name](*arguments[:-1], lambda g, b: None)
+    except RUNTIME_ERRORS as exc:
+        return locate(exc)
+    return None
+
+
+def _run_tested(frame: Any, swapped: dict[str, str]) -> EvalError | None:
+    """The error of the function running in ``frame``, which left out finiteness tests of
+    array results that a later test would catch (see ``lambdad.codegen``'s
+    untested_arrays), found by running it again with the same arguments and every test
+    (``swapped`` maps the globals of the untested evaluations to the tested ones): the
+    first operation whose result is not finite, or that fails, is the one reported.  (Such
+    a function runs straight through primitive operations: running it again computes the
+    same values and changes nothing.)  None if it passes."""
+    namespace = frame.f_globals
+    code = frame.f_code
+    table = namespace["__lambdad_lines__"]
+    lines = namespace["__lambdad_source__"].split("\n")
+    first = code.co_firstlineno
+    tested = [lines[first - 1]]
+    tested_table: dict[int, PrimSite] = {}
+    number = first + 1  # the body: the indented lines after the `def`
+    while number <= len(lines) and lines[number - 1].startswith(" "):
+        text = lines[number - 1]
+        for untested, checked in swapped.items():
+            text = text.replace(f" = {untested}(", f" = {checked}(")
+        tested.append(text)
+        site = table.get(number)
+        if site is not None:
+            tested_table[len(tested)] = site
+        number += 1
+    scope = {**namespace, "__lambdad_lines__": tested_table, "__lambdad_untested__": {},
+             "__lambdad_deferred__": (), "__lambdad_piece_of__": {}}
+    exec(compile("\n".join(tested) + "\n", code.co_filename, "exec"), scope)
+    arguments = [frame.f_locals[name] for name in code.co_varnames[:code.co_argcount]]
+    try:
+        scope[code.co_name](*arguments)
     except RUNTIME_ERRORS as exc:
         return locate(exc)
     return None

@@ -20,6 +20,7 @@ from .calling import (
     check_functions,
     first_non_finite,
     first_too_deep,
+    holds_lists,
     input_names,
     literal_value,
     longer_tuple,
@@ -181,8 +182,10 @@ class Points:
         if reals is not None:
             taken = argument_type(self.program.scheme(name).type, k)
             arrays = any(isinstance(node, ArrayT) for node in walk(taken))
+            # (only a point holding lists has lists to make arrays)
             remember(self._plans, (name, reals[0]),
-                     (f, result, taken if arrays else None, has_tuples(result)))
+                     (f, result, taken if arrays and holds_lists(reals[0]) else None,
+                      has_tuples(result)))
         return f, value, result
 
     def point_type(self, name: str, point: Any) -> Type:

@@ -145,6 +145,15 @@ class Primitive:
     # another, never written), or the number of the argument whose memory it may share
     # (that argument, a view of it, or a new array); None when it may be anything else.
     cotangent_memory: "str | int | None" = None
+    # For an elementwise entry: its evaluation with the domain check but without the test
+    # that every element of the result is finite, which generated code calls where a test
+    # later in the same function would see a non-finite element (codegen's
+    # untested_arrays; an error there runs the function again with every test).
+    untested_evaluate: Callable[..., Any] | None = None
+    # For an array entry: the arguments a non-finite element of which leaves an element of
+    # the result not finite, or makes the evaluation fail (IEEE: inf * 0 and inf - inf
+    # are NaN).  Not `exp` (exp (-inf) is 0), `tanh`, a maximum, a comparison or a select.
+    propagates: tuple[int, ...] = ()
 
     @property
     def arity(self) -> int:
