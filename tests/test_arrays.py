@@ -407,3 +407,17 @@ def test_softmax_weights_below_the_smallest_normal_float_are_zero_in_gradients()
     assert program.grad("rows", m).tobytes() == np.stack([expected, expected[::-1]]).tobytes()
     # forward mode computes the weight, subnormal, in the tangent
     assert np.allclose(program.grad("lse", x, mode="forward"), expected, rtol=0, atol=1e-300)
+
+
+def test_a_cotangent_summed_down_the_rows_is_the_column_sums_of_any_layout():
+    from lambdad.arraylib import sum_to
+
+    c = RNG.normal(size=(7, 3))
+    for layout in (c, np.asfortranarray(c), c.T.copy().T, np.broadcast_to(c[0], (7, 3))):
+        assert np.allclose(sum_to(np.zeros(3), layout), layout.sum(axis=0), rtol=1e-14)
+    assert sum_to(np.zeros(3), np.zeros((0, 3))).tolist() == [0.0, 0.0, 0.0]
+    # a bias added to every row: its gradient is the column sums of the cotangent
+    program = lambdad.loads("def f (m : Mat) (b : Vec) : R = sum (tanh (m + b))\n")
+    m, b = RNG.normal(size=(50, 4)), RNG.normal(size=4)
+    _, (_, gb) = program.value_and_grad("f", (m, b))
+    assert np.allclose(gb, (1 - np.tanh(m + b) ** 2).sum(axis=0), rtol=1e-13)
