@@ -51,7 +51,7 @@ from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, _Function, _folded_literals, 
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
-from .pieces import MAX_PIECE_LINES, Line, cut_into_pieces, define_functions
+from .pieces import Line, cut_into_pieces, define_functions
 from .primitives import (FOLD, MAP, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS,
                          Primitive)
 from .syntax import (
@@ -326,10 +326,9 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             if dead else fn.lines
         if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
             kept = [(1, "pass", None, (), ())]
-        if self.arrays and not self.instrumented and fn.deferred is None \
-                and len(kept) <= MAX_PIECE_LINES:
-            kept = self.untested_arrays(name, kept)
         cut = cut_into_pieces(name, params, kept, self.fresh)
+        if len(cut) == 1 and self.arrays and not self.instrumented and fn.deferred is None:
+            cut = [(name, params, self.untested_arrays(name, kept))]  # (not cut: see there)
         if len(cut) > 1:
             self.pieces.update(piece for piece, _, _ in cut[1:])
             if name in self.namespace["__lambdad_deferred__"]:
@@ -354,9 +353,10 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         an operation whose own result is tested, or is left out by the same rule (``exp (x
         - m)`` into ``sum``, a tested real).  Only in a body that runs straight through to
         its return (no branch, no call, nothing but primitive operations of arrays and
-        reals), so that a later test always runs.  Which operation made the non-finite
-        element (or failed on one) is found when the error is reported, by running the
-        body again with every test (:func:`lambdad.guard.locate`; programs are pure)."""
+        reals; not cut into pieces), so that a later test always runs.  Which operation
+        made the non-finite element (or failed on one) is found when the error is
+        reported, by running the body again with every test (:func:`lambdad.guard.locate`;
+        programs are pure)."""
         for indent, text, site, _, _ in lines:
             if indent != 1:
                 return lines
