@@ -142,7 +142,8 @@ def _positional_door(function: Callable[..., Any], positional: list[inspect.Para
     parameters it did not give (``strategy="fused"``), has each argument put in its place
     (defaults for those not given), checked, and ``function`` called with them directly:
     Python itself binds the names, so the usual call costs a frame and a test or two per
-    parameter.  Any other call (a required parameter by name, an unknown name, one given
+    parameter (one per optional parameter when none is given by position, the usual call:
+    then only what is given is checked).  Any other call (a required parameter by name, an unknown name, one given
     twice, too many arguments) is bound by Python to a function of the parameters' own
     names and defaults (``_named``), then goes the same way; if that binding refuses it, it
     is ``bound(*args, **keywords)``, which says why as a UsageError.  (The wrapper is
