@@ -36,7 +36,6 @@ import collections
 import functools
 import itertools
 import math
-import re
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,8 +45,9 @@ import attrs
 from .errors import EvalError, ResourceError, Span
 from .batching import BatchedFold
 from .foldgen import BatchedFolds
-from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, _Function, _folded_literals, _lifted_reals,
-                        _literal_real, _real_atom, _source_atoms)
+from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, MAKES, TESTS, UNPACKS, _Function,
+                        _folded_literals, _lifted_reals, _literal_real, _real_atom,
+                        _source_atoms)
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
@@ -120,9 +120,6 @@ _ARRAY_KINDS = frozenset(("elementwise", "array"))
 # The kinds of primitive a body may apply and still run straight through (no closure
 # called, no derivative taken): see _CodeGenerator.untested_arrays.
 _STRAIGHT_KINDS = frozenset(("real", "elementwise", "array", "constant", "test", "logic"))
-_UNPACKING = re.compile(r"[A-Za-z_0-9]+(, [A-Za-z_0-9]+)+,? = [A-Za-z_0-9]+")
-_REAL_TEST = re.compile(r"if ([A-Za-z_0-9]+) - \1: _nonfinite\(\1\)")
-_ASSIGNED = re.compile(r"([A-Za-z_0-9]+) = ")
 
 
 def _single_uses(term: Term) -> dict[str, Var | None]:
@@ -328,7 +325,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             kept = [(1, "pass", None, (), ())]
         cut = cut_into_pieces(name, params, kept, self.fresh)
         if len(cut) == 1 and self.arrays and not self.instrumented and fn.deferred is None:
-            cut = [(name, params, self.untested_arrays(name, kept))]  # (not cut: see there)
+            cut = [(name, params, self.untested_arrays(name, kept, fn.roles))]  # (not cut)
         if len(cut) > 1:
             self.pieces.update(piece for piece, _, _ in cut[1:])
             if name in self.namespace["__lambdad_deferred__"]:
@@ -345,8 +342,10 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                     self.lines[len(out)] = site
             self.placed.append((piece, first + 1, len(out) - first))
         fn.lines = []
+        fn.roles = {}
 
-    def untested_arrays(self, name: str, lines: list[Line]) -> list[Line]:
+    def untested_arrays(self, name: str, lines: list[Line], roles: dict[int, tuple]
+                        ) -> list[Line]:
         """``lines``, the body of the function ``name``, with the finiteness test of an
         elementwise array result left out where a test later in the body sees a non-finite
         element of it: the result is an argument that propagates (Primitive.propagates) of
@@ -356,40 +355,34 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         reals; not cut into pieces), so that a later test always runs.  Which operation
         made the non-finite element (or failed on one) is found when the error is
         reported, by running the body again with every test (:func:`lambdad.guard.locate`;
-        programs are pure)."""
-        for indent, text, site, _, _ in lines:
-            if indent != 1:
+        programs are pure).  ``roles`` tells what the statements are (_Function.roles)."""
+        for line in lines:
+            if line[0] != 1:
                 return lines
-            if site is None:
-                if not (text.startswith("return ") or _UNPACKING.fullmatch(text)):
+            if line[2] is None:
+                if not (line[1].startswith("return ") or roles.get(id(line)) == (UNPACKS,)):
                     return lines
-            elif site.primitive.kind not in _STRAIGHT_KINDS:
+            elif line[2].primitive.kind not in _STRAIGHT_KINDS:
                 return lines
         covered: set[str] = set()  # atoms a later test sees through propagating uses
         tested: set[str] = set()  # atoms of reals tested by a line of their own
         out = list(lines)
         swapped: dict[str, str] = {}
         for index in range(len(lines) - 1, -1, -1):
-            indent, text, site, pure, uses = lines[index]
-            if site is None:
+            indent, _, site, pure, uses = line = lines[index]
+            role = roles.get(id(line))
+            if role is None or site is None:
                 continue
-            test = _REAL_TEST.fullmatch(text)
-            if test is not None:
-                tested.add(test.group(1))
+            if role[0] == TESTS:
+                tested.add(role[1])
                 continue
-            assignment = _ASSIGNED.match(text)
-            if assignment is None:
-                continue
-            atom, primitive = assignment.group(1), site.primitive
+            _, atom, primitive, args = role
             if primitive.kind == "elementwise":
                 if atom in covered and primitive.untested_evaluate is not None:
                     checked = self.evaluator(primitive)
                     untested = self.evaluator(primitive, untested=True)
-                    call = f" = {checked}("
-                    if call in text:
-                        out[index] = (indent, text.replace(call, f" = {untested}(", 1), site,
-                                      pure, uses)
-                        swapped[untested] = checked
+                    out[index] = (indent, f"{atom} = {untested}({args})", site, pure, uses)
+                    swapped[untested] = checked
                 seen = True  # tested by its evaluation, or covered
             else:
                 seen = atom in tested or atom in covered
@@ -557,7 +550,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 # x * 1 of an x not known finite: its check is the operation's (not marking
                 # x finite here: this line may be in one branch of an `if` only)
                 site = self.site(primitive, span, term, atoms, fn)
-                fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site)
+                fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site,
+                        role=(TESTS, folded))
                 return folded
             if primitive.kind == "real":
                 # The same operation on the same operands, computed by a statement that ran
@@ -604,12 +598,13 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.emit(f"{t} = {self.evaluator(primitive, True, True)}({into!r}, {args})",
                         atoms, site, pure)
         elif primitive.evaluate is not None:
-            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
+            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure,
+                    (MAKES, t, primitive, args) if primitive.kind in _ARRAY_KINDS else None)
             if primitive.propagates and primitive.kind == "array" and fn.deferred is None \
                     and isinstance(result_after(primitive.type, primitive.arity), RealT):
                 # a real made from arrays (`sum`): tested as the reals of real operations
                 # are, which a non-finite element reaching it fails (see untested_arrays)
-                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
+                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site, role=(TESTS, t))
                 fn.finite.add(t)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
@@ -629,7 +624,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             # It is left out where it cannot fire: `sin x` of an x known finite.
             if not (primitive.finite_at_finite and all(
                     atom in fn.finite or _literal_real(atom) is not None for atom in atoms)):
-                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
+                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site, role=(TESTS, t))
             fn.finite.add(t)
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
@@ -798,7 +793,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 and fn.blocks[:len(unpacked[1])] == unpacked[1]):
             return unpacked[2]
         first, second = fn.fresh("v"), fn.fresh("v")
-        fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second))
+        fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second),
+                role=(UNPACKS,))
         self.unpacked[(fn, value)] = (fn, fn.blocks, (first, second))
         return first, second
 

@@ -55,7 +55,7 @@ class _Function:
     """
 
     __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
-                 "blocks", "deferred", "finite", "computed", "owned")
+                 "blocks", "deferred", "finite", "computed", "owned", "roles")
 
     def __init__(self, parent: "_Function | None",
                  names: "itertools.count[int] | None" = None):
@@ -82,18 +82,30 @@ class _Function:
         # each with the application that made it; one nested in a sum is held by that sum
         # only, which may add into it.
         self.owned: dict[str, object] = {}
+        # What the finiteness pass of array code (_CodeGenerator.untested_arrays) reads of
+        # some statements, by the id of their line: a real's test ``(TESTS, atom)``, an
+        # array operation's result ``(MAKES, atom, primitive, arguments)``, a pair taken
+        # apart ``(UNPACKS,)``.
+        self.roles: dict[int, tuple] = {}
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
-             pure: tuple[str, ...] = ()) -> None:
+             pure: tuple[str, ...] = (), role: tuple | None = None) -> None:
         """Appends a statement using the atoms ``uses``; ``pure`` names what it defines
         when it has no effect and cannot fail, so it may be dropped if they are never
-        used."""
-        self.lines.append((self.indent, text, site, pure, tuple(uses)))
+        used; ``role`` is what the statement is, for passes over the finished lines."""
+        line = (self.indent, text, site, pure, tuple(uses))
+        self.lines.append(line)
+        if role is not None:
+            self.roles[id(line)] = role
 
     def fresh(self, prefix: str) -> str:
         """A new local: ``prefix`` (``t`` temporary, ``v`` parameter or unpacked part,
         ``c`` captured) and a number."""
         return f"{prefix}{next(self.names)}"
+
+
+# The roles of statements (_Function.roles).
+TESTS, MAKES, UNPACKS = "tests", "makes", "unpacks"
 
 
 def _literal_atom(text: str) -> str | None:

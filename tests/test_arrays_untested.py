@@ -106,3 +106,21 @@ def test_points_of_arrays_and_of_lists_give_the_same_values(program):
     by_lists = program.call("chain", (x, y))
     assert by_arrays == by_lists
     assert program.value_and_grad("chain", (np.array(x), np.array(y)))[0] == by_arrays
+
+
+def _untested_calls(program, name):
+    """The evaluations the compiled ``name`` makes without their test (by global), after
+    a call has compiled it."""
+    program.call(name, np.linspace(0.0, 1.0, 5))
+    function = program.value_of(name)
+    scope = (function.func if hasattr(function, "func") else function).__globals__
+    return {untested for swapped in scope["__lambdad_untested__"].values()
+            for untested in swapped}
+
+
+def test_the_exponential_summed_at_once_is_left_untested_and_nothing_in_a_branch():
+    program = lambdad.loads(SOURCE + """\
+def branching (x : Vec) : R = if sum x > 0 then sum (exp (x - 1)) else 0
+""", "hidden.lam")
+    assert len(_untested_calls(program, "lse")) == 1  # exp's, tested by the sum's real
+    assert _untested_calls(program, "branching") == set()
