@@ -96,6 +96,9 @@ class Driver:
     the caller lets lark parse the text again to report it in its terms.
     """
 
+    # The length of a text from which each state's own scanner reads it (see :meth:`parse`).
+    OWN_SCANNERS_FROM = 20_000
+
     def __init__(self, parser: lark.Lark, token: type[tuple]):
         self.token = token
         frontend = parser.parser
@@ -130,9 +133,11 @@ class Driver:
         # lark numbers its states 0, 1, ...: the driver's tables are lists indexed by state.
         count = len(table.states)
         assert set(table.states) == set(range(count))
-        # state -> the match method of its own scanner (made when first needed), and the
-        # scanners by the terminals they try (many states accept the same ones)
+        # state -> the match method of its own scanner (made when first needed); the same,
+        # the shared scanner's where none is made yet (filled when that one is made); and
+        # the scanners by the terminals they try (many states accept the same ones)
         self.scanners: list[Any] = [None] * count
+        self.first_tried: list[Any] = []
         self.by_terminals: dict[tuple[str, ...], Any] = {}
         sentinel = object()
         reductions: dict[Any, _Reduction] = {}
@@ -200,7 +205,24 @@ class Driver:
         if match is None:
             match = self.by_terminals[key] = self.matcher(terminals)
         self.scanners[state] = match
+        if self.first_tried:
+            self.first_tried[state] = match
         return match
+
+    def missed(self, text: str, pos: int, state: int, match: Any) -> Any:
+        """The match at ``pos`` of the scanner of ``state``, where the shared scanner's
+        ``match`` found a terminal the state does not accept: that match itself if it is a
+        text the state reads as another terminal (see :attr:`instead`: the caller re-types
+        it as lark does), else the match of the state's own scanner; ``match`` again if
+        that finds nothing (the text has a token there, which the state does not accept:
+        the caller finds no action for it, a syntax error)."""
+        string = self.instead.get(match.lastgroup, {}).get(text[match.end(1):match.end()])
+        if string is not None and string in self.actions[state]:
+            return match
+        scan = self.scanners[state]
+        if scan is None:
+            scan = self.scanner(state)
+        return scan(text, pos) or match
 
     def matcher(self, terminals: list[Any]) -> Any:
         """The match method of one regular expression: blanks and comments (group 1), then
@@ -216,11 +238,14 @@ class Driver:
         error and whatever a callback raises."""
         actions = self.actions
         unless = self.unless
-        instead = self.instead
         scanners = self.scanners
-        shared = self.shared
-        if shared is None:
-            shared = self.shared = self.matcher(self.terminals)
+        if self.shared is None:
+            self.shared = self.matcher(self.terminals)
+            self.first_tried = [own or self.shared for own in self.scanners]
+        # A long text is read by each state's own scanner (compiled when the state is first
+        # met), which costs less a token than the shared one but a few milliseconds to make;
+        # a short one by the shared scanner, where no text made the state's own.
+        scans = scanners if len(text) >= self.OWN_SCANNERS_FROM else self.first_tried
         new = tuple.__new__
         token_class = self.token
         # the parser's states, the top one also in ``state``, and the values above each
@@ -229,21 +254,18 @@ class Driver:
         values: list[Any] = []
         pos = 0
         while True:
-            # ---- the next token, lexed in the parser's current state: by the shared
-            # scanner if the state accepts what it finds, else by the state's own
+            # ---- the next token, lexed in the parser's current state (by a scanner of
+            # all terminals, if the state accepts the one it finds)
             row = actions[state]
-            match = shared(text, pos)
+            scan = scans[state]
+            if scan is None:
+                scan = self.scanner(state)
+            match = scan(text, pos)
             if match is not None:
                 kind = match.lastgroup
-                if kind not in row and row.get(
-                        instead.get(kind, {}).get(text[match.end(1):match.end()])) is None:
-                    scan = scanners[state]
-                    if scan is None:
-                        scan = self.scanner(state)
-                    match = scan(text, pos)
-                    if match is not None:
-                        kind = match.lastgroup
-            if match is not None:
+                if kind not in row:
+                    match = self.missed(text, pos, state, match)
+                    kind = match.lastgroup
                 first = match.end(1)  # after the blanks and comments
                 pos = match.end()
                 value = text[first:pos]
