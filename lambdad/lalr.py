@@ -182,19 +182,18 @@ class Driver:
                                          self.flags)):
                     self.unless.setdefault(regular.name, {})[string.pattern.value] = string.name
         # Where the shared scanner finds such a text as the regular terminal in a state that
-        # does not accept that terminal, the state's own scanner finds the string terminal
-        # (`*` as STAR after an operand) if no terminal between the two in lark's order can
-        # match there: every one is a string neither a prefix of that text nor beginning
-        # with it.  Those pairs are read so without the state's own scanner.
-        self.instead: dict[str, dict[str, str]] = {}
+        # does not accept that terminal but accepts the string one, the token is re-typed
+        # as in a state that accepts both (`*` is STAR after an operand); the state's own
+        # scanner would find the string terminal too if no terminal between the two in
+        # lark's order can match there: every one is a string neither a prefix of that
+        # text nor beginning with it.  The driver is built only for grammars where it is so.
         names = [t.name for t in root.terminals]
         for regular, strings in self.unless.items():
             for value, string in strings.items():
                 first, last = sorted((names.index(regular), names.index(string)))
-                if all(t.pattern.type == "str" and not t.pattern.value.startswith(value)
-                       and not value.startswith(t.pattern.value)
-                       for t in root.terminals[first + 1:last]):
-                    self.instead.setdefault(regular, {})[value] = string
+                assert all(t.pattern.type == "str" and not t.pattern.value.startswith(value)
+                           and not value.startswith(t.pattern.value)
+                           for t in root.terminals[first + 1:last]), (regular, string)
 
     def scanner(self, state: int) -> Any:
         """The match method of the scanner of ``state``: blanks and comments, then one of
@@ -209,20 +208,24 @@ class Driver:
             self.first_tried[state] = match
         return match
 
-    def missed(self, text: str, pos: int, state: int, match: Any) -> Any:
-        """The match at ``pos`` of the scanner of ``state``, where the shared scanner's
-        ``match`` found a terminal the state does not accept: that match itself if it is a
-        text the state reads as another terminal (see :attr:`instead`: the caller re-types
-        it as lark does), else the match of the state's own scanner; ``match`` again if
-        that finds nothing (the text has a token there, which the state does not accept:
-        the caller finds no action for it, a syntax error)."""
-        string = self.instead.get(match.lastgroup, {}).get(text[match.end(1):match.end()])
-        if string is not None and string in self.actions[state]:
-            return match
+    def relexed(self, text: str, pos: int, state: int) -> tuple[Any, str, int]:
+        """``(token, kind, end)``: the token at ``pos`` by the scanner of ``state`` itself,
+        where the shared scanner found one the state has no action for; raises Refused if
+        that scanner finds none (the text has a token there, which the state does not
+        accept: a syntax error)."""
         scan = self.scanners[state]
         if scan is None:
             scan = self.scanner(state)
-        return scan(text, pos) or match
+        match = scan(text, pos)
+        if match is None:
+            raise Refused
+        kind = match.lastgroup
+        first, end = match.end(1), match.end()
+        value = text[first:end]
+        retyped = self.unless.get(kind, {}).get(value)
+        if retyped is not None and retyped in self.actions[state]:
+            kind = retyped
+        return tuple.__new__(self.token, (kind, value, first, end)), kind, end
 
     def matcher(self, terminals: list[Any]) -> Any:
         """The match method of one regular expression: blanks and comments (group 1), then
@@ -256,22 +259,18 @@ class Driver:
         while True:
             # ---- the next token, lexed in the parser's current state (by a scanner of
             # all terminals, if the state accepts the one it finds)
-            row = actions[state]
             scan = scans[state]
             if scan is None:
                 scan = self.scanner(state)
             match = scan(text, pos)
             if match is not None:
                 kind = match.lastgroup
-                if kind not in row:
-                    match = self.missed(text, pos, state, match)
-                    kind = match.lastgroup
                 first = match.end(1)  # after the blanks and comments
                 pos = match.end()
                 value = text[first:pos]
                 if kind in unless:
                     retyped = unless[kind].get(value)
-                    if retyped is not None and retyped in row:
+                    if retyped is not None and retyped in actions[state]:
                         kind = retyped
                 token = new(token_class, (kind, value, first, pos))
             elif self.skip.match(text, pos).end() == len(text):
@@ -279,7 +278,10 @@ class Driver:
             else:
                 raise Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
-            action = row.get(kind)
+            action = actions[state].get(kind)
+            if action is None and match is not None and scan is not scanners[state]:
+                token, kind, pos = self.relexed(text, match.start(), state)
+                action = actions[state].get(kind)
             while True:
                 if action.__class__ is int:
                     state = action
