@@ -97,7 +97,7 @@ class Driver:
     """
 
     # The length of a text from which each state's own scanner reads it (see :meth:`parse`).
-    OWN_SCANNERS_FROM = 20_000
+    OWN_SCANNERS_FROM = 100_000
 
     def __init__(self, parser: lark.Lark, token: type[tuple]):
         self.token = token
