@@ -84,9 +84,12 @@ class Driver:
     reads the same tables, so a 10^4-line program parses in a fraction of the time.  It
     builds exactly the tree lark would:
 
-    * in each parser state the scanner is one alternation of the terminals lark's contextual
-      lexer accepts there, in lark's order (priority, then length), so it matches what
-      lark's lexer for that state would;
+    * a token is matched by one alternation of terminals in lark's order (priority, then
+      length): of all of them (one regular expression, compiled once), kept where the
+      parser's state accepts the terminal it finds, else of those lark's contextual lexer
+      accepts in that state (one per set of terminals, compiled when first needed, and
+      used throughout for a text of :attr:`OWN_SCANNERS_FROM` characters or more), so it
+      matches what lark's lexer for that state would;
     * reductions call lark's own callbacks (the transformer's methods behind lark's
       wrappers), except those lark would pass a single value through unchanged;
     * tokens are instances of the tuple subclass ``token``, made from ``(kind, text, start,
