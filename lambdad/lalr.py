@@ -84,9 +84,12 @@ class Driver:
     reads the same tables, so a 10^4-line program parses in a fraction of the time.  It
     builds exactly the tree lark would:
 
-    * in each parser state the scanner is one alternation of the terminals lark's contextual
-      lexer accepts there, in lark's order (priority, then length), so it matches what
-      lark's lexer for that state would;
+    * a token is matched by one alternation of terminals in lark's order (priority, then
+      length): of all of them (one regular expression, compiled once), kept where the
+      parser's state accepts the terminal it finds, else of those lark's contextual lexer
+      accepts in that state (one per set of terminals, compiled when first needed, and
+      used throughout for a text of :attr:`OWN_SCANNERS_FROM` characters or more), so it
+      matches what lark's lexer for that state would;
     * reductions call lark's own callbacks (the transformer's methods behind lark's
       wrappers), except those lark would pass a single value through unchanged;
     * tokens are instances of the tuple subclass ``token``, made from ``(kind, text, start,
@@ -95,6 +98,9 @@ class Driver:
     Anything else (a syntax error, an unknown character) raises :class:`Refused`, and
     the caller lets lark parse the text again to report it in its terms.
     """
+
+    # The length of a text from which each state's own scanner reads it (see :meth:`parse`).
+    OWN_SCANNERS_FROM = 100_000
 
     def __init__(self, parser: lark.Lark, token: type[tuple]):
         self.token = token
@@ -130,9 +136,11 @@ class Driver:
         # lark numbers its states 0, 1, ...: the driver's tables are lists indexed by state.
         count = len(table.states)
         assert set(table.states) == set(range(count))
-        # state -> the match method of its own scanner (made when first needed), and the
-        # scanners by the terminals they try (many states accept the same ones)
+        # state -> the match method of its own scanner (made when first needed); the same,
+        # the shared scanner's where none is made yet (filled when that one is made); and
+        # the scanners by the terminals they try (many states accept the same ones)
         self.scanners: list[Any] = [None] * count
+        self.first_tried: list[Any] = []
         self.by_terminals: dict[tuple[str, ...], Any] = {}
         sentinel = object()
         reductions: dict[Any, _Reduction] = {}
@@ -177,19 +185,18 @@ class Driver:
                                          self.flags)):
                     self.unless.setdefault(regular.name, {})[string.pattern.value] = string.name
         # Where the shared scanner finds such a text as the regular terminal in a state that
-        # does not accept that terminal, the state's own scanner finds the string terminal
-        # (`*` as STAR after an operand) if no terminal between the two in lark's order can
-        # match there: every one is a string neither a prefix of that text nor beginning
-        # with it.  Those pairs are read so without the state's own scanner.
-        self.instead: dict[str, dict[str, str]] = {}
+        # does not accept that terminal but accepts the string one, the token is re-typed
+        # as in a state that accepts both (`*` is STAR after an operand); the state's own
+        # scanner would find the string terminal too if no terminal between the two in
+        # lark's order can match there: every one is a string neither a prefix of that
+        # text nor beginning with it.  The driver is built only for grammars where it is so.
         names = [t.name for t in root.terminals]
         for regular, strings in self.unless.items():
             for value, string in strings.items():
                 first, last = sorted((names.index(regular), names.index(string)))
-                if all(t.pattern.type == "str" and not t.pattern.value.startswith(value)
-                       and not value.startswith(t.pattern.value)
-                       for t in root.terminals[first + 1:last]):
-                    self.instead.setdefault(regular, {})[value] = string
+                assert all(t.pattern.type == "str" and not t.pattern.value.startswith(value)
+                           and not value.startswith(t.pattern.value)
+                           for t in root.terminals[first + 1:last]), (regular, string)
 
     def scanner(self, state: int) -> Any:
         """The match method of the scanner of ``state``: blanks and comments, then one of
@@ -200,7 +207,28 @@ class Driver:
         if match is None:
             match = self.by_terminals[key] = self.matcher(terminals)
         self.scanners[state] = match
+        if self.first_tried:
+            self.first_tried[state] = match
         return match
+
+    def relexed(self, text: str, pos: int, state: int) -> tuple[Any, str, int]:
+        """``(token, kind, end)``: the token at ``pos`` by the scanner of ``state`` itself,
+        where the shared scanner found one the state has no action for; raises Refused if
+        that scanner finds none (the text has a token there, which the state does not
+        accept: a syntax error)."""
+        scan = self.scanners[state]
+        if scan is None:
+            scan = self.scanner(state)
+        match = scan(text, pos)
+        if match is None:
+            raise Refused
+        kind = match.lastgroup
+        first, end = match.end(1), match.end()
+        value = text[first:end]
+        retyped = self.unless.get(kind, {}).get(value)
+        if retyped is not None and retyped in self.actions[state]:
+            kind = retyped
+        return tuple.__new__(self.token, (kind, value, first, end)), kind, end
 
     def matcher(self, terminals: list[Any]) -> Any:
         """The match method of one regular expression: blanks and comments (group 1), then
@@ -216,11 +244,14 @@ class Driver:
         error and whatever a callback raises."""
         actions = self.actions
         unless = self.unless
-        instead = self.instead
         scanners = self.scanners
-        shared = self.shared
-        if shared is None:
-            shared = self.shared = self.matcher(self.terminals)
+        if self.shared is None:
+            self.shared = self.matcher(self.terminals)
+            self.first_tried = [own or self.shared for own in self.scanners]
+        # A long text is read by each state's own scanner (compiled when the state is first
+        # met), which costs less a token than the shared one but a few milliseconds to make;
+        # a short one by the shared scanner, where no text made the state's own.
+        scans = scanners if len(text) >= self.OWN_SCANNERS_FROM else self.first_tried
         new = tuple.__new__
         token_class = self.token
         # the parser's states, the top one also in ``state``, and the values above each
@@ -229,27 +260,20 @@ class Driver:
         values: list[Any] = []
         pos = 0
         while True:
-            # ---- the next token, lexed in the parser's current state: by the shared
-            # scanner if the state accepts what it finds, else by the state's own
-            row = actions[state]
-            match = shared(text, pos)
+            # ---- the next token, lexed in the parser's current state (by a scanner of
+            # all terminals, if the state accepts the one it finds)
+            scan = scans[state]
+            if scan is None:
+                scan = self.scanner(state)
+            match = scan(text, pos)
             if match is not None:
                 kind = match.lastgroup
-                if kind not in row and row.get(
-                        instead.get(kind, {}).get(text[match.end(1):match.end()])) is None:
-                    scan = scanners[state]
-                    if scan is None:
-                        scan = self.scanner(state)
-                    match = scan(text, pos)
-                    if match is not None:
-                        kind = match.lastgroup
-            if match is not None:
                 first = match.end(1)  # after the blanks and comments
                 pos = match.end()
                 value = text[first:pos]
                 if kind in unless:
                     retyped = unless[kind].get(value)
-                    if retyped is not None and retyped in row:
+                    if retyped is not None and retyped in actions[state]:
                         kind = retyped
                 token = new(token_class, (kind, value, first, pos))
             elif self.skip.match(text, pos).end() == len(text):
@@ -257,7 +281,10 @@ class Driver:
             else:
                 raise Refused  # a character no terminal of this state matches
             # ---- fed to the parser: reduce as the table says, then shift
-            action = row.get(kind)
+            action = actions[state].get(kind)
+            if action is None and match is not None and scan is not scanners[state]:
+                token, kind, pos = self.relexed(text, match.start(), state)
+                action = actions[state].get(kind)
             while True:
                 if action.__class__ is int:
                     state = action

@@ -52,9 +52,11 @@ class ProgramText:
         count = 0
         while count < len(trees) and trees[count].kind == "import":
             count += 1
-        lines = _Lines(text)
-        self.imports = tuple(Import(tree.parts[0], Span(file, *lines.place(_pos(tree))))
-                             for tree in trees[:count])
+        self.imports: tuple[Import, ...] = ()
+        if count:  # (the lines of a text without imports are found by its desugarer only)
+            lines = _Lines(text)
+            self.imports = tuple(Import(tree.parts[0], Span(file, *lines.place(_pos(tree))))
+                                 for tree in trees[:count])
         self._trees = trees[count:]
 
     def declarations(self, predefined: Iterable[str] = (), allow_redefinition: bool = False,

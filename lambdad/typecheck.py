@@ -511,9 +511,17 @@ class _Inference(ArrayTyping):
         """:meth:`_prim` of a tree of primitive applications over leaves (a leaf itself: no
         step), each inner application recorded and its errors located as :meth:`_visit`
         does (the arithmetic of a line such as ``x * x * 0.5 + sin x``)."""
-        primitive, remaining = self._prim_instance(term)
-        arrays = primitive.result_type is not None
-        types: list[Type] = []
+        op = term.op
+        entry = self.primitive_entries.get(op) if op.__class__ is str else None
+        if entry is not None and entry[2] is not None and len(term.args) == entry[1]:
+            # (what _prim_instance gives a built-in of a type without variables, inline)
+            primitive, remaining = entry[0], entry[2]
+        else:
+            primitive, remaining = self._prim_instance(term)
+        if primitive.result_type is not None:
+            return self._array_result(term, primitive, [self._tree_argument(arg)
+                                                        for arg in term.args])
+        instance = remaining
         for arg in term.args:
             if arg.__class__ is Prim:
                 try:
@@ -527,19 +535,41 @@ class _Inference(ArrayTyping):
                 self.visited.append((arg, arg_type))
             else:
                 arg_type = self._visit(arg)
-            types.append(arg_type)
-            if arrays:
-                continue
             if arg_type is remaining.arg:  # (_prim_argument's first test, inline)
                 remaining = remaining.result
             else:
                 try:
                     remaining = self._prim_argument(primitive, remaining, arg, arg_type)
                 except _OnArrays:  # an array: the rest is typed by the array entry
-                    arrays, primitive = True, PRIMITIVES[primitive.on_arrays]
-        if arrays:
-            return self._array_result(term, primitive, types)
+                    return self._array_tree(term, primitive, instance, remaining, arg_type)
         return remaining
+
+    def _tree_argument(self, arg: Term) -> Type:
+        """The type of an argument of a tree of primitive applications (see
+        :meth:`_prim_tree`), recorded as :meth:`_visit` records it."""
+        if arg.__class__ is not Prim:
+            return self._visit(arg)
+        try:
+            arg_type = self._prim_tree(arg)
+        except LambdadError as error:
+            raise error.with_span(_span(arg))
+        self.visited.append((arg, arg_type))
+        return arg_type
+
+    def _array_tree(self, term: Prim, primitive: Primitive, instance: Type, remaining: Type,
+                    arg_type: Type) -> Type:
+        """:meth:`_prim_tree` of ``term`` once its argument of type ``arg_type``, taken by the
+        parameter of ``remaining`` (a part of the scalar type ``instance``), is an array:
+        the application typed by the primitive's array entry.  The arguments before it
+        were unified with the parameters before ``remaining``; those after it are typed."""
+        types: list[Type] = []
+        while instance is not remaining:
+            assert isinstance(instance, FunT)
+            types.append(instance.arg)
+            instance = instance.result
+        types.append(arg_type)
+        types += [self._tree_argument(arg) for arg in term.args[len(types):]]
+        return self._array_result(term, PRIMITIVES[primitive.on_arrays], types)
 
     def _prim_instance(self, term: Prim) -> tuple[Primitive, Type]:
         """The primitive ``term`` applies and an instance of its type; raises TypeCheckError
