@@ -520,7 +520,8 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
                         return
                     raise _foreign(g)
                 s = g.stamp
-                acc[s] = acc[s] + a  # (not `+=`: two bytecodes fewer)
+                # the first cotangent is the sum so far (`0.0 + a` would copy an array)
+                acc[s] = a if pending[s] is None else acc[s] + a
                 pending[s] = g
             except AttributeError:
                 # Not a backpropagator: a function into d, applied; walk what it returns.

@@ -627,3 +627,20 @@ def test_to_json_and_to_python():
 def test_partials_are_plain_functools_partials():
     f = run("let k = 3 in \\x -> x + k")
     assert isinstance(f, functools.partial) and f(1.0) == 4.0
+
+
+def test_a_cotangent_sent_once_is_the_adjoint_itself():
+    # (linear factoring adds what a backpropagator receives; a single array sent is not
+    # added to a zero, which would copy it)
+    import numpy as np
+
+    tape = Tape()
+    x = tape.seed(0)
+    sent = np.array([1.0, -2.0, 3.0])
+    u = tape.backprop(lambda a: x(sent * a))
+    adjoints = backward(tape, u(1.0), "factored")
+    assert np.array_equal(adjoints[0], sent)
+    both = tape.backprop(lambda a: add_cotangents(x(sent), x(sent)))
+    assert np.array_equal(backward(tape, both(1.0), "factored")[0], 2 * sent)
+    once = tape.backprop(lambda a: x(sent))
+    assert backward(tape, once(1.0), "factored")[0] is sent
