@@ -1424,7 +1424,7 @@ def _scanner(text: str) -> Callable[[], list[tuple[str, str, int, int]]]:
     one regular expression of every terminal of lambdad's grammar (blanks and comments
     skipped in the same match, as lambdad's scanner of a parser state does), and makes each
     a tuple of its kind, text and offsets."""
-    from lambdad.parser import _driver, _parser
+    from lambdad.reading import _driver, _parser
 
     driver = _driver()
     match = driver.matcher([terminal for terminal in _parser().parser.lexer.root_lexer.terminals
