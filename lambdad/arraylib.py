@@ -345,14 +345,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         result = ufunc(x)
         if not tested:
             return result
-        # finite, mostly, if one reduction is (see _finite_total), inline: it runs per
-        # operation
-        if result.size <= _DOT_MOST:
-            flat = result if result.ndim == 1 else result.reshape(-1)
-            total = float(flat.dot(flat))
-        else:
-            total = float(_add_reduce(result, axis=None))
-        return result if total - total == 0.0 else _finite(name, result)
+        return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     def binary(x: Any, y: Any) -> Any:
         kx, ky = type(x), type(y)
@@ -370,12 +363,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             raise
         if not tested:
             return result if result.size else _untested_empty(name, result, (x, y))
-        if result.size <= _DOT_MOST:
-            flat = result if result.ndim == 1 else result.reshape(-1)
-            total = float(flat.dot(flat))
-        else:
-            total = float(_add_reduce(result, axis=None))
-        return result if total - total == 0.0 else _finite(name, result)
+        return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
 
