@@ -1,6 +1,7 @@
 """The CPU time of one repeated call of an array workload of ``benchmarks/run.py --only
 arrays`` (llsq, lse, mlp, gmm at one size): lambdad's primal and value+gradient, and with
-``--peers`` the NumPy floor's and PyTorch's (where installed), for comparing two checkouts.
+``--peers`` the NumPy floor's and PyTorch's (where installed) and lambdad's ratios to the
+floor, for comparing two checkouts.
 
     python benchmarks/array_calls.py KIND SIZE [--peers] [--budget SECONDS]
 
@@ -67,6 +68,9 @@ def main() -> None:
 
             torch.set_num_threads(1)
             out["torch"] = least(aw.torch_value_and_grad(w), args.budget)
+        # the ratios to the floor, of figures measured in this one process
+        out["primal / floor"] = round(out["primal"] / out["floor primal"], 2)
+        out["v+g / floor v+g"] = round(out["v+g"] / out["floor v+g"], 2)
     print(json.dumps(out))
 
 
