@@ -52,7 +52,7 @@ from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import (FOLD, MAP, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS,
+from .primitives import (FOLD, MAP, MUL, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS,
                          Primitive)
 from .syntax import (
     Annot,
@@ -116,6 +116,9 @@ _RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
 
 _ARRAY_KINDS = frozenset(("elementwise", "array"))
 """The kinds of the array entries of the table."""
+
+_SPREAD = PRIMITIVES["spread"]
+_ARRAY_MUL = PRIMITIVES[MUL.on_arrays]
 
 # The kinds of primitive a body may apply and still run straight through (no closure
 # called, no derivative taken): see _CodeGenerator.untested_arrays.
@@ -588,8 +591,18 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             # elementwise operation with an operand that is a new array made right there
             # for it (the partial sum of `u1 + u2 + u3`, the product `z * a` in
             # `2 * (z * a)`, say) writes into it
-            into = (self.held_operands(term, atoms, fn)
-                    if primitive.accumulate is not None and not self.instrumented else ())
+            spread = self.spread_operand(primitive, atoms, fn)
+            if spread is not None:
+                # `x * spread x c` is `x * c` bit for bit: the real broadcast by the
+                # product, no array of copies of c made (sum's cotangent, multiplied by
+                # exp's partial in `log (sum (exp v))`)
+                atoms = [*atoms]
+                atoms[spread[0]] = spread[1]
+                args = ", ".join(atoms)
+                into: tuple[int, ...] = ()
+            else:
+                into = (self.held_operands(term, atoms, fn)
+                        if primitive.accumulate is not None and not self.instrumented else ())
             if not into:
                 fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site, pure)
             else:
@@ -608,6 +621,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.finite.add(t)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
+        if primitive is _SPREAD and pure:  # (in a linear body, not instrumented)
+            fn.spreads[t] = (atoms[0], atoms[1])
         if pure and term is not None and primitive.cotangent_memory is not None:
             # what a later operation of this body may write into (see held_operands)
             memory = primitive.cotangent_memory
@@ -632,6 +647,20 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         elif key is not None:
             fn.computed[key] = (fn.blocks, t)
         return t
+
+    @staticmethod
+    def spread_operand(primitive: Primitive, atoms: Sequence[str], fn: _Function
+                       ) -> tuple[int, str] | None:
+        """For a product of arrays in a backpropagator's body, one of whose operands was
+        made by ``spread x c`` (an array of x's shape, every element c) where the other
+        operand is x itself: that operand's number and the atom of c; else None."""
+        if primitive is not _ARRAY_MUL or not fn.spreads:
+            return None
+        for k in (0, 1):
+            made = fn.spreads.get(atoms[k])
+            if made is not None and made[0] == atoms[1 - k]:
+                return k, made[1]
+        return None
 
     @staticmethod
     def held_operands(term: Prim | None, atoms: Sequence[str], fn: _Function

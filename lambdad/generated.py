@@ -55,7 +55,7 @@ class _Function:
     """
 
     __slots__ = ("parent", "names", "scope", "captures", "lines", "indent", "if_depth",
-                 "blocks", "deferred", "finite", "computed", "owned", "roles")
+                 "blocks", "deferred", "finite", "computed", "owned", "roles", "spreads")
 
     def __init__(self, parent: "_Function | None",
                  names: "itertools.count[int] | None" = None):
@@ -87,6 +87,9 @@ class _Function:
         # array operation's result ``(MAKES, atom, primitive, arguments)``, a pair taken
         # apart ``(UNPACKS,)``.
         self.roles: dict[int, tuple] = {}
+        # In a linear body: the atoms of arrays made by `spread x c`, each with the atoms of
+        # x and c (see _CodeGenerator.spread_operand).
+        self.spreads: dict[str, tuple[str, str]] = {}
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
              pure: tuple[str, ...] = (), role: tuple | None = None) -> None:

@@ -171,3 +171,40 @@ def test_cotangents_nothing_uses_are_not_computed(monkeypatch):
     t = np.linspace(-1, 1, 5)
     assert np.allclose(gradient, [5.0, t.sum(), (t * t).sum()])
     assert calls["power"] == 0
+
+
+
+def _spreads_called(program, name, strategy):
+    """How many statements of the code compiled for ``name``'s gradient (by
+    ``strategy``) call spread's evaluation."""
+    import gc
+
+    def modules():
+        return [found for found in gc.get_objects()
+                if isinstance(found, dict) and "__lambdad_source__" in found]
+
+    before = {id(module) for module in modules()}
+    program.value_and_grad(name, X, strategy=strategy)
+    evaluate = PRIMITIVES["spread"].evaluate
+    count = 0
+    for found in modules():
+        if id(found) not in before:
+            for key, value in found.items():
+                if value is evaluate:
+                    count += found["__lambdad_source__"].count(f" = {key}(")
+    return count
+
+
+def test_a_product_by_a_spread_of_its_other_operand_multiplies_by_the_real():
+    # `log (sum (exp v))`: sum's cotangent `spread e a` meets exp's partial `e * _` in one
+    # fused body, where it is `e * a`, bit for bit, with no array of copies of a made
+    source = "def lse (x : Vec) : R =\n  let m = maximum x in\n  m + log (sum (exp (x - m)))\n"
+    x = np.array([0.5, -1.25, 2.0, 1.0])
+    program = lambdad.loads(source)
+    value, gradient = program.value_and_grad("lse", x)
+    e = np.exp(x - 2.0)
+    others = x != 2.0
+    assert np.array_equal(gradient[others], (e * (1.0 / e.sum() * 1.0))[others])
+    assert _spreads_called(lambdad.loads(source), "lse", "fused") == 0
+    # (each backpropagator its own body: the spread and the product apart)
+    assert _spreads_called(lambdad.loads(source), "lse", "factored") == 1
