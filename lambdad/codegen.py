@@ -52,8 +52,8 @@ from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import (FOLD, MAP, MUL, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, TWO_ARGUMENTS,
-                         Primitive)
+from .primitives import (FOLD, MAP, MUL, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, SPREAD,
+                         TWO_ARGUMENTS, Primitive)
 from .syntax import (
     Annot,
     App,
@@ -117,7 +117,6 @@ _RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
 _ARRAY_KINDS = frozenset(("elementwise", "array"))
 """The kinds of the array entries of the table."""
 
-_SPREAD = PRIMITIVES["spread"]
 _ARRAY_MUL = PRIMITIVES[MUL.on_arrays]
 
 # The kinds of primitive a body may apply and still run straight through (no closure
@@ -621,7 +620,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.finite.add(t)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
-        if primitive is _SPREAD and pure:  # (in a linear body, not instrumented)
+        if primitive is SPREAD and pure:  # (in a linear body, not instrumented)
             fn.spreads[t] = (atoms[0], atoms[1])
         if pure and term is not None and primitive.cotangent_memory is not None:
             # what a later operation of this body may write into (see held_operands)
