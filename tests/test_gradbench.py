@@ -516,13 +516,10 @@ def gmm_log_posterior(alpha, mu, q, l, x, m, gamma):
     return likelihood + prior
 
 
-def test_gmm_at_a_size_whose_rows_are_reduced_by_the_blas():
-    # 1500 points, 3 components of d = 2: the squared norms (4500 rows of 2) and the
-    # logsumexp of 1500 rows of 3 go by the BLAS and by a running maximum; the objective
-    # against the definition, and one entry of each parameter's derivative against
-    # central differences of it
-    rng = np.random.default_rng(8)
-    d, k, n, m, gamma = 2, 3, 1500, 0, 1.0
+def _gmm_run(seed, d, k, n, m, gamma):
+    """Random GMM parameters and points of the given sizes, and the module's objective and
+    Jacobian there: (parameters, x, objective, jacobian)."""
+    rng = np.random.default_rng(seed)
     parameters = {"alpha": rng.normal(size=k), "mu": rng.uniform(size=(k, d)),
                   "q": rng.normal(size=(k, d)) * 0.3,
                   "l": rng.normal(size=(k, d * (d - 1) // 2)) * 0.3}
@@ -530,6 +527,16 @@ def test_gmm_at_a_size_whose_rows_are_reduced_by_the_blas():
     inputs = {name: value.tolist() for name, value in parameters.items()} \
         | {"x": x.tolist(), "d": d, "k": k, "n": n, "m": m, "gamma": gamma} | RUNS
     objective, jacobian = run_module("gmm", [("objective", inputs), ("jacobian", inputs)])
+    return parameters, x, objective, jacobian
+
+
+def test_gmm_at_a_size_whose_rows_are_reduced_by_the_blas():
+    # 1500 points, 3 components of d = 2: the squared norms (4500 rows of 2) and the
+    # logsumexp of 1500 rows of 3 go by the BLAS and by a running maximum; the objective
+    # against the definition, and one entry of each parameter's derivative against
+    # central differences of it
+    m, gamma = 0, 1.0
+    parameters, x, objective, jacobian = _gmm_run(8, 2, 3, 1500, m, gamma)
     close(objective, gmm_log_posterior(*parameters.values(), x, m, gamma), 1e-12)
     for name, index in (("alpha", (1,)), ("mu", (2, 0)), ("q", (0, 1)), ("l", (1, 0))):
         step = np.zeros_like(parameters[name])
@@ -542,15 +549,8 @@ def test_gmm_at_a_size_whose_rows_are_reduced_by_the_blas():
 
 
 def test_gmm():
-    rng = np.random.default_rng(5)
-    d, k, n, m, gamma = 5, 2, 6, 1, 0.8
-    parameters = {"alpha": rng.normal(size=k), "mu": rng.uniform(size=(k, d)),
-                  "q": rng.normal(size=(k, d)) * 0.3,
-                  "l": rng.normal(size=(k, d * (d - 1) // 2)) * 0.3}
-    x = rng.normal(size=(n, d))
-    inputs = {name: value.tolist() for name, value in parameters.items()} \
-        | {"x": x.tolist(), "d": d, "k": k, "n": n, "m": m, "gamma": gamma} | RUNS
-    objective, jacobian = run_module("gmm", [("objective", inputs), ("jacobian", inputs)])
+    m, gamma = 1, 0.8
+    parameters, x, objective, jacobian = _gmm_run(5, 5, 2, 6, m, gamma)
     close(objective, gmm_log_posterior(*parameters.values(), x, m, gamma))
     assert set(jacobian) == {"alpha", "mu", "q", "l"}
     for name, value in parameters.items():
