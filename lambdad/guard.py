@@ -15,6 +15,7 @@ import contextlib
 import re
 import sys
 import threading
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -263,34 +264,19 @@ def _run_checked(frame: Any) -> EvalError | None:
 def _run_tested(frame: Any, swapped: dict[str, str]) -> EvalError | None:
     """The error of the function running in ``frame``, which left out finiteness tests of
     array results that a later test would catch (see ``lambdad.codegen``'s
-    untested_arrays), found by running it again with the same arguments and every test
-    (``swapped`` maps the globals of the untested evaluations to the tested ones): the
-    first operation whose result is not finite, or that fails, is the one reported.  (Such
-    a function runs straight through primitive operations: running it again computes the
-    same values and changes nothing.)  None if it passes."""
+    untested_arrays), found by running its code again with the same arguments and every
+    test: the same code, its globals of the untested evaluations bound to the tested ones
+    (``swapped`` maps the first to the second), so that the first operation whose result
+    is not finite, or that fails, is the one reported.  (Such a function runs straight
+    through primitive operations: running it again computes the same values and changes
+    nothing.)  None if it passes."""
     namespace = frame.f_globals
     code = frame.f_code
-    table = namespace["__lambdad_lines__"]
-    lines = namespace["__lambdad_source__"].split("\n")
-    first = code.co_firstlineno
-    tested = [lines[first - 1]]
-    tested_table: dict[int, PrimSite] = {}
-    number = first + 1  # the body: the indented lines after the `def`
-    while number <= len(lines) and lines[number - 1].startswith(" "):
-        text = lines[number - 1]
-        for untested, checked in swapped.items():
-            text = text.replace(f" = {untested}(", f" = {checked}(")
-        tested.append(text)
-        site = table.get(number)
-        if site is not None:
-            tested_table[len(tested)] = site
-        number += 1
-    scope = {**namespace, "__lambdad_lines__": tested_table, "__lambdad_untested__": {},
-             "__lambdad_deferred__": (), "__lambdad_piece_of__": {}}
-    exec(compile("\n".join(tested) + "\n", code.co_filename, "exec"), scope)
+    scope = {**namespace, "__lambdad_untested__": {}}
+    scope.update((untested, namespace[checked]) for untested, checked in swapped.items())
     arguments = [frame.f_locals[name] for name in code.co_varnames[:code.co_argcount]]
     try:
-        scope[code.co_name](*arguments)
+        types.FunctionType(code, scope)(*arguments)
     except RUNTIME_ERRORS as exc:
         return locate(exc)
     return None
