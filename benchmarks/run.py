@@ -1019,21 +1019,55 @@ BEFORE_AFTER = [("wide", 10, False), ("wide", 100, False), ("wide", 1000, False)
                 ("chain", 10**4, True)]
 
 
-def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
+def _best_of(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record of several fresh processes' records of the same measurement: each time
+    (medians and setup times) and each peak memory the least of them, the figure least
+    disturbed by other work on the machine.  An error in any of them is the result."""
+    for r in records:
+        if "error" in r:
+            return r
+    best = {**records[0], "times": dict(records[0]["times"]),
+            "setup": dict(records[0].get("setup", {}))}
+    for r in records[1:]:
+        for part in ("times", "setup"):
+            for key, value in r.get(part, {}).items():
+                if isinstance(value, (int, float)) and isinstance(best[part].get(key),
+                                                                  (int, float)):
+                    best[part][key] = min(best[part][key], value)
+        for key in ("peak_rss_mb", "rss_first_grad_mb"):
+            if key in r and key in best:
+                best[key] = min(best[key], r[key])
+    return best
+
+
+def before_after(bench: Bench, checkout: str, rounds: int = 3) -> list[dict[str, Any]]:
     """Each workload of :data:`BEFORE_AFTER` measured on the baseline ``checkout`` and on
-    this lambdad, one fresh process each, alternating (so load on the machine hits both
-    alike): grad/primal, value+gradient time (factored; fused too when the baseline has
-    that strategy), HVP time, setup times and peak memory side by side."""
+    this lambdad in ``rounds`` fresh processes each, alternating the trees (so load on the
+    machine hits both alike), each figure the best of its rounds: grad/primal,
+    value+gradient time (factored; fused too when the baseline has that strategy), HVP
+    time, setup times and peak memory side by side."""
     rows, records = [], []
     for kind, size, once in BEFORE_AFTER:
         spec = {"workload": kind, "size": size, **({"once": True} if once else {"hvp": True})}
-        before = bench.child(spec, checkout)
-        if "error" in before:  # a baseline older than the fused strategy
-            before = bench.child({**spec, "fused": False}, checkout)
-        after = bench.child(spec)
-        # A once-run's first fused gradient follows the factored one, whose memory it
-        # adds to: the default strategy's first gradient is also measured alone.
-        alone = bench.child({**spec, "strategy": "fused"}) if once else None
+        befores, afters, alones = [], [], []
+        for round_ in range(rounds):
+            # Alternate which tree goes first, so a drift of the machine's load within a
+            # round hits both alike.
+            for side in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+                if side == "before":
+                    before = bench.child(spec, checkout)
+                    if "error" in before:  # a baseline older than the fused strategy
+                        before = bench.child({**spec, "fused": False}, checkout)
+                    befores.append(before)
+                else:
+                    afters.append(bench.child(spec))
+                    # A once-run's first fused gradient follows the factored one, whose
+                    # memory it adds to: the default strategy's first gradient is also
+                    # measured alone.
+                    if once:
+                        alones.append(bench.child({**spec, "strategy": "fused"}))
+        before, after = _best_of(befores), _best_of(afters)
+        alone = _best_of(alones) if once else None
         records.append({"spec": spec, "before": before, "after": after, "fused alone": alone})
         if "error" in before or "error" in after:
             rows.append([f"{kind} {size}", "error: " + (before.get("error")
@@ -1069,7 +1103,7 @@ def before_after(bench: Bench, checkout: str) -> list[dict[str, Any]]:
             cells += [fmt_time(after["setup"].get("first_grad_fused")), ""]
         rows.append(cells)
     print_table(f"8. Before and after: baseline {checkout} vs this lambdad (fresh processes, "
-                "alternating)",
+                f"alternating, each figure the best of {rounds})",
                 ["workload", "fused/primal after", "grad/primal before", "after",
                  "v+g before", "after", "speed-up", "load before", "after",
                  "1st grad before", "after", "peak RSS before", "after", "speed-up fused",
@@ -1517,6 +1551,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="CHECKOUT",
                         help="also compare with the lambdad of another source tree (e.g. "
                              "`git worktree add /tmp/base 54fd1ad`), in fresh processes")
+    parser.add_argument("--rounds", type=int, default=3, metavar="N",
+                        help="with --baseline: fresh processes per tree and workload, "
+                             "alternating; each figure is the best of them (default 3)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -1562,7 +1599,7 @@ def main(argv: list[str] | None = None) -> int:
     if bench.peer_rows:
         peers_table(bench)
     if args.baseline:
-        results["before-after"] = before_after(bench, args.baseline)
+        results["before-after"] = before_after(bench, args.baseline, args.rounds)
     if "first-gradient" in only:
         results["first-gradient"] = first_gradient(bench)
     if "arrays" in only:

@@ -51,3 +51,17 @@ def test_the_direction_is_one_the_program_takes():
                                            bench_run._direction(workload.point))
     assert value == program.call(workload.name, workload.point)
     assert len(product) == len(gradient)
+
+
+def test_the_best_of_rounds_takes_each_figure_least_and_keeps_an_error():
+    first = {"label": "w", "times": {"primal": 2.0, "value+grad": 5.0},
+             "setup": {"load": 0.3, "first_grad": 0.1}, "peak_rss_mb": 40.0}
+    second = {"label": "w", "times": {"primal": 3.0, "value+grad": 4.0},
+              "setup": {"load": 0.2, "first_grad": 0.4}, "peak_rss_mb": 41.0}
+    best = bench_run._best_of([first, second])
+    assert best["times"] == {"primal": 2.0, "value+grad": 4.0}
+    assert best["setup"] == {"load": 0.2, "first_grad": 0.1}
+    assert best["peak_rss_mb"] == 40.0
+    assert first["times"]["value+grad"] == 5.0  # the records themselves are left alone
+    failed = {"error": "boom", "workload": "w"}
+    assert bench_run._best_of([first, failed]) is failed
