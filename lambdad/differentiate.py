@@ -165,8 +165,9 @@ class Differentiator:
         self._costs: list[tuple[int, str, int, int]] = []
         # _image_key -> (the function value kept alive, its image); see transform_function
         self._images = Memo(_IMAGES_KEPT)
-        # (code of a closure, modes, strategy, variant) -> (the code kept alive, how many
-        # values it captures, the image's function of them): see _plain_image
+        # (code of a closure, modes, strategy, variant) -> (the code kept alive, which of
+        # its captured values are reals or arrays, the image's function of them): see
+        # _plain_image
         self._plain = Memo(_UNITS_KEPT)
 
     # ---- hooks for the interpreter's `grad`, `jvp`, `vjp` primitives
@@ -246,7 +247,7 @@ class Differentiator:
         self._costs.append((self._depth + inner, mode, created, bodies_run))
 
     # ---- transforming function values
-    def _transformer(self, mode: str) -> Callable[[Term], Term]:
+    def _transformer(self, mode: str) -> Callable[..., Term]:
         if mode == FORWARD:
             return forward_mode.forward_term
         if mode == _FUSED:
@@ -287,7 +288,10 @@ class Differentiator:
         ``None``); and whether it is the image of ``lam`` itself (not of a written-out
         program).  Raises a located DifferentiationError (or TypeCheckError) when it has
         no target program."""
-        key = self._unit_key(_IMAGE, lam, names, modes)
+        # the captured reals and arrays, embedded as constants at every level (AD.md
+        # section 6): each transformation knows their derivative parts are zero
+        constants = frozenset(name for name in names if type(captured[name]) in SCALAR_TYPES)
+        key = self._unit_key(_IMAGE, lam, (names, constants), modes)
         inner_reverse = key[-1]
         entry = self._units.get(key)
         if entry is None:
@@ -301,7 +305,9 @@ class Differentiator:
                         mode = REVERSE
                     elif mode == REVERSE and len(modes) > 1 and depth == 0:
                         mode = inner_reverse
-                    transformed = self._transformer(mode)(transformed)
+                    transform = self._transformer(mode)
+                    transformed = (transform(transformed, constants=constants) if constants
+                                   else transform(transformed))
                     fused = fused or mode == _FUSED
             except NestedDifferentiationError:
                 entry = (lam, None)
@@ -436,7 +442,7 @@ class Differentiator:
             if code is not None and plain and specialised is parts:
                 # its λ does not differentiate, nor does a closure it captured: the next
                 # closure of its code is made into an image by make alone (_plain_image)
-                self._plain.put(plain_key, (code[0], len(code[1]), make))
+                self._plain.put(plain_key, (code[0], _constant_places(code[1]), make))
             stamps = (tape or interpreter.tape).stamps
             env = [self._embedded(specialised.captured[name], modes, tape) if image is None
                    else self.transform_function(specialised.captured[image[0]],
@@ -469,7 +475,8 @@ class Differentiator:
         if found is None:
             return None
         function, captured = code
-        if found[0] is not function or found[1] != len(captured):
+        # (the same code with its reals and arrays in the same places: the same unit)
+        if found[0] is not function or found[1] != _constant_places(captured):
             return None
         if len(modes) == 1:
             mode = modes[0]
@@ -1021,6 +1028,12 @@ class Differentiator:
                 raise DifferentiationError(f"unknown composition `{mode}`; use one of "
                                            + ", ".join(COMPOSITIONS))
         return rows
+
+
+def _constant_places(captured: tuple) -> tuple[bool, ...]:
+    """Which of the values ``captured`` by a closure are reals or arrays (constants whose
+    derivative parts the transformations know are zero)."""
+    return tuple(type(value) in SCALAR_TYPES for value in captured)
 
 
 def _rows_of(output: Any, rows: Any) -> list[Any]:
