@@ -418,11 +418,10 @@ class Differentiator:
         code = interpreter.closure_code(f)
         if code is not None:
             plain_key = (id(code[0]), modes, self.strategy, interpreter.instrumented)
-            stamps = (tape or interpreter.tape).stamps
+            # (not remembered: another closure of code seen before is made afresh, mostly,
+            # such as a closure over the values of one call, which a table would keep alive)
             image = self._plain_image(plain_key, code, modes, tape)
             if image is not None:
-                if (tape or interpreter.tape).stamps == stamps:
-                    self._remember_image(image_key, f, image)
                 return image
         parts = interpreter.function_parts(f)
         if parts is None:
