@@ -723,7 +723,7 @@ class Differentiator:
         saved = interpreter.pin_tape(tape)
         ran = tape.bodies_run
         try:
-            flat = run(tape, back, count)
+            flat = interpreter.run_as_code(run, tape, back, count)
         finally:
             interpreter.unpin_tape(saved)
         inner = self._inner_reached

@@ -261,6 +261,11 @@ class Interpreter:
 
         return self._run(call, ())
 
+    def run_as_code(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` run as generated code is (see :meth:`apply`): a phase of the
+        runtime's own (a backward phase) whose errors are located as the program's."""
+        return self._run(function, args)
+
     def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` under the runtime guard of generated code (see :meth:`apply`),
         so the runs it makes through this interpreter share one guard: deep calls allowed,
