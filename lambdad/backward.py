@@ -58,7 +58,8 @@ def backward_type(t: Type) -> Type:
 
 
 def backward_term(term: Term, names: NameSupply | None = None,
-                  term_names: AbstractSet[str] | None = None) -> Term:
+                  term_names: AbstractSet[str] | None = None,
+                  constants: AbstractSet[str] = frozenset()) -> Term:
     """←D(term), the backpropagation program of the source term ``term``.
 
     ``names`` supplies fresh names (by default one avoiding every name of ``term``).  Raises
@@ -66,11 +67,16 @@ def backward_term(term: Term, names: NameSupply | None = None,
     (see :mod:`lambdad.nesting`, which expands them).  Target-language terms are transformed like
     any other (AD.md section 9): the ring of their cotangents becomes its image.
     ``term_names``, when known, are the names occurring in ``term`` (:func:`names_in`).
+    ``constants`` are free variables of ``term`` that will be bound to constants (a
+    closure's captured reals and arrays, AD.md section 6): their backpropagators are
+    zero, so the backpropagators of operations on them send them nothing
+    (:meth:`Differentiation.inactive`).
     """
     if names is None:
         term_names = names_in(term)
         names = NameSupply(term_names)
-    return run(_Backward(names).term(rename_target_binders(term, names, term_names)))
+    return run(_Backward(names, constants).term(
+        rename_target_binders(term, names, term_names)))
 
 
 def backward_module(module: Module, names: NameSupply | None = None) -> Module:

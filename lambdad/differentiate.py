@@ -165,6 +165,10 @@ class Differentiator:
         self._costs: list[tuple[int, str, int, int]] = []
         # _image_key -> (the function value kept alive, its image); see transform_function
         self._images = Memo(_IMAGES_KEPT)
+        # (code of a closure, modes, strategy, variant) -> (the code kept alive, which of
+        # its captured values are reals or arrays, the image's function of them): see
+        # _plain_image
+        self._plain = Memo(_UNITS_KEPT)
 
     # ---- hooks for the interpreter's `grad`, `jvp`, `vjp` primitives
     def hooks(self) -> dict[str, Callable[..., Any]]:
@@ -243,7 +247,7 @@ class Differentiator:
         self._costs.append((self._depth + inner, mode, created, bodies_run))
 
     # ---- transforming function values
-    def _transformer(self, mode: str) -> Callable[[Term], Term]:
+    def _transformer(self, mode: str) -> Callable[..., Term]:
         if mode == FORWARD:
             return forward_mode.forward_term
         if mode == _FUSED:
@@ -284,7 +288,10 @@ class Differentiator:
         ``None``); and whether it is the image of ``lam`` itself (not of a written-out
         program).  Raises a located DifferentiationError (or TypeCheckError) when it has
         no target program."""
-        key = self._unit_key(_IMAGE, lam, names, modes)
+        # the captured reals and arrays, embedded as constants at every level (AD.md
+        # section 6): each transformation knows their derivative parts are zero
+        constants = frozenset(name for name in names if type(captured[name]) in SCALAR_TYPES)
+        key = self._unit_key(_IMAGE, lam, (names, constants), modes)
         inner_reverse = key[-1]
         entry = self._units.get(key)
         if entry is None:
@@ -298,7 +305,9 @@ class Differentiator:
                         mode = REVERSE
                     elif mode == REVERSE and len(modes) > 1 and depth == 0:
                         mode = inner_reverse
-                    transformed = self._transformer(mode)(transformed)
+                    transform = self._transformer(mode)
+                    transformed = (transform(transformed, constants=constants) if constants
+                                   else transform(transformed))
                     fused = fused or mode == _FUSED
             except NestedDifferentiationError:
                 entry = (lam, None)
@@ -406,6 +415,14 @@ class Differentiator:
         found = self._images.get(image_key)
         if found is not None and found[0] is f:
             return found[1]
+        code = interpreter.closure_code(f)
+        if code is not None:
+            plain_key = (id(code[0]), modes, self.strategy, interpreter.instrumented)
+            # (not remembered: another closure of code seen before is made afresh, mostly,
+            # such as a closure over the values of one call, which a table would keep alive)
+            image = self._plain_image(plain_key, code, modes, tape)
+            if image is not None:
+                return image
         parts = interpreter.function_parts(f)
         if parts is None:
             raise DifferentiationError(
@@ -417,14 +434,19 @@ class Differentiator:
             captured = dict(zip(PRIMITIVES[parts.builtin].params, parts.args))
             parts = FunctionParts(lam=lam, captured=captured)
         if parts.lam is not None:
-            parts = self._specialised(parts)
-            names = tuple(parts.captured)
-            make, free, plain = self._compiled_lambda(parts.lam, names, modes, parts.captured,
-                                               point, param_type)
+            specialised = self._specialised(parts)
+            names = tuple(specialised.captured)
+            make, free, plain = self._compiled_lambda(specialised.lam, names, modes,
+                                                      specialised.captured, point, param_type)
+            if code is not None and plain and specialised is parts:
+                # its λ does not differentiate, nor does a closure it captured: the next
+                # closure of its code is made into an image by make alone (_plain_image)
+                self._plain.put(plain_key, (code[0], _constant_places(code[1]), make))
             stamps = (tape or interpreter.tape).stamps
-            env = [self._embedded(parts.captured[name], modes, tape) if image is None
-                   else self.transform_function(parts.captured[image[0]], image[1] + modes,
-                                                tape, param_type=_argument_type(image[2]))
+            env = [self._embedded(specialised.captured[name], modes, tape) if image is None
+                   else self.transform_function(specialised.captured[image[0]],
+                                                image[1] + modes, tape,
+                                                param_type=_argument_type(image[2]))
                    for name, image in free]
             image = make(*env)
             if (tape or interpreter.tape).stamps == stamps and plain:
@@ -438,6 +460,39 @@ class Differentiator:
         for arg in parts.args:
             g = self.interpreter.apply(g, self._embedded(arg, modes, tape))
         return g
+
+    def _plain_image(self, key: tuple, code: tuple[Any, tuple], modes: tuple[str, ...],
+                     tape: Tape | None) -> Any:
+        """The image under ``modes`` of the closure of ``code`` (its code and captured
+        values, see :meth:`Interpreter.closure_code`) when an earlier closure of that code
+        (``key``) was found plain: its λ does not differentiate and it captured no closure
+        that does.  Then so is this one if it captured no function: its image is the
+        compiled unit of the λ applied to the captured values made constants (AD.md
+        section 6), without looking at the λ again.  None otherwise (the general path of
+        :meth:`transform_function` then decides)."""
+        found = self._plain.get(key)
+        if found is None:
+            return None
+        function, captured = code
+        # (the same code with its reals and arrays in the same places: the same unit)
+        if found[0] is not function or found[1] != _constant_places(captured):
+            return None
+        if len(modes) == 1:
+            mode = modes[0]
+            env = []
+            for value in captured:
+                kind = type(value)
+                if kind is float or kind is ARRAY:  # (a constant real or array, mostly)
+                    env.append(_zero_tangent(value) if mode == FORWARD else (value, ZERO))
+                elif callable(value):
+                    return None
+                else:
+                    env.append(self._embedded(value, modes, tape))
+        else:
+            if any(callable(value) for value in captured):
+                return None
+            env = [self._embedded(value, modes, tape) for value in captured]
+        return found[2](*env)
 
     def _specialised(self, parts: FunctionParts) -> FunctionParts:
         """The closure ``parts`` with each closure it captured that differentiates defined
@@ -535,16 +590,35 @@ class Differentiator:
     def _grad(self, f: Any, x: Any, strategy: str | None) -> tuple[float, Any]:
         tape = Tape()
         interpreter = self.interpreter
+        chosen = strategy_named(strategy or self.strategy)
         saved = interpreter.pin_tape(tape)
         try:
-            seeded = self._seed(x, tape)
-            g = self.transform_function(f, self._reverse(strategy), tape, x)
+            if type(x) in SCALAR_TYPES:  # one real or one array: seed 0
+                seeded: Any = (x, tape.seed(0))
+            else:
+                seeded = self._seed(x, tape)
+            # whether every stamp so far is a seed (0 .. count - 1, made in that order)
+            count = tape.stamps if tape.bodiless == tape.stamps else None
+            g = self.transform_function(f, _FUSED if chosen.fuses else REVERSE, tape, x)
             out = interpreter.apply(g, seeded)
         finally:
             interpreter.unpin_tape(saved)
         if not is_reverse_real(out):
             raise DifferentiationError("grad needs a function whose result is a real")
         value, back = out
+        if count is not None and chosen.run_first_seeds is not None \
+                and not interpreter.instrumented:
+            # the adjoints of the seeds as a list, not looked up one by one in a table
+            # (what the backward phase gives, without events in the reals)
+            flat = self._backward_first_seeds(tape, back, count, chosen.run_first_seeds)
+            tape.release()
+            if type(x) is float:
+                return value, flat[0]
+            if type(x) is ARRAY:
+                return value, array_adjoint(x, flat[0])
+            if is_flat_reals(x):
+                return value, flat
+            return value, self._read_off(x, dict(enumerate(flat)))
         adjoints = self._backward(tape, back(1.0), strategy)
         tape.release()  # the run is over: its seeds need not wait for the cyclic collector
         return value, self._read_off(x, adjoints)
@@ -639,6 +713,23 @@ class Differentiator:
         self._record(REVERSE, tape.created - self._inner_reached.get(id(tape), 0),
                      tape.bodies_run - ran)
         return adjoints
+
+    def _backward_first_seeds(self, tape: Tape, back: Backprop, count: int,
+                              run: Callable[[Tape, Any, int], list[Any]]) -> list[Any]:
+        """:meth:`_backward` of ``back 1`` on ``tape`` by ``run``, a strategy's backward
+        phase for the seeds ``0 .. count - 1`` made first (see :class:`Strategy`): their
+        adjoints as a list, 0 for one not reached; the costs recorded as there."""
+        interpreter = self.interpreter
+        saved = interpreter.pin_tape(tape)
+        ran = tape.bodies_run
+        try:
+            flat = interpreter.run_as_code(run, tape, back, count)
+        finally:
+            interpreter.unpin_tape(saved)
+        inner = self._inner_reached
+        self._record(REVERSE, tape.created - (inner.get(id(tape), 0) if inner else 0),
+                     tape.bodies_run - ran)
+        return flat
 
     @staticmethod
     def _read_off(x: Any, adjoints: dict[int, Any]) -> Any:
@@ -936,6 +1027,12 @@ class Differentiator:
                 raise DifferentiationError(f"unknown composition `{mode}`; use one of "
                                            + ", ".join(COMPOSITIONS))
         return rows
+
+
+def _constant_places(captured: tuple) -> tuple[bool, ...]:
+    """Which of the values ``captured`` by a closure are reals or arrays (constants whose
+    derivative parts the transformations know are zero)."""
+    return tuple(type(value) in SCALAR_TYPES for value in captured)
 
 
 def _rows_of(output: Any, rows: Any) -> list[Any]:

@@ -11,7 +11,7 @@ program points at the source.
 from __future__ import annotations
 
 
-from collections.abc import Callable
+from collections.abc import Callable, Set as AbstractSet
 
 from .errors import DifferentiationError, Span
 from .iterate import run
@@ -66,7 +66,8 @@ def forward_type(t: Type) -> Type:
     return map_reals(t, DUAL, "→D")
 
 
-def forward_term(term: Term, names: NameSupply | None = None) -> Term:
+def forward_term(term: Term, names: NameSupply | None = None,
+                 constants: AbstractSet[str] = frozenset()) -> Term:
     """→D(term), the dual-numbers program of the source term ``term``.
 
     ``names`` supplies fresh names (by default one avoiding every name of ``term``).  Raises
@@ -75,10 +76,13 @@ def forward_term(term: Term, names: NameSupply | None = None) -> Term:
     its type (a use whose function has no image, which the expansion leaves in place:
     :meth:`_Forward.differentiation`).  Target-language terms are transformed like any
     other (AD.md section 9): the ring of their cotangents becomes its image.
+    ``constants`` are free variables of ``term`` that will be bound to constants (a
+    closure's captured reals and arrays, AD.md section 6): their tangents are zero, so the
+    tangents of operations on them leave those terms out (:meth:`Differentiation.inactive`).
     """
     if names is None:
         names = NameSupply.for_terms(term)
-    return run(_Forward(names).term(rename_target_binders(term, names)))
+    return run(_Forward(names, constants).term(rename_target_binders(term, names)))
 
 
 def forward_module(module: Module, names: NameSupply | None = None) -> Module:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from types import GeneratorType
 
 import attrs
@@ -72,14 +73,15 @@ from .syntax import (
 __all__ = ["fuse", "fused_backward_term"]
 
 
-def fused_backward_term(term: Term) -> Term:
+def fused_backward_term(term: Term, constants: AbstractSet[str] = frozenset()) -> Term:
     """The fused ←D of the source term ``term``: what the ``fused`` strategy runs and
     ``show --reverse --fused`` prints.  One name supply serves both passes: it knows every
     name of ←D's output (the source's and those ←D made), so fusion need not collect them
-    again.  ←D's output is not kept: the walk lets go of each part once it is fused."""
+    again.  ←D's output is not kept: the walk lets go of each part once it is fused.
+    ``constants`` are as for :func:`~lambdad.backward.backward_term`."""
     term_names = names_in(term)
     names = NameSupply(term_names)
-    return run(_Fuser(names).term(backward_term(term, names, term_names)))
+    return run(_Fuser(names).term(backward_term(term, names, term_names, constants)))
 
 
 def fuse(term: Term, names: NameSupply | None = None) -> Term:

@@ -55,6 +55,7 @@ from .values import (
     BuiltinFunction,
     FunctionParts,
     PrimEvent,
+    closure_code,
     function_parts,
     format_value,
     read_off_point,
@@ -240,9 +241,17 @@ class Interpreter:
         through this."""
         return function_parts(f)
 
+    @staticmethod
+    def closure_code(f: Any) -> tuple[Any, tuple] | None:
+        """The code of the closure ``f`` and its captured values, in order (see
+        :func:`lambdad.values.closure_code`); None for another function."""
+        return closure_code(f)
+
     def apply(self, f: Any, *args: Any) -> Any:
         """``f a1 .. an`` for a function value ``f`` (curried), run like generated code is:
         deep calls allowed, runtime errors located, limits reported as ResourceError."""
+        if len(args) == 1:  # (the differentiator's runs: one argument, no closure made)
+            return self._run(f, args)
 
         def call() -> Any:
             result = f
@@ -251,6 +260,11 @@ class Interpreter:
             return result
 
         return self._run(call, ())
+
+    def run_as_code(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` run as generated code is (see :meth:`apply`): a phase of the
+        runtime's own (a backward phase) whose errors are located as the program's."""
+        return self._run(function, args)
 
     def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` under the runtime guard of generated code (see :meth:`apply`),

@@ -518,6 +518,61 @@ def array_rule_term(prim: Primitive, suffix: str) -> Term:
     return term
 
 
+def zero_derivative(prim: Primitive) -> bool:
+    """Whether the derivative part of every application of ``prim`` is zero, whatever
+    its arguments: a primitive whose result's reals the rules pair with a zero (a test,
+    ``length``, ``size``: :meth:`Differentiation.locally_constant`, at a result type
+    without variables), or an array primitive whose rule's tangent mentions no tangent
+    (``maximum_share``: its tangent, linear in the tangents, is then zero)."""
+    if prim.kind in ("real", "elementwise", "ad"):
+        return False
+    if prim.kind != "array":
+        return not any(isinstance(t, VarT) for t in walk(signature(prim)[1]))
+    modes = prim.rule.modes
+    if modes == ("image",) or any(mode == "whole" for mode in modes):
+        return False
+    tangents = {param + TANGENT for param, mode in zip(prim.params, modes) if mode == "split"}
+    return not (syntax.free_vars(array_rule_term(prim, TANGENT)) & tangents)
+
+
+def without_zero_parts(template: Term, zeros: AbstractSet[str],
+                       derivative_names: AbstractSet[str]) -> Term | None:
+    """An array rule's derivative part ``template`` (see :func:`array_rule_term`) when the
+    derivative parts named ``zeros`` (of ``derivative_names``, all the rule's) are zero:
+    every summand whose derivative parts are all zero is left out.  The rule's tangent is
+    linear in the tangents, so such a summand of it is 0, and ``e + 0 = e`` (the unit
+    laws of the addition's table entry); in the backpropagator's body, the summand
+    ``x_ e`` sends ``e`` to the zero backpropagator ``\a -o zero`` of a constant (BMP ←D:
+    ``(\a -o zero) e = zero``, and ``zero <+> e = e``).  None when nothing is left."""
+
+    def pruned(term: Term) -> Term | None:
+        if isinstance(term, Plus):
+            left, right = pruned(term.left), pruned(term.right)
+            if left is None or right is None:
+                return right if left is None else left
+            return term if (left, right) == (term.left, term.right) else Plus(
+                left, right, span=term.span)
+        laws = PRIMITIVES[term.op].laws if isinstance(term, Prim) else None
+        if laws is not None and len(term.args) == 2 and laws.right_unit == 0.0:
+            left, right = term.args
+            kept_right = pruned(right)
+            if laws.left_unit == 0.0:
+                kept_left = pruned(left)
+                if kept_left is None or kept_right is None:
+                    return kept_right if kept_left is None else kept_left
+            else:
+                kept_left = left  # (`0 - e` is not `e`: the left side stays)
+                if kept_right is None:
+                    return left
+            if (kept_left, kept_right) == (left, right):
+                return term
+            return Prim(term.op, (kept_left, kept_right), span=term.span)
+        mentioned = syntax.free_vars(term) & derivative_names
+        return None if mentioned and mentioned <= zeros else term
+
+    return pruned(template)
+
+
 # ---------------------------------------------------------------- non-real primitives
 
 
@@ -631,8 +686,80 @@ class Differentiation:
     symbol = "D"
     suffix = "'"
 
-    def __init__(self, names: NameSupply):
+    def __init__(self, names: NameSupply, constants: AbstractSet[str] = frozenset()):
         self.names = names
+        # The variables in scope whose values are constants of the differentiation (a
+        # closure's captured reals and arrays, embedded as constants: AD.md section 6),
+        # and those bound to terms built from them (see inactive): their derivative
+        # parts are zero, so the rules leave out what they would send or add.
+        self.constants = set(constants)
+        self._inactive: dict[int, tuple[Term, bool]] = {}  # id -> (term, answer) now
+
+    # ---- constants
+    def inactive(self, t: Term) -> bool:
+        """Whether ``t`` is a constant of the differentiation: built from literals and
+        variables of :attr:`constants` by pairs, annotations and primitives other than
+        ``grad``, ``jvp``, ... (so its value does not depend on the point, and its
+        derivative part is zero, as ←D(r) and →D(r) of a literal r are).  Answered once
+        per term (the sub-terms of a term are asked again by its rule); the answers keep
+        their terms alive, so an id is never another term's."""
+        if not self.constants:
+            return False
+        known = self._inactive
+        found = known.get(id(t))
+        if found is not None:
+            return found[1]
+        # post-order over the compound sub-terms not answered yet (no recursion)
+        pending = [(t, False)]
+        while pending:
+            node, expanded = pending.pop()
+            if id(node) in known:
+                continue
+            if isinstance(node, Prim) and zero_derivative(PRIMITIVES[node.op]):
+                known[id(node)] = (node, True)
+                continue
+            compound = isinstance(node, (Pair, Annot)) or (
+                isinstance(node, Prim) and PRIMITIVES[node.op].kind != "ad")
+            if not compound:
+                answer = (isinstance(node, (Const, BoolLit))
+                          or (isinstance(node, Var) and node.name in self.constants))
+                known[id(node)] = (node, answer)
+                continue
+            if not expanded:
+                pending.append((node, True))
+                pending.extend((c, False) for c in children(node) if id(c) not in known)
+                continue
+            known[id(node)] = (node, all(known[id(c)][1] for c in children(node)))
+        return known[id(t)][1]
+
+    def bind(self, bound: tuple[str, ...], value: Term | None) -> tuple[set[str], set[str]]:
+        """Enters the scope of ``bound`` names bound to ``value`` (None: to something not
+        known constant, a λ's parameter): they are constants there when ``value`` is
+        :meth:`inactive`, and no longer constants otherwise.  Returns what :meth:`unbind`
+        needs to leave the scope."""
+        if not self.constants and value is None:
+            return set(), set()
+        constant = value is not None and self.inactive(value)
+        added: set[str] = set()
+        removed: set[str] = set()
+        for name in bound:
+            if constant and name not in self.constants:
+                self.constants.add(name)
+                added.add(name)
+            elif not constant and name in self.constants:
+                self.constants.discard(name)
+                removed.add(name)
+        if removed:
+            self._inactive.clear()  # (answers given before may name the hidden ones)
+        return added, removed
+
+    def unbind(self, scope: tuple[set[str], set[str]]) -> None:
+        """Leaves a scope :meth:`bind` entered."""
+        added, removed = scope
+        if added:
+            self.constants -= added
+            self._inactive.clear()
+        self.constants |= removed
 
     # ---- what a subclass provides
     def transform_type(self, t: Type) -> Type:
@@ -678,7 +805,9 @@ class Differentiation:
             return (yield from self.locally_constant(t, prim))
         if isinstance(t, Lam):
             # D(\x -> e) = \x -> D(e), annotation transformed
+            scope = self.bind((t.param,), None)
             body = yield self.term(t.body)
+            self.unbind(scope)
             param_type = None if t.param_type is None else self.located_type(t.param_type, s)
             return Lam(t.param, body, param_type, span=s)
         if isinstance(t, App) and (applied := applied_primitive(t)) is not None:
@@ -693,13 +822,17 @@ class Differentiation:
         if isinstance(t, Let):
             # D(let x = e1 in e2) = let x = D(e1) in D(e2): the sharing is kept
             value = yield self.term(t.value)
+            scope = self.bind((t.name,), t.value)
             body = yield self.term(t.body)
+            self.unbind(scope)
             return Let(t.name, value, body, span=s)
         if isinstance(t, LetPair):
             # D(let (x, y) = e1 in e2) = let (x, y) = D(e1) in D(e2); a k-tuple pattern
             # alike: D of a k-tuple type is the k-tuple of the D's
             value = yield self.term(t.value)
+            scope = self.bind((t.first, t.second), t.value)
             body = yield self.term(t.body)
+            self.unbind(scope)
             return LetPair(t.first, t.second, value, body, t.arity, span=s)
         if isinstance(t, Pair):
             # D((e1, e2)) = (D(e1), D(e2)); D((e1, ..., ek)) = (D(e1), ..., D(ek))
@@ -726,7 +859,9 @@ class Differentiation:
         if isinstance(t, LinLam):
             # D(\a -o e) = \a -o D(e): the parameter ranges over D(K) when the body is
             # in d<K> (AD.md section 9, the linear constructs)
+            scope = self.bind((t.param,), None)
             body = yield self.term(t.body)
+            self.unbind(scope)
             return LinLam(t.param, body, span=s)
         if isinstance(t, Zero):
             # D(zero) = zero, now over the ring D(K)
@@ -784,15 +919,19 @@ class Differentiation:
         if result is not None:
             taken.add(result)
         application = Prim(t.op, tuple(Var(x, span=s) for x in primals), span=s)
+        # A constant argument (a literal, or a constant of the differentiation: see
+        # inactive) has a zero derivative part: its term is left out (0 * e = 0 in the
+        # sum of tangents; in ←D, a zero backpropagator is sent nothing).
+        varying = [not isinstance(arg, Const) and not self.inactive(arg) for arg in t.args]
         contributions = [
             (derivative, derivative_name)
-            for arg, derivative, (_, derivative_name)
-            in zip(t.args, partials(prim, primals, result, s), params)
-            if not isinstance(arg, Const)
+            for keep, derivative, (_, derivative_name)
+            in zip(varying, partials(prim, primals, result, s), params)
+            if keep
         ]
         if prim.kind == "elementwise":
             # arrays and reals broadcast: each argument's cotangent is summed to its shape
-            kept = [primal for arg, primal in zip(t.args, primals) if not isinstance(arg, Const)]
+            kept = [primal for keep, primal in zip(varying, primals) if keep]
             derivative_part = self.combine(contributions, taken, s, kept)
         else:
             derivative_part = self.combine(contributions, taken, s)
@@ -819,7 +958,10 @@ class Differentiation:
         renaming: dict[str, str] = {}
         bindings: list[tuple[str, str | None, Term]] = []
         value_args: list[Term] = []
+        zeros: set[str] = set()  # the derivative parts of constant arguments
         for arg, param, param_type, mode in zip(t.args, prim.params, param_types, rule.modes):
+            if mode == "split" and self.inactive(arg):
+                zeros.add(param + self.suffix)
             image = yield self.term(arg)
             primal = self.names.fresh(param, (self.suffix,))
             renaming[param] = primal
@@ -835,6 +977,11 @@ class Differentiation:
                 value_args.append(Var(primal, span=s))
         application = Prim(t.op, tuple(value_args), span=s)
         template = array_rule_term(prim, self.suffix)
+        if zeros and rule.modes != ("image",):
+            template = without_zero_parts(
+                template, zeros, {param + self.suffix for param, mode
+                                  in zip(prim.params, rule.modes) if mode == "split"}
+            ) or template
         if rule.modes == ("image",):
             body: Term = rename(template, renaming, s)
         else:

@@ -200,11 +200,11 @@ class _TracingDifferentiator(Differentiator):
         super().__init__(interpreter, strategy)
         self.recorder = recorder
 
-    def _transformer(self, mode: str) -> Callable[[Term], Term]:
+    def _transformer(self, mode: str) -> Callable[..., Term]:
         transform = super()._transformer(mode)
 
-        def register(term: Term) -> Term:
-            transformed = transform(term)
+        def register(term: Term, **options: Any) -> Term:
+            transformed = transform(term, **options)
             self.recorder.register(transformed)
             return transformed
 

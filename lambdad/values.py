@@ -265,6 +265,17 @@ def function_parts(f: Any) -> FunctionParts | None:
     return FunctionParts(lam=lam, captured=dict(zip(names, bound)))
 
 
+def closure_code(f: Any) -> tuple[Any, tuple] | None:
+    """The code of the closure ``f`` and the values it captured, in the order of its
+    λ-term's captured names: the code is the same object for every closure of that λ-term
+    that one compiled unit makes, so what :func:`function_parts` tells of one closure holds
+    for every closure of the same code with as many values.  None for a function that is
+    no closure made by generated code (a built-in, a function the runtime made)."""
+    if type(f) is functools.partial and not f.keywords:
+        return f.func, f.args
+    return None
+
+
 # --------------------------------------------------------------------------- printing
 
 
