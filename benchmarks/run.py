@@ -1204,10 +1204,14 @@ def profile_main(target: str, args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- setup phases
 
 
-# The stages of lambdad's pipeline timed by --phases: (label, module, function name).  A
-# stage run inside another is counted in its own row only.
+# The stages of lambdad's pipeline timed by --phases: (label, module, function name, or
+# ``Class.method`` for a method).  A stage run inside another is counted in its own row
+# only.  A program's text (and each file it imports) is read by a ProgramText: its
+# concrete trees made when it is made, its declarations desugared by ``declarations``.
 PHASES = (
     ("parse", "lambdad.parser", "parse_module"),
+    ("parse", "lambdad.parser", "ProgramText.__init__"),
+    ("parse", "lambdad.parser", "ProgramText.declarations"),
     ("type inference", "lambdad.typecheck", "infer_module"),
     ("type inference", "lambdad.typecheck", "infer_term"),
     ("←D", "lambdad.backward", "backward_term"),
@@ -1251,7 +1255,13 @@ class StageClock:
         modules = [module for name, module in list(sys.modules.items())
                    if name == "lambdad" or name.startswith("lambdad.")]
         for label, module_name, function_name in PHASES:
-            original = getattr(importlib.import_module(module_name), function_name)
+            module = importlib.import_module(module_name)
+            if "." in function_name:  # a method: replaced on its class
+                class_name, method_name = function_name.split(".")
+                owner = getattr(module, class_name)
+                setattr(owner, method_name, timed(label, getattr(owner, method_name)))
+                continue
+            original = getattr(module, function_name)
             replacement = timed(label, original)
             for module in modules:
                 for attribute, value in list(vars(module).items()):

@@ -115,25 +115,29 @@ class _Backward(Differentiation):
         sum of k equal ones."""
         a = local_name(LINEAR_PARAM, taken)
         cotangent: Term | None = None
+        if elementwise is None:  # (reals, the commonest: a term per contribution)
+            for derivative, x_ in contributions:
+                term = App(Var(x_, span=span), times(derivative, Var(a, span=span), span, False),
+                           span=span)
+                cotangent = term if cotangent is None else Plus(cotangent, term, span=span)
+            return LinLam(a, Zero(span=span) if cotangent is None else cotangent, span=span)
         times_taken = [1] * len(contributions)
-        if elementwise is not None:
-            for i, (derivative, x_) in enumerate(contributions):
-                for j in range(i):
-                    if times_taken[j] and contributions[j] == (derivative, x_) \
-                            and elementwise[j] == elementwise[i]:
-                        times_taken[j] += 1
-                        times_taken[i] = 0
-                        break
+        for i, (derivative, x_) in enumerate(contributions):
+            for j in range(i):
+                if times_taken[j] and contributions[j] == (derivative, x_) \
+                        and elementwise[j] == elementwise[i]:
+                    times_taken[j] += 1
+                    times_taken[i] = 0
+                    break
         for i, (derivative, x_) in enumerate(contributions):
             if not times_taken[i]:
                 continue
-            if elementwise is not None and _constant(derivative):
+            if _constant(derivative):
                 sent = times(derivative, summed_to(elementwise[i], Var(a, span=span), span),
                              span, True)
             else:
-                sent = times(derivative, Var(a, span=span), span, elementwise is not None)
-                if elementwise is not None:
-                    sent = summed_to(elementwise[i], sent, span)
+                sent = summed_to(elementwise[i], times(derivative, Var(a, span=span), span, True),
+                                 span)
             if times_taken[i] > 1:
                 sent = times(Const(float(times_taken[i]), span=span), sent, span, True)
             term = App(Var(x_, span=span), sent, span=span)

@@ -690,6 +690,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 break
         else:
             return _folded_literals(primitive, atoms)
+        if "1.0" not in atoms:  # (the common path: no unit operand)
+            return None
         return _CodeGenerator.unit_operand(primitive, atoms)
 
     @staticmethod

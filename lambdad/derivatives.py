@@ -41,7 +41,7 @@ from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
 from .results import Jacobian, _reals_of
 from .syntax import is_differentiable, map_type, tuple_components, App, Decl, Lam, RealT, Term, Type, Var, VarT
-from .values import format_real, has_tuples, map_value, to_python, written
+from .values import all_reals, format_real, has_tuples, map_value, to_python, written
 
 
 # How many programs restricted() keeps for later calls, per program.
@@ -89,9 +89,11 @@ def _holds_array(point: Any) -> bool:
     stack = [point]
     while stack:
         value = stack.pop()
-        if type(value) is ARRAY:
+        kind = type(value)
+        if kind is ARRAY:
             return True
-        if type(value) in (tuple, list) and len(stack) < 10_000:
+        # (a list of reals, the commonest, is passed over in one C-level pass)
+        if (kind is tuple or kind is list and not all_reals(value)) and len(stack) < 10_000:
             stack.extend(value)
     return False
 
@@ -217,18 +219,20 @@ class Derivatives:
         else:
             value, gradient = owner.runtime.differentiator.grad(f, x)
             run_stats = owner.runtime.differentiator.last_stats
-            # (not for a point whose lists were made arrays: the prepared path takes the
-            # point as it is given)
-            if reals is not None and not (_holds_array(x) and not _holds_array(point)):
-                remember(self._gradients, (name, reals[0], strategy), prepared_gradient(
-                    owner.runtime.differentiator, f, reals[0],
-                    _writer(owner.points.point_type(name, x), reals[0])))
+        taken = owner.points.point_type(name, x)
+        # (not for a point whose lists were made arrays: the prepared path takes the point
+        # as it is given)
+        if reals is not None and not (_holds_array(x) and not _holds_array(point)):
+            remember(self._gradients, (name, reals[0], strategy), prepared_gradient(
+                owner.runtime.differentiator, f, reals[0], _writer(taken, reals[0])))
         if type(value) is float and finite_reals(value) and finite_reals(gradient):
             out = (value, gradient)  # immutable reals and tuples: the Python data already
+        elif type(value) is float and value - value == 0.0 and type(gradient) is list \
+                and all_reals(gradient) and all(map(math.isfinite, gradient)):
+            out = (value, gradient[:])  # a list of finite reals: its Python data is a copy
         else:
             self._require_finite(owner, name, x, value, gradient)
             out = (to_python(value), to_python(gradient))
-        taken = owner.points.point_type(name, x)
         if has_tuples(taken):  # the gradient has the point's type, its tuples as written
             out = (out[0], written(out[1], taken))
         return out + (run_stats,) if stats else out

@@ -657,6 +657,10 @@ class Differentiator:
             out = self.interpreter.apply(g, seeded)
         finally:
             self.interpreter.unpin_tape(saved)
+        # The pull-back keeps the seeds, not the tape: a seed refers back to its tape, so
+        # a tape holding its seeds would be a cycle left for the cyclic collector by every
+        # vjp (each reverse-over-reverse Hessian).
+        seeds = tape.release()
         if has_function(out):
             raise DifferentiationError("vjp needs a function whose result has no functions")
         value = map_value(out, is_reverse_real, lambda pair: pair[0])
@@ -672,7 +676,11 @@ class Differentiator:
                 raise DifferentiationError(
                     "the cotangent given to a pull-back must have the shape of the function's "
                     "result") from None
-            return self._read_off(x, self._backward(tape, total, strategy))
+            tape.resume(seeds)
+            try:
+                return self._read_off(x, self._backward(tape, total, strategy))
+            finally:
+                tape.release()
 
         # the pull-back is the closure of `\c -> snd (vjp f x) c`: differentiating it
         # differentiates that program

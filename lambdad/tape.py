@@ -185,10 +185,18 @@ class Tape:
         # Derived rather than counted, so generated code only bumps ``stamps``.
         return self.stamps - self.bodiless
 
-    def release(self) -> None:
-        """Forgets the seeds of a finished run: they refer back to the tape, and without this
-        cycle reference counting frees them at once.  Counts are kept."""
-        self._seeds = {}
+    def release(self) -> dict[int, Backprop]:
+        """Forgets the seeds of a finished run, and returns them: they refer back to the
+        tape, and without this cycle reference counting frees them at once.  Counts are
+        kept.  A run whose backward phase comes later (a pull-back) keeps what this returns
+        and gives it back to the tape for that phase (:meth:`resume`)."""
+        seeds, self._seeds = self._seeds, {}
+        return seeds
+
+    def resume(self, seeds: dict[int, Backprop]) -> None:
+        """Gives back the seeds :meth:`release` returned, for a backward phase of that run
+        (released again after it)."""
+        self._seeds = seeds
 
     def next_stamp(self) -> int:
         """A fresh creation stamp, larger than every earlier one."""

@@ -477,7 +477,10 @@ def test_second_derivatives_leave_no_reference_cycles():
     calls = [lambda: prog.hvp("f", 0.5, 1.0),  # the prepared path, after the first
              lambda: prog.hvp("h", [0.5, 1.0, 2.0], [1.0, 0.0, 1.0]),
              lambda: prog.value_and_grad("g", 0.7), lambda: prog.hvp("g", 0.7, 1.0),
-             lambda: prog.hessian("f", 0.5), lambda: prog.call("g", 0.7)]
+             lambda: prog.hessian("f", 0.5), lambda: prog.call("g", 0.7),
+             # a pull-back keeps its run's seeds, not a tape holding them
+             lambda: prog.hessian("f", 0.5, mode="reverse-over-reverse"),
+             lambda: prog.vjp("h", [0.5, 1.0, 2.0])[1](1.0)]
     for call in calls:  # (compiling makes cycles; runs do not)
         call()
         call()
