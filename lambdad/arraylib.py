@@ -49,9 +49,21 @@ def shape_text(x: Any) -> str:
 def quiet() -> Any:
     """The context in which array operations run: NumPy's floating-point warnings off, since
     a result that is not finite is an error raised with the operation's name (see _finite).
-    The interpreter enters it once around each run of a program with array operations (and
-    leaves it, whatever happens), so that an operation does not enter it each time."""
+    The interpreter runs each program with array operations under it (:func:`quietly`), and
+    enters it when a run under way compiles its first array code (and leaves it, whatever
+    happens), so that an operation does not enter it each time."""
     return np.errstate(all="ignore")
+
+
+def _called(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
+
+
+quietly: Callable[..., Any] = np.errstate(all="ignore")(_called)
+"""``quietly(function, *args)``: ``function(*args)`` under :func:`quiet`, NumPy's state put
+back as it was when it returns or raises.  (An ``errstate`` applied to a function: half the
+cost of entering and leaving one, which a small array program's call pays once; the
+``errstate`` object is only read.)"""
 
 
 _DOT_MOST = 10_000
@@ -130,6 +142,10 @@ def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
 # --------------------------------------------------------------------------- sparse cotangents
 
 
+_FEW_ENTRIES = 8
+"""Up to this many entries a sparse cotangent is added into an array entry by entry."""
+
+
 class Sparse:
     """A cotangent array zero but at some positions: a sum of one-hot cotangents of an
     array of ``shape`` (a position is an element number of a Vec, a row number of a Mat).
@@ -175,6 +191,12 @@ class Sparse:
 
     def _scatter(self, out: ARRAY) -> None:
         positions, values = self.entries()
+        if len(positions) <= _FEW_ENTRIES:
+            # (what `np.add.at` does, entry by entry in the same order, bit for bit, without
+            # its setup: a maximum's one tie, a few reads)
+            for position, value in zip(positions, values):
+                out[position] += value
+            return
         np.add.at(out, np.asarray(positions, dtype=np.intp), np.asarray(values))
 
     def __add__(self, other: Any) -> Any:
@@ -333,6 +355,10 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     if not finite:
+        if arity == 1:
+            return _named(lambda x: ufunc(x) if type(x) is ARRAY else evaluate(x), name)
+        if arity == 2:
+            return _named(_unchecked_binary(name, scalar, ufunc, evaluate), name)
         return _named(evaluate, name)
 
     def unary(x: Any) -> Any:
@@ -366,6 +392,26 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
+
+
+def _unchecked_binary(name: str, scalar: Callable[..., float], ufunc: Callable[..., Any],
+                      evaluate: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """The binary ``evaluate`` of :func:`elementwise` without checks (not ``finite``): two
+    reals, and arrays and reals, take a short path that gives what it gives."""
+
+    def binary(x: Any, y: Any) -> Any:
+        kx, ky = type(x), type(y)
+        if kx is float and ky is float:
+            return scalar(x, y)
+        if (kx is ARRAY and (ky is ARRAY or ky is float)) or (kx is float and ky is ARRAY):
+            try:
+                return ufunc(x, y)
+            except ValueError:
+                _broadcast_check(name, (x, y))  # (raises, naming the shapes)
+                raise
+        return evaluate(x, y)
+
+    return binary
 
 
 def _untested_empty(name: str, result: ARRAY, args: Sequence[Any]) -> ARRAY:
@@ -768,7 +814,7 @@ def maximum_share_sparse(x: ARRAY, top: Any) -> Any:
     sparse cotangent of its ties (so that ``maximum_share x r * a`` costs one comparison
     of x, not four passes over it); else the dense array."""
     if x.ndim == 1 and type(top) is not ARRAY:
-        ties = np.flatnonzero(x == top).tolist()
+        ties = (x == top).nonzero()[0].tolist()  # (np.flatnonzero less its wrapper)
         if ties:
             share = 1.0 / len(ties)
             return Sparse.of(x.shape, ties, [share] * len(ties))
