@@ -103,3 +103,13 @@ def test_an_error_in_an_array_run_is_located_and_leaves_numpys_state_as_it_was()
         assert np.geterr() == before
     assert p.call("f", np.array([0.0, 0.0])) == 3.0
     assert np.geterr() == before
+
+
+@pytest.mark.parametrize("shape", [(3,), (1797,), (64, 10), (7, 513), (100_001,)])
+def test_mean_is_numpys_mean_bit_for_bit(shape):
+    from lambdad.arraylib import mean
+    rng = np.random.default_rng(len(shape) * 7 + shape[0])
+    for scale in (1e-5, 1.0, 1e5):
+        x = rng.normal(size=shape) * scale
+        for array in (x, np.asfortranarray(x), x.T):
+            assert mean(array) == float(np.mean(array))
