@@ -550,11 +550,11 @@ def _power(x: Any, y: Any) -> Any:
 def _pow_check(x: Any, y: Any) -> str | None:
     if type(y) is float and y >= 0.0 and y.is_integer():
         return None  # a whole exponent >= 0: defined at every base
-    if type(x) is ARRAY and (x > 0).all():
-        return None
     if type(y) is ARRAY and y.size <= np.size(x) and ((y >= 0.0) & (y == np.floor(y))).all():
         # whole exponents >= 0, fewer than the bases (llsq's `outer t (ones n) ^ arange n`):
-        # defined at every base, told by the exponents alone
+        # defined at every base, told by the exponents alone (first: the smaller test)
+        return None
+    if type(x) is ARRAY and (x > 0).all():
         return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
@@ -834,8 +834,17 @@ def softmax(x: ARRAY) -> ARRAY:
 
 
 def per_row(v: ARRAY, m: ARRAY) -> ARRAY:
-    """``v`` (one number per row of ``m``) spread over the columns of ``m``."""
-    return np.broadcast_to(dense(v)[:, None], m.shape)
+    """``v`` (one number per row of ``m``) spread over the columns of ``m``: a read-only
+    view of ``v``, what ``np.broadcast_to(v[:, None], m.shape)`` makes, made directly (a
+    third of its cost, in a small array program's backward phase) when ``v`` is one
+    contiguous block of that many elements."""
+    v = dense(v)
+    shape = m.shape
+    if v.ndim == 1 and v.flags.c_contiguous and 0 < v.shape[0] == shape[0]:
+        view = ARRAY(shape, FLOAT, v, 0, (v.strides[0], 0))
+        view.flags.writeable = False
+        return view
+    return np.broadcast_to(v[:, None], shape)
 
 
 def dot(u: ARRAY, v: ARRAY) -> float:

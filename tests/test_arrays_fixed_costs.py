@@ -113,3 +113,23 @@ def test_mean_is_numpys_mean_bit_for_bit(shape):
         x = rng.normal(size=shape) * scale
         for array in (x, np.asfortranarray(x), x.T):
             assert mean(array) == float(np.mean(array))
+
+
+@pytest.mark.parametrize("v", [np.array([1.0, -2.5, 3.25]), np.arange(6.0)[::2],
+                               np.arange(12.0).reshape(3, 4)[:, 1], np.zeros(3)])
+def test_a_vec_spread_per_row_is_numpys_read_only_broadcast(v):
+    from lambdad.arraylib import per_row
+    m = np.ones((3, 5))
+    got = per_row(v, m)
+    expected = np.broadcast_to(v[:, None], m.shape)
+    assert got.shape == expected.shape and got.tobytes() == expected.tobytes()
+    assert not got.flags.writeable  # (never written into by a later operation)
+    assert np.shares_memory(got, v)
+    with pytest.raises(ValueError):
+        got[0, 0] = 1.0
+
+
+def test_a_vec_spread_per_row_of_a_sparse_cotangent_is_dense():
+    from lambdad.arraylib import per_row
+    got = per_row(Sparse((2,), 1, 4.0), np.ones((2, 3)))
+    assert got.tolist() == [[0.0, 0.0, 0.0], [4.0, 4.0, 4.0]]
