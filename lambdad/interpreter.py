@@ -359,6 +359,14 @@ class Interpreter:
             return self.guarded(function, *args)
         return self._outermost(function, args, 0, raising=False)
 
+    def apply_restartable(self, f: Any, arg: Any) -> Any:
+        """:meth:`restartable` ``self.apply(f, arg)`` in fewer frames: ``f arg`` run at depth
+        1 under the outermost guard, as :meth:`apply` runs it there (a repeated call of a
+        small array program pays each frame)."""
+        if self._guarded or self.instrumented:
+            return self.guarded(self.apply, f, arg)
+        return self._outermost(f, (arg,), 1, raising=False)
+
     def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any) -> Any:
         """:meth:`restartable` ``function(arg)`` with ``tape`` the current tape meanwhile
         (as :meth:`pin_tape` makes it): a prepared gradient's run, pinned and guarded in
