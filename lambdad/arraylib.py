@@ -214,6 +214,8 @@ class Sparse:
 
     def __mul__(self, other: Any) -> Any:
         if type(other) is float:  # scaled by a real: sparse still, each entry scaled
+            if self.left is None:  # (one entry: a maximum's one tie)
+                return Sparse(self.shape, self.position, self.value * other)
             positions, values = self.entries()
             return Sparse.of(self.shape, positions, [v * other for v in values])
         return dense(self) * dense(other)

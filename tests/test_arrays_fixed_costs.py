@@ -133,3 +133,12 @@ def test_a_vec_spread_per_row_of_a_sparse_cotangent_is_dense():
     from lambdad.arraylib import per_row
     got = per_row(Sparse((2,), 1, 4.0), np.ones((2, 3)))
     assert got.tolist() == [[0.0, 0.0, 0.0], [4.0, 4.0, 4.0]]
+
+
+def test_sparse_cotangents_scaled_by_a_real_scale_each_entry():
+    one = Sparse((4,), 2, 1.5) * -2.0
+    assert isinstance(one, Sparse) and one.entries() == ([2], [-3.0])
+    several = Sparse.of((4,), [0, 2, 0], [1.0, 0.25, 3.0]) * 4.0
+    assert several.entries() == ([0, 2, 0], [4.0, 1.0, 12.0])
+    row = Sparse((2, 3), 1, np.array([1.0, 2.0, 3.0])) * 0.5
+    assert row.dense().tolist() == [[0.0, 0.0, 0.0], [0.5, 1.0, 1.5]]
