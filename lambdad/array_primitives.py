@@ -66,7 +66,7 @@ _PROPAGATING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "div": (0,), "neg":
 def _elementwise(real: Primitive) -> Primitive:
     ufunc, check = arraylib.UFUNCS[real.name]
     cotangent_evaluate = arraylib.elementwise(real.spelling.symbol, real.evaluate, ufunc, check,
-                                              finite=False)
+                                              finite=False, arity=real.arity)
     accumulate = arraylib.in_place(ufunc, cotangent_evaluate)
     in_cotangents = arraylib.COTANGENT_RESULTS.get(real.name)
     if in_cotangents is not None:

@@ -49,9 +49,21 @@ def shape_text(x: Any) -> str:
 def quiet() -> Any:
     """The context in which array operations run: NumPy's floating-point warnings off, since
     a result that is not finite is an error raised with the operation's name (see _finite).
-    The interpreter enters it once around each run of a program with array operations (and
-    leaves it, whatever happens), so that an operation does not enter it each time."""
+    The interpreter runs each program with array operations under it (:func:`quietly`), and
+    enters it when a run under way compiles its first array code (and leaves it, whatever
+    happens), so that an operation does not enter it each time."""
     return np.errstate(all="ignore")
+
+
+def _called(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
+
+
+quietly: Callable[..., Any] = np.errstate(all="ignore")(_called)
+"""``quietly(function, *args)``: ``function(*args)`` under :func:`quiet`, NumPy's state put
+back as it was when it returns or raises.  (An ``errstate`` applied to a function: half the
+cost of entering and leaving one, which a small array program's call pays once; the
+``errstate`` object is only read.)"""
 
 
 _DOT_MOST = 10_000
@@ -130,6 +142,10 @@ def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
 # --------------------------------------------------------------------------- sparse cotangents
 
 
+_FEW_ENTRIES = 8
+"""Up to this many entries a sparse cotangent is added into an array entry by entry."""
+
+
 class Sparse:
     """A cotangent array zero but at some positions: a sum of one-hot cotangents of an
     array of ``shape`` (a position is an element number of a Vec, a row number of a Mat).
@@ -175,6 +191,12 @@ class Sparse:
 
     def _scatter(self, out: ARRAY) -> None:
         positions, values = self.entries()
+        if len(positions) <= _FEW_ENTRIES:
+            # (what `np.add.at` does, entry by entry in the same order, bit for bit, without
+            # its setup: a maximum's one tie, a few reads)
+            for position, value in zip(positions, values):
+                out[position] += value
+            return
         np.add.at(out, np.asarray(positions, dtype=np.intp), np.asarray(values))
 
     def __add__(self, other: Any) -> Any:
@@ -192,6 +214,8 @@ class Sparse:
 
     def __mul__(self, other: Any) -> Any:
         if type(other) is float:  # scaled by a real: sparse still, each entry scaled
+            if self.left is None:  # (one entry: a maximum's one tie)
+                return Sparse(self.shape, self.position, self.value * other)
             positions, values = self.entries()
             return Sparse.of(self.shape, positions, [v * other for v in values])
         return dense(self) * dense(other)
@@ -333,6 +357,10 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     if not finite:
+        if arity == 1:
+            return _named(lambda x: ufunc(x) if type(x) is ARRAY else evaluate(x), name)
+        if arity == 2:
+            return _named(_unchecked_binary(name, scalar, ufunc, evaluate), name)
         return _named(evaluate, name)
 
     def unary(x: Any) -> Any:
@@ -366,6 +394,26 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         return result if _finite_total(result) == 0.0 else _finite(name, result)
 
     return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
+
+
+def _unchecked_binary(name: str, scalar: Callable[..., float], ufunc: Callable[..., Any],
+                      evaluate: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """The binary ``evaluate`` of :func:`elementwise` without checks (not ``finite``): two
+    reals, and arrays and reals, take a short path that gives what it gives."""
+
+    def binary(x: Any, y: Any) -> Any:
+        kx, ky = type(x), type(y)
+        if kx is float and ky is float:
+            return scalar(x, y)
+        if (kx is ARRAY and (ky is ARRAY or ky is float)) or (kx is float and ky is ARRAY):
+            try:
+                return ufunc(x, y)
+            except ValueError:
+                _broadcast_check(name, (x, y))  # (raises, naming the shapes)
+                raise
+        return evaluate(x, y)
+
+    return binary
 
 
 def _untested_empty(name: str, result: ARRAY, args: Sequence[Any]) -> ARRAY:
@@ -504,11 +552,11 @@ def _power(x: Any, y: Any) -> Any:
 def _pow_check(x: Any, y: Any) -> str | None:
     if type(y) is float and y >= 0.0 and y.is_integer():
         return None  # a whole exponent >= 0: defined at every base
-    if type(x) is ARRAY and (x > 0).all():
-        return None
     if type(y) is ARRAY and y.size <= np.size(x) and ((y >= 0.0) & (y == np.floor(y))).all():
         # whole exponents >= 0, fewer than the bases (llsq's `outer t (ones n) ^ arange n`):
-        # defined at every base, told by the exponents alone
+        # defined at every base, told by the exponents alone (first: the smaller test)
+        return None
+    if type(x) is ARRAY and (x > 0).all():
         return None
     x, y = np.broadcast_arrays(x, y)
     bad = ((x < 0) & (y != np.floor(y))) | ((x == 0) & (y < 0))
@@ -687,9 +735,12 @@ def total(x: Any) -> float:
 
 
 def mean(x: ARRAY) -> float:
-    if x.size == 0:
+    size = x.size
+    if size == 0:
         raise DomainError("mean of an empty array")
-    return float(np.mean(x))
+    # (np.mean's own steps less its Python wrappers: the float64 sum divided by the count,
+    # bit for bit)
+    return float(_add_reduce(x, axis=None)) / size
 
 
 def maximum(x: ARRAY) -> float:
@@ -768,7 +819,7 @@ def maximum_share_sparse(x: ARRAY, top: Any) -> Any:
     sparse cotangent of its ties (so that ``maximum_share x r * a`` costs one comparison
     of x, not four passes over it); else the dense array."""
     if x.ndim == 1 and type(top) is not ARRAY:
-        ties = np.flatnonzero(x == top).tolist()
+        ties = (x == top).nonzero()[0].tolist()  # (np.flatnonzero less its wrapper)
         if ties:
             share = 1.0 / len(ties)
             return Sparse.of(x.shape, ties, [share] * len(ties))
@@ -785,8 +836,17 @@ def softmax(x: ARRAY) -> ARRAY:
 
 
 def per_row(v: ARRAY, m: ARRAY) -> ARRAY:
-    """``v`` (one number per row of ``m``) spread over the columns of ``m``."""
-    return np.broadcast_to(dense(v)[:, None], m.shape)
+    """``v`` (one number per row of ``m``) spread over the columns of ``m``: a read-only
+    view of ``v``, what ``np.broadcast_to(v[:, None], m.shape)`` makes, made directly (a
+    third of its cost, in a small array program's backward phase) when ``v`` is one
+    contiguous block of that many elements."""
+    v = dense(v)
+    shape = m.shape
+    if v.ndim == 1 and v.flags.c_contiguous and 0 < v.shape[0] == shape[0]:
+        view = ARRAY(shape, FLOAT, v, 0, (v.strides[0], 0))
+        view.flags.writeable = False
+        return view
+    return np.broadcast_to(v[:, None], shape)
 
 
 def dot(u: ARRAY, v: ARRAY) -> float:

@@ -53,7 +53,7 @@ from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .pieces import Line, cut_into_pieces, define_functions
 from .primitives import (FOLD, MAP, MUL, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, SPREAD,
-                         TWO_ARGUMENTS, Primitive)
+                         TWO_ARGUMENTS, DomainError, Primitive)
 from .syntax import (
     Annot,
     App,
@@ -684,7 +684,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         it is known).  The rules of the transformations write such applications (``2 - 1``
         in the derivative of ``x ^ 2``, unit partials of ``+``)."""
         if primitive.kind not in REAL_EXPRESSION_KINDS:
-            return None
+            return _CodeGenerator.folded_elementwise(primitive, atoms) \
+                if primitive.kind == "elementwise" else None
         for atom in atoms:  # (most atoms are names: this loop is the common path)
             if atom[0] not in _LITERAL_FIRST:
                 break
@@ -693,6 +694,21 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         if "1.0" not in atoms:  # (the common path: no unit operand)
             return None
         return _CodeGenerator.unit_operand(primitive, atoms)
+
+    @staticmethod
+    def folded_elementwise(primitive: Primitive, atoms: list[str]) -> str | None:
+        """The literal an elementwise ``primitive`` gives on the real literals ``atoms``
+        (the real operation's value, as a run computes it: ``-1`` of the derivative of
+        ``x - y``), or None: for other atoms, and where the evaluation fails or is not
+        finite (left to fail at run time)."""
+        values = [_literal_real(atom) for atom in atoms]
+        if None in values:
+            return None
+        try:
+            result = primitive.evaluate(*values)
+        except (DomainError, ArithmeticError, ValueError, TypeError):
+            return None
+        return _real_atom(result) if type(result) is float and math.isfinite(result) else None
 
     @staticmethod
     def unit_operand(primitive: Primitive, atoms: list[str]) -> str | None:

@@ -100,6 +100,14 @@ def _instrumenting(name: str) -> property:
     return property(operator.attrgetter(private), set_value)
 
 
+def _located_call(function: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``function(*args)``, a primitive's error located (:func:`located`)."""
+    try:
+        return function(*args)
+    except RAISED_IN_RUNS as exc:
+        raise located(exc) from None
+
+
 class Interpreter:
     """Evaluates source and target terms (call-by-value, left to right).
 
@@ -129,8 +137,9 @@ class Interpreter:
         self._guarded = False  # inside the outermost guard (of _run or guarded)
         self._pinned = 0  # nesting of using_tape
         # Whether a unit with array operations was compiled: then every run turns NumPy's
-        # floating-point warnings off (the operations check their own results), by the
-        # context in _quiet while it runs.
+        # floating-point warnings off (the operations check their own results): runs under
+        # arraylib.quietly, and a run that compiles the first such unit under the context
+        # in _quiet from then on (never both in one run: quietly only once _arrays is set).
         self._arrays = False
         self._quiet: Any = None
         self._units = itertools.count()
@@ -364,6 +373,14 @@ class Interpreter:
             return self.guarded(function, *args)
         return self._outermost(function, args, 0, raising=False)
 
+    def apply_restartable(self, f: Any, arg: Any) -> Any:
+        """:meth:`restartable` ``self.apply(f, arg)`` in fewer frames: ``f arg`` run at depth
+        1 under the outermost guard, as :meth:`apply` runs it there (a repeated call of a
+        small array program pays each frame)."""
+        if self._guarded or self.instrumented:
+            return self.guarded(self.apply, f, arg)
+        return self._outermost(f, (arg,), 1, raising=False)
+
     def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any) -> Any:
         """:meth:`restartable` ``function(arg)`` with ``tape`` the current tape meanwhile
         (as :meth:`pin_tape` makes it): a prepared gradient's run, pinned and guarded in
@@ -397,14 +414,14 @@ class Interpreter:
             # rescan the ever-growing graph of backpropagators, which can double the cost of
             # a run.
             gc.disable()
-            if self._arrays:
-                self._quiet = arraylib.quiet()
-                self._quiet.__enter__()
             self._depth = depth
             self._guarded = True
             if tape is not None:
                 self.tape, pinned = tape, True
                 self._pinned += 1
+            if self._arrays:
+                # (an error is located under it too: locating may run the code again)
+                return arraylib.quietly(_located_call, function, args)
             return function(*args)
         except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
             raise located(exc) from None

@@ -93,8 +93,7 @@ class Runtime:
         """``f arg`` for a run that computes a value and changes nothing else, so that it
         may run again from the start (:meth:`Interpreter.restartable`): it takes the
         raised recursion limits only if it needs them."""
-        interpreter = self.interpreter
-        return interpreter.restartable(interpreter.apply, f, arg)
+        return self.interpreter.apply_restartable(f, arg)
 
     def function_parts(self, f: Any) -> FunctionParts | None:
         """The λ-term and captured values of the closure ``f`` (or the built-in it applies),
