@@ -141,10 +141,14 @@ class _Recorder:
         self.producers: dict[int, int] = {}  # id(float) -> row index
         self.by_stamp: dict[int, Row] = {}
         self.keep: list[Any] = []  # keeps result floats alive so their ids stay unique
+        # The registered terms, kept alive for the same reason: the differentiator need not
+        # keep a transformed term, and a node made later could take a freed node's id.
+        self.registered: list[Term] = []
         self.collect_rows = True
         self.cursor = 0  # in later forward runs: which row the next primal event is
 
     def register(self, transformed: Term) -> None:
+        self.registered.append(transformed)
         primal, derivative_of = _rule_sites(transformed)
         self.primal |= primal
         self.derivative_of.update(derivative_of)

@@ -91,3 +91,21 @@ def test_the_rows_of_a_builtin_differentiated_as_a_value_have_no_place_of_their_
         text = format_trace(table, {"g.lam": "def g (x : R) : R = grad sqrt x * x\n"})
         assert "0:0" not in text
         assert "grad sqrt x * x  (1:21)" in text
+
+
+def test_the_recorder_keeps_each_registered_term_alive_so_its_ids_stay_unique():
+    # The recorder knows a transformed term's nodes by id; were a registered term freed,
+    # a node made later could take one of its ids and be taken for a derivative.
+    import gc
+    import weakref
+
+    from lambdad.trace import _Recorder
+
+    program = lambdad.loads("def f (x : R) : R = x * sin x")
+    term = program.decls["f"].value
+    recorder = _Recorder()
+    recorder.register(term)
+    watch = weakref.ref(term)
+    del term, program
+    gc.collect()
+    assert watch() is not None
