@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 from .errors import Span
+from .homomorphism import Differentiation
 from .iterate import run
 from .rules import (
     ZeroOf,
     backpropagator_zero,
-    Differentiation,
     BACKPROPAGATOR,
     LINEAR_PARAM,
     NameSupply,

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Set as AbstractSet
 
 from .errors import DifferentiationError, Span
+from .homomorphism import Differentiation
 from .iterate import run
 from .primitives import MAP, PRIMITIVES, SND, ZIP
 from .printer import print_type
 from .rules import (
     ZeroOf,
     tangent_zero,
-    Differentiation,
     TANGENT,
     contains_real,
     NameSupply,

@@ -19,7 +19,7 @@ level cannot be confused with the inner one's input (Siskind and Pearlmutter's t
 1) — and a function defined by ``let`` or at top level is bound to the image of its
 definition.  The expansion is applied innermost first, so the term handed to a
 transformation differentiates only through a use left in place (below); the outer transformations then meet the linear
-constructs of the inner ones, whose rules (``rules.Differentiation``) give every level a
+constructs of the inner ones, whose rules (``homomorphism.Differentiation``) give every level a
 ring of its own (``d``, ``d<R * R>``, ``d<R * (R -o d)>``, ...).
 
 Before expanding, definitions that differentiate a function they are given (the prelude's

@@ -23,6 +23,7 @@ LAYERS = [
     {"unify"},
     {"array_typing"},
     {"typecheck", "rules"},
+    {"homomorphism"},
     {"spines"},
     {"batching"},
     {"tape"},
@@ -125,7 +126,8 @@ def test_transformations_and_interpreter_do_not_know_each_other():
     assert not interpreter & {"forward", "backward", "simplify", "parser", "typecheck"}
 
 
-TRANSFORMATIONS = {"forward", "backward", "simplify", "fuse", "rules", "nesting"}
+TRANSFORMATIONS = {"forward", "backward", "simplify", "fuse", "rules", "homomorphism",
+                   "nesting"}
 
 
 def reachable_from(module, graph):
