@@ -26,7 +26,9 @@ Generated code reaches the run time only through the functions of a :class:`Runt
 The code generator is a set of generator functions driven by :func:`lambdad.iterate.run`,
 so terms nested 10^4 deep compile.  Its arms for the linear constructs (``\\a -o e``,
 ``zero``, ``<+>``, ``seed``, ``cotangent``) are the mixin :class:`lambdad.lineargen.LinearBodies`,
-and batched folds the mixin :class:`lambdad.foldgen.BatchedFolds`.
+and batched folds the mixin :class:`lambdad.foldgen.BatchedFolds`; the peephole decisions
+about one primitive application (literals folded, unit operands, operands a backpropagator's
+array operation may reuse) are the functions of :mod:`lambdad.peephole`.
 """
 
 from __future__ import annotations
@@ -46,14 +48,13 @@ from .errors import EvalError, ResourceError, Span
 from .batching import BatchedFold
 from .foldgen import BatchedFolds
 from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, MAKES, TESTS, UNPACKS, _Function,
-                        _folded_literals, _lifted_reals, _literal_real, _real_atom,
-                        _source_atoms)
+                        _lifted_reals, _literal_real, _real_atom, _source_atoms)
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
+from .peephole import _LITERAL_FIRST, folded_atom, held_operands, spread_operand, unit_operand
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import (FOLD, MAP, MUL, NEW_ARRAY, PRIMITIVES, REAL_EXPRESSION_KINDS, SPREAD,
-                         TWO_ARGUMENTS, DomainError, Primitive)
+from .primitives import FOLD, MAP, NEW_ARRAY, PRIMITIVES, SPREAD, TWO_ARGUMENTS, Primitive
 from .syntax import (
     Annot,
     App,
@@ -104,20 +105,10 @@ def _positional(template: str, params: tuple[str, ...]) -> str:
     return template.format(**{param: f"{{{index}}}" for index, param in enumerate(params)})
 
 
-_LITERAL_FIRST = frozenset("0123456789.(")
 _BOOL_ATOMS = frozenset(("True", "False"))
-# The operations whose unit is 1 (`1 * x`, `x / 1`, `x ^ 1` are x bit for bit; an additive
-# unit is not: `0 + -0.0` is 0.0).
-_LEFT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
-                           if p.laws is not None and p.laws.left_unit == 1.0)
-_RIGHT_UNIT_ONE = frozenset(p.name for p in PRIMITIVES.values()
-                            if p.laws is not None and p.laws.right_unit == 1.0)
-
 
 _ARRAY_KINDS = frozenset(("elementwise", "array"))
 """The kinds of the array entries of the table."""
-
-_ARRAY_MUL = PRIMITIVES[MUL.on_arrays]
 
 # The kinds of primitive a body may apply and still run straight through (no closure
 # called, no derivative taken): see _CodeGenerator.untested_arrays.
@@ -533,11 +524,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         hook for kind ``ad``).  The line is recorded for error locations."""
         key = None
         if not self.instrumented:
-            folded = self.folded(primitive, atoms)
+            folded = folded_atom(primitive, atoms)
             if folded is None and primitive.kind == "elementwise" and fn.deferred is not None:
                 # `1 * a` of a cotangent array in a backpropagator's body is `a`, bit for
                 # bit (its finiteness is checked in the gradient, as the product's would be)
-                unit = self.unit_operand(primitive, atoms)
+                unit = unit_operand(primitive, atoms)
                 if unit is not None:
                     # (held by this application now, if it was by its operand)
                     held = fn.owned.get(unit)
@@ -590,7 +581,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             # elementwise operation with an operand that is a new array made right there
             # for it (the partial sum of `u1 + u2 + u3`, the product `z * a` in
             # `2 * (z * a)`, say) writes into it
-            spread = self.spread_operand(primitive, atoms, fn)
+            spread = spread_operand(primitive, atoms, fn)
             if spread is not None:
                 # `x * spread x c` is `x * c` bit for bit: the real broadcast by the
                 # product, no array of copies of c made (sum's cotangent, multiplied by
@@ -600,7 +591,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 args = ", ".join(atoms)
                 into: tuple[int, ...] = ()
             else:
-                into = (self.held_operands(term, atoms, fn)
+                into = (held_operands(term, atoms, fn)
                         if primitive.accumulate is not None and not self.instrumented else ())
             if not into:
                 fn.emit(f"{t} = {self.evaluator(primitive, True)}({args})", atoms, site, pure)
@@ -646,79 +637,6 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         elif key is not None:
             fn.computed[key] = (fn.blocks, t)
         return t
-
-    @staticmethod
-    def spread_operand(primitive: Primitive, atoms: Sequence[str], fn: _Function
-                       ) -> tuple[int, str] | None:
-        """For a product of arrays in a backpropagator's body, one of whose operands was
-        made by ``spread x c`` (an array of x's shape, every element c) where the other
-        operand is x itself: that operand's number and the atom of c; else None."""
-        if primitive is not _ARRAY_MUL or not fn.spreads:
-            return None
-        for k in (0, 1):
-            made = fn.spreads.get(atoms[k])
-            if made is not None and made[0] == atoms[1 - k]:
-                return k, made[1]
-        return None
-
-    @staticmethod
-    def held_operands(term: Prim | None, atoms: Sequence[str], fn: _Function
-                      ) -> tuple[int, ...]:
-        """The numbers of the operands of ``term`` (an application in a backpropagator's
-        body, its operands ``atoms``) held by it alone: each an array made right there as
-        that operand (an application whose result is new, or a view or the operand itself
-        of one held so: ``cotangent_memory`` in the table), or bound by ``let`` to a name
-        used there only, which nothing else in the body can read.  The operation may write
-        into one of them."""
-        if term is None:
-            return ()
-        return tuple(k for k, atom in enumerate(atoms) if fn.owned.get(atom) is term.args[k])
-
-    @staticmethod
-    def folded(primitive: Primitive, atoms: list[str]) -> str | None:
-        """The atom of ``primitive`` applied to ``atoms`` when no operation is needed, else
-        None: on literals it is the literal the table's own evaluation gives (bit for bit
-        what the run would compute; an application that fails or is not finite is left to
-        fail at run time), and ``1 * x``, ``x * 1``, ``x / 1`` and ``x ^ 1`` are ``x``, bit
-        for bit (its finiteness is the result's: :meth:`apply_primitive` checks it unless
-        it is known).  The rules of the transformations write such applications (``2 - 1``
-        in the derivative of ``x ^ 2``, unit partials of ``+``)."""
-        if primitive.kind not in REAL_EXPRESSION_KINDS:
-            return _CodeGenerator.folded_elementwise(primitive, atoms) \
-                if primitive.kind == "elementwise" else None
-        for atom in atoms:  # (most atoms are names: this loop is the common path)
-            if atom[0] not in _LITERAL_FIRST:
-                break
-        else:
-            return _folded_literals(primitive, atoms)
-        if "1.0" not in atoms:  # (the common path: no unit operand)
-            return None
-        return _CodeGenerator.unit_operand(primitive, atoms)
-
-    @staticmethod
-    def folded_elementwise(primitive: Primitive, atoms: list[str]) -> str | None:
-        """The literal an elementwise ``primitive`` gives on the real literals ``atoms``
-        (the real operation's value, as a run computes it: ``-1`` of the derivative of
-        ``x - y``), or None: for other atoms, and where the evaluation fails or is not
-        finite (left to fail at run time)."""
-        values = [_literal_real(atom) for atom in atoms]
-        if None in values:
-            return None
-        try:
-            result = primitive.evaluate(*values)
-        except (DomainError, ArithmeticError, ValueError, TypeError):
-            return None
-        return _real_atom(result) if type(result) is float and math.isfinite(result) else None
-
-    @staticmethod
-    def unit_operand(primitive: Primitive, atoms: list[str]) -> str | None:
-        """``x`` for ``1 * x``, ``x * 1``, ``x / 1`` and ``x ^ 1``, else None."""
-        if "1.0" in atoms and len(atoms) == 2:
-            if atoms[0] == "1.0" and primitive.name in _LEFT_UNIT_ONE:
-                return atoms[1]
-            if atoms[1] == "1.0" and primitive.name in _RIGHT_UNIT_ONE:
-                return atoms[0]
-        return None
 
     def lam(self, term: Lam, fn: _Function):
         """``\\x -> e``: a lifted function of (captured..., x); its closure as the value.

@@ -88,7 +88,7 @@ class _Function:
         # apart ``(UNPACKS,)``.
         self.roles: dict[int, tuple] = {}
         # In a linear body: the atoms of arrays made by `spread x c`, each with the atoms of
-        # x and c (see _CodeGenerator.spread_operand).
+        # x and c (see lambdad.peephole.spread_operand).
         self.spreads: dict[str, tuple[str, str]] = {}
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
@@ -143,7 +143,7 @@ def _literal_real(atom: str) -> float | None:
 
 def _folded_literals(primitive: Primitive, atoms: list[str]) -> str | None:
     """The literal ``primitive`` gives on the literals ``atoms`` (see
-    :meth:`_CodeGenerator.folded`), or None."""
+    :func:`lambdad.peephole.folded_atom`), or None."""
     values = [_literal_real(atom) for atom in atoms]
     result = None if None in values else primitive.value_at(*values)
     if result is None:

@@ -32,7 +32,7 @@ LAYERS = [
     {"guard", "limits"},
     {"pieces"},
     {"generated"},
-    {"foldgen", "lineargen"},
+    {"foldgen", "lineargen", "peephole"},
     {"codegen"},
     {"interpreter", "nesting"},
     {"graph", "calling"},
@@ -143,8 +143,8 @@ def reachable_from(module, graph):
 
 # The run time: the interpreter and what it runs on (code generation and its parts, the
 # guard and limits, tapes, values, the reals of values, the batched-fold plan).
-RUN_TIME = ("interpreter", "codegen", "foldgen", "lineargen", "generated", "pieces", "guard",
-            "limits", "tape", "values", "reals", "batching")
+RUN_TIME = ("interpreter", "codegen", "foldgen", "lineargen", "peephole", "generated", "pieces",
+            "guard", "limits", "tape", "values", "reals", "batching")
 # What writes or checks a program: the transformations, the AD glue that transforms a
 # closure (hooked into the interpreter by runtime.Runtime, never imported by it), the parser
 # and the type checker.
