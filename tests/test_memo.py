@@ -4,7 +4,7 @@ least recently used forgotten first, and a forgotten entry is recomputed, never 
 import pytest
 
 import lambdad
-from lambdad import differentiate
+from lambdad import images
 from lambdad.memo import Memo
 
 
@@ -42,7 +42,7 @@ def gradients(program):
 def test_the_differentiator_keeps_no_more_than_its_bounds(monkeypatch):
     expected = gradients(lambdad.loads(SOURCE))
     for name in ("_UNITS_KEPT", "_ANALYSES_KEPT", "_PIECES_KEPT", "_IMAGES_KEPT"):
-        monkeypatch.setattr(differentiate, name, 2)
+        monkeypatch.setattr(images, name, 2)
     program = lambdad.loads(SOURCE)
     kept = program.runtime.differentiator
     for _ in range(2):  # twice: what was forgotten is made again, to the same results

@@ -521,16 +521,16 @@ def test_a_vjp_whose_result_holds_a_function_is_refused():
 def test_a_hessian_by_another_strategy_runs_that_strategys_backward_program(monkeypatch):
     """Forward mode over ←D runs ←D as the strategy evaluates it: after a factored
     Hessian, a fused one on the same program fuses what it does on a fresh program."""
-    from lambdad import differentiate
+    from lambdad import images
 
     fusions = []
-    fused = differentiate.fused_backward_term
+    fused = images.fused_backward_term
 
     def counting(*args, **kwargs):
         fusions.append(1)
         return fused(*args, **kwargs)
 
-    monkeypatch.setattr(differentiate, "fused_backward_term", counting)
+    monkeypatch.setattr(images, "fused_backward_term", counting)
     source = "def f (x : R) (y : R) : R = x * x * y + sin y\n"
     lambdad.loads(source).hessian("f", (1.0, 2.0), strategy="fused")
     on_a_fresh_program = len(fusions)
