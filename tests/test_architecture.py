@@ -10,6 +10,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "lambdad"
 # listed as allowed below).
 LAYERS = [
     {"iterate", "errors", "persistent", "document", "lalr", "memo"},
+    {"sparse"},
     {"arraylib"},
     {"syntax"},
     {"primitive_entry"},
