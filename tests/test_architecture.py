@@ -358,3 +358,10 @@ def test_a_construct_without_arms_is_caught_by_every_pass():
         (name, "Forgotten") for name in PASSES if name != "traversal")
     with pytest.raises(AttributeError):  # a class not declared with @node has no shape
         syntax.children(type("Undeclared", (syntax.Term,), {"__slots__": ()})())
+
+
+def test_no_module_is_over_a_thousand_lines():
+    # STYLE 24: small modules, split by job; a module outgrowing this is split, not waived.
+    long = {module_of(path): count for path in source_files()
+            if (count := len(path.read_text(encoding="utf-8").splitlines())) > 1000}
+    assert not long, f"modules over 1000 lines: {long}"
