@@ -24,7 +24,6 @@ from typing import Any
 
 from . import backward as backward_mode
 from . import forward as forward_mode
-from .arraylib import ARRAY
 from .errors import UNPLACED, DifferentiationError, LambdadError, TypeCheckError
 from .interpreter import Interpreter
 from . import nesting
@@ -66,6 +65,13 @@ _PROGRAM = "program"
 def _zero_tangent(r: Any) -> tuple[Any, Any]:
     """A captured constant under →D: its tangent is zero (of its shape, for an array)."""
     return (r, 0.0) if type(r) is float else (r, np.zeros(r.shape))
+
+
+def _constant(r: Any, mode: str) -> tuple[Any, Any]:
+    """The real or array ``r`` embedded as a constant at one level of ``mode`` (AD.md
+    section 6): paired with a zero tangent under →D, with the zero backpropagator under ←D
+    (on no tape: an embedding made for one run serves the next)."""
+    return _zero_tangent(r) if mode == FORWARD else (r, ZERO)
 
 
 _CLOSURE_TYPE_DEPTH = 20
@@ -155,8 +161,9 @@ class Images:
         return (kind, modes, id(lam), identity, self.interpreter.instrumented, inner_reverse)
 
     def _image_key(self, f: Any, modes: tuple[str, ...]) -> tuple:
-        """Where the image of the function value ``f`` under ``modes`` is kept: by the
-        strategy set (its ←D, its backward phase) and the variant compiled."""
+        """Where the image of the function value ``f`` under ``modes`` is kept (or, for
+        ``f`` the code closures share, what makes their images): by the strategy set (its
+        ←D, its backward phase) and the variant compiled."""
         return (id(f), modes, self.strategy, self.interpreter.instrumented)
 
     def _compiled_lambda(self, lam: Lam, names: tuple[str, ...], modes: tuple[str, ...],
@@ -262,11 +269,7 @@ class Images:
 
         def constant(r: Any) -> Any:
             for mode in modes:
-                if mode == FORWARD:
-                    r = map_value(r, is_real, _zero_tangent)
-                else:
-                    zero = ZERO  # on no tape: an embedding made for one run serves the next
-                    r = map_value(r, is_real, lambda x: (x, zero))
+                r = map_value(r, is_real, lambda x: _constant(x, mode))
             return r
 
         def embed(v: Any) -> Any:
@@ -301,7 +304,7 @@ class Images:
             return found[1]
         code = interpreter.closure_code(f)
         if code is not None:
-            plain_key = (id(code[0]), modes, self.strategy, interpreter.instrumented)
+            plain_key = self._image_key(code[0], modes)  # (by the closures' code)
             # (not remembered: another closure of code seen before is made afresh, mostly,
             # such as a closure over the values of one call, which a table would keep alive)
             image = self._plain_image(plain_key, code, modes, tape)
@@ -365,9 +368,8 @@ class Images:
             mode = modes[0]
             env = []
             for value in captured:
-                kind = type(value)
-                if kind is float or kind is ARRAY:  # (a constant real or array, mostly)
-                    env.append(_zero_tangent(value) if mode == FORWARD else (value, ZERO))
+                if type(value) in SCALAR_TYPES:  # (a constant real or array, mostly)
+                    env.append(_constant(value, mode))
                 elif callable(value):
                     return None
                 else:
