@@ -47,7 +47,7 @@ import attrs
 from .errors import EvalError, ResourceError, Span
 from .batching import BatchedFold
 from .foldgen import BatchedFolds
-from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, MAKES, TESTS, UNPACKS, _Function,
+from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, MAKES, TESTS, UNPACKS, ZERO_IF, _Function,
                         _lifted_reals, _literal_real, _real_atom, _source_atoms)
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
@@ -129,6 +129,19 @@ def _single_uses(term: Term) -> dict[str, Var | None]:
         inner = in_lambda or node.__class__ is Lam or node.__class__ is LinLam
         stack.extend((child, inner) for child in children(node))
     return found
+
+
+def _zero_if_zero(line: Line, role: tuple | None) -> Line:
+    """``line``, making a backpropagator, with the test that makes it the zero one when
+    all it sends to are (role ZERO_IF, lambdad.lineargen): written in units with array
+    operations, whose cotangents are worth not computing; in the others the test would
+    cost about what it saves."""
+    if role is None or role[0] != ZERO_IF:
+        return line
+    indent, text, site, pure, uses = line
+    _, atom, sent = role
+    tests = " and ".join(f"{g} is _Z" for g in sent)
+    return (indent, f"{atom} = _Z if {tests} else {text[len(atom) + 3:]}", site, pure, uses)
 
 
 class _CodeGenerator(BatchedFolds, LinearBodies):
@@ -311,6 +324,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         are dropped then: for a long program they take more memory than its text, and the
         statements of every function need not exist at once."""
         out = self.out
+        if self.arrays and fn.roles:
+            fn.lines = [_zero_if_zero(line, fn.roles.get(id(line))) for line in fn.lines]
         dead = self.dead_statements(fn.lines)
         kept = [line for index, line in enumerate(fn.lines) if index not in dead] \
             if dead else fn.lines

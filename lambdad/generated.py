@@ -109,6 +109,9 @@ class _Function:
 
 # The roles of statements (_Function.roles).
 TESTS, MAKES, UNPACKS = "tests", "makes", "unpacks"
+# A backpropagator made over a body sending only to captured ones, which is the zero one
+# when they all are (lambdad.lineargen): (ZERO_IF, its atom, the atoms of those).
+ZERO_IF = "zero if"
 
 
 def _literal_atom(text: str) -> str | None:

@@ -14,10 +14,11 @@ These are arms of the code generator (:class:`lambdad.codegen._CodeGenerator`), 
 
 from __future__ import annotations
 
+import re
 import types
 
 from .errors import EvalError
-from .generated import _MAX_ARITY, _MAX_IF_DEPTH, _Function
+from .generated import _MAX_ARITY, _MAX_IF_DEPTH, ZERO_IF, _Function
 from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB
 from .syntax import App, Builtin, Const, Let, LetPair, LinLam, Plus, ReadOff, Seed, Term, Var, Zero
 
@@ -54,6 +55,101 @@ def _stageable(body: Term) -> bool:
     return True
 
 
+_SMALL_BODY = 64
+
+
+def _sent_to(body: Term) -> frozenset[str] | None:
+    """The variables a stageable linear body (:func:`_stageable`) sends cotangents to, when
+    every one of its applications sends to a variable bound outside it; else None.  Also
+    None for a body of more than ``_SMALL_BODY`` nodes along its staging spine (a fused
+    region's body, which is seldom all sent to zero, and whose walk would cost the first
+    gradient of a long program)."""
+    targets: set[str] = set()
+    bound: set[str] = set()
+    work = [body]
+    budget = _SMALL_BODY
+    while work:
+        budget -= 1
+        if budget < 0:
+            return None
+        t = work.pop()
+        if isinstance(t, Plus):
+            work.extend((t.right, t.left))
+        elif isinstance(t, Let):
+            bound.add(t.name)
+            work.append(t.body)
+        elif isinstance(t, LetPair):
+            bound.update((t.first, t.second))
+            work.append(t.body)
+        elif isinstance(t, App):
+            if not isinstance(t.fn, Var):
+                return None
+            targets.add(t.fn.name)
+    if not targets or targets & bound:
+        return None
+    return frozenset(targets)
+
+
+_ASSIGNED = re.compile(r"(t\d+) = ")
+_GUARD = re.compile(r"if (\w+) is not _Z:$")
+# Calls with an effect beyond their value, which stay where the rules put them.
+_EFFECTS = ("_st(", "_newbp(", "_seed(", "_readoff(", "_ad(", "_ev(", "_ahead(")
+
+
+def _sunk_into_guards(lines: list) -> list:
+    """The statements of a linear body's ``lines`` rearranged so that a value computed
+    only for what one backpropagator is sent is computed under that backpropagator's test
+    (``if g is not _Z:``, :meth:`LinearBodies.staged`): a fused body computes its shared
+    values first, and a constant's share of them would otherwise be computed for nothing.
+    Only assignments of one temporary at the body's outer level move, and they keep their
+    order."""
+    if not lines:
+        return lines
+    base = min(line[0] for line in lines)
+    # The outer-level guards: the index of each `if` and of the lines under it.
+    block_of: dict[int, int] = {}
+    guard = None
+    for index, line in enumerate(lines):
+        if line[0] == base:
+            guard = index if _GUARD.match(line[1]) else None
+        elif guard is not None:
+            block_of[index] = guard
+    if not block_of:
+        return lines
+    users: dict[str, set[int]] = {}
+    for index, line in enumerate(lines):
+        for used in line[4]:
+            users.setdefault(used, set()).add(block_of.get(index, -1 - index))
+    moved: dict[int, list] = {}  # guard index -> the statements moved under it, in order
+    gone: set[int] = set()
+    for index in range(len(lines) - 1, -1, -1):
+        indent, text, site, pure, uses = lines[index]
+        match = _ASSIGNED.match(text)
+        if indent != base or match is None or any(call in text for call in _EFFECTS):
+            continue
+        where = users.get(match.group(1))
+        if where is None or len(where) != 1:
+            continue
+        target = next(iter(where))
+        if target < 0:
+            continue
+        moved.setdefault(target, []).insert(0, (indent + 1, text, site, pure, uses))
+        gone.add(index)
+        for used in uses:  # its operands are now used under that guard
+            places = users[used]
+            places.discard(-1 - index)
+            places.add(target)
+    if not gone:
+        return lines
+    out = []
+    for index, line in enumerate(lines):
+        if index in gone:
+            continue
+        out.append(line)
+        out.extend(moved.get(index, ()))
+    return out
+
+
 class LinearBodies:
     """The arms of the code generator for the linear constructs (see the module
     docstring)."""
@@ -83,13 +179,16 @@ class LinearBodies:
         param = child.fresh("v")
         name = self.fresh("_f")
         self.bind(child, term.param, param)
-        if _stageable(term.body):
+        stageable = _stageable(term.body)
+        if stageable:
             if not self.instrumented:
                 child.deferred = {}
             yield self.staged(term.body, child)
             if child.deferred:
                 self.deferred_checks(child)
                 self.namespace["__lambdad_deferred__"].add(name)
+            if self.arrays and not self.instrumented:
+                child.lines = _sunk_into_guards(child.lines)
         else:
             body = yield self.gen(term.body, child)
             child.emit(f"return {body}", (body,))
@@ -106,7 +205,19 @@ class LinearBodies:
         span = self.constant(term.span)
         # One call (stamping and the record, see Tape.backprop_maker): shorter to compile
         # and no slower to run than the same statements inline.
-        fn.emit(f"{t} = _newbp({name}, {closed}, {span})", values)
+        make = f"_newbp({name}, {closed}, {span})"
+        targets = stageable and not self.instrumented and _sent_to(term.body)
+        if targets:
+            # A body sending only to zero backpropagators (a constant's, an argument's
+            # that is not differentiated) is the zero map: the backpropagator is `zero`,
+            # so that what would be sent to it is not computed either (AD.md section 3).
+            # The test is written in where the cotangents are arrays (codegen.write_out).
+            by_source = dict(zip((source for source, _ in captured), values))
+            sent = tuple(by_source.get(v) for v in sorted(targets))
+            fn.emit(f"{t} = {make}", values,
+                    role=None if None in sent else (ZERO_IF, t, sent))
+        else:
+            fn.emit(f"{t} = {make}", values)
         return t
 
     def deferred_checks(self, fn: _Function) -> None:

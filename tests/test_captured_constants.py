@@ -121,3 +121,44 @@ def test_forward_over_reverse_with_a_captured_matrix(program):
         g, hv = program.call("curvature", (m, c))
         assert np.allclose(g, gradient(c))
         assert np.allclose(hv, along, atol=1e-5)
+
+
+# A function called with a constant argument is compiled for any argument: at run time the
+# argument's backpropagator is the zero one, and so is each backpropagator sending only to
+# it; what would be sent to them is not computed (in a fused body, not even the values
+# computed only for them).
+CONSTANT_ARGUMENT = (
+    "def scaled (x : Vec) (s : R) : Vec =\n"
+    "  let h = 2 / s in\n"
+    "  let step (y : Vec) _ = h / 2 * (y * x) in\n"
+    "  fold step x (range 2)\n"
+    "def g (x : Vec) (s : R) : Vec = grad (\\y -> sum (scaled y s)) x\n"
+    "def h (x : Vec) (s : R) : Vec * R = grad (\\(y, t) -> sum (scaled y t)) (x, s)\n")
+
+
+@pytest.mark.parametrize("strategy", ["fused", "factored"])
+def test_no_array_work_for_the_share_of_a_constant_argument(monkeypatch, strategy):
+    import attrs
+    entry = PRIMITIVES["array.mul"]
+    products = []
+
+    def counted(*args):
+        products.append(args)
+        return entry.cotangent_evaluate(*args)
+
+    monkeypatch.setitem(PRIMITIVES._entries, "array.mul",
+                        attrs.evolve(entry, cotangent_evaluate=counted))
+    program = lambdad.loads(CONSTANT_ARGUMENT)
+    program.set_strategy(strategy)
+    x = np.array([1.0, 2.0, 3.0])
+    # y_{k+1} = (1/s) y_k x, so y_2 = x^3 / s^2, whose derivative in x is 3 x^2 / s^2
+    assert np.allclose(program.call("g", (x, 4.0)), 3 * x * x / 16)
+    # two steps, each scaling the cotangent by h / 2, then sending it times x to y and times
+    # y to x; the share of h (a product and a sum per step) is not computed
+    assert len(products) == 6
+    products.clear()
+    # with s differentiated, its share is computed: a product more per step
+    gradient_x, gradient_s = program.call("h", (x, 4.0))
+    assert np.allclose(gradient_x, 3 * x * x / 16)
+    assert np.isclose(gradient_s, -2 * (x ** 3).sum() / 4 ** 3)
+    assert len(products) == 8
