@@ -641,7 +641,9 @@ class _Inference(ArrayTyping):
             raise TypeCheckError(f"{_describe_function(term.fn)} is not a function; it has type "
                                  f"{shown}", _span(term.fn), _indexing_hint(term, fn_type))
         arg_type = yield self._visit(term.arg)
-        if term.fn.__class__ is Var and term.fn.name in ARRAY_NAMESAKES \
+        # (a Builtin: one elaborated already, typed again when a definition that
+        # differentiates is written out)
+        if term.fn.__class__ in (Var, Builtin) and term.fn.name in ARRAY_NAMESAKES \
                 and isinstance(self._resolve(arg_type), ArrayT):
             return self._namesake_on_array(term, arg_type)
         self._expect(fn_type.arg, arg_type, term.arg,

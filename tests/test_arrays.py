@@ -421,3 +421,14 @@ def test_a_cotangent_summed_down_the_rows_is_the_column_sums_of_any_layout():
     m, b = RNG.normal(size=(50, 4)), RNG.normal(size=4)
     _, (_, gb) = program.value_and_grad("f", (m, b))
     assert np.allclose(gb, (1 - np.tanh(m + b) ** 2).sum(axis=0), rtol=1e-13)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_namesake_of_a_matrix_in_a_definition_that_differentiates_is_shown(mode):
+    # `sum p` of a Mat is elaborated to the array primitive when the program is typed;
+    # writing out the `jvp (grad ...)` of the definition types the elaborated term again
+    program = lambdad.loads(
+        "def c (n : R) (p : Mat) (x : Mat) : R = n - sum (maximum_rows (p @ transpose x))\n"
+        "def d (p : Mat) (x : Mat) : Mat = fst (jvp (grad (c (sum p) p)) x x)\n")
+    shown = program.show("d", forward=mode == "forward", reverse=mode == "reverse")
+    assert "sum x" in shown and "maximum_rows" in shown
