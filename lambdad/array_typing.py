@@ -120,9 +120,46 @@ class ArrayTyping(_Unifier):
         # a linear abstraction's parameter that is not an array ranges over its ring
         for param, ring, term in self.linear_params:
             if not isinstance(self._resolve(param), ArrayT):
-                self._expect(ring, param, term,
+                self._expect(ring, self._ring_of(param), term,
                              lambda e, a: f"expected {e}, but this has type {a}")
         self.linear_params = []
+
+    def _undetermined(self, t: Type) -> bool:
+        """Whether the type ``t`` or a component of its pairs is still unknown."""
+        work = [t]
+        while work:
+            t = self._resolve(work.pop())
+            if isinstance(t, VarT) and _flexible(t):
+                return True
+            if isinstance(t, PairT):
+                work.extend((t.first, t.second))
+        return False
+
+    def _holds_array(self, t: Type) -> bool:
+        """Whether the type ``t`` is an array, or arrays paired as a nesting level pairs
+        them (``Vec * Vec`` under →D, ``Vec * (Vec -o d)`` under ←D, and so on)."""
+        t = self._resolve(t)
+        while isinstance(t, PairT):
+            t = self._resolve(t.first)
+        return isinstance(t, ArrayT)
+
+    def _ring_of(self, cotangent: Type) -> Type:
+        """The ring of a backpropagator taking ``cotangent``: the cotangent itself, its
+        arrays read as their scalars (AD.md section 10: ``Vec -o d``, and at a nesting
+        level ``Vec * Vec -o d<R * R>`` under →D, ``Vec * (Vec -o d) -o d<R * (R -o d)>``
+        under ←D).  The cotangent itself when it holds no array."""
+        t = self._resolve(cotangent)
+        if isinstance(t, ArrayT):
+            return REAL
+        if isinstance(t, PairT):
+            first, second = self._ring_of(t.first), self._ring_of(t.second)
+            if first is t.first and second is t.second:
+                return cotangent
+            return PairT(first, second, arity=t.arity)
+        if isinstance(t, FunT):
+            arg = self._ring_of(t.arg)
+            return cotangent if arg is t.arg else FunT(arg, t.result)
+        return cotangent
 
     def _array_type(self, term: Prim, primitive: Primitive, resolved: list[Type]) -> Type:
         """:meth:`_array_result` of operands whose types ``resolved`` are known (but for
@@ -176,16 +213,19 @@ class ArrayTyping(_Unifier):
 
     def _seeded_array(self, t: Type, ring: Type) -> bool:
         """Whether ``t`` is ``Vec * (Vec -o d)`` (←D of an array; ``Mat`` alike), the
-        ring ``ring`` then being R."""
-        if not isinstance(t, PairT) or not isinstance(self._resolve(t.first), ArrayT):
+        ring ``ring`` then being R; or, at a nesting level, arrays paired as the level pairs
+        them with their backpropagator, ``A * (A -o d<K>)`` (``A = Vec * Vec`` under →D),
+        the ring being ``A``'s scalars (:meth:`_ring_of`)."""
+        if not isinstance(t, PairT) or not self._holds_array(t.first):
             return False
         back = self._resolve(t.second)
         if not (isinstance(back, FunT) and isinstance(self._resolve(back.result), CotangentT)):
             return False
+        scalars = self._ring_of(t.first)
         try:
             self._expect(self._resolve(t.first), back.arg, Var("x"), lambda e, a: "")
-            self._expect(CotangentT(REAL), back.result, Var("x"), lambda e, a: "")
-            self._expect(REAL, ring, Var("x"), lambda e, a: "")
+            self._expect(CotangentT(scalars), back.result, Var("x"), lambda e, a: "")
+            self._expect(scalars, ring, Var("x"), lambda e, a: "")
         except TypeCheckError:
             return False
         return True

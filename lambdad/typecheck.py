@@ -225,6 +225,9 @@ class _Inference(ArrayTyping):
         self.primitive_entries: dict[str, tuple[Primitive, int, Type | None]] = {}
         # The parameter type of a linear abstraction paired with an array (see _pair).
         self.cotangent_hints: dict[int, Type] = {}
+        # Backpropagators (linear abstractions, seeds) paired with a value of a type not
+        # known yet, by id: their ring waits until it is (arrays at a nesting level).
+        self.late_rings: set[int] = set()
         # The arms of nodes without sub-terms: plain functions, not steps.
         self.leaves: dict[type, Callable[[Any], Type]] = {
             Const: self._const,
@@ -266,8 +269,9 @@ class _Inference(ArrayTyping):
         if expected is not None:
             self._expect(expected, result, term,
                          message or (lambda e, a: f"expected {e}, but this has type {a}"))
-        if self.pending:
+        if self.pending or self.linear_params:
             self._solve_pending()
+        self.late_rings.clear()
         self.level = 0
         # Every variable left is generalised (their levels are all >= 1), except those fixed
         # by the environment or the caller; name them in order of first occurrence, the
@@ -706,9 +710,12 @@ class _Inference(ArrayTyping):
         if term.second.__class__ is LinLam or term.second.__class__ is Seed:
             # (v, \a -o e), what ←D makes of an array: a value and its backpropagator,
             # whose parameter is a cotangent of the value (AD.md section 10)
+            # (at a nesting level, the value is arrays paired: `Vec * Vec` under →D)
             found = self._resolve(first)
-            if isinstance(found, ArrayT):
+            if self._holds_array(found):
                 self.cotangent_hints[id(term.second)] = found
+            elif self._undetermined(found):
+                self.late_rings.add(id(term.second))
         second = yield self._visit(term.second)
         if term.arity > 2:  # (e1, e2, ..., ek): the rest is itself a (k-1)-tuple
             self._expect(self._tuple_of(term.arity - 1), second, term.second,
@@ -780,12 +787,14 @@ class _Inference(ArrayTyping):
             self.linear_depth -= 1
         self._unbind_local(term.param, old)
         resolved = self._resolve(param)
-        if self.pending and isinstance(resolved, VarT) and _flexible(resolved):
+        if (self.pending and isinstance(resolved, VarT) and _flexible(resolved)) or (
+                id(term) in self.late_rings and self._undetermined(resolved)):
             # known once the operations waiting on it are (see _solve_pending)
             self.linear_params.append((param, ring, term))
             self._undecided(param, ring)
         elif not isinstance(resolved, ArrayT):
-            self._expect(ring, param, term, lambda e, a: f"expected {e}, but this has type {a}")
+            self._expect(ring, self._ring_of(param), term,
+                         lambda e, a: f"expected {e}, but this has type {a}")
         try:
             self._expect(CotangentT(ring), body, term.body,
                          lambda e, a: f"the body of a linear abstraction must have type "
@@ -798,8 +807,8 @@ class _Inference(ArrayTyping):
                 "the body of a linear abstraction must be a cotangent over the type of its "
                 "parameter (d<K> when the parameter has type K), not a value of that type",
                 _span(term.body)) from None
-        if self.linear_params and self.linear_params[-1][0] is param or isinstance(
-                self._resolve(param), ArrayT):
+        if self.linear_params and self.linear_params[-1][0] is param or self._holds_array(
+                self._resolve(param)):
             return FunT(param, CotangentT(ring))
         return backpropagator_type(ring)
 
@@ -825,7 +834,12 @@ class _Inference(ArrayTyping):
                                   f"has type {a}")
         array = self.cotangent_hints.pop(id(term), None)
         if array is not None:  # (an input array's seed: sent whole cotangent arrays)
-            return FunT(array, CotangentT(REAL))
+            return FunT(array, CotangentT(self._ring_of(array)))
+        if id(term) in self.late_rings:  # (paired with a value of a type not known yet)
+            param, ring = self._fresh(), self._fresh()
+            self.linear_params.append((param, ring, term))
+            self._undecided(param, ring)
+            return FunT(param, CotangentT(ring))
         return backpropagator_type(self._fresh())
 
     def _read_off(self, term: ReadOff) -> Step[Type]:

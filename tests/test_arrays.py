@@ -424,11 +424,18 @@ def test_a_cotangent_summed_down_the_rows_is_the_column_sums_of_any_layout():
 
 
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
-def test_a_namesake_of_a_matrix_in_a_definition_that_differentiates_is_shown(mode):
-    # `sum p` of a Mat is elaborated to the array primitive when the program is typed;
-    # writing out the `jvp (grad ...)` of the definition types the elaborated term again
+def test_printed_second_order_array_programs_parse_type_check_and_run(mode):
+    # `jvp (grad ...)` of matrices inside a definition, written out and transformed again:
+    # the printed program's backpropagators take pairs of matrices over a ring of pairs of
+    # reals (AD.md section 10), and `sum p` of a Mat is the array primitive elaborated
+    # when the program was typed, typed again
     program = lambdad.loads(
         "def c (n : R) (p : Mat) (x : Mat) : R = n - sum (maximum_rows (p @ transpose x))\n"
-        "def d (p : Mat) (x : Mat) : Mat = fst (jvp (grad (c (sum p) p)) x x)\n")
-    shown = program.show("d", forward=mode == "forward", reverse=mode == "reverse")
-    assert "sum x" in shown and "maximum_rows" in shown
+        "def d (p : Mat) (x : Mat) : R = sum (fst (jvp (grad (c (sum p) p)) x x))\n")
+    shown = program.show("d", forward=mode == "forward", reverse=mode == "reverse",
+                         at="([[1, 2], [3, 4]], [[0.5, 1], [2, -1]])")
+    value, gradient = lambdad.loads(shown).run()
+    p, x = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[0.5, 1.0], [2.0, -1.0]])
+    expected_value, expected = program.value_and_grad("d", (p, x))
+    assert value == pytest.approx(expected_value)
+    assert _close(gradient, expected, 1e-12)
