@@ -676,8 +676,13 @@ def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     """The subgradient of the maximum: 1 / (number of ties) at the elements equal to the
     maximum ``top`` (per row, for a Vec ``top`` of a Mat), 0 elsewhere."""
     if type(top) is ARRAY and x.ndim == 2:
-        share = (x == top[:, None]).astype(np.float64)
-        share /= sum_rows(share)[:, None]  # (the ties of each row counted)
+        at = x == top[:, None]
+        share = at.astype(np.float64)
+        if _count_nonzero(at) != x.shape[0] or _finite_total(top) != 0.0:
+            # some row has ties: each row's shares divided by its count (with finite maxima,
+            # every row has an element at its maximum, so as many as rows means none has
+            # ties: each share is 1 already, as the division would leave it)
+            share /= sum_rows(share)[:, None]
         return share
     at = x == top
     return at / float(np.count_nonzero(at))

@@ -54,7 +54,8 @@ from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .peephole import _LITERAL_FIRST, folded_atom, held_operands, spread_operand, unit_operand
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import FOLD, MAP, NEW_ARRAY, PRIMITIVES, SPREAD, TWO_ARGUMENTS, Primitive
+from .primitives import (FOLD, FST, MAP, NEW_ARRAY, PRIMITIVES, SND, SPREAD, TWO_ARGUMENTS,
+                         Primitive)
 from .syntax import (
     Annot,
     App,
@@ -113,6 +114,13 @@ _ARRAY_KINDS = frozenset(("elementwise", "array"))
 # The kinds of primitive a body may apply and still run straight through (no closure
 # called, no derivative taken): see _CodeGenerator.untested_arrays.
 _STRAIGHT_KINDS = frozenset(("real", "elementwise", "array", "constant", "test", "logic"))
+
+# The array entries whose application to the same operands twice in one function is
+# computed once (see _CodeGenerator.apply_primitive): those that make an array or a real
+# from arrays and reals (not those reading or making lists, whose results are new lists).
+_SHARED_ARRAY_RESULTS = frozenset(
+    name for name, p in PRIMITIVES.items() if p.kind in _ARRAY_KINDS
+    and (p.rule is None or not {"whole", "image"} & set(p.rule.modes)))
 
 
 def _single_uses(term: Term) -> dict[str, Var | None]:
@@ -524,10 +532,20 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         hook for kind ``ad``).  The line is recorded for error locations."""
         key = None
         if not self.instrumented:
+            if primitive is FST or primitive is SND:
+                # a part of a pair built in this function is the atom it was built from
+                # (`fst p` of `p = (x, y)`, as `let (x', y') = p` takes it: see unpack),
+                # so that what is computed from it is found computed (below)
+                known = self.pairs.get((fn, atoms[0]))
+                if known is not None:
+                    return known[0 if primitive is FST else 1]
             folded = folded_atom(primitive, atoms)
-            if folded is None and primitive.kind == "elementwise" and fn.deferred is not None:
-                # `1 * a` of a cotangent array in a backpropagator's body is `a`, bit for
-                # bit (its finiteness is checked in the gradient, as the product's would be)
+            if folded is None and primitive.kind == "elementwise":
+                # `1 * a` of an array is `a`, bit for bit: in a backpropagator's body, a
+                # cotangent whose finiteness is checked in the gradient, as the product's
+                # would be; elsewhere an array tested where it was made, or by a later
+                # test that sees its elements (see untested_arrays), as the product's
+                # would be (forward mode writes `1 * x'` for the tangent of `x - y`)
                 unit = unit_operand(primitive, atoms)
                 if unit is not None:
                     # (held by this application now, if it was by its operand)
@@ -546,10 +564,14 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site,
                         role=(TESTS, folded))
                 return folded
-            if primitive.kind == "real":
+            if primitive.kind == "real" or (fn.deferred is None
+                                            and primitive.name in _SHARED_ARRAY_RESULTS):
                 # The same operation on the same operands, computed by a statement that ran
                 # before this one, is its result (forward mode writes `x * dx` twice for
-                # `x * x`); operands are never reassigned where that statement runs.
+                # `x * x`; a rule's tangent and the backpropagator's primal part under →D
+                # compute `maximum_share m r` both); operands are never reassigned where
+                # that statement runs.  An array is shared so outside a backpropagator's
+                # body only, where no operation writes into an operand.
                 key = (primitive.name, *(atoms if not primitive.commutative or atoms[0] <= atoms[1]
                                          else atoms[::-1]))
                 found = fn.computed.get(key)

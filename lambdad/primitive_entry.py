@@ -71,11 +71,16 @@ class ArrayRule:
     only its primal is used).  ``tangent`` is the tangent of the result in terms of the
     primals, their tangents and ``result``; ``cotangent`` the body of the result's
     backpropagator ``\a -o ...``: what each ``x_`` is sent, in terms of the primals,
-    ``result`` and the cotangent ``a``."""
+    ``result`` and the cotangent ``a``.  ``shared`` names values of the primals and
+    ``result`` that both use, ``(name, term)`` in order: each is bound once by a ``let``
+    after the result, ahead of the derivative part (in ←D outside the backpropagator, with
+    the primal's work), so that a transformation applied to ←D's program again (→D, for a
+    Hessian-vector product) computes it once for the tangent and the backpropagator both."""
 
     modes: tuple[str, ...]
     tangent: str
     cotangent: str
+    shared: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
