@@ -81,6 +81,9 @@ def _elementwise(real: Primitive) -> Primitive:
         propagates=_PROPAGATING.get(real.name, ()),
         cotangent_evaluate=cotangent_evaluate,
         accumulate=accumulate, cotangent_memory=NEW_ARRAY,
+        evaluate_into=arraylib.in_place(ufunc, arraylib.elementwise(
+            real.spelling.symbol, real.evaluate, ufunc, check, arity=real.arity),
+            real.spelling.symbol, check),
         inline=None, inline_at_literals=None, finite_at_finite=False,
         # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
         laws=None if real.laws is None or (real.laws.left_unit is None

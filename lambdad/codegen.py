@@ -576,6 +576,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                                          else atoms[::-1]))
                 found = fn.computed.get(key)
                 if found is not None and fn.blocks[:len(found[0])] == found[0]:
+                    fn.owned.pop(found[1], None)  # (read twice now: written into by neither)
                     return found[1]
         site = self.site(primitive, span, term, atoms, fn)
         args = ", ".join(atoms)
@@ -622,6 +623,21 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                     fn.owned.pop(atoms[k], None)
                 fn.emit(f"{t} = {self.evaluator(primitive, True, True)}({into!r}, {args})",
                         atoms, site, pure)
+        elif primitive.evaluate_into is not None and fn.deferred is None \
+                and not self.instrumented and held_operands(term, atoms, fn):
+            # outside a backpropagator's body, an elementwise operation with an operand
+            # that is a new array made right there for it (the product in `p @ q - r`)
+            # writes into it, tested as its evaluation would be: one array less to make
+            into = held_operands(term, atoms, fn)
+            for k in into:
+                fn.owned.pop(atoms[k], None)
+                # (its value is gone: no later operation finds it computed)
+                for found_key in [key for key, found in fn.computed.items()
+                                  if found[1] == atoms[k]]:
+                    del fn.computed[found_key]
+            # (where untested_arrays leaves its test out, it is the plain evaluation again)
+            fn.emit(f"{t} = {self.constant(primitive.evaluate_into)}({into!r}, {args})",
+                    atoms, site, role=(MAKES, t, primitive, args))
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure,
                     (MAKES, t, primitive, args) if primitive.kind in _ARRAY_KINDS else None)
@@ -640,6 +656,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             memory = primitive.cotangent_memory
             if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
                 fn.owned[t] = term
+        elif (fn.deferred is None and term is not None and not self.instrumented
+              and primitive.cotangent_memory == NEW_ARRAY and primitive.kind in _ARRAY_KINDS):
+            # a new array outside a backpropagator's body: what the operation applied to
+            # it (alone) may write into, as there (see held_operands)
+            fn.owned[t] = term
         if (primitive.kind == "real" and fn.deferred is not None
                 and primitive.name in _PROPAGATING):
             fn.deferred[t] = site  # checked where it is used (deferred_checks)

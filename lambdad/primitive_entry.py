@@ -145,6 +145,12 @@ class Primitive:
     # code generator knows when: a new array made right there as that argument, the
     # product of a cotangent, the partial sum of a longer sum).
     accumulate: Callable[..., Any] | None = None
+    # For an elementwise entry that a NumPy ufunc computes: ``evaluate`` writing its result
+    # into its argument number ``into`` (the first argument of the call) when that is an
+    # array nothing else holds, of the result's shape, and checking the domain and the
+    # result as ``evaluate`` does (arraylib.in_place): outside a backpropagator's body, a
+    # new array made right there as that argument (the product in `p @ q - r`).
+    evaluate_into: Callable[..., Any] | None = None
     # For an array entry: what its result is, in a backpropagator's body, for writing into
     # it later (see ``accumulate``): NEW_ARRAY (a new array, or a read-only view of
     # another, never written), or the number of the argument whose memory it may share

@@ -117,3 +117,45 @@ def test_the_share_of_a_row_maximum_counts_ties_when_a_row_has_no_maximum():
         share = arraylib.maximum_share(m, top)
     assert np.array_equal(share[[0, 2]], [[0.0, 1.0, 0.0], [0.5, 0.5, 0.0]])
     assert np.isnan(share[1]).all()
+
+
+PRODUCTS = """
+def shifted (p : Mat) (q : Mat) : Mat = p @ q - 1
+def twice (p : Mat) (q : Mat) : Mat = (p @ q - 1) + p @ q
+def kept (p : Mat) (q : Mat) : Mat = let m = p @ q in (m - 1) * m
+def huge (p : Mat) (q : Mat) : R = sum (maximum_rows (p @ q * 1e308 * 10))
+"""
+
+
+@pytest.fixture(scope="module")
+def products():
+    return lambdad.loads(PRODUCTS, "products.lam")
+
+
+P = np.array([[1.0, 2.0], [3.0, -4.0], [0.5, 0.25]])
+Q = np.array([[2.0, 0.0, -1.0], [1.0, 1.0, 3.0]])
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("shifted", P @ Q - 1), ("twice", (P @ Q - 1) + P @ Q), ("kept", (P @ Q - 1) * (P @ Q))])
+def test_an_operation_writing_into_a_new_array_gives_numpys_values(products, name, expected):
+    p, q = P.copy(), Q.copy()
+    for _ in range(2):  # (compiled, then run again)
+        assert np.array_equal(products.call(name, (p, q)), expected)
+    assert np.array_equal(p, P) and np.array_equal(q, Q)  # the inputs as they were
+
+
+def test_a_new_array_written_into_is_not_found_computed_again(products):
+    # `p @ q` computed once would have been the product less 1 by the time it is added
+    with Calls(arraylib.matmul) as products_made:
+        products.call("twice", (P, Q))
+    assert products_made.count == 2
+
+
+def test_an_overflow_written_into_a_new_array_is_located_at_its_operation(products):
+    with pytest.raises(lambdad.LambdadError) as caught:
+        products.call("huge", (P, Q))
+    error = caught.value
+    assert "not finite" in str(error)
+    # the product by 1e308 (written into the matrix product), as when it made an array
+    assert (error.span.line, error.span.col, error.span.end_col) == (5, 55, 68)
