@@ -81,6 +81,9 @@ def _elementwise(real: Primitive) -> Primitive:
         propagates=_PROPAGATING.get(real.name, ()),
         cotangent_evaluate=cotangent_evaluate,
         accumulate=accumulate, cotangent_memory=NEW_ARRAY,
+        evaluate_into=arraylib.in_place(ufunc, arraylib.elementwise(
+            real.spelling.symbol, real.evaluate, ufunc, check, arity=real.arity),
+            real.spelling.symbol, check),
         inline=None, inline_at_literals=None, finite_at_finite=False,
         # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
         laws=None if real.laws is None or (real.laws.left_unit is None
@@ -114,9 +117,10 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
            fixity: str = "function", level: int = LEVEL_APP, result: str | None = None,
            kind: str = "array", cotangent_evaluate=None,
            memory: str | int | None = None,
-           propagates: tuple[int, ...] = ()) -> Primitive:
+           propagates: tuple[int, ...] = (),
+           shared: tuple[tuple[str, str], ...] = ()) -> Primitive:
     rule = None if kind != "array" else ArrayRule(
-        modes or ("split",) * len(params), tangent or "0", cotangent or "zero")
+        modes or ("split",) * len(params), tangent or "0", cotangent or "zero", shared)
     return Primitive(name, kind, params, type_,
                      Spelling(symbol or name, fixity, level, "left"), doc,
                      arraylib.densely(evaluate, len(params)),
@@ -216,9 +220,8 @@ ARRAY_ENTRIES: list[Primitive] = [
            cotangent="m_ (spread m a)"),
     _array("maximum_rows", ("m",), _fun(MAT, VEC),
            "the largest element of each row of a Mat (derivative as for maximum)",
-           arraylib.maximum_rows, result="r",
-           tangent="sum_rows (maximum_share m r * m')",
-           cotangent="m_ (maximum_share m r * per_row a m)"),
+           arraylib.maximum_rows, result="r", shared=(("s", "maximum_share m r"),),
+           tangent="sum_rows (s * m')", cotangent="m_ (s * per_row a m)"),
     _array("logsumexp_rows", ("m",), _fun(MAT, VEC), "logsumexp of each row of a Mat",
            arraylib.logsumexp_rows, result="r",
            tangent="sum_rows (exp (m - per_row r m) * m')",

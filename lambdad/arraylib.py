@@ -300,9 +300,12 @@ def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
     return function
 
 
-def in_place(ufunc: Any, evaluate: Callable[..., Any]) -> Callable[..., Any] | None:
+def in_place(ufunc: Any, evaluate: Callable[..., Any], name: str | None = None,
+             check: Callable[..., Any] | None = None) -> Callable[..., Any] | None:
     """The elementwise operation ``evaluate`` of a backpropagator's body, computed by the
-    NumPy ufunc ``ufunc``, made to write into one of its operands: the function
+    NumPy ufunc ``ufunc``, made to write into one of its operands (with ``name``, the
+    operation ``name`` of a program's primal, whose domain is checked first by ``check``
+    and result tested after, as :func:`elementwise` does): the function
     ``into, *args -> evaluate(*args)`` writes the result into ``args[k]`` for the first
     ``k`` of the tuple ``into`` where it can: an array its caller owns (made right there
     for this operation, which nothing else holds: the code generator names only those),
@@ -335,7 +338,14 @@ def in_place(ufunc: Any, evaluate: Callable[..., Any]) -> Callable[..., Any] | N
                 elif kind is not float:
                     break
             else:
-                return ufunc(*args, out=out)  # (in a run, under quiet())
+                if name is None:
+                    return ufunc(*args, out=out)  # (in a run, under quiet())
+                if check is not None:
+                    problem = check(*args)
+                    if problem is not None:
+                        raise DomainError(f"{name}: {problem}")
+                result = ufunc(*args, out=out)
+                return result if _finite_total(result) == 0.0 else _finite(name, result)
         return evaluate(*args)
 
     compute.__name__ = f"{getattr(ufunc, '__name__', 'operation')}_in_place"
@@ -676,8 +686,13 @@ def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     """The subgradient of the maximum: 1 / (number of ties) at the elements equal to the
     maximum ``top`` (per row, for a Vec ``top`` of a Mat), 0 elsewhere."""
     if type(top) is ARRAY and x.ndim == 2:
-        share = (x == top[:, None]).astype(np.float64)
-        share /= sum_rows(share)[:, None]  # (the ties of each row counted)
+        at = x == top[:, None]
+        share = at.astype(np.float64)
+        if _count_nonzero(at) != x.shape[0] or _finite_total(top) != 0.0:
+            # some row has ties: each row's shares divided by its count (with finite maxima,
+            # every row has an element at its maximum, so as many as rows means none has
+            # ties: each share is 1 already, as the division would leave it)
+            share /= sum_rows(share)[:, None]
         return share
     at = x == top
     return at / float(np.count_nonzero(at))

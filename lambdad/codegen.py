@@ -54,7 +54,8 @@ from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .peephole import _LITERAL_FIRST, folded_atom, held_operands, spread_operand, unit_operand
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import FOLD, MAP, NEW_ARRAY, PRIMITIVES, SPREAD, TWO_ARGUMENTS, Primitive
+from .primitives import (FOLD, FST, MAP, NEW_ARRAY, PRIMITIVES, SND, SPREAD, TWO_ARGUMENTS,
+                         Primitive)
 from .syntax import (
     Annot,
     App,
@@ -113,6 +114,13 @@ _ARRAY_KINDS = frozenset(("elementwise", "array"))
 # The kinds of primitive a body may apply and still run straight through (no closure
 # called, no derivative taken): see _CodeGenerator.untested_arrays.
 _STRAIGHT_KINDS = frozenset(("real", "elementwise", "array", "constant", "test", "logic"))
+
+# The array entries whose application to the same operands twice in one function is
+# computed once (see _CodeGenerator.apply_primitive): those that make an array or a real
+# from arrays and reals (not those reading or making lists, whose results are new lists).
+_SHARED_ARRAY_RESULTS = frozenset(
+    name for name, p in PRIMITIVES.items() if p.kind in _ARRAY_KINDS
+    and (p.rule is None or not {"whole", "image"} & set(p.rule.modes)))
 
 
 def _single_uses(term: Term) -> dict[str, Var | None]:
@@ -539,10 +547,20 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         hook for kind ``ad``).  The line is recorded for error locations."""
         key = None
         if not self.instrumented:
+            if primitive is FST or primitive is SND:
+                # a part of a pair built in this function is the atom it was built from
+                # (`fst p` of `p = (x, y)`, as `let (x', y') = p` takes it: see unpack),
+                # so that what is computed from it is found computed (below)
+                known = self.pairs.get((fn, atoms[0]))
+                if known is not None:
+                    return known[0 if primitive is FST else 1]
             folded = folded_atom(primitive, atoms)
-            if folded is None and primitive.kind == "elementwise" and fn.deferred is not None:
-                # `1 * a` of a cotangent array in a backpropagator's body is `a`, bit for
-                # bit (its finiteness is checked in the gradient, as the product's would be)
+            if folded is None and primitive.kind == "elementwise":
+                # `1 * a` of an array is `a`, bit for bit: in a backpropagator's body, a
+                # cotangent whose finiteness is checked in the gradient, as the product's
+                # would be; elsewhere an array tested where it was made, or by a later
+                # test that sees its elements (see untested_arrays), as the product's
+                # would be (forward mode writes `1 * x'` for the tangent of `x - y`)
                 unit = unit_operand(primitive, atoms)
                 if unit is not None:
                     # (held by this application now, if it was by its operand)
@@ -561,14 +579,19 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site,
                         role=(TESTS, folded))
                 return folded
-            if primitive.kind == "real":
+            if primitive.kind == "real" or (fn.deferred is None
+                                            and primitive.name in _SHARED_ARRAY_RESULTS):
                 # The same operation on the same operands, computed by a statement that ran
                 # before this one, is its result (forward mode writes `x * dx` twice for
-                # `x * x`); operands are never reassigned where that statement runs.
+                # `x * x`; a rule's tangent and the backpropagator's primal part under →D
+                # compute `maximum_share m r` both); operands are never reassigned where
+                # that statement runs.  An array is shared so outside a backpropagator's
+                # body only, where no operation writes into an operand.
                 key = (primitive.name, *(atoms if not primitive.commutative or atoms[0] <= atoms[1]
                                          else atoms[::-1]))
                 found = fn.computed.get(key)
                 if found is not None and fn.blocks[:len(found[0])] == found[0]:
+                    fn.owned.pop(found[1], None)  # (read twice now: written into by neither)
                     return found[1]
         site = self.site(primitive, span, term, atoms, fn)
         args = ", ".join(atoms)
@@ -615,6 +638,21 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                     fn.owned.pop(atoms[k], None)
                 fn.emit(f"{t} = {self.evaluator(primitive, True, True)}({into!r}, {args})",
                         atoms, site, pure)
+        elif primitive.evaluate_into is not None and fn.deferred is None \
+                and not self.instrumented and held_operands(term, atoms, fn):
+            # outside a backpropagator's body, an elementwise operation with an operand
+            # that is a new array made right there for it (the product in `p @ q - r`)
+            # writes into it, tested as its evaluation would be: one array less to make
+            into = held_operands(term, atoms, fn)
+            for k in into:
+                fn.owned.pop(atoms[k], None)
+                # (its value is gone: no later operation finds it computed)
+                for found_key in [key for key, found in fn.computed.items()
+                                  if found[1] == atoms[k]]:
+                    del fn.computed[found_key]
+            # (where untested_arrays leaves its test out, it is the plain evaluation again)
+            fn.emit(f"{t} = {self.constant(primitive.evaluate_into)}({into!r}, {args})",
+                    atoms, site, role=(MAKES, t, primitive, args))
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure,
                     (MAKES, t, primitive, args) if primitive.kind in _ARRAY_KINDS else None)
@@ -633,6 +671,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             memory = primitive.cotangent_memory
             if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
                 fn.owned[t] = term
+        elif (fn.deferred is None and term is not None and not self.instrumented
+              and primitive.cotangent_memory == NEW_ARRAY and primitive.kind in _ARRAY_KINDS):
+            # a new array outside a backpropagator's body: what the operation applied to
+            # it (alone) may write into, as there (see held_operands)
+            fn.owned[t] = term
         if (primitive.kind == "real" and fn.deferred is not None
                 and primitive.name in _PROPAGATING):
             fn.deferred[t] = site  # checked where it is used (deferred_checks)

@@ -22,6 +22,7 @@ from .rules import (
     NameSupply,
     ZeroOf,
     applied_primitive,
+    array_rule_shared,
     array_rule_term,
     eta_expand,
     lift,
@@ -61,6 +62,7 @@ from .syntax import (
     Var,
     Zero,
     children,
+    free_vars,
 )
 
 
@@ -381,16 +383,24 @@ class Differentiation:
             result = None
             if prim.result is not None:
                 result = renaming[prim.result] = self.names.fresh(prim.result)
+            shared = []
+            for name, term, _ in array_rule_shared(prim):
+                shared.append((renaming.setdefault(name, self.names.fresh(name)), term))
             linear = self.names.fresh(LINEAR_PARAM)
             renaming[LINEAR_PARAM] = linear
             derivative = rename(template, renaming, s)
             if self.suffix == BACKPROPAGATOR:
                 derivative = LinLam(linear, derivative, span=s)
-            if result is None:
-                body = Pair(application, derivative, span=s)
-            else:
-                body = Let(result, application,
-                           Pair(Var(result, span=s), derivative, span=s), span=s)
+            # the rule's shared values, bound ahead of the derivative part (those it uses)
+            body = Pair(application if result is None else Var(result, span=s), derivative,
+                        span=s)
+            used = free_vars(derivative) if shared else frozenset()
+            for name, term in reversed(shared):
+                if name in used:
+                    body = Let(name, rename(term, renaming, s), body, span=s)
+                    used = used | free_vars(body.value)
+            if result is not None:
+                body = Let(result, application, body, span=s)
         for primal, derivative_name, image in reversed(bindings):
             body = (Let(primal, image, body, span=s) if derivative_name is None
                     else LetPair(primal, derivative_name, image, body, span=s))

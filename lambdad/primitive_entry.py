@@ -71,11 +71,16 @@ class ArrayRule:
     only its primal is used).  ``tangent`` is the tangent of the result in terms of the
     primals, their tangents and ``result``; ``cotangent`` the body of the result's
     backpropagator ``\a -o ...``: what each ``x_`` is sent, in terms of the primals,
-    ``result`` and the cotangent ``a``."""
+    ``result`` and the cotangent ``a``.  ``shared`` names values of the primals and
+    ``result`` that both use, ``(name, term)`` in order: each is bound once by a ``let``
+    after the result, ahead of the derivative part (in ←D outside the backpropagator, with
+    the primal's work), so that a transformation applied to ←D's program again (→D, for a
+    Hessian-vector product) computes it once for the tangent and the backpropagator both."""
 
     modes: tuple[str, ...]
     tangent: str
     cotangent: str
+    shared: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -140,6 +145,12 @@ class Primitive:
     # code generator knows when: a new array made right there as that argument, the
     # product of a cotangent, the partial sum of a longer sum).
     accumulate: Callable[..., Any] | None = None
+    # For an elementwise entry that a NumPy ufunc computes: ``evaluate`` writing its result
+    # into its argument number ``into`` (the first argument of the call) when that is an
+    # array nothing else holds, of the result's shape, and checking the domain and the
+    # result as ``evaluate`` does (arraylib.in_place): outside a backpropagator's body, a
+    # new array made right there as that argument (the product in `p @ q - r`).
+    evaluate_into: Callable[..., Any] | None = None
     # For an array entry: what its result is, in a backpropagator's body, for writing into
     # it later (see ``accumulate``): NEW_ARRAY (a new array, or a read-only view of
     # another, never written), or the number of the argument whose memory it may share

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set as AbstractSet
 from types import MappingProxyType
+from typing import Any
 
 import attrs
 
@@ -473,7 +474,7 @@ def name_arguments(args: Sequence[Term], suffix: str, names: NameSupply
 
 # ---------------------------------------------------------------- array rules
 
-_ARRAY_RULES: dict[tuple[str, str], Term] = {}  # (a cache of terms made from the table)
+_ARRAY_RULES: dict[tuple[str, str], Any] = {}  # (a cache of terms made from the table)
 _DUAL = PairT(RealT(), RealT())
 _WITH_BACK = PairT(RealT(), FunT(RealT(), CotangentT()))
 
@@ -502,6 +503,8 @@ def array_rule_term(prim: Primitive, suffix: str) -> Term:
                 env[param + suffix] = image.second
     if prim.result is not None:
         env[prim.result] = result_type
+    for name, _, shared_type in array_rule_shared(prim):
+        env[name] = shared_type
     if suffix == BACKPROPAGATOR:
         env[LINEAR_PARAM] = result_type
     text = rule.tangent if suffix == TANGENT else rule.cotangent
@@ -515,6 +518,32 @@ def array_rule_term(prim: Primitive, suffix: str) -> Term:
         infer_term(term, typing)  # elaborates the template's operations in place
     _ARRAY_RULES[key] = term
     return term
+
+
+def array_rule_shared(prim: Primitive) -> tuple[tuple[str, Term, Type], ...]:
+    """The values the array primitive ``prim``'s rule shares between its tangent and its
+    cotangent (``ArrayRule.shared``): each its name, its term over the primals and
+    ``result``, and its type, in order (parsed and type-checked once, as
+    :func:`array_rule_term` does the rule's parts)."""
+    key = (prim.name, "shared")
+    found = _ARRAY_RULES.get(key)
+    if found is not None:
+        return found
+    from .typecheck import Scheme, TypeEnv, infer_term  # (typed at first use)
+    param_types, result_type = signature(prim)
+    env: dict[str, Type] = {param: param_type for param, param_type, mode
+                            in zip(prim.params, param_types, prim.rule.modes)
+                            if mode != "whole"}
+    if prim.result is not None:
+        env[prim.result] = result_type
+    shared = []
+    for name, text in prim.rule.shared:
+        term = parse_expr(text, f"<{name} of {prim.name}>", bound=tuple(env))
+        env[name] = infer_term(term, TypeEnv.builtins().extend_all(
+            {n: Scheme((), t) for n, t in env.items()})).type  # (elaborates it in place)
+        shared.append((name, term, env[name]))
+    _ARRAY_RULES[key] = found = tuple(shared)
+    return found
 
 
 def zero_derivative(prim: Primitive) -> bool:

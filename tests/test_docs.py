@@ -358,7 +358,8 @@ def _written(prim: Primitive) -> str:
 def _partials(prim: Primitive) -> str:
     """The partial derivatives of a real primitive as a table cell ("" for other kinds)."""
     if prim.kind == "array":
-        return f"tangent: `{prim.rule.tangent}`; cotangent: `{prim.rule.cotangent}`"
+        shared = "".join(f"`{name}` = `{text}`; " for name, text in prim.rule.shared)
+        return f"{shared}tangent: `{prim.rule.tangent}`; cotangent: `{prim.rule.cotangent}`"
     if prim.kind != "real":
         return ""
     parts = [f"∂{param}: `{text}`" for param, text in zip(prim.params, prim.partials)]
