@@ -85,6 +85,8 @@ _DOT_MOST = 10_000
 elements by a dot product (BLAS, which runs that on one thread up to about there: twice as
 quick as NumPy's sum for small arrays); above, it sums the elements."""
 
+_vdot = np.vdot  # (the dot product of two arrays' elements in order, of any rank: no reshape)
+
 
 def _finite_total(x: ARRAY) -> float:
     """A number that is finite when every element of the array ``x`` is, and NaN or
@@ -93,8 +95,7 @@ def _finite_total(x: ARRAY) -> float:
     inf, a NaN NaN), the sum of a large one.  In a run (under quiet()), where an overflow
     does not warn; ``total - total`` of it is 0.0 exactly when it is finite."""
     if x.size <= _DOT_MOST:
-        flat = x if x.ndim == 1 else x.reshape(-1)
-        total = float(flat.dot(flat))
+        total = float(_vdot(x, x))  # (of the elements in order, whatever the rank)
     else:
         total = float(_add_reduce(x, axis=None))
     return total - total
@@ -776,10 +777,14 @@ def unslice(v: ARRAY, lo: float, a: Any) -> ARRAY:
 
 
 def concatenate(u: ARRAY, v: ARRAY) -> ARRAY:
-    if u.ndim != v.ndim or u.shape[1:] != v.shape[1:]:
+    try:  # (NumPy checks the ranks and the rows' lengths)
+        return _concatenate((u, v))
+    except ValueError:
         raise DomainError(f"concatenate: shapes {shape_text(u)} and {shape_text(v)} do not "
-                          "match")
-    return np.concatenate((u, v))
+                          "match") from None
+
+
+_concatenate = np.concatenate
 
 
 def part(a: Any, lo: float, n: float) -> ARRAY:
