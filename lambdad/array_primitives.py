@@ -117,7 +117,7 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
            fixity: str = "function", level: int = LEVEL_APP, result: str | None = None,
            kind: str = "array", cotangent_evaluate=None,
            memory: str | int | None = None,
-           propagates: tuple[int, ...] = (),
+           propagates: tuple[int, ...] = (), inline: str | None = None,
            shared: tuple[tuple[str, str], ...] = ()) -> Primitive:
     rule = None if kind != "array" else ArrayRule(
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero", shared)
@@ -127,13 +127,15 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
                      result=result, result_type=result_type, rule=rule,
                      cotangent_evaluate=cotangent_evaluate and arraylib.densely(
                          cotangent_evaluate, len(params)), cotangent_memory=memory,
-                     propagates=propagates)
+                     propagates=propagates, inline=inline)
 
 
-def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate) -> Primitive:
+def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate,
+              inline: str | None = None) -> Primitive:
     """A locally constant entry (a size, an array made from a size): no derivative rule,
-    its image a constant of the derivative."""
-    return _array(name, params, type_, doc, evaluate, kind="constant")
+    its image a constant of the derivative.  ``inline``: as the table's ``inline``, for
+    one that cannot fail (read from the shape, which sparse cotangents have too)."""
+    return _array(name, params, type_, doc, evaluate, kind="constant", inline=inline)
 
 
 ARRAY_ENTRIES: list[Primitive] = [
@@ -182,10 +184,12 @@ ARRAY_ENTRIES: list[Primitive] = [
            arraylib.outer, tangent="outer u' v + outer u v'",
            cotangent="u_ (a @ v) <+> v_ (transpose a @ u)", memory=NEW_ARRAY),
     # ---- sizes (locally constant)
-    _constant("size", ("v",), _fun(VEC, REAL), "the number of elements of a Vec", arraylib.size),
-    _constant("nrows", ("m",), _fun(MAT, REAL), "the number of rows of a Mat", arraylib.nrows),
+    _constant("size", ("v",), _fun(VEC, REAL), "the number of elements of a Vec", arraylib.size,
+              inline="float({v}.shape[0])"),
+    _constant("nrows", ("m",), _fun(MAT, REAL), "the number of rows of a Mat", arraylib.nrows,
+              inline="float({m}.shape[0])"),
     _constant("ncols", ("m",), _fun(MAT, REAL), "the number of columns of a Mat",
-              arraylib.ncols),
+              arraylib.ncols, inline="float({m}.shape[1])"),
     # ---- reductions
     _array("sum", ("x",), _fun(VEC, REAL), "the sum of every element of a Vec or Mat",
            arraylib.total, result_type=_of_ranks(_ANY_ARRAY), propagates=(0,),

@@ -29,7 +29,7 @@ from .errors import DomainError
 from .sparse import Sparse, array_adjoint, dense, densely
 
 __all__ = ["ARRAY", "FLOAT", "SMALLEST_NORMAL", "COTANGENT_RESULTS", "UFUNCS", "Sparse",
-           "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet", "quietly",
+           "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet", "quieted",
            "all_finite", "as_array", "elementwise", "in_place", "subnormals_flushed",
            "needing", "from_list", "from_rows", "stack", "to_list", "rows", "zeros", "ones",
            "fill", "linspace", "arange", "reshape", "flatten", "outer", "size", "nrows",
@@ -51,6 +51,18 @@ def zeros_of(shape: tuple[int, ...]) -> ARRAY:
     return np.zeros(shape)
 
 
+def _filled(shape: Any, value: float) -> ARRAY:
+    """The array of ``shape`` (a size, or a tuple of them) of which every element is the
+    real ``value``: ``np.full``'s array, made by two calls into NumPy (not its Python
+    wrapper's four)."""
+    out = _empty(shape)
+    out.fill(value)
+    return out
+
+
+_empty = np.empty
+
+
 def shape_text(x: Any) -> str:
     """``x``'s shape as the messages write it: ``R``, ``Vec[3]``, ``Mat[2x3]``."""
     if type(x) is ARRAY:
@@ -63,21 +75,18 @@ def shape_text(x: Any) -> str:
 def quiet() -> Any:
     """The context in which array operations run: NumPy's floating-point warnings off, since
     a result that is not finite is an error raised with the operation's name (see _finite).
-    The interpreter runs each program with array operations under it (:func:`quietly`), and
+    The interpreter runs each program with array operations under it (:func:`quieted`), and
     enters it when a run under way compiles its first array code (and leaves it, whatever
     happens), so that an operation does not enter it each time."""
     return np.errstate(all="ignore")
 
 
-def _called(function: Callable[..., Any], *args: Any) -> Any:
-    return function(*args)
-
-
-quietly: Callable[..., Any] = np.errstate(all="ignore")(_called)
-"""``quietly(function, *args)``: ``function(*args)`` under :func:`quiet`, NumPy's state put
-back as it was when it returns or raises.  (An ``errstate`` applied to a function: half the
-cost of entering and leaving one, which a small array program's call pays once; the
-``errstate`` object is only read.)"""
+def quieted(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` run under :func:`quiet`: NumPy's state put back as it was when it
+    returns or raises.  (An ``errstate`` applied to a function, made once: half the cost of
+    entering and leaving one, which a small array program's call pays once; the
+    ``errstate`` object is only read.)"""
+    return np.errstate(all="ignore")(function)
 
 
 _DOT_MOST = 10_000
@@ -93,7 +102,7 @@ def _finite_total(x: ARRAY) -> float:
     inf, a NaN NaN), the sum of a large one.  In a run (under quiet()), where an overflow
     does not warn; ``total - total`` of it is 0.0 exactly when it is finite."""
     if x.size <= _DOT_MOST:
-        flat = x if x.ndim == 1 else x.reshape(-1)
+        flat = x if x.ndim == 1 else x.ravel()  # (a view: results are contiguous)
         total = float(flat.dot(flat))
     else:
         total = float(_add_reduce(x, axis=None))
@@ -120,7 +129,8 @@ def _finite(name: str, result: Any) -> Any:
 
 def all_finite(x: Any) -> bool:
     """Whether every element of the array ``x`` is finite."""
-    x = dense(x)
+    if type(x) is Sparse:
+        x = x.dense()
     size = x.size
     if size <= _SMALL:  # (one test and no errstate, quicker for a small array; counting is
         return _count_nonzero(_isfinite(x)) == size  # quicker than `.all()`'s wrapper)
@@ -570,7 +580,7 @@ def ones(n: float) -> ARRAY:
 
 
 def fill(n: float, x: float) -> ARRAY:
-    return np.full(_count(n, "fill"), x, dtype=np.float64)
+    return _filled(_count(n, "fill"), x)
 
 
 def linspace(a: float, b: float, n: float) -> ARRAY:
@@ -791,10 +801,14 @@ def unslice(v: ARRAY, lo: float, a: Any) -> ARRAY:
 
 
 def concatenate(u: ARRAY, v: ARRAY) -> ARRAY:
-    if u.ndim != v.ndim or u.shape[1:] != v.shape[1:]:
+    try:  # (NumPy checks the ranks and the rows' lengths)
+        return _concatenate((u, v))
+    except ValueError:
         raise DomainError(f"concatenate: shapes {shape_text(u)} and {shape_text(v)} do not "
-                          "match")
-    return np.concatenate((u, v))
+                          "match") from None
+
+
+_concatenate = np.concatenate
 
 
 def part(a: Any, lo: float, n: float) -> ARRAY:
@@ -806,7 +820,7 @@ def sum_to(x: Any, c: Any) -> Any:
     """The cotangent ``c`` of a broadcast of ``x`` summed back to the shape of ``x``."""
     c = dense(c)
     if type(c) is not ARRAY:
-        return c if type(x) is not ARRAY else np.full(x.shape, c, dtype=np.float64)
+        return c if type(x) is not ARRAY else _filled(x.shape, c)
     if type(x) is not ARRAY:
         return float(_add_reduce(c, axis=None))
     if c.shape == x.shape:
@@ -822,7 +836,7 @@ def spread(x: Any, c: Any) -> Any:
     if type(x) is not ARRAY:
         return c
     if type(c) is not ARRAY:
-        return np.full(x.shape, c, dtype=np.float64)  # (a real)
+        return _filled(x.shape, c)  # (a real)
     return np.broadcast_to(c, x.shape).copy() if c.shape != x.shape else c
 
 
@@ -894,7 +908,7 @@ def scatter(x: ARRAY, idx: ARRAY, c: Any) -> ARRAY:
     _rank(idx, 1, "scatter's indices")
     c = dense(c)
     if type(c) is not ARRAY:  # (a real cotangent: the same at every position read)
-        c = np.full((idx.shape[0],) + x.shape[1:], float(c))
+        c = _filled((idx.shape[0],) + x.shape[1:], float(c))
     if c.shape != (idx.shape[0],) + x.shape[1:]:
         raise DomainError(f"scatter: {shape_text(c)} does not fit {idx.shape[0]} indices "
                           f"into {shape_text(x)}")

@@ -259,26 +259,35 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
 def _array_leaf(value: Any) -> Shape:
     """The shape :func:`point_shape` gives the array ``value`` (``("a", its shape)``) when
     it is a finite float64 array of rank 1 or 2, else None."""
-    if value.dtype != arraylib.FLOAT or value.ndim not in (1, 2) \
-            or not arraylib.all_finite(value):
+    dtype = value.dtype  # (float64's is one object: `is` first, quicker than `!=`)
+    if (dtype is not arraylib.FLOAT and dtype != arraylib.FLOAT) \
+            or value.ndim not in (1, 2) or not arraylib.all_finite(value):
         return None
     return ("a", value.shape)
 
 
 def _array_tuple(point: tuple) -> tuple[Shape, Any] | None:
-    """For a tuple of arrays (the arrays of a function of several, the commonest point of
-    an array program): what :func:`point_shape` and :func:`shaped` make of it, without
-    their walk; None for any other tuple, and for one whose arrays :func:`_array_leaf`
-    refuses."""
-    for item in point:
-        if type(item) is not arraylib.ARRAY:
-            return None
+    """For a tuple of arrays and reals with at least one array (the arguments of an array
+    program, such as a Vec and a size, the commonest point there): what
+    :func:`point_shape` and :func:`shaped` make of it, in one pass, without their walk;
+    None for any other tuple (one holding a list, a pair, an int), and for one with a
+    real that is not finite or an array :func:`_array_leaf` refuses."""
     leaves = []
+    arrays = False
     for item in point:
-        leaf = _array_leaf(item)
-        if leaf is None:
+        kind = type(item)
+        if kind is arraylib.ARRAY:
+            leaf = _array_leaf(item)
+            if leaf is None:
+                return None
+            arrays = True
+        elif kind is float and item - item == 0.0:  # (NaN for a NaN or an infinity)
+            leaf = None
+        else:
             return None
         leaves.append(leaf)
+    if not arrays:
+        return None
     value = point[-1]
     for index in range(len(point) - 2, -1, -1):
         value = (point[index], value)

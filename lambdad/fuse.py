@@ -585,7 +585,9 @@ def _sum(args: list[Term]) -> Term:
     if len(args) == 1:  # (most sums: the one term, whatever it is)
         return args[0]
     if any(map(_on_arrays, args)):
-        # cotangents of arrays: added by the array entries (which add reals too)
+        # cotangents of arrays: added by the array entries (which add reals too), a term
+        # sent twice doubled by the array product (`x_ (a * y) <+> y_ (a * x)` of `dot r r`)
+        args = _doubled(args, MUL.on_arrays)
         total = args[0]
         for arg in args[1:]:
             total = Prim(ADD.on_arrays, (total, arg), span=arg.span)
@@ -619,10 +621,11 @@ def _on_arrays(term: Term) -> bool:
 _PAIRWISE_MAX = 8
 
 
-def _doubled(args: list[Term]) -> list[Term]:
+def _doubled(args: list[Term], product: str = MUL.name) -> list[Term]:
     """``args`` with each pair of equal terms ``u``, ``u`` made one ``2 * u`` (in the place
-    of the first); terms that are variables are left as they are (``a + a`` costs what
-    ``2 * a`` does)."""
+    of the first), the product by the primitive ``product`` (the array entry's, for
+    cotangents of arrays); terms that are variables are left as they are (``a + a`` costs
+    what ``2 * a`` does)."""
     out: list[Term | None] = []
     if len(args) > _PAIRWISE_MAX:
         unpaired: dict[Term, int] = {}  # a term seen an odd number of times -> its place
@@ -635,7 +638,7 @@ def _doubled(args: list[Term]) -> list[Term]:
                 unpaired[arg] = len(out)
                 out.append(arg)
             else:
-                out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
+                out[place] = Prim(product, (Const(2.0, span=arg.span), arg), span=arg.span)
         return out
     # A few terms are compared pairwise: equality stops at the first difference, where
     # hashing walks a whole term.
@@ -647,7 +650,7 @@ def _doubled(args: list[Term]) -> list[Term]:
         for index, place in enumerate(places):
             if _equal(out[place], arg):
                 del places[index]
-                out[place] = MUL.applied(Const(2.0, span=arg.span), arg, span=arg.span)
+                out[place] = Prim(product, (Const(2.0, span=arg.span), arg), span=arg.span)
                 break
         else:
             places.append(len(out))

@@ -108,6 +108,11 @@ def _located_call(function: Callable[..., Any], args: Sequence[Any]) -> Any:
         raise located(exc) from None
 
 
+_quietly_located_call = arraylib.quieted(_located_call)
+""":func:`_located_call` under :func:`arraylib.quiet`: a run of a program with array
+operations."""
+
+
 class Interpreter:
     """Evaluates source and target terms (call-by-value, left to right).
 
@@ -138,8 +143,8 @@ class Interpreter:
         self._pinned = 0  # nesting of using_tape
         # Whether a unit with array operations was compiled: then every run turns NumPy's
         # floating-point warnings off (the operations check their own results): runs under
-        # arraylib.quietly, and a run that compiles the first such unit under the context
-        # in _quiet from then on (never both in one run: quietly only once _arrays is set).
+        # _quietly_located_call, and a run that compiles the first such unit under the context
+        # in _quiet from then on (never both in one run: that only once _arrays is set).
         self._arrays = False
         self._quiet: Any = None
         self._units = itertools.count()
@@ -421,7 +426,7 @@ class Interpreter:
                 self._pinned += 1
             if self._arrays:
                 # (an error is located under it too: locating may run the code again)
-                return arraylib.quietly(_located_call, function, args)
+                return _quietly_located_call(function, args)
             return function(*args)
         except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
             raise located(exc) from None

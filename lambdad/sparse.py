@@ -133,7 +133,9 @@ def array_adjoint(x: ARRAY, adjoint: Any) -> ARRAY:
     be sparse, or the real 0 of an input never reached)."""
     adjoint = dense(adjoint)
     if type(adjoint) is not ARRAY:
-        return np.full(x.shape, float(adjoint))
+        filled = np.empty(x.shape)  # (np.full's array, less its Python wrapper)
+        filled.fill(float(adjoint))
+        return filled
     return adjoint
 
 

@@ -7,6 +7,7 @@ for bit, with the same errors, the same costs and the same protection of deep ru
 import math
 import sys
 
+import numpy as np
 import pytest
 
 import lambdad
@@ -272,6 +273,37 @@ def test_the_shape_of_a_point_of_nested_reals(point, shape, reals):
     assert real_inputs(point) == found
     assert real_point(point) == (shape, lambdad.calling.from_python(point))
     assert lambdad.calling.shaped(shape, iter(reals)) == lambdad.calling.from_python(point)
+
+
+@pytest.mark.parametrize("point, general", [
+    ((np.arange(3.0), 16.0), True), ((2.0, np.ones((2, 3)), np.arange(2.0)), True),
+    ((np.arange(3.0), np.ones(2)), True),
+    # an int, a list, a pair, a real that is not finite: not this path
+    ((np.arange(3.0), 16), False), ((np.arange(3.0), [1.0]), False),
+    ((np.arange(3.0), (1.0, 2.0)), False), ((np.arange(3.0), math.nan), False),
+    ((np.array([1.0, math.inf]), 1.0), False)])
+def test_a_tuple_of_arrays_and_reals_is_read_in_one_pass(point, general, monkeypatch):
+    """A tuple of arrays and reals (a Vec and a size) is read without the general walk,
+    into what that walk makes of it; any other tuple is left to it."""
+    walked = lambdad.calling.point_shape(point)
+    expected = None if walked is None else (
+        walked[0], lambdad.calling.shaped(walked[0], iter(walked[1])))
+    flat = real_inputs(point)
+    monkeypatch.setattr(lambdad.calling, "point_shape", lambda point: None)
+    found = real_point(point)
+    if not general:
+        assert found is None  # (the walk was needed, or refuses it)
+        return
+    assert found is not None and found[0] == expected[0]
+    assert _bits(found[1]) == _bits(expected[1])
+    assert flat[0] == walked[0] and _bits(flat[1]) == _bits(walked[1]) == _bits(list(point))
+
+
+def _bits(value):
+    """``value`` (reals and arrays in tuples and lists) with its reals and arrays as bits."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.tobytes())
+    return exact(type(value)(map(_bits, value)) if isinstance(value, (tuple, list)) else value)
 
 
 def test_a_point_nested_too_deep_takes_the_general_path():

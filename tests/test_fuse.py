@@ -4,6 +4,7 @@ backpropagator per straight-line region, the same numbers, a printable target pr
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import lambdad
@@ -325,6 +326,25 @@ def test_a_body_that_stages_nothing_compiles():
     program = lambdad.loads("def f (xs : [R]) : R =\n"
                             "  (max (1 + (let y1 = 1 in y1))) 1 + fold (\\acc v -> acc + v) 0 xs")
     assert program.value_and_grad("f", [1.0, 2.0]) == (5.0, [1.0, 1.0])
+
+
+def test_an_array_cotangent_sent_twice_is_computed_once_and_doubled():
+    # `dot r r` sends `a * r` to r's backpropagator twice: the fused body computes the
+    # product once and doubles it (2 * u is u + u bit for bit), as for reals
+    source = ("def f (x : Vec) : R = dot x x\n"
+              "def g (x : Vec) (v : Mat) : R = let r = 1 - x @ v in dot r r / 2\n")
+    program = lambdad.loads(source)
+    assert "x1_1 (2 * (a2 * x3))" in program.show("f", reverse=True, fused=True)
+    x = np.array([0.5, -1.25, 2.0])
+    v = np.array([[1.0, 0.5], [-2.0, 0.25], [0.75, 3.0]])
+    for name, point in (("f", x), ("g", (x, v))):
+        fused = program.value_and_grad(name, point, strategy="fused")
+        factored = program.value_and_grad(name, point, strategy="factored")
+        assert fused[0] == factored[0]
+        for got, expected in zip(*(g if isinstance(g, tuple) else (g,)
+                                   for g in (fused[1], factored[1]))):
+            assert got.tobytes() == expected.tobytes()
+    assert program.grad("f", x, strategy="fused").tobytes() == (2 * x).tobytes()
 
 
 @pytest.mark.parametrize("uses", [1, 4, 5, 9])

@@ -5,6 +5,7 @@ Adding a primitive is one entry in primitives.py; these tests are what make that
 import math
 import random
 
+import numpy as np
 import pytest
 
 from lambdad.rules import BACKPROPAGATOR, TANGENT, array_rule_term
@@ -14,7 +15,7 @@ from lambdad.interpreter import Interpreter
 from lambdad.parser import parse_expr
 from lambdad.primitives import NAMED, OPERATORS, PRIMITIVES, Primitive
 from lambdad.printer import print_term
-from lambdad.syntax import REAL, FunT, Prim, Var, free_vars
+from lambdad.syntax import MAT, REAL, FunT, Prim, Var, free_vars
 from lambdad.typecheck import Scheme, TypeEnv, check_term
 
 KINDS = {"real", "test", "logic", "structural", "constant", "ad", "elementwise", "array"}
@@ -120,7 +121,7 @@ def test_partials_agree_with_finite_differences(prim):
 @pytest.mark.parametrize("prim", [p for p in ENTRIES if p.inline], ids=lambda p: p.name)
 def test_inline_code_computes_what_evaluate_computes(prim):
     rng = random.Random(prim.name)
-    code = prim.inline.format(**{p: f"_{p}" for p in prim.params})
+    code = prim.inline.format(**{p: f"_p_{p}" for p in prim.params})
     for _ in range(20):
         if prim.kind in ("real", "test"):
             args = sample_point(prim, rng)
@@ -128,9 +129,12 @@ def test_inline_code_computes_what_evaluate_computes(prim):
             args = (rng.random() < 0.5,)
         elif prim.name in ("fst", "snd"):
             args = ((1.0, 2.0),)
+        elif prim.kind == "constant":  # a size read from an array (Vec or Mat, as typed)
+            shape = (rng.randint(0, 4), rng.randint(0, 4))
+            args = (np.zeros(shape if prim.type.arg == MAT else shape[:1]),)
         else:
             args = ([1.0, 2.0, 3.0],)
-        scope = {f"_{p}": a for p, a in zip(prim.params, args)}
+        scope = {f"_p_{p}": a for p, a in zip(prim.params, args)}
         scope["_m"] = math
         assert eval(code, scope) == prim.evaluate(*args)
 
@@ -258,11 +262,11 @@ def test_primitives_finite_at_finite_arguments_are_so_and_never_fail(prim):
     rng = random.Random(prim.name)
     points = [tuple(rng.choice(EXTREMES) for _ in prim.params) for _ in range(200)]
     points += [tuple(rng.uniform(-1e3, 1e3) for _ in prim.params) for _ in range(200)]
-    code = prim.inline.format(**{p: f"_{p}" for p in prim.params}) if prim.inline else None
+    code = prim.inline.format(**{p: f"_p_{p}" for p in prim.params}) if prim.inline else None
     for args in points:
         assert math.isfinite(prim.evaluate(*args)), (prim.name, args)
         if code is not None:
-            scope = {f"_{p}": a for p, a in zip(prim.params, args)}
+            scope = {f"_p_{p}": a for p, a in zip(prim.params, args)}
             scope["_m"] = math
             assert math.isfinite(eval(code, scope)), (prim.name, args)
 
