@@ -523,9 +523,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
         key = None
-        if not self.instrumented:
+        kind = primitive.kind
+        instrumented = self.instrumented
+        if not instrumented:
             folded = folded_atom(primitive, atoms)
-            if folded is None and primitive.kind == "elementwise" and fn.deferred is not None:
+            if folded is None and kind == "elementwise" and fn.deferred is not None:
                 # `1 * a` of a cotangent array in a backpropagator's body is `a`, bit for
                 # bit (its finiteness is checked in the gradient, as the product's would be)
                 unit = unit_operand(primitive, atoms)
@@ -546,7 +548,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site,
                         role=(TESTS, folded))
                 return folded
-            if primitive.kind == "real":
+            if kind == "real":
                 # The same operation on the same operands, computed by a statement that ran
                 # before this one, is its result (forward mode writes `x * dx` twice for
                 # `x * x`); operands are never reassigned where that statement runs.
@@ -555,18 +557,20 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 found = fn.computed.get(key)
                 if found is not None and fn.blocks[:len(found[0])] == found[0]:
                     return found[1]
-        site = self.site(primitive, span, term, atoms, fn)
+        # (the site as self.site makes it, written out: one per operation of a program)
+        site = PrimSite(primitive, span, term if instrumented else None, tuple(atoms),
+                        _source_atoms(span, fn))
         args = ", ".join(atoms)
-        t = fn.fresh("t")
+        t = f"t{next(fn.names)}"  # (fn.fresh("t"), written out)
         # An array operation in a backpropagator's body computes a cotangent and nothing
         # else (a failure there would be the primal's, which ran): left out when nothing
         # uses it (←D writes the cotangents of constants too: `outer t (ones n) ^ k` sends
         # one to its exponents, which no seed receives).
-        pure = (t,) if (fn.deferred is not None and not self.instrumented
-                        and primitive.kind in _ARRAY_KINDS) else ()
-        if self.instrumented and primitive.size is not None:
+        array = kind in _ARRAY_KINDS
+        pure = (t,) if (array and fn.deferred is not None and not instrumented) else ()
+        if instrumented and primitive.size is not None:
             fn.emit(f"_ahead({self.constant(site)}, ({args},))", atoms, site)
-        if primitive.kind == "ad":
+        if kind == "ad":
             fn.emit(f"{t} = _ad({self.constant(site)}, {args})", atoms, site)
         elif primitive.inline is not None:
             fn.emit(f"{t} = {_positional(primitive.inline, primitive.params).format(*atoms)}",
@@ -602,7 +606,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                         atoms, site, pure)
         elif primitive.evaluate is not None:
             fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure,
-                    (MAKES, t, primitive, args) if primitive.kind in _ARRAY_KINDS else None)
+                    (MAKES, t, primitive, args) if array else None)
             if primitive.propagates and primitive.kind == "array" and fn.deferred is None \
                     and isinstance(result_after(primitive.type, primitive.arity), RealT):
                 # a real made from arrays (`sum`): tested as the reals of real operations
@@ -611,27 +615,30 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 fn.finite.add(t)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
-        if primitive is SPREAD and pure:  # (in a linear body, not instrumented)
-            fn.spreads[t] = (atoms[0], atoms[1])
-        if pure and term is not None and primitive.cotangent_memory is not None:
-            # what a later operation of this body may write into (see held_operands)
-            memory = primitive.cotangent_memory
-            if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
-                fn.owned[t] = term
-        if (primitive.kind == "real" and fn.deferred is not None
-                and primitive.name in _PROPAGATING):
+        if pure:  # (an array operation in a linear body, not instrumented)
+            if primitive is SPREAD:
+                fn.spreads[t] = (atoms[0], atoms[1])
+            if term is not None and primitive.cotangent_memory is not None:
+                # what a later operation of this body may write into (see held_operands)
+                memory = primitive.cotangent_memory
+                if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
+                    fn.owned[t] = term
+        if kind != "real":  # (no test of its own: see the arms above)
+            pass
+        elif fn.deferred is not None and primitive.name in _PROPAGATING:
             fn.deferred[t] = site  # checked where it is used (deferred_checks)
-        elif primitive.kind == "real":
+        else:
             # A real result is finite or the run stops here, naming the operation: for a
             # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).
             # The check is short (compiling it costs as much as the operation's own line);
             # the site, the operands and the message come from the line table (_locate).
             # It is left out where it cannot fire: `sin x` of an x known finite.
+            finite = fn.finite
             if not (primitive.finite_at_finite and all(
-                    atom in fn.finite or _literal_real(atom) is not None for atom in atoms)):
+                    atom in finite or _literal_real(atom) is not None for atom in atoms)):
                 fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site, role=(TESTS, t))
-            fn.finite.add(t)
-        if self.instrumented:
+            finite.add(t)
+        if instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
                     (*atoms, t))
         elif key is not None:
