@@ -593,9 +593,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 if found is not None and fn.blocks[:len(found[0])] == found[0]:
                     fn.owned.pop(found[1], None)  # (read twice now: written into by neither)
                     return found[1]
-        site = self.site(primitive, span, term, atoms, fn)
+        # (the site as self.site makes it, written out: one per operation of a program)
+        site = PrimSite(primitive, span, term if self.instrumented else None, tuple(atoms),
+                        _source_atoms(span, fn))
         args = ", ".join(atoms)
-        t = fn.fresh("t")
+        t = f"t{next(fn.names)}"  # (fn.fresh("t"), written out)
         # An array operation in a backpropagator's body computes a cotangent and nothing
         # else (a failure there would be the primal's, which ran): left out when nothing
         # uses it (←D writes the cotangents of constants too: `outer t (ones n) ^ k` sends

@@ -127,13 +127,15 @@ class Differentiation:
             known[id(node)] = (node, all(known[id(c)][1] for c in children(node)))
         return known[id(t)][1]
 
-    def bind(self, bound: tuple[str, ...], value: Term | None) -> tuple[set[str], set[str]]:
+    def bind(self, bound: tuple[str, ...], value: Term | None
+             ) -> tuple[set[str], set[str]] | None:
         """Enters the scope of ``bound`` names bound to ``value`` (None: to something not
         known constant, a λ's parameter): they are constants there when ``value`` is
         :meth:`inactive`, and no longer constants otherwise.  Returns what :meth:`unbind`
-        needs to leave the scope."""
-        if not self.constants and value is None:
-            return set(), set()
+        needs to leave the scope, or None when there is nothing to leave (no constants: a
+        name bound now cannot be one, as :meth:`inactive` of anything is false)."""
+        if not self.constants:
+            return None
         constant = value is not None and self.inactive(value)
         added: set[str] = set()
         removed: set[str] = set()
@@ -148,8 +150,10 @@ class Differentiation:
             self._inactive.clear()  # (answers given before may name the hidden ones)
         return added, removed
 
-    def unbind(self, scope: tuple[set[str], set[str]]) -> None:
+    def unbind(self, scope: tuple[set[str], set[str]] | None) -> None:
         """Leaves a scope :meth:`bind` entered."""
+        if scope is None:
+            return
         added, removed = scope
         if added:
             self.constants -= added
@@ -317,7 +321,8 @@ class Differentiation:
         # A constant argument (a literal, or a constant of the differentiation: see
         # inactive) has a zero derivative part: its term is left out (0 * e = 0 in the
         # sum of tangents; in ←D, a zero backpropagator is sent nothing).
-        varying = [not isinstance(arg, Const) and not self.inactive(arg) for arg in t.args]
+        varying = ([not isinstance(arg, Const) and not self.inactive(arg) for arg in t.args]
+                   if self.constants else [not isinstance(arg, Const) for arg in t.args])
         contributions = [
             (derivative, derivative_name)
             for keep, derivative, (_, derivative_name)
