@@ -68,3 +68,23 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "long" in item.keywords:
             item.add_marker(skip)
+
+
+class Calls:
+    """Counts, while entered, the calls of the Python function ``function``."""
+
+    def __init__(self, function):
+        self.code = function.__code__
+        self.count = 0
+
+    def profile(self, frame, event, _):
+        if event == "call" and frame.f_code is self.code:
+            self.count += 1
+
+    def __enter__(self):
+        self.previous = sys.getprofile()
+        sys.setprofile(self.profile)
+        return self
+
+    def __exit__(self, *_):
+        sys.setprofile(self.previous)  # (the process as it was)

@@ -4,33 +4,13 @@ operation on the same operands in one function, `1 * x` of an array, and the sha
 maximum without ties — each counted by a profile hook on lambdad/arraylib.py, with the
 numbers those of a formula."""
 
-import sys
-
 import numpy as np
 import pytest
+from conftest import Calls
 
 import lambdad
 from lambdad import arraylib
 from lambdad.primitives import PRIMITIVES
-
-
-class Calls:
-    """Counts, while entered, the calls of the Python function ``function``."""
-
-    def __init__(self, function):
-        self.code = function.__code__
-        self.count = 0
-
-    def profile(self, frame, event, _):
-        if event == "call" and frame.f_code is self.code:
-            self.count += 1
-
-    def __enter__(self):
-        sys.setprofile(self.profile)
-        return self
-
-    def __exit__(self, *_):
-        sys.setprofile(None)
 
 
 NEAREST = """

@@ -10,10 +10,10 @@ same counts, the same events, no recursion on deep terms.
 import gc
 import math
 import re
-import sys
 import types
 
 import pytest
+from conftest import Calls
 
 import lambdad
 from lambdad.reals import count_reals, is_dual
@@ -620,25 +620,6 @@ def test_two_argument_forms_are_offered_by_short_curried_closures_only():
     assert not hasattr(run("\\x -> x + 1"), TWO_ARGUMENTS)
     long_body = "".join(f"let y{k} = x * {k} in " for k in range(40))
     assert not hasattr(run(f"\\x -> {long_body}\\y -> y0 + y"), TWO_ARGUMENTS)
-
-
-class Calls:
-    """Counts, while entered, the calls of the Python function ``function``."""
-
-    def __init__(self, function):
-        self.code = function.__code__
-        self.count = 0
-
-    def profile(self, frame, event, _):
-        if event == "call" and frame.f_code is self.code:
-            self.count += 1
-
-    def __enter__(self):
-        sys.setprofile(self.profile)
-        return self
-
-    def __exit__(self, *_):
-        sys.setprofile(None)
 
 
 CURRIED = """
