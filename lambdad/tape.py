@@ -17,6 +17,7 @@ staging adds into an array indexed by stamp); ``naive`` runs a body once per cal
 
 from __future__ import annotations
 
+import heapq
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -472,9 +473,17 @@ def _calls(data: Any, into: Callable[[Any, float], Any]) -> None:
 
 
 def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
-    acc, pending, late = _factored_phase(tape, cotangent, on_event, add, 0)
-    n = len(acc)
     adjoints: dict[int, float] = {}
+    if add is not None:
+        reached, late = _factored_ring_phase(tape, cotangent, on_event, add)
+        for index, seed in tape._seeds.items():
+            s = seed.stamp
+            if s in reached:
+                adjoints[index] = reached[s]
+        adjoints.update(late)
+        return adjoints
+    acc, pending, late = _factored_phase(tape, cotangent, on_event, 0)
+    n = len(acc)
     for index, seed in tape._seeds.items():
         s = seed.stamp
         if s < n and pending[s] is not None:
@@ -488,7 +497,7 @@ def _backward_factored_first_seeds(tape: Tape, back: Backprop, count: int) -> li
     0 .. count - 1, as :meth:`Tape.restart` keeps them), for the cotangent ``back 1``, as
     a list (0 where nothing reached one): what :func:`_backward_factored` gives for them,
     without looking at their stamps one by one, which have no body."""
-    acc, _, _ = _factored_phase(tape, back, None, None, count)
+    acc, _, _ = _factored_phase(tape, back, None, count)
     return acc[:count]
 
 
@@ -504,59 +513,34 @@ def _staged_late(late: dict[int, Any], add: Callable[[Any, Any], Any] | None, g:
                        else a if index not in late else add(late[index], a))
 
 
-def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
+def _factored_phase(tape: Tape, cotangent: Any, on_event, floor: int
                     ) -> tuple[list[Any], list[Any], dict[int, Any]]:
-    """The factored backward phase of the cotangent data ``cotangent`` (or of ``g 1`` for
-    a backpropagator ``g``): what reached each stamp (``acc``), the backpropagator sent to
-    at each (``pending``, None if none was) and the adjoints of seeds made during the
-    phase (``late``).  Stamps below ``floor`` are known to have no body."""
+    """The factored backward phase, in the reals, of the cotangent data ``cotangent`` (or
+    of ``g 1`` for a backpropagator ``g``): what reached each stamp (``acc``), the
+    backpropagator sent to at each (``pending``, None if none was) and the adjoints of
+    seeds made during the phase (``late``).  Stamps below ``floor`` are known to have no
+    body.  (Another ring's phase: :func:`_factored_ring_phase`.)"""
     n = tape.stamps
     acc: list[Any] = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
     late: dict[int, float] = {}  # adjoints of seeds made after the phase began
-    # In a ring other than the reals (a program differentiated again, whose one tape
-    # serves many read-offs): the smallest stamp with a body that was sent to.  Below it
-    # no body waits, so the phase stops there instead of walking the older stamps.
-    lowest = 0 if add is None or on_event is not None else n
 
-    if add is None:
-        def stage(g: Backprop, a: float) -> None:
-            # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
-            try:
-                if g.tape is not tape:
-                    if g is ZERO:
-                        return
-                    raise _foreign(g)
-                s = g.stamp
-                # the first cotangent is the sum so far (`0.0 + a` would copy an array)
-                acc[s] = a if pending[s] is None else acc[s] + a
-                pending[s] = g
-            except AttributeError:
-                # Not a backpropagator: a function into d, applied; walk what it returns.
-                _calls(g(a), stage)
-            except IndexError:
-                _staged_late(late, add, g, a)
-    else:
-        def stage(g: Backprop, a: Any) -> None:
-            # The same in another ring: the first cotangent sent is the sum so far.
-            nonlocal lowest
-            try:
-                if g.tape is not tape:
-                    if g is ZERO:
-                        return
-                    raise _foreign(g)
-                s = g.stamp
-                if pending[s] is None:
-                    acc[s] = a
-                    if s < lowest and g.function is not None:
-                        lowest = s
-                else:
-                    acc[s] = add(acc[s], a)
-                pending[s] = g
-            except AttributeError:
-                _calls(g(a), stage)
-            except IndexError:
-                _staged_late(late, add, g, a)
+    def stage(g: Backprop, a: float) -> None:
+        # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
+        try:
+            if g.tape is not tape:
+                if g is ZERO:
+                    return
+                raise _foreign(g)
+            s = g.stamp
+            # the first cotangent is the sum so far (`0.0 + a` would copy an array)
+            acc[s] = a if pending[s] is None else acc[s] + a
+            pending[s] = g
+        except AttributeError:
+            # Not a backpropagator: a function into d, applied; walk what it returns.
+            _calls(g(a), stage)
+        except IndexError:
+            _staged_late(late, None, g, a)
 
     ran = 0
     try:
@@ -570,8 +554,6 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
         for s in range(n - 1, floor - 1, -1):
             g = pending[s]
             if g is None:
-                if s < lowest:
-                    break
                 continue
             function = g.function
             if function is None:
@@ -592,6 +574,72 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, add, floor: int
         # until the cyclic collector runs.
         stage = None
     return acc, pending, late
+
+
+def _factored_ring_phase(tape: Tape, cotangent: Any, on_event, add: Callable[[Any, Any], Any]
+                         ) -> tuple[dict[int, Any], dict[int, Any]]:
+    """:func:`_factored_phase` in a ring other than the reals (``add`` its addition): what
+    reached each stamp that was sent to (by stamp), and the adjoints of seeds made during
+    the phase.  Such a phase is the read-off of a program differentiated again, on a tape
+    that serves every read-off of the enclosing run: it reaches a few recent stamps of
+    many, so it keeps what reached them by stamp and takes the largest pending stamp from
+    a heap, and costs what it reaches, not the tape's length (which would make a run of k
+    read-offs quadratic in k)."""
+    n = tape.stamps
+    acc: dict[int, Any] = {}  # stamp -> sum of the cotangents sent to it (linear factoring)
+    pending: dict[int, Backprop] = {}  # stamp -> backpropagator sent to
+    order: list[int] = []  # the pending stamps, negated: a heap gives the largest first
+    late: dict[int, Any] = {}
+
+    def stage(g: Backprop, a: Any) -> None:
+        # Linear factoring, as in _factored_phase: the first cotangent sent is the sum so far.
+        try:
+            if g.tape is not tape:
+                if g is ZERO:
+                    return
+                raise _foreign(g)
+            s = g.stamp
+        except AttributeError:
+            # Not a backpropagator: a function into d, applied; walk what it returns.
+            _calls(g(a), stage)
+            return
+        if s >= n:
+            _staged_late(late, add, g, a)
+        elif s in pending:
+            acc[s] = add(acc[s], a)
+        else:
+            acc[s] = a
+            pending[s] = g
+            heapq.heappush(order, -s)
+
+    ran = 0
+    try:
+        if isinstance(cotangent, Backprop):  # the result's own backpropagator, sent 1
+            stage(cotangent, 1.0)
+        else:
+            _calls(cotangent, stage)
+        # Largest stamp first: a body only sends to older backpropagators, so nothing is
+        # added to a backpropagator once it has run.
+        while order:
+            s = -heapq.heappop(order)
+            g = pending[s]
+            function = g.function
+            if function is None:
+                if on_event is not None and type(g) is ConstantBackprop:
+                    on_event(BackpropRun(s, g.span, acc[s]))
+                continue
+            ran += 1
+            a = acc[s]
+            if on_event is not None:
+                on_event(BackpropRun(s, g.span, a))
+            rest = function(g.captured, a, stage)
+            if rest is not None:
+                _calls(rest, stage)
+    finally:
+        tape.bodies_run += ran
+        tape.reached += ran
+        stage = None  # (it refers to itself: see _factored_phase)
+    return acc, late
 
 
 def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:

@@ -21,3 +21,43 @@ def test_a_body_sent_to_during_the_phase_runs_however_old_it_is():
     newest = tape.backprop(lambda a: Call(old, (3 * a[0], 3 * a[1])))
     adjoints = backward(tape, Call(newest, (1.0, 10.0)), "factored", None, _pairs)
     assert adjoints == {0: (6.0, 60.0)}
+
+
+def test_the_phase_costs_what_it_reaches_not_the_length_of_the_tape():
+    # A read-off inside a program differentiated again shares the enclosing run's tape,
+    # which grows with every read-off: a phase sized by the tape would make k read-offs
+    # cost O(k^2).  Here the tape is 5 million stamps long and the phase reaches three.
+    import tracemalloc
+
+    tape = Tape()
+    seed = tape.seed(0)
+    tape.stamps = 5_000_000  # (stamps of the enclosing run, none of them reached)
+    middle = tape.backprop(lambda a: Call(seed, (a[0] + a[1], a[1])))
+    newest = tape.backprop(lambda a: Call(middle, (2 * a[0], a[1])))
+    tracemalloc.start()
+    try:
+        adjoints = backward(tape, Call(newest, (1.0, 10.0)), "factored", None, _pairs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert adjoints == {0: (12.0, 10.0)}
+    assert peak < 100_000  # (a table per stamp would take 80 MB)
+
+
+def test_a_backpropagator_reached_twice_runs_once_with_the_sum():
+    tape = Tape()
+    seed = tape.seed(0)
+    runs = []
+
+    def body(a):
+        runs.append(a)
+        return Call(seed, a)
+
+    shared = tape.backprop(body)
+    left = tape.backprop(lambda a: Call(shared, (a[0], 0.0)))
+    right = tape.backprop(lambda a: Call(shared, (0.0, a[1])))
+    from lambdad.tape import Sum
+    adjoints = backward(tape, Sum(Call(left, (1.0, 2.0)), Call(right, (3.0, 4.0))),
+                        "factored", None, _pairs)
+    assert runs == [(1.0, 4.0)]
+    assert adjoints == {0: (1.0, 4.0)}
