@@ -268,7 +268,8 @@ class Images:
             return type(v) in SCALAR_TYPES or callable(v)
 
         def constant(r: Any) -> Any:
-            for mode in modes:
+            r = _constant(r, modes[0])  # (a real or an array: then a pair of them)
+            for mode in modes[1:]:
                 r = map_value(r, is_real, lambda x: _constant(x, mode))
             return r
 
@@ -353,10 +354,12 @@ class Images:
         """The image under ``modes`` of the closure of ``code`` (its code and captured
         values, see :meth:`Interpreter.closure_code`) when an earlier closure of that code
         (``key``) was found plain: its λ does not differentiate and it captured no closure
-        that does.  Then so is this one if it captured no function: its image is the
-        compiled unit of the λ applied to the captured values made constants (AD.md
-        section 6), without looking at the λ again.  None otherwise (the general path of
-        :meth:`transform_function` then decides)."""
+        that does.  Then so is this one if each function it captured has its image kept
+        (:meth:`_remember_image` keeps only those of functions that do not
+        differentiate): its image is the compiled unit of the λ applied to the captured
+        values made constants and those images (AD.md section 6), without looking at the
+        λ again.  None
+        otherwise (the general path of :meth:`transform_function` then decides)."""
         found = self._plain.get(key)
         if found is None:
             return None
@@ -364,20 +367,20 @@ class Images:
         # (the same code with its reals and arrays in the same places: the same unit)
         if found[0] is not function or found[1] != _constant_places(captured):
             return None
-        if len(modes) == 1:
-            mode = modes[0]
-            env = []
-            for value in captured:
-                if type(value) in SCALAR_TYPES:  # (a constant real or array, mostly)
-                    env.append(_constant(value, mode))
-                elif callable(value):
+        env = []
+        mode = modes[0] if len(modes) == 1 else None
+        for value in captured:
+            if mode is not None and type(value) in SCALAR_TYPES:  # (a constant, mostly)
+                env.append(_constant(value, mode))
+            elif callable(value):
+                # a function kept with its image (a top-level definition, mostly): plain,
+                # so the unit is the same whichever such function the closure captured
+                kept = self._images.get(self._image_key(value, modes))
+                if kept is None or kept[0] is not value:
                     return None
-                else:
-                    env.append(self._embedded(value, modes, tape))
-        else:
-            if any(callable(value) for value in captured):
-                return None
-            env = [self._embedded(value, modes, tape) for value in captured]
+                env.append(kept[1])
+            else:
+                env.append(self._embedded(value, modes, tape))
         return found[2](*env)
 
     def _specialised(self, parts: FunctionParts) -> FunctionParts:

@@ -162,3 +162,43 @@ def test_no_array_work_for_the_share_of_a_constant_argument(monkeypatch, strateg
     assert np.allclose(gradient_x, 3 * x * x / 16)
     assert np.isclose(gradient_s, -2 * (x ** 3).sum() / 4 ** 3)
     assert len(products) == 8
+
+
+# A closure made at every call (a partial application over the call's data) capturing
+# top-level functions: after the first call its image is its unit applied to the data made
+# constants and the functions' kept images, without looking at its λ again.
+CAPTURING_FUNCTIONS = (
+    "def dist2 (u : R) (v : R) : R = (u - v) * (u - v) + 1\n"
+    "def pot (cs : [R]) (x : R) : R = sum (map (\\c -> 1 / dist2 c x) cs)\n"
+    "def force (w : R) : R = grad (pot [w, 3]) 0.5\n"
+    "def apply (f : R -> R) (x : R) : R = f x * x\n"
+    "def plain_then_not (w : R) : R * R =\n"
+    "  (grad (apply (\\y -> y * w)) 2, grad (apply (\\y -> grad (\\z -> z * z * y) y)) 2)\n"
+    "def not_then_plain (w : R) : R * R =\n"
+    "  (grad (apply (\\y -> grad (\\z -> z * z * y) y)) 2, grad (apply (\\y -> y * w)) 2)\n")
+
+
+def test_a_closure_capturing_functions_is_not_looked_at_again():
+    from conftest import Calls
+    from lambdad.images import Images
+
+    program = lambdad.loads(CAPTURING_FUNCTIONS)
+
+    def expected(w):  # d/dx of 1/((w - x)^2 + 1) + 1/((3 - x)^2 + 1) at x = 0.5
+        return sum(2 * (c - 0.5) / ((c - 0.5) ** 2 + 1) ** 2 for c in (w, 3.0))
+
+    assert program.call("force", 1.0) == pytest.approx(expected(1.0))
+    with Calls(Images._specialised) as looked_at:
+        for w in (2.0, -1.5, 7.0):
+            assert program.call("force", w) == pytest.approx(expected(w))
+    assert looked_at.count == 0
+
+
+@pytest.mark.parametrize("name", ["plain_then_not", "not_then_plain"])
+def test_the_same_code_capturing_a_function_that_differentiates(name):
+    # `apply f` captures a closure that does not differentiate, then one that does, in the
+    # same place: the second has no kept image and takes the general path
+    program = lambdad.loads(CAPTURING_FUNCTIONS)
+    for _ in range(2):
+        pair = program.call(name, 3.0)
+        assert (pair if name == "plain_then_not" else pair[::-1]) == pytest.approx((12.0, 24.0))
