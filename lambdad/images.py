@@ -263,6 +263,10 @@ class Images:
         """``value`` embedded into the world of ``modes`` (innermost first) as a constant:
         at each level its reals get a zero tangent / a zero backpropagator (a constant
         backpropagator sends zero in any ring); functions are transformed."""
+        if len(modes) == 1 and type(value) is list:
+            made = _list_of_constants(value, modes[0])
+            if made is not None:
+                return made
 
         def leaf(v: Any) -> bool:
             return type(v) in SCALAR_TYPES or callable(v)
@@ -459,6 +463,27 @@ class Images:
                 body = Lam(param, body)
             found = self._pieces.put(key, (body, None))
         return found[0]
+
+
+def _list_of_constants(value: list, mode: str) -> list | None:
+    """The list ``value`` of reals, or of pairs of reals, embedded as constants at one level
+    of ``mode`` (what :meth:`Images._embedded` makes of it, by one comprehension: the data
+    a closure made at each call captures, mostly); None for a list of anything else."""
+    if not value:
+        return None
+    first = value[0]
+    if type(first) is float:
+        if not all(type(x) is float for x in value):
+            return None
+        return [(x, 0.0) for x in value] if mode == FORWARD else [(x, ZERO) for x in value]
+    if type(first) is tuple and len(first) == 2:
+        if not all(type(p) is tuple and len(p) == 2 and type(p[0]) is float
+                   and type(p[1]) is float for p in value):
+            return None
+        if mode == FORWARD:
+            return [((a, 0.0), (b, 0.0)) for a, b in value]
+        return [((a, ZERO), (b, ZERO)) for a, b in value]
+    return None
 
 
 def _constant_places(captured: tuple) -> tuple[bool, ...]:

@@ -202,3 +202,17 @@ def test_the_same_code_capturing_a_function_that_differentiates(name):
     for _ in range(2):
         pair = program.call(name, 3.0)
         assert (pair if name == "plain_then_not" else pair[::-1]) == pytest.approx((12.0, 24.0))
+
+
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_a_list_of_constants_made_at_once_is_what_the_general_walk_makes(mode):
+    from lambdad.images import _constant, _list_of_constants
+    from lambdad.reals import is_real
+    from lambdad.values import map_value
+
+    for data in ([1.5, -2.0], [(1.0, 2.0), (3.0, -4.5)]):
+        made = _list_of_constants(data, mode)
+        assert made == map_value(data, is_real, lambda r: _constant(r, mode))
+    # anything else is left to the general walk
+    for data in ([], [1.0, (2.0, 3.0)], [(1.0, 2.0), (3.0, [4.0])], [[1.0]], [(1.0, 2.0, 3.0)]):
+        assert _list_of_constants(data, mode) is None
