@@ -220,7 +220,7 @@ def with_arrays(value: Any, t: Type) -> Any:
     return value
 
 
-def real_point(point: Any) -> tuple[Shape, Any] | None:
+def real_point(point: Any, untested: list | None = None) -> tuple[Shape, Any] | None:
     """For a point of Python reals (a float or int, a tuple of them, a non-empty list of
     floats, or reals nested in tuples and lists: see :func:`point_shape`): its shape (0
     for a real, n for an n-tuple, -1 for a list; else what :func:`point_shape` gives) and
@@ -228,7 +228,10 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
     None for any other point, and for one holding a NaN, an infinity or an integer too
     large for a real: :func:`from_python` says what is wrong.  Repeated calls with such
     points skip the general conversion and fitting (the shape decides how the point fits
-    a function)."""
+    a function).  Given a list ``untested``, a point that is an array, or a tuple of
+    arrays and reals, has its arrays put there instead of tested finite: the caller tests
+    them (:func:`lambdad.arraylib.finite_in_run`) and takes the general path for one that
+    is not."""
     kind = type(point)
     if kind is list:
         # Not an empty list: it fits lists of any item type, a list of reals only [R].
@@ -243,11 +246,11 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
             value = item if value is None else (item, value)
         else:
             return len(point), value
-        arrays = _array_tuple(point)
+        arrays = _array_tuple(point, untested)
         if arrays is not None:
             return arrays
     elif kind is arraylib.ARRAY:
-        leaf = _array_leaf(point)
+        leaf = _array_leaf(point, untested)
         return None if leaf is None else (leaf, point)
     else:
         point = _finite_real(point)
@@ -256,28 +259,34 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
     return None if found is None else (found[0], shaped(found[0], iter(found[1])))
 
 
-def _array_leaf(value: Any) -> Shape:
+def _array_leaf(value: Any, untested: list | None = None) -> Shape:
     """The shape :func:`point_shape` gives the array ``value`` (``("a", its shape)``) when
-    it is a finite float64 array of rank 1 or 2, else None."""
+    it is a finite float64 array of rank 1 or 2, else None; given a list ``untested``,
+    the array is put there instead of tested finite (see :func:`real_point`)."""
     dtype = value.dtype  # (float64's is one object: `is` first, quicker than `!=`)
-    if (dtype is not arraylib.FLOAT and dtype != arraylib.FLOAT) \
-            or value.ndim not in (1, 2) or not arraylib.all_finite(value):
+    if (dtype is not arraylib.FLOAT and dtype != arraylib.FLOAT) or value.ndim not in (1, 2):
         return None
+    if untested is None:
+        if not arraylib.all_finite(value):
+            return None
+    else:
+        untested.append(value)
     return ("a", value.shape)
 
 
-def _array_tuple(point: tuple) -> tuple[Shape, Any] | None:
+def _array_tuple(point: tuple, untested: list | None = None) -> tuple[Shape, Any] | None:
     """For a tuple of arrays and reals with at least one array (the arguments of an array
     program, such as a Vec and a size, the commonest point there): what
     :func:`point_shape` and :func:`shaped` make of it, in one pass, without their walk;
     None for any other tuple (one holding a list, a pair, an int), and for one with a
-    real that is not finite or an array :func:`_array_leaf` refuses."""
+    real that is not finite or an array :func:`_array_leaf` refuses (``untested`` as
+    there)."""
     leaves = []
     arrays = False
     for item in point:
         kind = type(item)
         if kind is arraylib.ARRAY:
-            leaf = _array_leaf(item)
+            leaf = _array_leaf(item, untested)
             if leaf is None:
                 return None
             arrays = True

@@ -33,7 +33,7 @@ from .points import Points
 from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import builtin_uses, print_decl, print_type
 from .results import Jacobian
-from .runtime import Runtime
+from .runtime import NOT_FINITE, Runtime
 from .showing import Showing
 from .sources import (
     PRELUDE_FILE,
@@ -498,14 +498,18 @@ class Program:
 
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
-        planned = self.points._planned(name, point)
+        untested: list = []
+        planned = self.points._planned(name, point, untested)
         if planned is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
-            # (The run pauses the collector: little is made outside it.)
+            # (The run pauses the collector: little is made outside it.)  The point's
+            # arrays are tested finite in the run, quicker there; for one that is not, the
+            # general path says so.
             f, x, result = planned
-            value = self.runtime.apply_restartable(f, x)
-            return to_python(value if result is None else written(value, result))
+            value = self.runtime.apply_restartable(f, x, untested)
+            if value is not NOT_FINITE:
+                return to_python(value if result is None else written(value, result))
         return self._general_call(name, point)
 
     @collector_paused_during

@@ -65,13 +65,16 @@ class Points:
         # ever new lengths do not fill it.)
         self._plans: dict[tuple[str, Shape], tuple[Any, Type, Type | None, bool]] = {}
 
-    def _planned(self, name: str, point: Any) -> tuple[Any, Any, Type | None] | None:
+    def _planned(self, name: str, point: Any, untested: list | None = None
+                 ) -> tuple[Any, Any, Type | None] | None:
         """The function, argument and result type (None when the result holds no tuple of
         more than two components, so that its value is written as it is) for ``point``
         when it is Python reals (in pairs, lists) whose plan the general path found
         before (:meth:`function_and_point`), else None.  For :meth:`Program.call
-        <lambdad.pipeline.Program.call>`, which checked its arguments."""
-        reals = real_point(point)
+        <lambdad.pipeline.Program.call>`, which checked its arguments.  Given a list
+        ``untested``, the arrays of an array point (or a tuple of arrays and reals) are
+        put there, not tested finite (see :func:`lambdad.calling.real_point`)."""
+        reals = real_point(point, untested)
         if reals is None:
             return None
         plan = self._plans.get((name, reals[0]))
