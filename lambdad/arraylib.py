@@ -29,14 +29,14 @@ import numpy as np
 from .errors import DomainError
 from .sparse import Sparse, array_adjoint, dense, densely
 
-__all__ = ["ARRAY", "FLOAT", "SMALLEST_NORMAL", "COTANGENT_RESULTS", "UFUNCS", "Sparse",
-           "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet", "quieted",
-           "quiet_context", "all_finite", "finite_in_run", "as_array", "elementwise", "in_place",
-           "subnormals_flushed", "needing", "from_list", "from_rows", "stack", "to_list", "rows",
-           "zeros", "ones", "fill", "linspace", "arange", "reshape", "flatten", "outer", "size",
-           "nrows", "ncols", "total", "mean", "maximum", "logsumexp", "sum_rows", "sum_cols",
-           "maximum_rows", "logsumexp_rows", "maximum_share", "maximum_share_sparse", "softmax",
-           "per_row", "dot", "matmul", "transpose", "index", "one_hot", "one_hot_array",
+__all__ = ["ARRAY", "FLOAT", "DENSE_INSIDE", "SMALLEST_NORMAL", "COTANGENT_RESULTS", "UFUNCS",
+           "Sparse", "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet",
+           "quieted", "quiet_context", "all_finite", "finite_in_run", "as_array", "elementwise",
+           "in_place", "subnormals_flushed", "needing", "from_list", "from_rows", "stack",
+           "to_list", "rows", "zeros", "ones", "fill", "linspace", "arange", "reshape", "flatten",
+           "outer", "size", "nrows", "ncols", "total", "mean", "maximum", "logsumexp", "sum_rows",
+           "sum_cols", "maximum_rows", "logsumexp_rows", "maximum_share", "maximum_share_sparse",
+           "softmax", "per_row", "dot", "matmul", "transpose", "index", "one_hot", "one_hot_array",
            "slice_of", "unslice", "concatenate", "part", "sum_to", "spread", "comparison", "where",
            "index_list", "gather", "scatter"]
 
@@ -117,18 +117,17 @@ elements by a dot product (BLAS, which runs that on one thread up to about there
 quick as NumPy's sum for small arrays); above, it sums the elements."""
 
 
-def _finite_total(x: ARRAY) -> float:
-    """A number that is finite when every element of the array ``x`` is, and NaN or
-    infinite when one is not (or when it overflows: :func:`_finite` tells that apart):
-    the sum of the squares of a small array (no cancellation: an infinite element gives
-    inf, a NaN NaN), the sum of a large one.  In a run (under quiet()), where an overflow
-    does not warn; ``total - total`` of it is 0.0 exactly when it is finite."""
+def _finite_quick(x: ARRAY) -> bool:
+    """Whether a number that is finite when every element of the array ``x`` is, and NaN
+    or infinite when one is not (or when it overflows: :func:`_finite` tells that apart),
+    is finite: the sum of the squares of a small array (no cancellation: an infinite
+    element gives inf, a NaN NaN), the sum of a large one.  In a run (under quiet()),
+    where an overflow does not warn."""
     if x.size <= _DOT_MOST:
         flat = x if x.ndim == 1 else x.ravel()  # (a view: results are contiguous)
-        total = float(flat.dot(flat))
-    else:
-        total = float(_add_reduce(x, axis=None))
-    return total - total
+        return _isfinite_real(flat.dot(flat))
+    total = float(_add_reduce(x, axis=None))
+    return total - total == 0.0
 
 
 def _finite(name: str, result: Any) -> Any:
@@ -173,14 +172,12 @@ def finite_in_run(x: ARRAY) -> bool:
     :func:`all_finite` tells, by one dot product for a small array (a third of the cost
     of its test and count, which do not warn anywhere), by the exact test when the sum
     is not finite (an overflow of finite elements)."""
-    if x.size <= _DOT_MOST:
+    if x.size <= _DOT_MOST:  # (_finite_quick, inlined)
         flat = x if x.ndim == 1 else x.ravel()
         if _isfinite_real(flat.dot(flat)):
             return True
-    else:
-        total = float(_add_reduce(x, axis=None))
-        if total - total == 0.0:
-            return True
+    elif _finite_quick(x):
+        return True
     return bool(_isfinite(x).all())
 
 
@@ -273,7 +270,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             raise
         if not tested:
             return result if result.size else _untested_empty(name, result, args)
-        return result if _finite_total(result) == 0.0 else _finite(name, result)
+        return result if _finite_quick(result) else _finite(name, result)
 
     if not finite:
         if arity == 1:
@@ -292,7 +289,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         result = ufunc(x)
         if not tested:
             return result
-        return result if _finite_total(result) == 0.0 else _finite(name, result)
+        return result if _finite_quick(result) else _finite(name, result)
 
     def binary(x: Any, y: Any) -> Any:
         kx, ky = type(x), type(y)
@@ -310,7 +307,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             raise
         if not tested:
             return result if result.size else _untested_empty(name, result, (x, y))
-        return result if _finite_total(result) == 0.0 else _finite(name, result)
+        return result if _finite_quick(result) else _finite(name, result)
 
     return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
 
@@ -340,7 +337,7 @@ def _untested_empty(name: str, result: ARRAY, args: Sequence[Any]) -> ARRAY:
     elements), unless an array argument holds a non-finite element, which the result
     drops: then a DomainError, as if the result were not finite."""
     for a in args:
-        if type(a) is ARRAY and a.size and _finite_total(a) != 0.0:
+        if type(a) is ARRAY and a.size and not _finite_quick(a):
             _finite(name, a)
     return result
 
@@ -395,7 +392,7 @@ def in_place(ufunc: Any, evaluate: Callable[..., Any], name: str | None = None,
                     if problem is not None:
                         raise DomainError(f"{name}: {problem}")
                 result = ufunc(*args, out=out)
-                return result if _finite_total(result) == 0.0 else _finite(name, result)
+                return result if _finite_quick(result) else _finite(name, result)
         return evaluate(*args)
 
     compute.__name__ = f"{getattr(ufunc, '__name__', 'operation')}_in_place"
@@ -660,10 +657,14 @@ def ncols(m: ARRAY) -> float:
 
 def total(x: Any) -> float:
     """``sum x``: the sum of every element."""
-    return float(_add_reduce(dense(x), axis=None))
+    if type(x) is Sparse:
+        x = x.dense()
+    return float(_add_reduce(x, axis=None))
 
 
 def mean(x: ARRAY) -> float:
+    if type(x) is Sparse:
+        x = x.dense()
     size = x.size
     if size == 0:
         raise DomainError("mean of an empty array")
@@ -673,6 +674,8 @@ def mean(x: ARRAY) -> float:
 
 
 def maximum(x: ARRAY) -> float:
+    if type(x) is Sparse:
+        x = x.dense()
     if x.size == 0:
         raise DomainError("maximum of an empty array")
     return float(_max_reduce(x, axis=None))
@@ -680,6 +683,8 @@ def maximum(x: ARRAY) -> float:
 
 def logsumexp(x: ARRAY) -> float:
     """log (sum (exp x)), computed stably (shifted by the maximum)."""
+    if type(x) is Sparse:
+        x = x.dense()
     if x.size == 0:
         raise DomainError("logsumexp of an empty array")
     top = _max_reduce(x, axis=None)
@@ -698,12 +703,16 @@ _MAXIMA_BY_COLUMNS = 16  # columns
 
 
 def sum_rows(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.size < _REDUCED_BY_BLAS:
         return _add_reduce(m, axis=1)
     return m @ np.ones(m.shape[1])
 
 
 def sum_cols(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.size < _REDUCED_BY_BLAS:
         return _add_reduce(m, axis=0)
     return np.ones(m.shape[0]) @ m
@@ -720,12 +729,16 @@ def _row_maxima(m: ARRAY) -> ARRAY:
 
 
 def maximum_rows(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.shape[1] == 0:
         raise DomainError("maximum_rows of a Mat with no columns")
     return _row_maxima(m)
 
 
 def logsumexp_rows(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.shape[1] == 0:
         raise DomainError("logsumexp_rows of a Mat with no columns")
     top = _row_maxima(m)
@@ -738,7 +751,7 @@ def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     if type(top) is ARRAY and x.ndim == 2:
         at = x == top[:, None]
         share = at.astype(np.float64)
-        if _count_nonzero(at) != x.shape[0] or _finite_total(top) != 0.0:
+        if _count_nonzero(at) != x.shape[0] or not _finite_quick(top):
             # some row has ties: each row's shares divided by its count (with finite maxima,
             # every row has an element at its maximum, so as many as rows means none has
             # ties: each share is 1 already, as the division would leave it)
@@ -791,7 +804,10 @@ def dot(u: ARRAY, v: ARRAY) -> float:
 
 def matmul(a: Any, b: Any) -> Any:
     """``a @ b`` for the ranks 2 @ 2, 2 @ 1 and 1 @ 2."""
-    a, b = dense(a), dense(b)
+    if type(a) is Sparse:
+        a = a.dense()
+    if type(b) is Sparse:
+        b = b.dense()
     inner_a = a.shape[-1]
     inner_b = b.shape[0]
     if inner_a != inner_b:
@@ -802,6 +818,12 @@ def matmul(a: Any, b: Any) -> Any:
 
 def transpose(m: Any) -> ARRAY:
     return dense(m).T  # (a view: no array is ever changed in place)
+
+
+DENSE_INSIDE = frozenset({total, mean, maximum, logsumexp, sum_rows, sum_cols, maximum_rows,
+                          logsumexp_rows, matmul, transpose})
+"""The operations that make a sparse argument dense themselves: the table takes them as
+they are, not wrapped by :func:`densely` (a frame fewer for each in a run)."""
 
 
 def index(x: ARRAY, i: float) -> Any:

@@ -507,7 +507,7 @@ class Program:
             # arrays are tested finite in the run, quicker there; for one that is not, the
             # general path says so.
             f, x, result = planned
-            value = self.runtime.apply_restartable(f, x, untested)
+            value = self.runtime.interpreter.apply_restartable(f, x, untested)
             if value is not NOT_FINITE:
                 return to_python(value if result is None else written(value, result))
         return self._general_call(name, point)

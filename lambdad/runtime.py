@@ -11,7 +11,7 @@ the gradient checker and the REPL ask for a :class:`Runtime`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .differentiate import Differentiator
@@ -88,14 +88,6 @@ class Runtime:
     def apply(self, f: Any, *args: Any) -> Any:
         """The function value ``f`` applied to ``args``."""
         return self.interpreter.apply(f, *args)
-
-    def apply_restartable(self, f: Any, arg: Any, tested: Sequence[Any] | None = None) -> Any:
-        """``f arg`` for a run that computes a value and changes nothing else, so that it
-        may run again from the start (:meth:`Interpreter.restartable`): it takes the
-        raised recursion limits only if it needs them.  Given ``tested`` (a point with no
-        function of the caller's in it), NOT_FINITE, running nothing, when one of its
-        arrays (of ``arg``) has an element that is not finite."""
-        return self.interpreter.apply_restartable(f, arg, tested)
 
     def function_parts(self, f: Any) -> FunctionParts | None:
         """The λ-term and captured values of the closure ``f`` (or the built-in it applies),
