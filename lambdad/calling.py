@@ -320,12 +320,12 @@ def holds_lists(shape: Shape) -> bool:
     return False
 
 
-def real_inputs(point: Any) -> tuple[Shape, Any] | None:
+def real_inputs(point: Any, untested: list | None = None) -> tuple[Shape, Any] | None:
     """For a point :func:`real_point` takes: the same shape, and the point's reals flat,
     as a prepared gradient seeds them (no right-nested pairs made): the real (shape 0), a
     tuple of the n reals (shape n; the point itself when its items are floats already), a
     copy of the list (shape -1), a list of the reals left to right (any other shape).
-    None when :func:`real_point` gives None."""
+    None when :func:`real_point` gives None; ``untested`` as there."""
     kind = type(point)
     if kind is float:
         return (0, point) if point - point == 0.0 else None
@@ -338,14 +338,14 @@ def real_inputs(point: Any) -> tuple[Shape, Any] | None:
         reals = tuple(map(_finite_real, point))
         if None not in reals:
             return len(point), reals
-        arrays = _array_tuple(point)
+        arrays = _array_tuple(point, untested)
         if arrays is not None:
             return arrays[0], list(point)
     elif kind is list:
         if point and all_reals(point):
             return (-1, point[:]) if all(map(math.isfinite, point)) else None
     elif kind is arraylib.ARRAY:
-        leaf = _array_leaf(point)
+        leaf = _array_leaf(point, untested)
         return None if leaf is None else (leaf, [point])
     else:
         point = _finite_real(point)

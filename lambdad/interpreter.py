@@ -401,9 +401,10 @@ class Interpreter:
         tested finite first, where the run's array operations go (quiet): when one is not,
         it gives NOT_FINITE, running nothing."""
         if self._guarded or self.instrumented:
-            with arraylib.quiet():
-                if tested and not all(map(finite_in_run, tested)):
-                    return NOT_FINITE
+            if tested:
+                with arraylib.quiet():
+                    if not all(map(finite_in_run, tested)):
+                        return NOT_FINITE
             return self.guarded(self.apply, f, arg)
         context = self._quiet_context
         if tested is None or context is None:
@@ -431,17 +432,24 @@ class Interpreter:
             self._guarded = False
         return self._outermost(f, (arg,), 1, tested=tested)
 
-    def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any) -> Any:
+    def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any,
+                       tested: Sequence[Any] | None = None) -> Any:
         """:meth:`restartable` ``function(arg)`` with ``tape`` the current tape meanwhile
         (as :meth:`pin_tape` makes it): a prepared gradient's run, pinned and guarded in
-        one frame rather than three, since a small program's run costs little more."""
+        one frame rather than three, since a small program's run costs little more.
+        ``tested`` as for :meth:`apply_restartable` (NOT_FINITE, nothing run, when an
+        array of it is not finite)."""
         if self._guarded or self.instrumented:
+            if tested:
+                with arraylib.quiet():
+                    if not all(map(finite_in_run, tested)):
+                        return NOT_FINITE
             saved = self.pin_tape(tape)
             try:
                 return self.guarded(function, arg)
             finally:
                 self.unpin_tape(saved)
-        return self._outermost(function, (arg,), 0, raising=False, tape=tape)
+        return self._outermost(function, (arg,), 0, raising=False, tape=tape, tested=tested)
 
     def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,
                    raising: bool = True, tape: Tape | None = None,

@@ -42,9 +42,10 @@ def _planned(p, name, point):
 def test_a_non_finite_element_is_refused_as_the_general_path_refuses_it(bad):
     p = _program()
     x = np.array([1.0, 2.0, 3.0])
-    _planned(p, "lse", x)
-    _planned(p, "scaled", (x, 0.5))
-    _planned(p, "frob", np.ones((2, 3)))
+    for name, point in [("lse", x), ("scaled", (x, 0.5)), ("frob", np.ones((2, 3)))]:
+        _planned(p, name, point)
+        for _ in range(2):  # (the second gradient takes the prepared path)
+            p.value_and_grad(name, point)
     for name, point in [("lse", np.array([1.0, bad, 3.0])),
                         ("scaled", (np.array([bad, 2.0, 3.0]), 0.5)),
                         ("frob", np.array([[1.0, 2.0, 3.0], [4.0, 5.0, bad]]))]:
@@ -173,3 +174,41 @@ def test_finite_in_run_tells_what_all_finite_tells(size):
     with arraylib.quiet():
         for case in cases:
             assert arraylib.finite_in_run(case) == arraylib.all_finite(case)
+
+
+def test_repeated_gradients_give_the_first_ones_bit_for_bit():
+    rng = np.random.default_rng(9)
+    x, k = rng.normal(size=1000) * 3, 0.75
+    for name, point in [("lse", x), ("scaled", (x, k)), ("frob", x.reshape(20, 50))]:
+        value, gradient = _program().value_and_grad(name, point)
+        p = _program()
+        runs = [p.value_and_grad(name, point) for _ in range(3)]
+        for got_value, got_gradient in runs:
+            assert got_value == value
+            got = got_gradient if isinstance(got_gradient, tuple) else (got_gradient,)
+            expected = gradient if isinstance(gradient, tuple) else (gradient,)
+            assert [np.asarray(g).tobytes() for g in got] == \
+                [np.asarray(g).tobytes() for g in expected]
+
+
+def test_a_planned_run_that_exhausts_the_stack_runs_again_under_raised_limits():
+    import sys
+
+    p = _program()
+    _planned(p, "lse", np.array([1.0, 2.0]))
+    interpreter = p.runtime.interpreter
+    limit = sys.getrecursionlimit()
+    seen = []
+
+    def deep(x):
+        seen.append(sys.getrecursionlimit())
+        if len(seen) == 1:
+            raise RecursionError  # (as a run deeper than the limit would)
+        return float(x.sum())
+
+    assert interpreter.apply_restartable(deep, np.array([1.0, 2.0]), []) == 3.0
+    assert len(seen) == 2 and seen[0] == limit and seen[1] > limit
+    assert sys.getrecursionlimit() == limit
+    assert interpreter.apply_restartable(deep, np.array([1.0, np.nan]), [np.array([np.nan])]) \
+        is lambdad.interpreter.NOT_FINITE
+    assert len(seen) == 2  # (nothing run)
