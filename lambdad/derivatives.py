@@ -25,6 +25,7 @@ from .calling import (
     first_non_finite,
     output_names,
     packed,
+    point_arrays,
     point_from_python,
     point_term,
     Shape,
@@ -165,16 +166,17 @@ class Derivatives:
             # (a finite real, the commonest point, read here without a call; the arrays of
             # an array point are tested finite in the prepared run, quicker there, and one
             # that is not takes the general path, which says so)
-            untested: list = []
             inputs = ((0, point) if type(point) is float and point - point == 0.0
-                      else real_inputs(point, untested))
+                      else real_inputs(point, False))
             if inputs is not None:
                 prepared = self._gradients.get(
                     (name, inputs[0], current if strategy is None else strategy))
                 # (instrumented runs, under a step or time limit, report events: general
                 # path; the prepared run pauses the collector: little is made outside it)
+                arrays = None if type(inputs[0]) is int else point_arrays(point, inputs[0])
                 out = (None if prepared is None or runtime.interpreter.instrumented
-                       else prepared(inputs[1], untested))
+                       else prepared(inputs[1]) if arrays is None
+                       else prepared(inputs[1], arrays))
                 if out is not None and out is not NOT_FINITE:
                     value, gradient = out
                     # The gradient is made afresh (floats, right-nested pairs of them,

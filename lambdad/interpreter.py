@@ -406,8 +406,10 @@ class Interpreter:
                     if not all(map(finite_in_run, tested)):
                         return NOT_FINITE
             return self.guarded(self.apply, f, arg)
+        if tested is None:
+            return self._outermost(f, (arg,), 1, raising=False)
         context = self._quiet_context
-        if tested is None or context is None:
+        if context is None:  # (no array code compiled yet)
             return self._outermost(f, (arg,), 1, raising=False, tested=tested)
         # A planned point's run in the quiet context: what _outermost does for it (not
         # instrumented, so no deadline; no tape; the limits as they are, and raised by
@@ -449,6 +451,8 @@ class Interpreter:
                 return self.guarded(function, arg)
             finally:
                 self.unpin_tape(saved)
+        if tested is None:
+            return self._outermost(function, (arg,), 0, raising=False, tape=tape)
         return self._outermost(function, (arg,), 0, raising=False, tape=tape, tested=tested)
 
     def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,

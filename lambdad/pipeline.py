@@ -498,18 +498,21 @@ class Program:
 
     def call(self, name: str, point: Any) -> Any:
         """The value of ``name`` at ``point`` (primal only), as Python data."""
-        untested: list = []
-        planned = self.points._planned(name, point, untested)
+        planned = self.points._planned(name, point)
         if planned is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
             # (The run pauses the collector: little is made outside it.)  The point's
             # arrays are tested finite in the run, quicker there; for one that is not, the
             # general path says so.
-            f, x, result = planned
-            value = self.runtime.interpreter.apply_restartable(f, x, untested)
-            if value is not NOT_FINITE:
-                return to_python(value if result is None else written(value, result))
+            f, x, result, arrays = planned
+            if arrays is not None:
+                value = self.runtime.interpreter.apply_restartable(f, x, arrays)
+                if value is NOT_FINITE:
+                    return self._general_call(name, point)
+            else:  # (a point of reals only: nothing more to pass)
+                value = self.runtime.interpreter.apply_restartable(f, x)
+            return to_python(value if result is None else written(value, result))
         return self._general_call(name, point)
 
     @collector_paused_during
