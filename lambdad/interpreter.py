@@ -484,13 +484,19 @@ class Interpreter:
             if tape is not None:
                 self.tape, pinned = tape, True
                 self._pinned += 1
-            if self._arrays or tested:
+            if self._arrays:
                 # (an error is located under it too: locating may run the code again)
                 if tested is not None and self._quiet_context is not None:
                     # a planned point's run: no function of the caller's in it, so it may
                     # go in the interpreter's own quiet context, quicker to enter
                     return self._quiet_context.run(_located_call, function, args, tested)
                 return _quietly_located_call(function, args, tested or ())
+            if tested:
+                # (no array code compiled yet: the point's arrays tested apart, quietly,
+                # and the run as any other, which enters quiet() if it compiles some)
+                with arraylib.quiet():
+                    if not all(map(finite_in_run, tested)):
+                        return NOT_FINITE
             return function(*args)
         except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
             raise located(exc) from None

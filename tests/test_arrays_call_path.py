@@ -59,6 +59,7 @@ def test_a_non_finite_element_is_refused_as_the_general_path_refuses_it(bad):
 
 def test_a_program_that_reads_no_element_still_refuses_a_non_finite_one():
     p = lambdad.loads("def constant (x : Vec) : R = 1.0", "constant.lam")
+    before = np.geterr()
     assert p.call("constant", np.array([1.0, 2.0])) == 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -66,6 +67,7 @@ def test_a_program_that_reads_no_element_still_refuses_a_non_finite_one():
             p.call("constant", np.array([1.0, np.nan]))
         # squares that overflow, of finite elements: tested exactly, quietly
         assert p.call("constant", np.array([1e200, -1e300])) == 1.0
+    assert np.geterr() == before
 
 
 def test_finite_elements_whose_squares_overflow_are_finite():
