@@ -123,11 +123,17 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero", shared)
     return Primitive(name, kind, params, type_,
                      Spelling(symbol or name, fixity, level, "left"), doc,
-                     arraylib.densely(evaluate, len(params)),
+                     _densely(evaluate, len(params)),
                      result=result, result_type=result_type, rule=rule,
-                     cotangent_evaluate=cotangent_evaluate and arraylib.densely(
+                     cotangent_evaluate=cotangent_evaluate and _densely(
                          cotangent_evaluate, len(params)), cotangent_memory=memory,
                      propagates=propagates, inline=inline)
+
+
+def _densely(function, arity: int):
+    """``function`` taking sparse cotangents as dense arrays: itself when it makes them
+    dense (:data:`arraylib.DENSE_INSIDE`), else wrapped (:func:`arraylib.densely`)."""
+    return function if function in arraylib.DENSE_INSIDE else arraylib.densely(function, arity)
 
 
 def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate,

@@ -18,6 +18,7 @@ the array runs with their sum (AD.md section 10).  They are defined in
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -28,16 +29,16 @@ import numpy as np
 from .errors import DomainError
 from .sparse import Sparse, array_adjoint, dense, densely
 
-__all__ = ["ARRAY", "FLOAT", "SMALLEST_NORMAL", "COTANGENT_RESULTS", "UFUNCS", "Sparse",
-           "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet", "quieted",
-           "all_finite", "as_array", "elementwise", "in_place", "subnormals_flushed",
-           "needing", "from_list", "from_rows", "stack", "to_list", "rows", "zeros", "ones",
-           "fill", "linspace", "arange", "reshape", "flatten", "outer", "size", "nrows",
-           "ncols", "total", "mean", "maximum", "logsumexp", "sum_rows", "sum_cols",
-           "maximum_rows", "logsumexp_rows", "maximum_share", "maximum_share_sparse",
-           "softmax", "per_row", "dot", "matmul", "transpose", "index", "one_hot",
-           "one_hot_array", "slice_of", "unslice", "concatenate", "part", "sum_to", "spread",
-           "comparison", "where", "index_list", "gather", "scatter"]
+__all__ = ["ARRAY", "FLOAT", "DENSE_INSIDE", "SMALLEST_NORMAL", "COTANGENT_RESULTS", "UFUNCS",
+           "Sparse", "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet",
+           "quieted", "quiet_context", "all_finite", "finite_in_run", "as_array", "elementwise",
+           "in_place", "subnormals_flushed", "needing", "from_list", "from_rows", "stack",
+           "to_list", "rows", "zeros", "ones", "fill", "linspace", "arange", "reshape", "flatten",
+           "outer", "size", "nrows", "ncols", "total", "mean", "maximum", "logsumexp", "sum_rows",
+           "sum_cols", "maximum_rows", "logsumexp_rows", "maximum_share", "maximum_share_sparse",
+           "softmax", "per_row", "dot", "matmul", "transpose", "index", "one_hot", "one_hot_array",
+           "slice_of", "unslice", "concatenate", "part", "sum_to", "spread", "comparison", "where",
+           "index_list", "gather", "scatter"]
 
 ARRAY = np.ndarray
 """The class of array values."""
@@ -89,24 +90,44 @@ def quieted(function: Callable[..., Any]) -> Callable[..., Any]:
     return np.errstate(all="ignore")(function)
 
 
+def quiet_context() -> contextvars.Context | None:
+    """A context of its own in which array operations run: NumPy's settings at their
+    defaults but for its floating-point warnings, off (as under :func:`quiet`).  A run in
+    it (``context.run(function, *args)``) leaves the caller's context as it was, and costs
+    a sixth of entering and leaving :func:`quiet`: for the interpreter's runs of points
+    with no function of the caller's in them (what else runs there sees none of the
+    caller's context variables).  None when NumPy keeps its error state elsewhere than in
+    a context variable (NumPy 1: process-wide), where entering one would change the
+    caller's: then the caller runs under :func:`quiet`."""
+    before = np.geterr()
+    context = contextvars.Context()
+    context.run(np.errstate(all="ignore").__enter__)  # (left inside: the context's own)
+    if np.geterr() != before:  # (set for the whole thread: put back, not used)
+        np.seterr(**before)
+        return None
+    return context if context.run(np.geterr) == _IGNORED else None
+
+
+_IGNORED = {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+
+
 _DOT_MOST = 10_000
 """Up to this many elements the quick finiteness test of an array sums the squares of its
 elements by a dot product (BLAS, which runs that on one thread up to about there: twice as
 quick as NumPy's sum for small arrays); above, it sums the elements."""
 
 
-def _finite_total(x: ARRAY) -> float:
-    """A number that is finite when every element of the array ``x`` is, and NaN or
-    infinite when one is not (or when it overflows: :func:`_finite` tells that apart):
-    the sum of the squares of a small array (no cancellation: an infinite element gives
-    inf, a NaN NaN), the sum of a large one.  In a run (under quiet()), where an overflow
-    does not warn; ``total - total`` of it is 0.0 exactly when it is finite."""
+def _finite_quick(x: ARRAY) -> bool:
+    """Whether a number that is finite when every element of the array ``x`` is, and NaN
+    or infinite when one is not (or when it overflows: :func:`_finite` tells that apart),
+    is finite: the sum of the squares of a small array (no cancellation: an infinite
+    element gives inf, a NaN NaN), the sum of a large one.  In a run (under quiet()),
+    where an overflow does not warn."""
     if x.size <= _DOT_MOST:
         flat = x if x.ndim == 1 else x.ravel()  # (a view: results are contiguous)
-        total = float(flat.dot(flat))
-    else:
-        total = float(_add_reduce(x, axis=None))
-    return total - total
+        return _isfinite_real(flat.dot(flat))
+    total = float(_add_reduce(x, axis=None))
+    return total - total == 0.0
 
 
 def _finite(name: str, result: Any) -> Any:
@@ -142,6 +163,22 @@ def all_finite(x: Any) -> bool:
 _SMALL = 10_000
 _isfinite = np.isfinite
 _count_nonzero = np.count_nonzero
+_isfinite_real = math.isfinite
+
+
+def finite_in_run(x: ARRAY) -> bool:
+    """Whether every element of the float64 array ``x`` is finite, told in a run (under
+    :func:`quiet`, where the sum of squares that may overflow does not warn): what
+    :func:`all_finite` tells, by one dot product for a small array (a third of the cost
+    of its test and count, which do not warn anywhere), by the exact test when the sum
+    is not finite (an overflow of finite elements)."""
+    if x.size <= _DOT_MOST:  # (_finite_quick, inlined)
+        flat = x if x.ndim == 1 else x.ravel()
+        if _isfinite_real(flat.dot(flat)):
+            return True
+    elif _finite_quick(x):
+        return True
+    return bool(_isfinite(x).all())
 
 
 def as_array(value: Any, rank: int, what: str = "an array") -> ARRAY:
@@ -233,7 +270,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             raise
         if not tested:
             return result if result.size else _untested_empty(name, result, args)
-        return result if _finite_total(result) == 0.0 else _finite(name, result)
+        return result if _finite_quick(result) else _finite(name, result)
 
     if not finite:
         if arity == 1:
@@ -252,7 +289,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
         result = ufunc(x)
         if not tested:
             return result
-        return result if _finite_total(result) == 0.0 else _finite(name, result)
+        return result if _finite_quick(result) else _finite(name, result)
 
     def binary(x: Any, y: Any) -> Any:
         kx, ky = type(x), type(y)
@@ -270,7 +307,7 @@ def elementwise(name: str, scalar: Callable[..., float], ufunc: Callable[..., An
             raise
         if not tested:
             return result if result.size else _untested_empty(name, result, (x, y))
-        return result if _finite_total(result) == 0.0 else _finite(name, result)
+        return result if _finite_quick(result) else _finite(name, result)
 
     return _named(unary if arity == 1 else binary if arity == 2 else evaluate, name)
 
@@ -300,7 +337,7 @@ def _untested_empty(name: str, result: ARRAY, args: Sequence[Any]) -> ARRAY:
     elements), unless an array argument holds a non-finite element, which the result
     drops: then a DomainError, as if the result were not finite."""
     for a in args:
-        if type(a) is ARRAY and a.size and _finite_total(a) != 0.0:
+        if type(a) is ARRAY and a.size and not _finite_quick(a):
             _finite(name, a)
     return result
 
@@ -355,7 +392,7 @@ def in_place(ufunc: Any, evaluate: Callable[..., Any], name: str | None = None,
                     if problem is not None:
                         raise DomainError(f"{name}: {problem}")
                 result = ufunc(*args, out=out)
-                return result if _finite_total(result) == 0.0 else _finite(name, result)
+                return result if _finite_quick(result) else _finite(name, result)
         return evaluate(*args)
 
     compute.__name__ = f"{getattr(ufunc, '__name__', 'operation')}_in_place"
@@ -620,10 +657,14 @@ def ncols(m: ARRAY) -> float:
 
 def total(x: Any) -> float:
     """``sum x``: the sum of every element."""
-    return float(_add_reduce(dense(x), axis=None))
+    if type(x) is Sparse:
+        x = x.dense()
+    return float(_add_reduce(x, axis=None))
 
 
 def mean(x: ARRAY) -> float:
+    if type(x) is Sparse:
+        x = x.dense()
     size = x.size
     if size == 0:
         raise DomainError("mean of an empty array")
@@ -633,6 +674,8 @@ def mean(x: ARRAY) -> float:
 
 
 def maximum(x: ARRAY) -> float:
+    if type(x) is Sparse:
+        x = x.dense()
     if x.size == 0:
         raise DomainError("maximum of an empty array")
     return float(_max_reduce(x, axis=None))
@@ -640,6 +683,8 @@ def maximum(x: ARRAY) -> float:
 
 def logsumexp(x: ARRAY) -> float:
     """log (sum (exp x)), computed stably (shifted by the maximum)."""
+    if type(x) is Sparse:
+        x = x.dense()
     if x.size == 0:
         raise DomainError("logsumexp of an empty array")
     top = _max_reduce(x, axis=None)
@@ -658,12 +703,16 @@ _MAXIMA_BY_COLUMNS = 16  # columns
 
 
 def sum_rows(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.size < _REDUCED_BY_BLAS:
         return _add_reduce(m, axis=1)
     return m @ np.ones(m.shape[1])
 
 
 def sum_cols(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.size < _REDUCED_BY_BLAS:
         return _add_reduce(m, axis=0)
     return np.ones(m.shape[0]) @ m
@@ -680,12 +729,16 @@ def _row_maxima(m: ARRAY) -> ARRAY:
 
 
 def maximum_rows(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.shape[1] == 0:
         raise DomainError("maximum_rows of a Mat with no columns")
     return _row_maxima(m)
 
 
 def logsumexp_rows(m: ARRAY) -> ARRAY:
+    if type(m) is Sparse:
+        m = m.dense()
     if m.shape[1] == 0:
         raise DomainError("logsumexp_rows of a Mat with no columns")
     top = _row_maxima(m)
@@ -698,7 +751,7 @@ def maximum_share(x: ARRAY, top: Any) -> ARRAY:
     if type(top) is ARRAY and x.ndim == 2:
         at = x == top[:, None]
         share = at.astype(np.float64)
-        if _count_nonzero(at) != x.shape[0] or _finite_total(top) != 0.0:
+        if _count_nonzero(at) != x.shape[0] or not _finite_quick(top):
             # some row has ties: each row's shares divided by its count (with finite maxima,
             # every row has an element at its maximum, so as many as rows means none has
             # ties: each share is 1 already, as the division would leave it)
@@ -751,7 +804,10 @@ def dot(u: ARRAY, v: ARRAY) -> float:
 
 def matmul(a: Any, b: Any) -> Any:
     """``a @ b`` for the ranks 2 @ 2, 2 @ 1 and 1 @ 2."""
-    a, b = dense(a), dense(b)
+    if type(a) is Sparse:
+        a = a.dense()
+    if type(b) is Sparse:
+        b = b.dense()
     inner_a = a.shape[-1]
     inner_b = b.shape[0]
     if inner_a != inner_b:
@@ -762,6 +818,12 @@ def matmul(a: Any, b: Any) -> Any:
 
 def transpose(m: Any) -> ARRAY:
     return dense(m).T  # (a view: no array is ever changed in place)
+
+
+DENSE_INSIDE = frozenset({total, mean, maximum, logsumexp, sum_rows, sum_cols, maximum_rows,
+                          logsumexp_rows, matmul, transpose})
+"""The operations that make a sparse argument dense themselves: the table takes them as
+they are, not wrapped by :func:`densely` (a frame fewer for each in a run)."""
 
 
 def index(x: ARRAY, i: float) -> Any:

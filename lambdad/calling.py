@@ -220,7 +220,7 @@ def with_arrays(value: Any, t: Type) -> Any:
     return value
 
 
-def real_point(point: Any) -> tuple[Shape, Any] | None:
+def real_point(point: Any, test_arrays: bool = True) -> tuple[Shape, Any] | None:
     """For a point of Python reals (a float or int, a tuple of them, a non-empty list of
     floats, or reals nested in tuples and lists: see :func:`point_shape`): its shape (0
     for a real, n for an n-tuple, -1 for a list; else what :func:`point_shape` gives) and
@@ -228,7 +228,10 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
     None for any other point, and for one holding a NaN, an infinity or an integer too
     large for a real: :func:`from_python` says what is wrong.  Repeated calls with such
     points skip the general conversion and fitting (the shape decides how the point fits
-    a function)."""
+    a function).  Not ``test_arrays``: a point that is an array, or a tuple of arrays
+    and reals, has its arrays left untested (:func:`point_arrays` gives them): the caller
+    tests them (:func:`lambdad.arraylib.finite_in_run`) and takes the general path for
+    one that is not."""
     kind = type(point)
     if kind is list:
         # Not an empty list: it fits lists of any item type, a list of reals only [R].
@@ -243,11 +246,11 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
             value = item if value is None else (item, value)
         else:
             return len(point), value
-        arrays = _array_tuple(point)
+        arrays = _array_tuple(point, test_arrays)
         if arrays is not None:
             return arrays
     elif kind is arraylib.ARRAY:
-        leaf = _array_leaf(point)
+        leaf = _array_leaf(point, test_arrays)
         return None if leaf is None else (leaf, point)
     else:
         point = _finite_real(point)
@@ -256,28 +259,30 @@ def real_point(point: Any) -> tuple[Shape, Any] | None:
     return None if found is None else (found[0], shaped(found[0], iter(found[1])))
 
 
-def _array_leaf(value: Any) -> Shape:
+def _array_leaf(value: Any, test: bool = True) -> Shape:
     """The shape :func:`point_shape` gives the array ``value`` (``("a", its shape)``) when
-    it is a finite float64 array of rank 1 or 2, else None."""
+    it is a finite float64 array of rank 1 or 2 (finite unless not ``test``: see
+    :func:`real_point`), else None."""
     dtype = value.dtype  # (float64's is one object: `is` first, quicker than `!=`)
     if (dtype is not arraylib.FLOAT and dtype != arraylib.FLOAT) \
-            or value.ndim not in (1, 2) or not arraylib.all_finite(value):
+            or value.ndim not in (1, 2) or test and not arraylib.all_finite(value):
         return None
     return ("a", value.shape)
 
 
-def _array_tuple(point: tuple) -> tuple[Shape, Any] | None:
+def _array_tuple(point: tuple, test: bool = True) -> tuple[Shape, Any] | None:
     """For a tuple of arrays and reals with at least one array (the arguments of an array
     program, such as a Vec and a size, the commonest point there): what
     :func:`point_shape` and :func:`shaped` make of it, in one pass, without their walk;
     None for any other tuple (one holding a list, a pair, an int), and for one with a
-    real that is not finite or an array :func:`_array_leaf` refuses."""
+    real that is not finite or an array :func:`_array_leaf` refuses (``test`` as
+    there)."""
     leaves = []
     arrays = False
     for item in point:
         kind = type(item)
         if kind is arraylib.ARRAY:
-            leaf = _array_leaf(item)
+            leaf = _array_leaf(item, test)
             if leaf is None:
                 return None
             arrays = True
@@ -292,6 +297,21 @@ def _array_tuple(point: tuple) -> tuple[Shape, Any] | None:
     for index in range(len(point) - 2, -1, -1):
         value = (point[index], value)
     return ("t", tuple(leaves)), value
+
+
+def point_arrays(point: Any, shape: Shape) -> tuple | None:
+    """The arrays :func:`real_point` (or :func:`real_inputs`) left untested in ``point``,
+    whose shape it gave as ``shape``: the point itself when it is an array, the arrays
+    among a tuple's items; None when there are none (a point of reals: its shape is a
+    number).  (Arrays deeper in a point were tested by :func:`point_shape`.)"""
+    if type(shape) is int:
+        return None
+    kind = type(point)
+    if kind is arraylib.ARRAY:
+        return (point,)
+    if kind is tuple:
+        return tuple(item for item in point if type(item) is arraylib.ARRAY) or None
+    return None
 
 
 def holds_lists(shape: Shape) -> bool:
@@ -311,12 +331,12 @@ def holds_lists(shape: Shape) -> bool:
     return False
 
 
-def real_inputs(point: Any) -> tuple[Shape, Any] | None:
+def real_inputs(point: Any, test_arrays: bool = True) -> tuple[Shape, Any] | None:
     """For a point :func:`real_point` takes: the same shape, and the point's reals flat,
     as a prepared gradient seeds them (no right-nested pairs made): the real (shape 0), a
     tuple of the n reals (shape n; the point itself when its items are floats already), a
     copy of the list (shape -1), a list of the reals left to right (any other shape).
-    None when :func:`real_point` gives None."""
+    None when :func:`real_point` gives None; ``test_arrays`` as there."""
     kind = type(point)
     if kind is float:
         return (0, point) if point - point == 0.0 else None
@@ -329,14 +349,14 @@ def real_inputs(point: Any) -> tuple[Shape, Any] | None:
         reals = tuple(map(_finite_real, point))
         if None not in reals:
             return len(point), reals
-        arrays = _array_tuple(point)
+        arrays = _array_tuple(point, test_arrays)
         if arrays is not None:
             return arrays[0], list(point)
     elif kind is list:
         if point and all_reals(point):
             return (-1, point[:]) if all(map(math.isfinite, point)) else None
     elif kind is arraylib.ARRAY:
-        leaf = _array_leaf(point)
+        leaf = _array_leaf(point, test_arrays)
         return None if leaf is None else (leaf, [point])
     else:
         point = _finite_real(point)

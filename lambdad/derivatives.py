@@ -25,6 +25,7 @@ from .calling import (
     first_non_finite,
     output_names,
     packed,
+    point_arrays,
     point_from_python,
     point_term,
     Shape,
@@ -36,6 +37,7 @@ from .calling import (
 from .differentiate import COMPOSITIONS, FORWARD, REVERSE, Stats
 from .reals import count_reals, is_real
 from .errors import DifferentiationError, EvalError, UsageError
+from .interpreter import NOT_FINITE
 from .iterate import collector_paused_during
 from .prepared import prepared_gradient, prepared_product
 from .printer import print_type
@@ -161,16 +163,22 @@ class Derivatives:
         # is set (its run differentiates nothing inside, so nothing else reads the
         # strategy): a call naming another strategy takes it without switching.)
         if mode == "reverse" and wrt is None:
-            # (a finite real, the commonest point, read here without a call)
+            # (a finite real, the commonest point, read here without a call; the arrays of
+            # an array point are tested finite in the prepared run, quicker there, and one
+            # that is not takes the general path, which says so)
             inputs = ((0, point) if type(point) is float and point - point == 0.0
-                      else real_inputs(point))
+                      else real_inputs(point, False))
             if inputs is not None:
                 prepared = self._gradients.get(
                     (name, inputs[0], current if strategy is None else strategy))
                 # (instrumented runs, under a step or time limit, report events: general
                 # path; the prepared run pauses the collector: little is made outside it)
-                if prepared is not None and not runtime.interpreter.instrumented:
-                    value, gradient = prepared(inputs[1])
+                arrays = None if type(inputs[0]) is int else point_arrays(point, inputs[0])
+                out = (None if prepared is None or runtime.interpreter.instrumented
+                       else prepared(inputs[1]) if arrays is None
+                       else prepared(inputs[1], arrays))
+                if out is not None and out is not NOT_FINITE:
+                    value, gradient = out
                     # The gradient is made afresh (floats, right-nested pairs of them,
                     # new lists of them, nested in the point's shape): once found
                     # finite, it is the Python data already.

@@ -63,7 +63,7 @@ from .values import (
     SCALAR_TYPES,
 )
 
-__all__ = ["Interpreter", "compile_open", "evaluate", "evaluate_module"]
+__all__ = ["NOT_FINITE", "Interpreter", "compile_open", "evaluate", "evaluate_module"]
 
 # Compiled units kept per interpreter; the least recently used goes first.  Each entry keeps
 # its term alive, so the term's id cannot be reused while it is cached.
@@ -100,8 +100,18 @@ def _instrumenting(name: str) -> property:
     return property(operator.attrgetter(private), set_value)
 
 
-def _located_call(function: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``function(*args)``, a primitive's error located (:func:`located`)."""
+NOT_FINITE = object()
+"""What :meth:`Interpreter.apply_restartable` gives, running nothing, when an array it was
+to test has an element that is not finite."""
+
+
+def _located_call(function: Callable[..., Any], args: Sequence[Any],
+                  tested: Sequence[Any] = ()) -> Any:
+    """``function(*args)``, a primitive's error located (:func:`located`); NOT_FINITE
+    (nothing run) when an array of ``tested`` has an element that is not finite."""
+    for array in tested:
+        if not finite_in_run(array):
+            return NOT_FINITE
     try:
         return function(*args)
     except RAISED_IN_RUNS as exc:
@@ -110,7 +120,8 @@ def _located_call(function: Callable[..., Any], args: Sequence[Any]) -> Any:
 
 _quietly_located_call = arraylib.quieted(_located_call)
 """:func:`_located_call` under :func:`arraylib.quiet`: a run of a program with array
-operations."""
+operations (the arrays of its point tested there, where a quick test does not warn)."""
+finite_in_run = arraylib.finite_in_run
 
 
 class Interpreter:
@@ -147,6 +158,9 @@ class Interpreter:
         # in _quiet from then on (never both in one run: that only once _arrays is set).
         self._arrays = False
         self._quiet: Any = None
+        # Once _arrays is set: the context planned points' runs go in, quiet (see
+        # arraylib.quiet_context; None where there is none: they run under errstate too).
+        self._quiet_context: Any = None
         self._units = itertools.count()
         # Told (tape, ring depth, bodies run, distinct bodies run) after each backward phase
         # a program's `cotangent x e` runs (the differentiator's per-level costs).
@@ -326,6 +340,7 @@ class Interpreter:
         if function.__lambdad_arrays__ and not self._arrays:
             # from now on, the run under way included (its array code runs after this)
             self._arrays = True
+            self._quiet_context = arraylib.quiet_context()
             if self._guarded:
                 self._quiet = arraylib.quiet()
                 self._quiet.__enter__()
@@ -378,32 +393,77 @@ class Interpreter:
             return self.guarded(function, *args)
         return self._outermost(function, args, 0, raising=False)
 
-    def apply_restartable(self, f: Any, arg: Any) -> Any:
+    def apply_restartable(self, f: Any, arg: Any, tested: Sequence[Any] | None = None) -> Any:
         """:meth:`restartable` ``self.apply(f, arg)`` in fewer frames: ``f arg`` run at depth
         1 under the outermost guard, as :meth:`apply` runs it there (a repeated call of a
-        small array program pays each frame)."""
+        small array program pays each frame).  Given ``tested`` (a planned point's run: no
+        function of the caller's in ``arg``), its arrays (of ``arg``, not tested yet) are
+        tested finite first, where the run's array operations go (quiet): when one is not,
+        it gives NOT_FINITE, running nothing."""
         if self._guarded or self.instrumented:
+            if tested:
+                with arraylib.quiet():
+                    if not all(map(finite_in_run, tested)):
+                        return NOT_FINITE
             return self.guarded(self.apply, f, arg)
-        return self._outermost(f, (arg,), 1, raising=False)
+        if tested is None:
+            return self._outermost(f, (arg,), 1, raising=False)
+        context = self._quiet_context
+        if context is None:  # (no array code compiled yet)
+            return self._outermost(f, (arg,), 1, raising=False, tested=tested)
+        # A planned point's run in the quiet context: what _outermost does for it (not
+        # instrumented, so no deadline; no tape; the limits as they are, and raised by
+        # _outermost only after a RecursionError), written out, a frame and a few tests
+        # fewer for a small array program's call.
+        self.steps = 0
+        self._deadline = None
+        collecting = gc.isenabled()
+        try:
+            gc.disable()
+            self._depth = 1
+            self._guarded = True
+            return context.run(_located_call, f, (arg,), tested)
+        except RecursionError:
+            pass
+        except MemoryError:
+            raise ResourceError("the program ran out of memory") from None
+        finally:
+            if collecting:
+                gc.enable()
+            self._depth = 0
+            self._guarded = False
+        return self._outermost(f, (arg,), 1, tested=tested)
 
-    def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any) -> Any:
+    def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any,
+                       tested: Sequence[Any] | None = None) -> Any:
         """:meth:`restartable` ``function(arg)`` with ``tape`` the current tape meanwhile
         (as :meth:`pin_tape` makes it): a prepared gradient's run, pinned and guarded in
-        one frame rather than three, since a small program's run costs little more."""
+        one frame rather than three, since a small program's run costs little more.
+        ``tested`` as for :meth:`apply_restartable` (NOT_FINITE, nothing run, when an
+        array of it is not finite)."""
         if self._guarded or self.instrumented:
+            if tested:
+                with arraylib.quiet():
+                    if not all(map(finite_in_run, tested)):
+                        return NOT_FINITE
             saved = self.pin_tape(tape)
             try:
                 return self.guarded(function, arg)
             finally:
                 self.unpin_tape(saved)
-        return self._outermost(function, (arg,), 0, raising=False, tape=tape)
+        if tested is None:
+            return self._outermost(function, (arg,), 0, raising=False, tape=tape)
+        return self._outermost(function, (arg,), 0, raising=False, tape=tape, tested=tested)
 
     def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,
-                   raising: bool = True, tape: Tape | None = None) -> Any:
+                   raising: bool = True, tape: Tape | None = None,
+                   tested: Sequence[Any] | None = None) -> Any:
         """``function(*args)`` as the outermost guarded call, at run depth ``depth`` (0 for
         :meth:`guarded`: work around program runs, not one of them).  Without ``raising``
         the limits stay as they are and a RecursionError runs it again with them raised
-        (see :meth:`restartable`).  A ``tape`` is the current tape during the call."""
+        (see :meth:`restartable`).  A ``tape`` is the current tape during the call.  The
+        arrays ``tested`` are tested first (see :meth:`apply_restartable`); given (a planned
+        point's run), the run may go in the interpreter's quiet context."""
         self.steps = 0
         self._deadline = None if self._timeout is None else time.monotonic() + self._timeout
         # Whatever happens from here on (an error, a KeyboardInterrupt), the finally clause
@@ -426,7 +486,17 @@ class Interpreter:
                 self._pinned += 1
             if self._arrays:
                 # (an error is located under it too: locating may run the code again)
-                return _quietly_located_call(function, args)
+                if tested is not None and self._quiet_context is not None:
+                    # a planned point's run: no function of the caller's in it, so it may
+                    # go in the interpreter's own quiet context, quicker to enter
+                    return self._quiet_context.run(_located_call, function, args, tested)
+                return _quietly_located_call(function, args, tested or ())
+            if tested:
+                # (no array code compiled yet: the point's arrays tested apart, quietly,
+                # and the run as any other, which enters quiet() if it compiles some)
+                with arraylib.quiet():
+                    if not all(map(finite_in_run, tested)):
+                        return NOT_FINITE
             return function(*args)
         except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
             raise located(exc) from None
@@ -451,7 +521,7 @@ class Interpreter:
             self._depth = 0
             self._guarded = False
         # Only after a RecursionError without raised limits: again, with them raised.
-        return self._outermost(function, args, depth, tape=tape)
+        return self._outermost(function, args, depth, tape=tape, tested=tested)
 
     # ---- called by generated code
     def _backprop_maker(self) -> Callable[[Callable[..., Any], tuple, Span | None], Backprop]:

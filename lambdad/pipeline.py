@@ -33,7 +33,7 @@ from .points import Points
 from .primitives import LINEAR_NAMES, NAMED, PRIMITIVES, Primitive, declared_by
 from .printer import builtin_uses, print_decl, print_type
 from .results import Jacobian
-from .runtime import Runtime
+from .runtime import NOT_FINITE, Runtime
 from .showing import Showing
 from .sources import (
     PRELUDE_FILE,
@@ -502,9 +502,16 @@ class Program:
         if planned is not None:
             # A point of reals holds no Python function of the caller: the run computes a
             # value and nothing else, so it may run again under raised limits if it must.
-            # (The run pauses the collector: little is made outside it.)
-            f, x, result = planned
-            value = self.runtime.apply_restartable(f, x)
+            # (The run pauses the collector: little is made outside it.)  The point's
+            # arrays are tested finite in the run, quicker there; for one that is not, the
+            # general path says so.
+            f, x, result, arrays = planned
+            if arrays is not None:
+                value = self.runtime.interpreter.apply_restartable(f, x, arrays)
+                if value is NOT_FINITE:
+                    return self._general_call(name, point)
+            else:  # (a point of reals only: nothing more to pass)
+                value = self.runtime.interpreter.apply_restartable(f, x)
             return to_python(value if result is None else written(value, result))
         return self._general_call(name, point)
 

@@ -26,6 +26,7 @@ from .calling import (
     longer_tuple,
     point_from_file,
     point_from_python,
+    point_arrays,
     point_source,
     point_span,
     real_point,
@@ -65,13 +66,16 @@ class Points:
         # ever new lengths do not fill it.)
         self._plans: dict[tuple[str, Shape], tuple[Any, Type, Type | None, bool]] = {}
 
-    def _planned(self, name: str, point: Any) -> tuple[Any, Any, Type | None] | None:
+    def _planned(self, name: str, point: Any
+                 ) -> tuple[Any, Any, Type | None, tuple | None] | None:
         """The function, argument and result type (None when the result holds no tuple of
         more than two components, so that its value is written as it is) for ``point``
         when it is Python reals (in pairs, lists) whose plan the general path found
-        before (:meth:`function_and_point`), else None.  For :meth:`Program.call
-        <lambdad.pipeline.Program.call>`, which checked its arguments."""
-        reals = real_point(point)
+        before (:meth:`function_and_point`), else None; and the point's arrays, which it
+        has not tested finite (None for a point of reals: see
+        :func:`lambdad.calling.point_arrays`).  For :meth:`Program.call
+        <lambdad.pipeline.Program.call>`, which checked its arguments and tests them."""
+        reals = real_point(point, False)
         if reals is None:
             return None
         plan = self._plans.get((name, reals[0]))
@@ -79,7 +83,8 @@ class Points:
             return None
         # (lists where the function takes arrays are made arrays)
         return (plan[0], reals[1] if plan[2] is None else with_arrays(reals[1], plan[2]),
-                plan[1] if plan[3] else None)
+                plan[1] if plan[3] else None,
+                None if type(reals[0]) is int else point_arrays(point, reals[0]))
 
     def parse_point(self, text: str, what: str = "--at") -> Any:
         """The runtime value written as ``text`` in the language's syntax (``2,5``,

@@ -11,12 +11,13 @@ of lambdad reaches inside.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .calling import Shape, shaped
 from .differentiate import Differentiator
 from .errors import DifferentiationError
+from .interpreter import NOT_FINITE
 from .tape import Backprop, Tape, strategy_named
 from .values import SCALAR_TYPES
 
@@ -91,18 +92,22 @@ class PreparedGradient:
         self._tape: Tape | None = None
         self._seeds: dict[int, Backprop] = {}  # of the tape, by input index
 
-    def __call__(self, x: Any) -> tuple[float, Any]:
+    def __call__(self, x: Any, tested: Sequence[Any] | None = None) -> tuple[float, Any]:
         """``(f x, ∇f(x))`` for the reals ``x`` of a point of the shape; raises as
-        :meth:`Differentiator.grad`."""
+        :meth:`Differentiator.grad`.  Given ``tested`` (the point's arrays, not tested
+        yet), NOT_FINITE, nothing run, when one of them has an element that is not finite
+        (see :meth:`Interpreter.apply_restartable`)."""
         differentiator = self.differentiator
         count = len(x) if self.shape else 1
         tape = self._tape
         if tape is None or len(self._seeds) != count:
             tape = self._tape = Tape()
             self._seeds = dict(enumerate(tape.seeds(0, count)))
-        value, gradient = differentiator.interpreter.restartable_on(tape, self._run, x)
+        out = differentiator.interpreter.restartable_on(tape, self._run, x, tested)
+        if out is NOT_FINITE:
+            return out
         differentiator.record_reverse_run(tape)
-        return value, gradient
+        return out
 
     def _run(self, x: Any) -> tuple[float, Any]:
         """One run from the start, on the tape started afresh (so it may be run again)."""

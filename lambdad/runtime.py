@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .differentiate import Differentiator
-from .interpreter import Interpreter
+from .interpreter import NOT_FINITE, Interpreter  # noqa: F401 (read by pipeline)
 from .syntax import Module, Term
 from .tape import DEFAULT_STRATEGY, strategy_named
 from .values import FunctionParts
@@ -88,12 +88,6 @@ class Runtime:
     def apply(self, f: Any, *args: Any) -> Any:
         """The function value ``f`` applied to ``args``."""
         return self.interpreter.apply(f, *args)
-
-    def apply_restartable(self, f: Any, arg: Any) -> Any:
-        """``f arg`` for a run that computes a value and changes nothing else, so that it
-        may run again from the start (:meth:`Interpreter.restartable`): it takes the
-        raised recursion limits only if it needs them."""
-        return self.interpreter.apply_restartable(f, arg)
 
     def function_parts(self, f: Any) -> FunctionParts | None:
         """The λ-term and captured values of the closure ``f`` (or the built-in it applies),
