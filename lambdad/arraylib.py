@@ -820,12 +820,6 @@ def transpose(m: Any) -> ARRAY:
     return dense(m).T  # (a view: no array is ever changed in place)
 
 
-DENSE_INSIDE = frozenset({total, mean, maximum, logsumexp, sum_rows, sum_cols, maximum_rows,
-                          logsumexp_rows, matmul, transpose})
-"""The operations that make a sparse argument dense themselves: the table takes them as
-they are, not wrapped by :func:`densely` (a frame fewer for each in a run)."""
-
-
 def index(x: ARRAY, i: float) -> Any:
     """``x !! i``: element ``i`` of a Vec (a real), row ``i`` of a Mat (a Vec)."""
     k = _position(i, x)
@@ -881,6 +875,8 @@ def part(a: Any, lo: float, n: float) -> ARRAY:
 def sum_to(x: Any, c: Any) -> Any:
     """The cotangent ``c`` of a broadcast of ``x`` summed back to the shape of ``x``."""
     c = dense(c)
+    if type(x) is Sparse:  # (a cotangent of an inner level: only its shape is read)
+        x = x.dense()
     if type(c) is not ARRAY:
         return c if type(x) is not ARRAY else _filled(x.shape, c)
     if type(x) is not ARRAY:
@@ -895,11 +891,19 @@ def sum_to(x: Any, c: Any) -> Any:
 def spread(x: Any, c: Any) -> Any:
     """``c`` broadcast to the shape of ``x`` (the transpose of :func:`sum_to`)."""
     c = dense(c)
+    if type(x) is Sparse:
+        x = x.dense()
     if type(x) is not ARRAY:
         return c
     if type(c) is not ARRAY:
         return _filled(x.shape, c)  # (a real)
     return np.broadcast_to(c, x.shape).copy() if c.shape != x.shape else c
+
+
+DENSE_INSIDE = frozenset({total, mean, maximum, logsumexp, sum_rows, sum_cols, maximum_rows,
+                          logsumexp_rows, matmul, transpose, sum_to, spread})
+"""The operations that make a sparse argument dense themselves: the table takes them as
+they are, not wrapped by :func:`densely` (a frame fewer for each in a run)."""
 
 
 _COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,

@@ -208,3 +208,19 @@ def test_a_product_by_a_spread_of_its_other_operand_multiplies_by_the_real():
     assert _spreads_called(lambdad.loads(source), "lse", "fused") == 0
     # (each backpropagator its own body: the spread and the product apart)
     assert _spreads_called(lambdad.loads(source), "lse", "factored") == 1
+
+
+def test_sum_to_and_spread_take_sparse_arguments_themselves():
+    # (called unwrapped by the table: a sparse cotangent, or a sparse operand of an inner
+    # level, is made dense inside, as the wrapper would have)
+    from lambdad.sparse import Sparse
+
+    operand = Sparse.of((4,), [1, 3], [2.0, -1.0])
+    cotangent = Sparse.of((4,), [0, 1], [0.5, 1.5])
+    dense_operand, dense_cotangent = operand.dense(), cotangent.dense()
+    for function in (arraylib.sum_to, arraylib.spread):
+        assert function in arraylib.DENSE_INSIDE
+        assert np.array_equal(function(operand, cotangent),
+                              function(dense_operand, dense_cotangent))
+        assert np.array_equal(function(operand, 2.0), function(dense_operand, 2.0))
+    assert arraylib.sum_to(3.0, cotangent) == 2.0
