@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -542,34 +542,11 @@ def _factored_phase(tape: Tape, cotangent: Any, on_event, floor: int
         except IndexError:
             _staged_late(late, None, g, a)
 
-    ran = 0
     try:
-        if isinstance(cotangent, Backprop):  # the result's own backpropagator, sent 1
-            stage(cotangent, 1.0)
-        else:
-            _calls(cotangent, stage)
-        # Largest stamp first: a body only sends to older backpropagators, so nothing is
-        # added to a backpropagator once it has run.  Seeds and the zero have no body; what
-        # reaches a seed is read off at the end.
-        for s in range(n - 1, floor - 1, -1):
-            g = pending[s]
-            if g is None:
-                continue
-            function = g.function
-            if function is None:
-                if on_event is not None and type(g) is ConstantBackprop:
-                    on_event(BackpropRun(s, g.span, acc[s]))
-                continue
-            ran += 1
-            a = acc[s]
-            if on_event is not None:
-                on_event(BackpropRun(s, g.span, a))
-            rest = function(g.captured, a, stage)
-            if rest is not None:
-                _calls(rest, stage)
+        # Largest stamp first (every stamp of the tape, most of which a run reaches).
+        _run_bodies(tape, cotangent, range(n - 1, floor - 1, -1), acc, pending, stage,
+                    on_event)
     finally:
-        tape.bodies_run += ran
-        tape.reached += ran
         # `stage` refers to itself: unbound, it no longer keeps every backpropagator alive
         # until the cyclic collector runs.
         stage = None
@@ -612,17 +589,37 @@ def _factored_ring_phase(tape: Tape, cotangent: Any, on_event, add: Callable[[An
             pending[s] = g
             heapq.heappush(order, -s)
 
+    def largest_first() -> Iterator[int]:
+        # (a stamp staged by a body is older than the body's own: popped in its turn)
+        while order:
+            yield -heapq.heappop(order)
+
+    try:
+        _run_bodies(tape, cotangent, largest_first(), acc, pending, stage, on_event)
+    finally:
+        stage = None  # (it refers to itself: see _factored_phase)
+    return acc, late
+
+
+def _run_bodies(tape: Tape, cotangent: Any, stamps: Iterable[int], acc: Any, pending: Any,
+                stage: Callable[[Backprop, Any], None], on_event) -> None:
+    """The factored phase's one loop: stages the cotangent data ``cotangent`` (or ``g 1``
+    for a backpropagator ``g``), then runs, for each of ``stamps`` in turn (largest first)
+    that was sent to (``pending``), its backpropagator's body once on the sum that reached
+    it (``acc``), the body staging what it sends through ``stage``.  A body only sends to
+    older backpropagators, so nothing is added to a backpropagator once it has run.  Seeds
+    and the zero have no body; what reaches a seed is read off by the caller.  Counts the
+    bodies run on ``tape``."""
     ran = 0
     try:
         if isinstance(cotangent, Backprop):  # the result's own backpropagator, sent 1
             stage(cotangent, 1.0)
         else:
             _calls(cotangent, stage)
-        # Largest stamp first: a body only sends to older backpropagators, so nothing is
-        # added to a backpropagator once it has run.
-        while order:
-            s = -heapq.heappop(order)
+        for s in stamps:
             g = pending[s]
+            if g is None:
+                continue
             function = g.function
             if function is None:
                 if on_event is not None and type(g) is ConstantBackprop:
@@ -638,8 +635,6 @@ def _factored_ring_phase(tape: Tape, cotangent: Any, on_event, add: Callable[[An
     finally:
         tape.bodies_run += ran
         tape.reached += ran
-        stage = None  # (it refers to itself: see _factored_phase)
-    return acc, late
 
 
 def _backward_naive(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
