@@ -474,7 +474,7 @@ def _calls(data: Any, into: Callable[[Any, float], Any]) -> None:
 
 def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
     adjoints: dict[int, float] = {}
-    if add is not None:
+    if add is not None and tape.stamps > _RING_TABLES_MOST:
         reached, late = _factored_ring_phase(tape, cotangent, on_event, add)
         for index, seed in tape._seeds.items():
             s = seed.stamp
@@ -482,7 +482,7 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
                 adjoints[index] = reached[s]
         adjoints.update(late)
         return adjoints
-    acc, pending, late = _factored_phase(tape, cotangent, on_event, 0)
+    acc, pending, late = _factored_phase(tape, cotangent, on_event, 0, add)
     n = len(acc)
     for index, seed in tape._seeds.items():
         s = seed.stamp
@@ -490,6 +490,13 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
             adjoints[index] = acc[s]
     adjoints.update(late)
     return adjoints
+
+
+_RING_TABLES_MOST = 4096
+"""Up to this many stamps a phase in another ring keeps what reached each in tables as the
+reals' phase does (a tape of its own, mostly: an HVP's, whose phase reaches most of it);
+above, by stamp with a heap (:func:`_factored_ring_phase`: a tape shared by many
+read-offs, each reaching a few stamps of it)."""
 
 
 def _backward_factored_first_seeds(tape: Tape, back: Backprop, count: int) -> list[float]:
@@ -513,39 +520,67 @@ def _staged_late(late: dict[int, Any], add: Callable[[Any, Any], Any] | None, g:
                        else a if index not in late else add(late[index], a))
 
 
-def _factored_phase(tape: Tape, cotangent: Any, on_event, floor: int
+def _factored_phase(tape: Tape, cotangent: Any, on_event, floor: int, add=None
                     ) -> tuple[list[Any], list[Any], dict[int, Any]]:
-    """The factored backward phase, in the reals, of the cotangent data ``cotangent`` (or
-    of ``g 1`` for a backpropagator ``g``): what reached each stamp (``acc``), the
-    backpropagator sent to at each (``pending``, None if none was) and the adjoints of
-    seeds made during the phase (``late``).  Stamps below ``floor`` are known to have no
-    body.  (Another ring's phase: :func:`_factored_ring_phase`.)"""
+    """The factored backward phase of the cotangent data ``cotangent`` (or of ``g 1`` for a
+    backpropagator ``g``), in the reals or in the ring whose addition is ``add``: what
+    reached each stamp (``acc``), the backpropagator sent to at each (``pending``, None if
+    none was) and the adjoints of seeds made during the phase (``late``), in tables by
+    stamp.  Stamps below ``floor`` are known to have no body.  (A phase on a long tape
+    that it reaches little of: :func:`_factored_ring_phase`.)"""
     n = tape.stamps
     acc: list[Any] = [0.0] * n  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: list[Backprop | None] = [None] * n  # stamp -> backpropagator, once sent to
     late: dict[int, float] = {}  # adjoints of seeds made after the phase began
 
-    def stage(g: Backprop, a: float) -> None:
-        # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
-        try:
-            if g.tape is not tape:
-                if g is ZERO:
-                    return
-                raise _foreign(g)
-            s = g.stamp
-            # the first cotangent is the sum so far (`0.0 + a` would copy an array)
-            acc[s] = a if pending[s] is None else acc[s] + a
-            pending[s] = g
-        except AttributeError:
-            # Not a backpropagator: a function into d, applied; walk what it returns.
-            _calls(g(a), stage)
-        except IndexError:
-            _staged_late(late, None, g, a)
+    if add is None:
+        def stage(g: Backprop, a: float) -> None:
+            # Linear factoring: `g u <+> g v` becomes one run of g's body with u + v.
+            try:
+                if g.tape is not tape:
+                    if g is ZERO:
+                        return
+                    raise _foreign(g)
+                s = g.stamp
+                # the first cotangent is the sum so far (`0.0 + a` would copy an array)
+                acc[s] = a if pending[s] is None else acc[s] + a
+                pending[s] = g
+            except AttributeError:
+                # Not a backpropagator: a function into d, applied; walk what it returns.
+                _calls(g(a), stage)
+            except IndexError:
+                _staged_late(late, None, g, a)
+        lowest = None
+    else:
+        # In another ring (a program differentiated again, whose one tape serves many
+        # read-offs): the smallest stamp with a body that was sent to.  Below it no body
+        # waits, so the phase stops there instead of walking the older stamps.
+        lowest = [0 if on_event is not None else n]
+
+        def stage(g: Backprop, a: Any) -> None:
+            # The same in another ring.
+            try:
+                if g.tape is not tape:
+                    if g is ZERO:
+                        return
+                    raise _foreign(g)
+                s = g.stamp
+                if pending[s] is None:
+                    acc[s] = a
+                    if s < lowest[0] and g.function is not None:
+                        lowest[0] = s
+                else:
+                    acc[s] = add(acc[s], a)
+                pending[s] = g
+            except AttributeError:
+                _calls(g(a), stage)
+            except IndexError:
+                _staged_late(late, add, g, a)
 
     try:
-        # Largest stamp first (every stamp of the tape, most of which a run reaches).
+        # Largest stamp first.
         _run_bodies(tape, cotangent, range(n - 1, floor - 1, -1), acc, pending, stage,
-                    on_event)
+                    on_event, lowest)
     finally:
         # `stage` refers to itself: unbound, it no longer keeps every backpropagator alive
         # until the cyclic collector runs.
@@ -561,7 +596,7 @@ def _factored_ring_phase(tape: Tape, cotangent: Any, on_event, add: Callable[[An
     that serves every read-off of the enclosing run: it reaches a few recent stamps of
     many, so it keeps what reached them by stamp and takes the largest pending stamp from
     a heap, and costs what it reaches, not the tape's length (which would make a run of k
-    read-offs quadratic in k)."""
+    read-offs quadratic in k).  For a tape of more than :data:`_RING_TABLES_MOST` stamps."""
     n = tape.stamps
     acc: dict[int, Any] = {}  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: dict[int, Backprop] = {}  # stamp -> backpropagator sent to
@@ -595,21 +630,23 @@ def _factored_ring_phase(tape: Tape, cotangent: Any, on_event, add: Callable[[An
             yield -heapq.heappop(order)
 
     try:
-        _run_bodies(tape, cotangent, largest_first(), acc, pending, stage, on_event)
+        _run_bodies(tape, cotangent, largest_first(), acc, pending, stage, on_event, None)
     finally:
         stage = None  # (it refers to itself: see _factored_phase)
     return acc, late
 
 
 def _run_bodies(tape: Tape, cotangent: Any, stamps: Iterable[int], acc: Any, pending: Any,
-                stage: Callable[[Backprop, Any], None], on_event) -> None:
+                stage: Callable[[Backprop, Any], None], on_event,
+                lowest: list[int] | None) -> None:
     """The factored phase's one loop: stages the cotangent data ``cotangent`` (or ``g 1``
     for a backpropagator ``g``), then runs, for each of ``stamps`` in turn (largest first)
     that was sent to (``pending``), its backpropagator's body once on the sum that reached
     it (``acc``), the body staging what it sends through ``stage``.  A body only sends to
     older backpropagators, so nothing is added to a backpropagator once it has run.  Seeds
     and the zero have no body; what reaches a seed is read off by the caller.  Counts the
-    bodies run on ``tape``."""
+    bodies run on ``tape``.  With ``lowest`` (the smallest stamp with a body sent to so
+    far, kept by ``stage``), the walk stops below it."""
     ran = 0
     try:
         if isinstance(cotangent, Backprop):  # the result's own backpropagator, sent 1
@@ -619,6 +656,8 @@ def _run_bodies(tape: Tape, cotangent: Any, stamps: Iterable[int], acc: Any, pen
         for s in stamps:
             g = pending[s]
             if g is None:
+                if lowest is not None and s < lowest[0]:
+                    break
                 continue
             function = g.function
             if function is None:

@@ -1,8 +1,10 @@
 """The factored backward phase in a ring other than the reals (a program differentiated
-again) stops below the oldest backpropagator with a body that was sent to, and still runs
-a body an older one sends to during the phase."""
+again): a body sent to during the phase runs however old it is, each body runs once on
+the sum of what reached it, and a phase on a long tape costs what it reaches."""
 
-from lambdad.tape import Call, Tape, backward
+import pytest
+
+from lambdad.tape import Call, Sum, Tape, backward
 
 
 def _pairs(x, y):
@@ -56,8 +58,37 @@ def test_a_backpropagator_reached_twice_runs_once_with_the_sum():
     shared = tape.backprop(body)
     left = tape.backprop(lambda a: Call(shared, (a[0], 0.0)))
     right = tape.backprop(lambda a: Call(shared, (0.0, a[1])))
-    from lambdad.tape import Sum
     adjoints = backward(tape, Sum(Call(left, (1.0, 2.0)), Call(right, (3.0, 4.0))),
                         "factored", None, _pairs)
     assert runs == [(1.0, 4.0)]
     assert adjoints == {0: (1.0, 4.0)}
+
+
+@pytest.mark.parametrize("older_stamps", [0, 10_000])
+def test_tables_and_heap_give_the_same_adjoints(older_stamps):
+    # A short tape's phase keeps tables by stamp; a long one's a heap: the same sends,
+    # bodies run once each on the sums, and the same adjoints either way.
+    tape = Tape()
+    x, y = tape.seed(0), tape.seed(1)
+    tape.stamps += older_stamps
+    runs = []
+
+    def body(name, *sends):
+        def run(a):
+            runs.append(name)
+            data = None
+            for target, scale in sends:
+                call = Call(target, (scale * a[0], scale * a[1]))
+                data = call if data is None else Sum(data, call)
+            return data
+        return run
+
+    u = tape.backprop(body("u", (x, 2.0), (y, 1.0)))
+    v = tape.backprop(body("v", (u, 3.0), (x, 1.0)))
+    w = tape.backprop(body("w", (u, 1.0), (v, 1.0)))
+    adjoints = backward(tape, Sum(Call(w, (1.0, 0.5)), Call(v, (2.0, 0.0))), "factored", None,
+                        _pairs)
+    assert runs == ["w", "v", "u"]
+    # w sends (1, .5) to u and v; v gets (3, .5): sends (9, 1.5) to u and (3, .5) to x;
+    # u gets (10, 2): sends (20, 4) to x and (10, 2) to y
+    assert adjoints == {0: (23.0, 4.5), 1: (10.0, 2.0)}
