@@ -118,6 +118,13 @@ def _located_call(function: Callable[..., Any], args: Sequence[Any],
         raise located(exc) from None
 
 
+def _tested_apart(tested: Sequence[Any]) -> bool:
+    """Whether every element of the arrays ``tested`` is finite, told outside a quiet run
+    (entering :func:`arraylib.quiet` for the test alone)."""
+    with arraylib.quiet():
+        return all(map(finite_in_run, tested))
+
+
 _quietly_located_call = arraylib.quieted(_located_call)
 """:func:`_located_call` under :func:`arraylib.quiet`: a run of a program with array
 operations (the arrays of its point tested there, where a quick test does not warn)."""
@@ -401,38 +408,10 @@ class Interpreter:
         tested finite first, where the run's array operations go (quiet): when one is not,
         it gives NOT_FINITE, running nothing."""
         if self._guarded or self.instrumented:
-            if tested:
-                with arraylib.quiet():
-                    if not all(map(finite_in_run, tested)):
-                        return NOT_FINITE
+            if tested and not _tested_apart(tested):
+                return NOT_FINITE
             return self.guarded(self.apply, f, arg)
-        if tested is None:
-            return self._outermost(f, (arg,), 1, raising=False)
-        context = self._quiet_context
-        if context is None:  # (no array code compiled yet)
-            return self._outermost(f, (arg,), 1, raising=False, tested=tested)
-        # A planned point's run in the quiet context: what _outermost does for it (not
-        # instrumented, so no deadline; no tape; the limits as they are, and raised by
-        # _outermost only after a RecursionError), written out, a frame and a few tests
-        # fewer for a small array program's call.
-        self.steps = 0
-        self._deadline = None
-        collecting = gc.isenabled()
-        try:
-            gc.disable()
-            self._depth = 1
-            self._guarded = True
-            return context.run(_located_call, f, (arg,), tested)
-        except RecursionError:
-            pass
-        except MemoryError:
-            raise ResourceError("the program ran out of memory") from None
-        finally:
-            if collecting:
-                gc.enable()
-            self._depth = 0
-            self._guarded = False
-        return self._outermost(f, (arg,), 1, tested=tested)
+        return self._outermost(f, (arg,), 1, raising=False, tested=tested)
 
     def restartable_on(self, tape: Tape, function: Callable[[Any], Any], arg: Any,
                        tested: Sequence[Any] | None = None) -> Any:
@@ -442,17 +421,13 @@ class Interpreter:
         ``tested`` as for :meth:`apply_restartable` (NOT_FINITE, nothing run, when an
         array of it is not finite)."""
         if self._guarded or self.instrumented:
-            if tested:
-                with arraylib.quiet():
-                    if not all(map(finite_in_run, tested)):
-                        return NOT_FINITE
+            if tested and not _tested_apart(tested):
+                return NOT_FINITE
             saved = self.pin_tape(tape)
             try:
                 return self.guarded(function, arg)
             finally:
                 self.unpin_tape(saved)
-        if tested is None:
-            return self._outermost(function, (arg,), 0, raising=False, tape=tape)
         return self._outermost(function, (arg,), 0, raising=False, tape=tape, tested=tested)
 
     def _outermost(self, function: Callable[..., Any], args: Sequence[Any], depth: int,
@@ -491,12 +466,10 @@ class Interpreter:
                     # go in the interpreter's own quiet context, quicker to enter
                     return self._quiet_context.run(_located_call, function, args, tested)
                 return _quietly_located_call(function, args, tested or ())
-            if tested:
-                # (no array code compiled yet: the point's arrays tested apart, quietly,
-                # and the run as any other, which enters quiet() if it compiles some)
-                with arraylib.quiet():
-                    if not all(map(finite_in_run, tested)):
-                        return NOT_FINITE
+            if tested and not _tested_apart(tested):
+                # (no array code compiled yet: the point's arrays tested apart, and the
+                # run as any other, which enters quiet() if it compiles some)
+                return NOT_FINITE
             return function(*args)
         except RAISED_IN_RUNS as exc:  # (a primitive's error, unlocated: located)
             raise located(exc) from None

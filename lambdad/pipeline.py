@@ -506,12 +506,9 @@ class Program:
             # arrays are tested finite in the run, quicker there; for one that is not, the
             # general path says so.
             f, x, result, arrays = planned
-            if arrays is not None:
-                value = self.runtime.interpreter.apply_restartable(f, x, arrays)
-                if value is NOT_FINITE:
-                    return self._general_call(name, point)
-            else:  # (a point of reals only: nothing more to pass)
-                value = self.runtime.interpreter.apply_restartable(f, x)
+            value = self.runtime.apply_restartable(f, x, arrays)
+            if value is NOT_FINITE:
+                return self._general_call(name, point)
             return to_python(value if result is None else written(value, result))
         return self._general_call(name, point)
 

@@ -11,14 +11,16 @@ the gradient checker and the REPL ask for a :class:`Runtime`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .differentiate import Differentiator
-from .interpreter import NOT_FINITE, Interpreter  # noqa: F401 (read by pipeline)
+from .interpreter import NOT_FINITE, Interpreter
 from .syntax import Module, Term
 from .tape import DEFAULT_STRATEGY, strategy_named
 from .values import FunctionParts
+
+__all__ = ["NOT_FINITE", "Runtime"]  # (NOT_FINITE: what apply_restartable may give)
 
 
 class Runtime:
@@ -88,6 +90,14 @@ class Runtime:
     def apply(self, f: Any, *args: Any) -> Any:
         """The function value ``f`` applied to ``args``."""
         return self.interpreter.apply(f, *args)
+
+    def apply_restartable(self, f: Any, arg: Any, tested: Sequence[Any] | None = None) -> Any:
+        """``f arg`` for a run that computes a value and changes nothing else, so that it
+        may run again from the start (:meth:`Interpreter.restartable`): it takes the
+        raised recursion limits only if it needs them.  Given ``tested`` (the arrays of
+        ``arg``, not tested yet), :data:`NOT_FINITE`, nothing run, when one of them has an
+        element that is not finite."""
+        return self.interpreter.apply_restartable(f, arg, tested)
 
     def function_parts(self, f: Any) -> FunctionParts | None:
         """The λ-term and captured values of the closure ``f`` (or the built-in it applies),
