@@ -219,8 +219,7 @@ class Differentiator(Images):
         tape, or runs are instrumented (their images report events)."""
         if self.interpreter.instrumented:
             return None
-        found = self._images.get(self._image_key(f, (self._reverse(None),)))
-        return found[1] if found is not None and found[0] is f else None
+        return self._kept_image(self._image_key(f, (self._reverse(None),)), f)
 
     def record_reverse_run(self, tape: Tape) -> None:
         """Publishes as ``last_stats`` the costs of one first-order reverse-mode run made

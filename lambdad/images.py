@@ -304,9 +304,9 @@ class Images:
             modes = (modes,)
         interpreter = self.interpreter
         image_key = self._image_key(f, modes)
-        found = self._images.get(image_key)
-        if found is not None and found[0] is f:
-            return found[1]
+        kept = self._kept_image(image_key, f)
+        if kept is not None:
+            return kept
         code = interpreter.closure_code(f)
         if code is not None:
             plain_key = self._image_key(code[0], modes)  # (by the closures' code)
@@ -379,10 +379,10 @@ class Images:
             elif callable(value):
                 # a function kept with its image (a top-level definition, mostly): plain,
                 # so the unit is the same whichever such function the closure captured
-                kept = self._images.get(self._image_key(value, modes))
-                if kept is None or kept[0] is not value:
+                kept = self._kept_image(self._image_key(value, modes), value)
+                if kept is None:
                     return None
-                env.append(kept[1])
+                env.append(kept)
             else:
                 env.append(self._embedded(value, modes, tape))
         return found[2](*env)
@@ -439,6 +439,13 @@ class Images:
                            for v in parts.captured.values()):
             return parts
         return None
+
+    def _kept_image(self, key: tuple, f: Any) -> Any:
+        """The image of the function value ``f`` kept under ``key`` (see
+        :meth:`_remember_image`), None when none is: the table is by identity, and an
+        entry is ``f``'s only while ``f`` is the one it holds."""
+        found = self._images.get(key)
+        return found[1] if found is not None and found[0] is f else None
 
     def _remember_image(self, key: tuple, f: Any, image: Any) -> None:
         """Keeps the image of the closure ``f`` for the next differentiation of it.
