@@ -118,7 +118,8 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
            kind: str = "array", cotangent_evaluate=None,
            memory: str | int | None = None,
            propagates: tuple[int, ...] = (), inline: str | None = None,
-           shared: tuple[tuple[str, str], ...] = ()) -> Primitive:
+           shared: tuple[tuple[str, str], ...] = (), shape_only: tuple[int, ...] = ()
+           ) -> Primitive:
     rule = None if kind != "array" else ArrayRule(
         modes or ("split",) * len(params), tangent or "0", cotangent or "zero", shared)
     return Primitive(name, kind, params, type_,
@@ -127,7 +128,12 @@ def _array(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate, 
                      result=result, result_type=result_type, rule=rule,
                      cotangent_evaluate=cotangent_evaluate and _densely(
                          cotangent_evaluate, len(params)), cotangent_memory=memory,
-                     propagates=propagates, inline=inline)
+                     propagates=propagates, inline=inline, shape_only=shape_only)
+
+
+SHAPE_STAND_IN = arraylib.shape_stand_in
+"""What generated code calls on an operand a backpropagator captures for arguments that
+read only its shape (``Primitive.shape_only``): a stand-in keeping the shape alone."""
 
 
 def _densely(function, arity: int):
@@ -137,11 +143,12 @@ def _densely(function, arity: int):
 
 
 def _constant(name: str, params: tuple[str, ...], type_: Type, doc: str, evaluate,
-              inline: str | None = None) -> Primitive:
+              inline: str | None = None, shape_only: tuple[int, ...] = ()) -> Primitive:
     """A locally constant entry (a size, an array made from a size): no derivative rule,
     its image a constant of the derivative.  ``inline``: as the table's ``inline``, for
     one that cannot fail (read from the shape, which sparse cotangents have too)."""
-    return _array(name, params, type_, doc, evaluate, kind="constant", inline=inline)
+    return _array(name, params, type_, doc, evaluate, kind="constant", inline=inline,
+                  shape_only=shape_only)
 
 
 ARRAY_ENTRIES: list[Primitive] = [
@@ -191,11 +198,11 @@ ARRAY_ENTRIES: list[Primitive] = [
            cotangent="u_ (a @ v) <+> v_ (transpose a @ u)", memory=NEW_ARRAY),
     # ---- sizes (locally constant)
     _constant("size", ("v",), _fun(VEC, REAL), "the number of elements of a Vec", arraylib.size,
-              inline="float({v}.shape[0])"),
+              inline="float({v}.shape[0])", shape_only=(0,)),
     _constant("nrows", ("m",), _fun(MAT, REAL), "the number of rows of a Mat", arraylib.nrows,
-              inline="float({m}.shape[0])"),
+              inline="float({m}.shape[0])", shape_only=(0,)),
     _constant("ncols", ("m",), _fun(MAT, REAL), "the number of columns of a Mat",
-              arraylib.ncols, inline="float({m}.shape[1])"),
+              arraylib.ncols, inline="float({m}.shape[1])", shape_only=(0,)),
     # ---- reductions
     _array("sum", ("x",), _fun(VEC, REAL), "the sum of every element of a Vec or Mat",
            arraylib.total, result_type=_of_ranks(_ANY_ARRAY), propagates=(0,),
@@ -282,15 +289,15 @@ ARRAY_ENTRIES: list[Primitive] = [
     _array("spread", ("x", "c"), _fun(VEC, REAL, VEC),
            "spread x c: c broadcast to the shape of x", arraylib.spread,
            result_type=lambda ts: ts[0], modes=("primal", "split"), tangent="spread x c'",
-           cotangent="c_ (sum_to c a)", memory=1),
+           cotangent="c_ (sum_to c a)", memory=1, shape_only=(0,)),
     _array("sum_to", ("x", "c"), _fun(REAL, VEC, REAL),
            "sum_to x c: c summed down to the shape of x (the transpose of broadcasting)",
            arraylib.sum_to, result_type=lambda ts: ts[0], modes=("primal", "split"),
-           tangent="sum_to x c'", cotangent="c_ (spread c a)", memory=1),
+           tangent="sum_to x c'", cotangent="c_ (spread c a)", memory=1, shape_only=(0,)),
     _array("per_row", ("v", "m"), _fun(VEC, MAT, MAT),
            "per_row v m: element i of v spread over row i of m's shape", arraylib.per_row,
            modes=("split", "primal"), tangent="per_row v' m", cotangent="v_ (sum_rows a)",
-           memory=NEW_ARRAY),
+           memory=NEW_ARRAY, shape_only=(1,)),
     _array("maximum_share", ("x", "r"), _fun(VEC, REAL, VEC),
            "maximum_share x r: 1 / (number of ties) where x equals its maximum r (per row), "
            "0 elsewhere", arraylib.maximum_share,
@@ -302,18 +309,19 @@ ARRAY_ENTRIES: list[Primitive] = [
            lambda x, c: arraylib.spread(x, arraylib.sum_rows(c)[:, None])
            if x.ndim == 2 else arraylib.spread(x, arraylib.total(c)),
            result_type=_of_ranks({(1, 1): VEC, (2, 2): MAT}), modes=("primal", "split"),
-           tangent="softmax_inner x c'", cotangent="c_ (softmax_inner x a)"),
+           tangent="softmax_inner x c'", cotangent="c_ (softmax_inner x a)",
+           shape_only=(0,)),
     _array("one_hot", ("x", "i", "c"), _fun(VEC, REAL, REAL, VEC),
            "one_hot x i c: the array of x's shape that is c at position i, else 0",
            arraylib.one_hot_array, cotangent_evaluate=arraylib.one_hot,
            result_type=_of_ranks({(1, 0, 0): VEC, (2, 0, 1): MAT}),
            modes=("primal", "primal", "split"), tangent="one_hot x i c'",
-           cotangent="c_ (a !! i)"),
+           cotangent="c_ (a !! i)", shape_only=(0,)),
     _array("unslice", ("x", "lo", "c"), _fun(VEC, REAL, VEC, VEC),
            "unslice x lo c: the array of x's shape that is c from position lo on, else 0",
            arraylib.unslice, result_type=_of_ranks({(1, 0, 1): VEC, (2, 0, 2): MAT}),
            modes=("primal", "primal", "split"), tangent="unslice x lo c'",
-           cotangent="c_ (window a lo c)", memory=NEW_ARRAY),
+           cotangent="c_ (window a lo c)", memory=NEW_ARRAY, shape_only=(0,)),
     _array("scatter", ("x", "idx", "c"), _fun(VEC, VEC, VEC, VEC),
            "scatter x idx c: the array of x's shape whose element (row) p is the sum of the "
            "elements (rows) k of c with idx[k] = p, 0 where no index is p",

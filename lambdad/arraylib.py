@@ -33,7 +33,7 @@ __all__ = ["ARRAY", "FLOAT", "DENSE_INSIDE", "SMALLEST_NORMAL", "COTANGENT_RESUL
            "Sparse", "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet",
            "quieted", "quiet_context", "all_finite", "finite_in_run", "as_array", "elementwise",
            "in_place", "subnormals_flushed", "needing", "from_list", "from_rows", "stack",
-           "to_list", "rows", "zeros", "ones", "fill", "linspace", "arange", "reshape", "flatten",
+           "to_list", "rows", "shape_stand_in", "zeros", "ones", "fill", "linspace", "arange", "reshape", "flatten",
            "outer", "size", "nrows", "ncols", "total", "mean", "maximum", "logsumexp", "sum_rows",
            "sum_cols", "maximum_rows", "logsumexp_rows", "maximum_share", "maximum_share_sparse",
            "softmax", "per_row", "dot", "matmul", "transpose", "index", "one_hot", "one_hot_array",
@@ -62,6 +62,20 @@ def _filled(shape: Any, value: float) -> ARRAY:
 
 
 _empty = np.empty
+
+
+def shape_stand_in(x: Any) -> Any:
+    """What a backpropagator keeps of an operand whose shape alone it reads (the entries'
+    ``shape_only``): for an array of :data:`_STAND_IN_LEAST` elements or more, a read-only
+    array of its shape over one shared zero (zero strides), so the operand itself is freed
+    once nothing else holds it; anything else as it is."""
+    if type(x) is ARRAY and x.size >= _STAND_IN_LEAST:
+        return ARRAY(x.shape, FLOAT, _ONE_ZERO, 0, (0,) * x.ndim)
+    return x
+
+
+_STAND_IN_LEAST = 2048  # (16 kB: below, the stand-in's microsecond costs more than it frees)
+_ONE_ZERO = bytes(FLOAT.itemsize)
 
 
 def shape_text(x: Any) -> str:

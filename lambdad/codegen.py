@@ -54,8 +54,8 @@ from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies
 from .peephole import _LITERAL_FIRST, folded_atom, held_operands, spread_operand, unit_operand
 from .pieces import Line, cut_into_pieces, define_functions
-from .primitives import (FOLD, FST, MAP, NEW_ARRAY, PRIMITIVES, SND, SPREAD, TWO_ARGUMENTS,
-                         Primitive)
+from .primitives import (FOLD, FST, MAP, NEW_ARRAY, PRIMITIVES, SHAPE_STAND_IN, SND, SPREAD,
+                         TWO_ARGUMENTS, Primitive)
 from .syntax import (
     Annot,
     App,
@@ -195,6 +195,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             "_ev": calls.prim_event,
             "_ahead": calls.count_ahead,
             "_nonfinite": not_finite,
+            "_standin": SHAPE_STAND_IN,
             # Linear bodies whose finiteness checks are deferred (see deferred_checks).
             "__lambdad_deferred__": set(),
             # The pieces of such a body cut into pieces (see lambdad.pieces), to the body.

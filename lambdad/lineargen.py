@@ -20,7 +20,8 @@ import types
 from .errors import EvalError
 from .generated import _MAX_ARITY, _MAX_IF_DEPTH, ZERO_IF, _Function
 from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB
-from .syntax import App, Builtin, Const, Let, LetPair, LinLam, Plus, ReadOff, Seed, Term, Var, Zero
+from .syntax import (App, Builtin, Const, Let, LetPair, LinLam, Plus, Prim, ReadOff, Seed, Term,
+                     Var, Zero, children)
 
 __all__ = ["LinearBodies"]
 
@@ -53,6 +54,31 @@ def _stageable(body: Term) -> bool:
         else:
             return False
     return True
+
+
+def _read_for_shape_only(body: Term) -> set[str]:
+    """The variables every occurrence of which in ``body`` is an argument whose shape
+    alone its primitive reads (``Primitive.shape_only``: ``sum_to x a`` of ←D's
+    elementwise rule, ``size x``...)."""
+    shape: set[str] = set()
+    other: set[str] = set()
+    work = [body]
+    while work:
+        t = work.pop()
+        kind = t.__class__
+        if kind is Var:
+            other.add(t.name)
+        elif kind is Prim:
+            entry = PRIMITIVES.get(t.op)
+            positions = entry.shape_only if entry is not None else ()
+            for i, arg in enumerate(t.args):
+                if i in positions and arg.__class__ is Var:
+                    shape.add(arg.name)
+                else:
+                    work.append(arg)
+        else:
+            work.extend(children(t))
+    return shape - other
 
 
 _SMALL_BODY = 64
@@ -200,7 +226,16 @@ class LinearBodies:
             child.lines.insert(0, (1, f"{', '.join(names)}, = _c", None, (), ()))
         self.write_out(name, child, ["_c", param, "_st"])
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
-        closed = f"({', '.join(values)},)" if values else "()"
+        kept = values
+        if self.arrays:
+            # An array the body reads the shape of alone is not kept for the backward phase
+            # (the forward phase would hold every such operand until it ends): a stand-in
+            # of its shape is (made only when the backpropagator is).
+            shape_only = _read_for_shape_only(term.body)
+            if shape_only:
+                kept = [f"_standin({value})" if source in shape_only and value.isidentifier()
+                        else value for (source, _), value in zip(captured, values)]
+        closed = f"({', '.join(kept)},)" if kept else "()"
         t = fn.fresh("t")
         span = self.constant(term.span)
         # One call (stamping and the record, see Tape.backprop_maker): shorter to compile

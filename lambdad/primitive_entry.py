@@ -165,6 +165,11 @@ class Primitive:
     # the result not finite, or makes the evaluation fail (IEEE: inf * 0 and inf - inf
     # are NaN).  Not `exp` (exp (-inf) is 0), `tanh`, a maximum, a comparison or a select.
     propagates: tuple[int, ...] = ()
+    # For an array entry: the arguments it reads only the shape of (and whether they are
+    # arrays or reals), never their elements.  A backpropagator that captures an array for
+    # such arguments alone keeps a stand-in of its shape instead (arraylib.shape_stand_in),
+    # so that the forward phase does not hold the array until the backward phase ends.
+    shape_only: tuple[int, ...] = ()
 
     @property
     def arity(self) -> int:

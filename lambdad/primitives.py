@@ -67,6 +67,7 @@ from .array_primitives import (
     ARRAY_ENTRIES,
     ARRAY_NAMESAKES,
     ELEMENTWISE,
+    SHAPE_STAND_IN,
     elementwise_entries,
     has_elementwise_entry,
 )

@@ -666,6 +666,7 @@ def _run_bodies(tape: Tape, cotangent: Any, stamps: Iterable[int], acc: Any, pen
                 continue
             ran += 1
             a = acc[s]
+            acc[s] = None  # (read once: a cotangent array is freed after its body runs)
             if on_event is not None:
                 on_event(BackpropRun(s, g.span, a))
             rest = function(g.captured, a, stage)
