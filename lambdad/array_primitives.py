@@ -333,7 +333,7 @@ ARRAY_ENTRIES: list[Primitive] = [
            lambda x, lo, c: arraylib.part(x, lo, c.shape[0]),
            result_type=_of_ranks({(1, 0, 1): VEC, (2, 0, 2): MAT}),
            modes=("split", "primal", "primal"), tangent="window x' lo c",
-           cotangent="x_ (unslice x lo a)"),
+           cotangent="x_ (unslice x lo a)", shape_only=(2,)),
     _array("where", ("c", "x", "y"), _fun(VEC, VEC, VEC, VEC),
            "where c x y: x where c is not 0, y where it is (elementwise, broadcast): with a "
            "comparison of arrays, the select of piecewise functions, where (x > 0) x (0.1 * x)",
@@ -342,7 +342,7 @@ ARRAY_ENTRIES: list[Primitive] = [
            cotangent="x_ (sum_to x (where c a 0)) <+> y_ (sum_to y (where c 0 a))"),
     _array("extent", ("x",), _fun(VEC, REAL),
            "the length of a Vec, the number of rows of a Mat", lambda x: float(x.shape[0]),
-           result_type=_of_ranks(_ANY_ARRAY), modes=("primal",)),
+           result_type=_of_ranks(_ANY_ARRAY), modes=("primal",), shape_only=(0,)),
 ]
 
 # Array primitives named as functions of lists that the prelude defines: applied to an

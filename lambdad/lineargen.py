@@ -20,8 +20,7 @@ import types
 from .errors import EvalError
 from .generated import _MAX_ARITY, _MAX_IF_DEPTH, ZERO_IF, _Function
 from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB
-from .syntax import (App, Builtin, Const, Let, LetPair, LinLam, Plus, Prim, ReadOff, Seed, Term,
-                     Var, Zero, children)
+from .syntax import App, Builtin, Const, Let, LetPair, LinLam, Plus, ReadOff, Seed, Term, Var, Zero
 
 __all__ = ["LinearBodies"]
 
@@ -56,29 +55,65 @@ def _stageable(body: Term) -> bool:
     return True
 
 
-def _read_for_shape_only(body: Term) -> set[str]:
-    """The variables every occurrence of which in ``body`` is an argument whose shape
-    alone its primitive reads (``Primitive.shape_only``: ``sum_to x a`` of ←D's
-    elementwise rule, ``size x``...)."""
-    shape: set[str] = set()
-    other: set[str] = set()
-    work = [body]
-    while work:
-        t = work.pop()
-        kind = t.__class__
-        if kind is Var:
-            other.add(t.name)
-        elif kind is Prim:
-            entry = PRIMITIVES.get(t.op)
-            positions = entry.shape_only if entry is not None else ()
-            for i, arg in enumerate(t.args):
-                if i in positions and arg.__class__ is Var:
-                    shape.add(arg.name)
-                else:
-                    work.append(arg)
+_SHAPE = "shape"  # (an operand read for its shape alone, in _reads)
+
+
+def _reads(lines: list) -> dict[str, set[str | None]]:
+    """How the statements ``lines`` of a linear body read each atom: for its shape alone
+    (an argument of a primitive's ``shape_only``), under the staging guard of a
+    backpropagator at the body's outer level (``if g is not _Z:``, by g's atom), or
+    otherwise (None)."""
+    reads: dict[str, set[str | None]] = {}
+    if not lines:
+        return reads
+    base = min(line[0] for line in lines)
+    guard = None
+    for indent, text, site, _, uses in lines:
+        if indent == base:
+            match = _GUARD.match(text)
+            guard = match.group(1) if match else None
+            where = None
         else:
-            work.extend(children(t))
-    return shape - other
+            where = guard
+        shape_only = site.primitive.shape_only if site is not None else ()
+        applied = bool(shape_only) and len(uses) == site.primitive.arity \
+            and _ASSIGNED.match(text) is not None
+        for position, atom in enumerate(uses):
+            found = reads.get(atom)
+            if found is None:
+                found = reads[atom] = set()
+            found.add(_SHAPE if applied and position in shape_only else where)
+    return reads
+
+
+def _kept(captured: list[tuple[str, str]], values: list[str],
+          reads: dict[str, set[str | None]]) -> list[str]:
+    """What a backpropagator over a body with array operations (``reads``: how its
+    statements read each atom, :func:`_reads`) keeps of each value it captures (``values``, received as the body's ``captured``
+    parameters), by how the body reads it: an operand read for its shape alone, a stand-in
+    of its shape (:data:`~lambdad.primitives.SHAPE_STAND_IN`); one read only under the
+    staging guards of captured backpropagators (what only the derivative with respect to
+    a constant needs: a step size's, of ``h * k``), itself when one of those is not the
+    zero backpropagator, else nothing (or the stand-in).  Without this the forward phase
+    would hold every such operand until the backward phase ends."""
+    outer = {inner: value for (_, inner), value in zip(captured, values)}
+    kept = []
+    for (_, inner), value in zip(captured, values):
+        found = reads.get(inner)
+        if not found or None in found or not value.isidentifier():
+            kept.append(value)
+            continue
+        if found == {_SHAPE}:
+            kept.append(f"_standin({value})")
+            continue
+        tested = [outer.get(g) for g in sorted(found - {_SHAPE})]
+        if None in tested:  # (a guard on a backpropagator the body makes itself)
+            kept.append(value)
+            continue
+        otherwise = f"_standin({value})" if _SHAPE in found else "None"
+        needed = " or ".join(f"{g} is not _Z" for g in tested)
+        kept.append(f"({value} if {needed} else {otherwise})")
+    return kept
 
 
 _SMALL_BODY = 64
@@ -219,6 +254,7 @@ class LinearBodies:
             body = yield self.gen(term.body, child)
             child.emit(f"return {body}", (body,))
         captured = list(child.captures.items())
+        reads = _reads(child.lines) if self.arrays else None
         names = [inner for _, inner in captured]
         if names:
             # The captured values arrive as one tuple: cheaper to build and to call with
@@ -226,15 +262,7 @@ class LinearBodies:
             child.lines.insert(0, (1, f"{', '.join(names)}, = _c", None, (), ()))
         self.write_out(name, child, ["_c", param, "_st"])
         values = [self.lookup(source, fn, self.free_spans.get(source)) for source, _ in captured]
-        kept = values
-        if self.arrays:
-            # An array the body reads the shape of alone is not kept for the backward phase
-            # (the forward phase would hold every such operand until it ends): a stand-in
-            # of its shape is (made only when the backpropagator is).
-            shape_only = _read_for_shape_only(term.body)
-            if shape_only:
-                kept = [f"_standin({value})" if source in shape_only and value.isidentifier()
-                        else value for (source, _), value in zip(captured, values)]
+        kept = _kept(captured, values, reads) if reads is not None else values
         closed = f"({', '.join(kept)},)" if kept else "()"
         t = fn.fresh("t")
         span = self.constant(term.span)
