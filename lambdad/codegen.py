@@ -51,7 +51,7 @@ from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, MAKES, TESTS, UNPACKS, ZERO_I
                         _lifted_reals, _literal_real, _real_atom, _source_atoms)
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
-from .lineargen import _PROPAGATING, LinearBodies
+from .lineargen import _PROPAGATING, LinearBodies, sent_atoms
 from .peephole import _LITERAL_FIRST, folded_atom, held_operands, spread_operand, unit_operand
 from .pieces import Line, cut_into_pieces, define_functions
 from .primitives import (FOLD, FST, MAP, NEW_ARRAY, PRIMITIVES, SHAPE_STAND_IN, SND, SPREAD,
@@ -146,8 +146,11 @@ def _zero_if_zero(line: Line, role: tuple | None) -> Line:
     cost about what it saves."""
     if role is None or role[0] != ZERO_IF:
         return line
+    _, atom, made = role
+    sent = sent_atoms(*made)
+    if sent is None:
+        return line
     indent, text, site, pure, uses = line
-    _, atom, sent = role
     tests = " and ".join(f"{g} is _Z" for g in sent)
     return (indent, f"{atom} = _Z if {tests} else {text[len(atom) + 3:]}", site, pure, uses)
 

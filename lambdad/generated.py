@@ -110,7 +110,8 @@ class _Function:
 # The roles of statements (_Function.roles).
 TESTS, MAKES, UNPACKS = "tests", "makes", "unpacks"
 # A backpropagator made over a body sending only to captured ones, which is the zero one
-# when they all are (lambdad.lineargen): (ZERO_IF, its atom, the atoms of those).
+# when they all are (lambdad.lineargen): (ZERO_IF, its atom, (its body, the body's
+# captured names and the values they capture), read by lineargen.sent_atoms).
 ZERO_IF = "zero if"
 
 

@@ -22,7 +22,7 @@ from .generated import _MAX_ARITY, _MAX_IF_DEPTH, ZERO_IF, _Function
 from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB
 from .syntax import App, Builtin, Const, Let, LetPair, LinLam, Plus, ReadOff, Seed, Term, Var, Zero
 
-__all__ = ["LinearBodies"]
+__all__ = ["LinearBodies", "sent_atoms"]
 
 # Operations whose result is not finite when an operand is not (IEEE: inf * 0 and inf - inf
 # are nan): inside a linear body their checks are deferred to where the value is used
@@ -151,6 +151,19 @@ def _sent_to(body: Term) -> frozenset[str] | None:
     return frozenset(targets)
 
 
+def sent_atoms(body: Term, captured: list[tuple[str, str]], values: list[str]
+               ) -> tuple[str, ...] | None:
+    """The atoms of the backpropagators the stageable linear body ``body`` sends to
+    (:func:`_sent_to`), when each is one it captures (``values``, by ``captured``);
+    else None."""
+    targets = _sent_to(body)
+    if not targets:
+        return None
+    by_source = dict(zip((source for source, _ in captured), values))
+    sent = tuple(by_source.get(v) for v in sorted(targets))
+    return None if None in sent else sent
+
+
 _ASSIGNED = re.compile(r"(t\d+) = ")
 _GUARD = re.compile(r"if (\w+) is not _Z:$")
 # Calls with an effect beyond their value, which stay where the rules put them.
@@ -269,18 +282,14 @@ class LinearBodies:
         # One call (stamping and the record, see Tape.backprop_maker): shorter to compile
         # and no slower to run than the same statements inline.
         make = f"_newbp({name}, {closed}, {span})"
-        targets = stageable and not self.instrumented and _sent_to(term.body)
-        if targets:
-            # A body sending only to zero backpropagators (a constant's, an argument's
-            # that is not differentiated) is the zero map: the backpropagator is `zero`,
-            # so that what would be sent to it is not computed either (AD.md section 3).
-            # The test is written in where the cotangents are arrays (codegen.write_out).
-            by_source = dict(zip((source for source, _ in captured), values))
-            sent = tuple(by_source.get(v) for v in sorted(targets))
-            fn.emit(f"{t} = {make}", values,
-                    role=None if None in sent else (ZERO_IF, t, sent))
-        else:
-            fn.emit(f"{t} = {make}", values)
+        # A body sending only to zero backpropagators (a constant's, an argument's that is
+        # not differentiated) is the zero map: the backpropagator is `zero`, so that what
+        # would be sent to it is not computed either (AD.md section 3).  The test is
+        # written in where the cotangents are arrays (codegen.write_out, sent_atoms), which
+        # is known when the enclosing function is written out.
+        fn.emit(f"{t} = {make}", values,
+                role=(ZERO_IF, t, (term.body, captured, values))
+                if stageable and not self.instrumented else None)
         return t
 
     def deferred_checks(self, fn: _Function) -> None:
