@@ -167,16 +167,20 @@ class Tape:
     each backward phase ran (summed over phases: ``bodies_run`` when factored).  Seeds are made once per index and
     shared.  Constants share :data:`ZERO`, on no tape (AD.md section 3: every constant may
     share one), except that instrumented runs give each constant its own, stamped here
-    (:meth:`own_constant`).  ``bodiless`` counts the stamps of seeds and such constants.
+    (:meth:`own_constant`).  ``bodiless`` counts the stamps of seeds and such constants,
+    ``ring_phases`` the backward phases in a ring other than the reals (the read-offs of a
+    program differentiated again).
     """
 
-    __slots__ = ("stamps", "bodies_run", "reached", "bodiless", "_seeds", "_restarted_from")
+    __slots__ = ("stamps", "bodies_run", "reached", "bodiless", "ring_phases", "_seeds",
+                 "_restarted_from")
 
     def __init__(self) -> None:
         self.stamps = 0
         self.bodies_run = 0
         self.reached = 0
         self.bodiless = 0
+        self.ring_phases = 0  # backward phases in another ring than the reals' so far
         self._seeds: dict[int, Backprop] = {}
         self._restarted_from: Mapping[int, Backprop] | None = None  # see restart
 
@@ -237,6 +241,7 @@ class Tape:
         self.bodies_run = 0
         self.reached = 0
         self.bodiless = count
+        self.ring_phases = 0
         # A seed the run makes itself is not kept for the next.  (A run only adds seeds:
         # with as many as the last restart left, they are still those.)
         if self._restarted_from is not seeds or len(self._seeds) != count:
@@ -474,7 +479,9 @@ def _calls(data: Any, into: Callable[[Any, float], Any]) -> None:
 
 def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[int, float]:
     adjoints: dict[int, float] = {}
-    if add is not None and tape.stamps > _RING_TABLES_MOST:
+    if add is not None:
+        tape.ring_phases += 1
+    if add is not None and tape.stamps > _RING_TABLES_MOST and tape.ring_phases > 1:
         reached, late = _factored_ring_phase(tape, cotangent, on_event, add)
         for index, seed in tape._seeds.items():
             s = seed.stamp
@@ -493,10 +500,11 @@ def _backward_factored(tape: Tape, cotangent: Any, on_event, add=None) -> dict[i
 
 
 _RING_TABLES_MOST = 4096
-"""Up to this many stamps a phase in another ring keeps what reached each in tables as the
-reals' phase does (a tape of its own, mostly: an HVP's, whose phase reaches most of it);
-above, by stamp with a heap (:func:`_factored_ring_phase`: a tape shared by many
-read-offs, each reaching a few stamps of it)."""
+"""Up to this many stamps, or in the first phase on a tape (an HVP's own, whose one phase
+reaches most of it, however long), a phase in another ring keeps what reached each stamp
+in tables as the reals' phase does; above, on a tape with phases in that ring before it,
+by stamp with a heap (:func:`_factored_ring_phase`: a tape shared by the read-offs
+of an enclosing run, each reaching a few stamps of it)."""
 
 
 def _backward_factored_first_seeds(tape: Tape, back: Backprop, count: int) -> list[float]:
@@ -596,7 +604,8 @@ def _factored_ring_phase(tape: Tape, cotangent: Any, on_event, add: Callable[[An
     that serves every read-off of the enclosing run: it reaches a few recent stamps of
     many, so it keeps what reached them by stamp and takes the largest pending stamp from
     a heap, and costs what it reaches, not the tape's length (which would make a run of k
-    read-offs quadratic in k).  For a tape of more than :data:`_RING_TABLES_MOST` stamps."""
+    read-offs quadratic in k).  For a tape of more than :data:`_RING_TABLES_MOST` stamps
+    with ring phases before this one."""
     n = tape.stamps
     acc: dict[int, Any] = {}  # stamp -> sum of the cotangents sent to it (linear factoring)
     pending: dict[int, Backprop] = {}  # stamp -> backpropagator sent to

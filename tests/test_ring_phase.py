@@ -33,6 +33,9 @@ def test_the_phase_costs_what_it_reaches_not_the_length_of_the_tape():
 
     tape = Tape()
     seed = tape.seed(0)
+    # an earlier read-off on the shared tape, when it was short
+    first = tape.backprop(lambda a: Call(seed, a))
+    assert backward(tape, Call(first, (1.0, 0.0)), "factored", None, _pairs) == {0: (1.0, 0.0)}
     tape.stamps = 5_000_000  # (stamps of the enclosing run, none of them reached)
     middle = tape.backprop(lambda a: Call(seed, (a[0] + a[1], a[1])))
     newest = tape.backprop(lambda a: Call(middle, (2 * a[0], a[1])))
@@ -66,10 +69,13 @@ def test_a_backpropagator_reached_twice_runs_once_with_the_sum():
 
 @pytest.mark.parametrize("older_stamps", [0, 10_000])
 def test_tables_and_heap_give_the_same_adjoints(older_stamps):
-    # A short tape's phase keeps tables by stamp; a long one's a heap: the same sends,
-    # bodies run once each on the sums, and the same adjoints either way.
+    # A short tape's phase keeps tables by stamp; a long one's, after earlier phases, a
+    # heap: the same sends, bodies run once each on the sums, the same adjoints either way.
     tape = Tape()
     x, y = tape.seed(0), tape.seed(1)
+    if older_stamps:
+        earlier = tape.backprop(lambda a: None)
+        assert backward(tape, Call(earlier, (1.0, 1.0)), "factored", None, _pairs) == {}
     tape.stamps += older_stamps
     runs = []
 
@@ -92,3 +98,20 @@ def test_tables_and_heap_give_the_same_adjoints(older_stamps):
     # w sends (1, .5) to u and v; v gets (3, .5): sends (9, 1.5) to u and (3, .5) to x;
     # u gets (10, 2): sends (20, 4) to x and (10, 2) to y
     assert adjoints == {0: (23.0, 4.5), 1: (10.0, 2.0)}
+
+
+def test_the_first_phase_on_a_long_tape_keeps_tables(monkeypatch):
+    # An HVP's own tape, however long, has one phase, which reaches most of it: tables by
+    # stamp cost less there than a heap (a fifth of a 256-point MLP's HVP, in instructions).
+    import lambdad.tape as tapes
+
+    def heap(*args):
+        raise AssertionError("the heap's phase ran")
+
+    monkeypatch.setattr(tapes, "_factored_ring_phase", heap)
+    tape = Tape()
+    seed = tape.seed(0)
+    last = seed
+    for _ in range(10_000):
+        last = tape.backprop(lambda a, to=last: Call(to, a))
+    assert backward(tape, Call(last, (1.0, 2.0)), "factored", None, _pairs) == {0: (1.0, 2.0)}
