@@ -33,12 +33,12 @@ __all__ = ["ARRAY", "FLOAT", "DENSE_INSIDE", "SMALLEST_NORMAL", "COTANGENT_RESUL
            "Sparse", "array_adjoint", "dense", "densely", "zeros_of", "shape_text", "quiet",
            "quieted", "quiet_context", "all_finite", "finite_in_run", "as_array", "elementwise",
            "in_place", "subnormals_flushed", "needing", "from_list", "from_rows", "stack",
-           "to_list", "rows", "shape_stand_in", "zeros", "ones", "fill", "linspace", "arange", "reshape", "flatten",
-           "outer", "size", "nrows", "ncols", "total", "mean", "maximum", "logsumexp", "sum_rows",
-           "sum_cols", "maximum_rows", "logsumexp_rows", "maximum_share", "maximum_share_sparse",
-           "softmax", "per_row", "dot", "matmul", "transpose", "index", "one_hot", "one_hot_array",
-           "slice_of", "unslice", "concatenate", "part", "sum_to", "spread", "comparison", "where",
-           "index_list", "gather", "scatter"]
+           "to_list", "rows", "shape_stand_in", "zeros", "ones", "fill", "linspace", "arange",
+           "reshape", "flatten", "outer", "size", "nrows", "ncols", "total", "mean", "maximum",
+           "logsumexp", "sum_rows", "sum_cols", "maximum_rows", "logsumexp_rows", "maximum_share",
+           "maximum_share_sparse", "softmax", "per_row", "dot", "matmul", "transpose", "index",
+           "one_hot", "one_hot_array", "slice_of", "unslice", "concatenate", "part", "sum_to",
+           "spread", "comparison", "where", "index_list", "gather", "scatter"]
 
 ARRAY = np.ndarray
 """The class of array values."""

@@ -88,14 +88,14 @@ def _reads(lines: list) -> dict[str, set[str | None]]:
 
 def _kept(captured: list[tuple[str, str]], values: list[str],
           reads: dict[str, set[str | None]]) -> list[str]:
-    """What a backpropagator over a body with array operations (``reads``: how its
-    statements read each atom, :func:`_reads`) keeps of each value it captures (``values``, received as the body's ``captured``
-    parameters), by how the body reads it: an operand read for its shape alone, a stand-in
-    of its shape (:data:`~lambdad.primitives.SHAPE_STAND_IN`); one read only under the
-    staging guards of captured backpropagators (what only the derivative with respect to
-    a constant needs: a step size's, of ``h * k``), itself when one of those is not the
-    zero backpropagator, else nothing (or the stand-in).  Without this the forward phase
-    would hold every such operand until the backward phase ends."""
+    """What a backpropagator over a body with array operations keeps of each value it
+    captures (``values``, received as the body's ``captured`` parameters), by how its
+    statements read it (``reads``, :func:`_reads`): an operand read for its shape alone,
+    a stand-in of its shape (:data:`~lambdad.primitives.SHAPE_STAND_IN`); one read only
+    under the staging guards of captured backpropagators (what only the derivative with
+    respect to a constant needs: a step size's, of ``h * k``), itself when one of those
+    is not the zero backpropagator, else nothing (or the stand-in).  Without this the
+    forward phase would hold every such operand until the backward phase ends."""
     outer = {inner: value for (_, inner), value in zip(captured, values)}
     kept = []
     for (_, inner), value in zip(captured, values):
