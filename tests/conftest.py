@@ -1,12 +1,26 @@
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = ROOT / "programs"
+
+# Hundreds of tests start `python -m lambdad` (or a kernel, or a GradBench tool). Where
+# PYTHONDONTWRITEBYTECODE is set, each of them would compile lambdad's modules from their
+# source again (about 0.4 s a process); the test run's processes keep their bytecode in a
+# directory of their own instead, outside the checkout, removed when the run ends. (Set
+# once, by the first process of the run: pytest-xdist's workers inherit it.)
+if "LAMBDAD_TEST_BYTECODE" not in os.environ:
+    _bytecode = tempfile.mkdtemp(prefix="lambdad-test-bytecode-")
+    os.environ["LAMBDAD_TEST_BYTECODE"] = os.environ["PYTHONPYCACHEPREFIX"] = _bytecode
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    atexit.register(shutil.rmtree, _bytecode, True)
 
 
 @pytest.fixture
