@@ -10,9 +10,15 @@ count another checkout; the first gradient is the ``I refs`` of the run with
 ``--gradient`` less that of the run without).  The process ends by ``os._exit``, so that
 neither run counts the collection Python makes when it exits, which depends on what the
 gradient left alive rather than on its work.
+
+With ``--gradient``, ``--stop-after transform`` (or ``compile``) ends the process as soon
+as ←D (or the code generator, compilation included) returns in the gradient: the stages of
+the first gradient are then the differences of the runs stopped at each.
 """
 
 import argparse
+import functools
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -23,17 +29,45 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workloads  # noqa: E402  (the benchmarks' own module, beside this file)
 
 
+# A stage of the gradient: the module and the function that does it.
+_STAGES = {"transform": ("lambdad.backward", "backward_term"),
+           "compile": ("lambdad.codegen", "compile_term")}
+
+
+def _end_after(module_name: str, function_name: str) -> None:
+    """Makes every module's reference to the stage's function end the process when the
+    function returns."""
+    stage = getattr(importlib.import_module(module_name), function_name)
+
+    @functools.wraps(stage)
+    def then_end(*args, **kwargs):
+        stage(*args, **kwargs)
+        sys.stdout.flush()
+        os._exit(0)
+
+    for module in list(sys.modules.values()):
+        for name, value in list(vars(module).items()):
+            if value is stage:
+                setattr(module, name, then_end)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=("chain", "doubling", "wide"))
     parser.add_argument("size", type=int)
     parser.add_argument("--gradient", action="store_true")
+    parser.add_argument("--stop-after", choices=tuple(_STAGES),
+                        help="with --gradient: end the process when this stage returns")
     args = parser.parse_args()
     workload = getattr(workloads, args.workload)(args.size)
     program = lambdad.loads(workload.source, workload.file)
     program.call(workload.name, workload.point)
     if args.gradient:
+        if args.stop_after:  # (after loading and the first call, which compile too)
+            _end_after(*_STAGES[args.stop_after])
         program.value_and_grad(workload.name, workload.point, strategy="factored")
+        if args.stop_after:  # (the stage ends the process: it did not run)
+            sys.exit(f"first_gradient.py: the gradient ran no {args.stop_after} stage")
     sys.stdout.flush()
     os._exit(0)
 
