@@ -53,9 +53,8 @@ def zeros_of(shape: tuple[int, ...]) -> ARRAY:
 
 
 def _filled(shape: Any, value: float) -> ARRAY:
-    """The array of ``shape`` (a size, or a tuple of them) of which every element is the
-    real ``value``: ``np.full``'s array, made by two calls into NumPy (not its Python
-    wrapper's four)."""
+    """The array of ``shape`` (a size, or a tuple of them), every element the real ``value``:
+    ``np.full``'s array, by two calls into NumPy (not its Python wrapper's four)."""
     out = _empty(shape)
     out.fill(value)
     return out
@@ -66,9 +65,9 @@ _empty = np.empty
 
 def shape_stand_in(x: Any) -> Any:
     """What a backpropagator keeps of an operand whose shape alone it reads (the entries'
-    ``shape_only``): for an array of :data:`_STAND_IN_LEAST` elements or more, a read-only
-    array of its shape over one shared zero (zero strides), so the operand itself is freed
-    once nothing else holds it; anything else as it is."""
+    ``shape_only``), and →D's zero tangent (:func:`spread`): for an array of
+    :data:`_STAND_IN_LEAST` elements or more, a read-only array of its shape over one shared
+    zero (zero strides: made at no cost, freeing the operand); anything else as it is."""
     if type(x) is ARRAY and x.size >= _STAND_IN_LEAST:
         return ARRAY(x.shape, FLOAT, _ONE_ZERO, 0, (0,) * x.ndim)
     return x
@@ -909,8 +908,9 @@ def spread(x: Any, c: Any) -> Any:
         x = x.dense()
     if type(x) is not ARRAY:
         return c
-    if type(c) is not ARRAY:
-        return _filled(x.shape, c)  # (a real)
+    if type(c) is not ARRAY:  # (a real; →D's zero of a large array: a stand-in's zeros)
+        zeros = shape_stand_in(x) if c == 0.0 and math.copysign(1.0, c) > 0 else x
+        return zeros if zeros is not x else _filled(x.shape, c)
     return np.broadcast_to(c, x.shape).copy() if c.shape != x.shape else c
 
 

@@ -32,6 +32,38 @@ def test_small_arrays_and_reals_are_kept_as_they_are():
     assert arraylib.shape_stand_in(2.5) == 2.5
 
 
+def test_the_zero_tangent_of_a_large_array_is_a_stand_in_of_zeros():
+    # (→D pairs a constant array with `spread v 0`: made each call, for data and masks of
+    # the size of the program's arrays)
+    x = np.arange(6000.0).reshape(2, 3000)
+    zeros = arraylib.spread(x, 0.0)
+    assert zeros.shape == x.shape and not zeros.flags.writeable
+    assert not zeros.any() and not np.signbit(zeros).any()
+    assert zeros.strides == (0, 0) and not np.shares_memory(zeros, x)
+    # what it meets computes what filled zeros give, and is a new array
+    assert np.array_equal(x * zeros, x * np.zeros_like(x))
+    assert np.array_equal(arraylib.sum_to(np.ones(3000), zeros), np.zeros(3000))
+    # -0 keeps its sign, another real fills, and a small array is filled as before
+    assert np.signbit(arraylib.spread(x, -0.0)).all()
+    assert (arraylib.spread(x, 1.5) == 1.5).all() and arraylib.spread(x, 1.5).flags.writeable
+    small = arraylib.spread(np.ones(10), 0.0)
+    assert small.flags.writeable and small.strides == (8,) and not small.any()
+
+
+def test_a_jvp_through_large_constant_arrays_returns_arrays_users_may_write():
+    program = lambdad.loads(
+        "def f (m : Mat) (x : Vec) : Vec = m @ (x * x)\n"
+        "def t (m : Mat) (x : Vec) : Vec = snd (jvp (f m) x (x * 0 + 1))\n"
+        "def z (m : Mat) (x : Vec) : Vec = snd (jvp (\\y -> m @ x) x x)\n")
+    m = np.arange(3000.0 * 4).reshape(3000, 4) / 1000
+    x = np.linspace(-1, 1, 4)
+    tangent = program.call("t", (m, x))
+    assert np.allclose(tangent, m @ (2 * x))
+    zero = program.call("z", (m, x))  # (the tangent of a constant: a stand-in inside)
+    assert zero.shape == (3000,) and not zero.any()
+    zero[0] = 1.0  # (what the API returns is the caller's own array)
+
+
 def test_what_a_backpropagator_keeps_of_each_value_it_captures():
     mul = PrimSite(MUL, None, None)
     lines = [
