@@ -1,5 +1,6 @@
-"""benchmarks/first_gradient.py: the process whose instructions count a first gradient,
-ended when a stage of the gradient returns.  Nothing here is timed."""
+"""The processes whose instructions count a first gradient (benchmarks/first_gradient.py,
+ended when a stage of the gradient returns) and a repeated call
+(benchmarks/workload_calls.py).  Nothing here is timed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "first_gradient.py"
+CALLS = ROOT / "benchmarks" / "workload_calls.py"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -30,3 +32,12 @@ def test_a_stage_of_the_gradient_ends_the_process(stage):
 def test_the_whole_gradient_runs_without_a_stop():
     done = _run("--gradient")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("workload, what", [("chain", "hvp"), ("wide", "fused"),
+                                            ("doubling", "factored")])
+def test_the_calls_of_a_workload_run(workload, what):
+    done = subprocess.run([sys.executable, str(CALLS), workload, "20", what, "3"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
