@@ -13,12 +13,17 @@ gradient left alive rather than on its work.
 
 With ``--gradient``, ``--stop-after transform`` (or ``compile``) ends the process as soon
 as ←D (or the code generator, compilation included) returns in the gradient: the stages of
-the first gradient are then the differences of the runs stopped at each.
+the first gradient are then the differences of the runs stopped at each.  ``--opcodes
+FILE`` (without valgrind) counts instead the bytecodes the gradient runs, by function
+(``file:function``), and writes them to FILE as JSON, their total printed: a count that
+does not depend on the machine, and says where two checkouts differ.
 """
 
 import argparse
+import collections
 import functools
 import importlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,6 +56,22 @@ def _end_after(module_name: str, function_name: str) -> None:
                 setattr(module, name, then_end)
 
 
+def _counting(counts: collections.Counter):
+    """A trace function counting the bytecodes run, by function, into ``counts``."""
+
+    def count(frame, event, _):
+        if event == "opcode":
+            code = frame.f_code
+            counts[f"{os.path.basename(code.co_filename)}:{code.co_name}"] += 1
+        return count
+
+    def enter(frame, event, _):
+        frame.f_trace_opcodes = True
+        return count
+
+    return enter
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workload", choices=("chain", "doubling", "wide"))
@@ -58,6 +79,8 @@ def main() -> None:
     parser.add_argument("--gradient", action="store_true")
     parser.add_argument("--stop-after", choices=tuple(_STAGES),
                         help="with --gradient: end the process when this stage returns")
+    parser.add_argument("--opcodes", metavar="FILE",
+                        help="with --gradient: count its bytecodes by function into FILE")
     args = parser.parse_args()
     workload = getattr(workloads, args.workload)(args.size)
     program = lambdad.loads(workload.source, workload.file)
@@ -65,7 +88,14 @@ def main() -> None:
     if args.gradient:
         if args.stop_after:  # (after loading and the first call, which compile too)
             _end_after(*_STAGES[args.stop_after])
+        counts: collections.Counter = collections.Counter()
+        if args.opcodes:
+            sys.settrace(_counting(counts))
         program.value_and_grad(workload.name, workload.point, strategy="factored")
+        if args.opcodes:
+            sys.settrace(None)
+            Path(args.opcodes).write_text(json.dumps(counts, indent=0, sort_keys=True))
+            print(f"{sum(counts.values())} bytecodes")
         if args.stop_after:  # (the stage ends the process: it did not run)
             sys.exit(f"first_gradient.py: the gradient ran no {args.stop_after} stage")
     sys.stdout.flush()

@@ -4,6 +4,7 @@ ended when a stage of the gradient returns) and a repeated call
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,15 @@ def test_the_calls_of_a_workload_run(workload, what):
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
+
+
+def test_the_bytecodes_of_a_first_gradient_are_counted_by_function(tmp_path):
+    out = tmp_path / "counts.json"
+    done = _run("--gradient", "--opcodes", str(out))
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(out.read_text())
+    total = int(done.stdout.split()[0])
+    assert total == sum(counts.values()) > 0
+    # the stages of the gradient are among them: ←D's rules and the code generator
+    assert counts.get("homomorphism.py:chain_rule", 0) > 0
+    assert counts.get("codegen.py:apply_primitive", 0) > 0
