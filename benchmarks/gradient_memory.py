@@ -14,7 +14,7 @@ with the machine's load.
 
 import argparse
 import resource
-import time
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -22,15 +22,8 @@ import numpy as np
 
 import lambdad
 
-
-def _best_per_call(call, rounds: int = 3, calls: int = 5) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.process_time()
-        for _ in range(calls):
-            call()
-        best = min(best, (time.process_time() - start) / calls)
-    return best
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from small_calls import best_per_call  # noqa: E402  (the benchmarks' own, beside this file)
 
 
 def main() -> None:
@@ -58,8 +51,8 @@ def main() -> None:
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-        primal = _best_per_call(lambda: program.call("primal", point))
-        gradient = _best_per_call(lambda: program.call("gradient", point))
+        primal = best_per_call(lambda: program.call("primal", point), rounds=3, calls=5)
+        gradient = best_per_call(lambda: program.call("gradient", point), rounds=3, calls=5)
         print(f"ode n={int(n)} s={int(s)}: gradient's traced peak {peak / 1e6:.1f} MB, "
               f"primal {primal * 1e3:.1f} ms, gradient {gradient * 1e3:.1f} ms")
     print(f"peak RSS of the process: "
