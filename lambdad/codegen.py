@@ -34,7 +34,6 @@ array operation may reuse) are the functions of :mod:`lambdad.peephole`.
 from __future__ import annotations
 
 import builtins
-import collections
 import functools
 import itertools
 import math
@@ -48,7 +47,7 @@ from .errors import EvalError, ResourceError, Span
 from .batching import BatchedFold
 from .foldgen import BatchedFolds
 from .generated import (_MAX_ARITY, _MAX_IF_DEPTH, MAKES, TESTS, UNPACKS, ZERO_IF, _Function,
-                        _lifted_reals, _literal_real, _real_atom, _source_atoms)
+                        dead_statements, _lifted_reals, _literal_real, _real_atom, _source_atoms)
 from .guard import PrimSite, not_finite
 from .iterate import collector_paused, run
 from .lineargen import _PROPAGATING, LinearBodies, sent_atoms
@@ -107,6 +106,9 @@ def _positional(template: str, params: tuple[str, ...]) -> str:
 
 
 _BOOL_ATOMS = frozenset(("True", "False"))
+# Indentation by depth, up to CPython's limit on it (a body nested deeper than
+# _MAX_IF_DEPTH is lifted into a function of its own, far below it).
+_INDENTS = tuple("    " * depth for depth in range(100))
 
 _ARRAY_KINDS = frozenset(("elementwise", "array"))
 """The kinds of the array entries of the table."""
@@ -338,7 +340,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         out = self.out
         if self.arrays and fn.roles:
             fn.lines = [_zero_if_zero(line, fn.roles.get(id(line))) for line in fn.lines]
-        dead = self.dead_statements(fn.lines)
+        dead = dead_statements(fn.lines)
         kept = [line for index, line in enumerate(fn.lines) if index not in dead] \
             if dead else fn.lines
         if not kept:  # a linear body staging nothing (`\a -o zero <+> zero`)
@@ -356,10 +358,11 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         for piece, piece_params, piece_lines in cut:
             first = len(out)
             out.append(f"def {piece}({', '.join(piece_params)}):")
+            append, sites = out.append, self.lines  # (once per statement generated)
             for indent, text, site, _, _ in piece_lines:
-                out.append("    " * indent + text)
+                append(_INDENTS[indent] + text)
                 if site is not None:
-                    self.lines[len(out)] = site
+                    sites[len(out)] = site
             self.placed.append((piece, first + 1, len(out) - first))
         fn.lines = []
         fn.roles = {}
@@ -385,7 +388,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             elif line[2].primitive.kind not in _STRAIGHT_KINDS:
                 return lines
         covered: set[str] = set()  # atoms a later test sees through propagating uses
-        tested: set[str] = set()  # atoms of reals tested by a line of their own
+        tested: set[str] = set()  # atoms of arrays' reals tested by a line of their own
         out = list(lines)
         swapped: dict[str, str] = {}
         for index in range(len(lines) - 1, -1, -1):
@@ -416,39 +419,6 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         """The module source: every function written out, in the order they were
         finished."""
         return "\n".join(self.out) + "\n"
-
-    @staticmethod
-    def dead_statements(lines: list[Line]) -> set[int]:
-        """The indices of the pure statements of one function's ``lines`` whose names are
-        never used, directly or through other dead statements (``let``-bound pairs taken
-        apart at once leave their tuple unused).  Generated names are local to their
-        function (values reach other functions as parameters), so uses are counted per
-        function."""
-        definer: dict[str, int] = {}
-        for index, line in enumerate(lines):
-            for defined in line[3]:
-                definer[defined] = index
-        if not definer:
-            return set()
-        uses = collections.Counter(itertools.chain.from_iterable(line[4] for line in lines))
-
-        def unused(index: int) -> bool:
-            return all(uses[defined] == 0 for defined in lines[index][3])
-
-        dead: set[int] = set()
-        work = [index for index in set(definer.values()) if unused(index)]
-        while work:
-            index = work.pop()
-            if index in dead:
-                continue
-            dead.add(index)
-            for used in lines[index][4]:
-                uses[used] -= 1
-                if uses[used] == 0:
-                    other = definer.get(used)
-                    if other is not None and other not in dead and unused(other):
-                        work.append(other)
-        return dead
 
     # ---- arms: one per construct of syntax.py
     def const(self, term: Const, fn: _Function):
@@ -550,8 +520,10 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         gives a template, else a call of its ``evaluate`` (or of the ``grad``/``jvp``/``vjp``
         hook for kind ``ad``).  The line is recorded for error locations."""
         key = None
+        kind = primitive.kind
+        array = kind in _ARRAY_KINDS
         if not self.instrumented:
-            if primitive is FST or primitive is SND:
+            if kind == "structural" and (primitive is FST or primitive is SND):
                 # a part of a pair built in this function is the atom it was built from
                 # (`fst p` of `p = (x, y)`, as `let (x', y') = p` takes it: see unpack),
                 # so that what is computed from it is found computed (below)
@@ -559,7 +531,7 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 if known is not None:
                     return known[0 if primitive is FST else 1]
             folded = folded_atom(primitive, atoms)
-            if folded is None and primitive.kind == "elementwise":
+            if folded is None and kind == "elementwise":
                 # `1 * a` of an array is `a`, bit for bit: in a backpropagator's body, a
                 # cotangent whose finiteness is checked in the gradient, as the product's
                 # would be; elsewhere an array tested where it was made, or by a later
@@ -580,11 +552,10 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 # x * 1 of an x not known finite: its check is the operation's (not marking
                 # x finite here: this line may be in one branch of an `if` only)
                 site = self.site(primitive, span, term, atoms, fn)
-                fn.emit(f"if {folded} - {folded}: _nonfinite({folded})", (folded,), site,
-                        role=(TESTS, folded))
+                fn.emit_with_role((TESTS, folded), f"if {folded} - {folded}: _nonfinite({folded})",
+                                  (folded,), site)
                 return folded
-            if primitive.kind == "real" or (fn.deferred is None
-                                            and primitive.name in _SHARED_ARRAY_RESULTS):
+            if kind == "real" or (fn.deferred is None and primitive.name in _SHARED_ARRAY_RESULTS):
                 # The same operation on the same operands, computed by a statement that ran
                 # before this one, is its result (forward mode writes `x * dx` twice for
                 # `x * x`; a rule's tangent and the backpropagator's primal part under →D
@@ -606,11 +577,10 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         # else (a failure there would be the primal's, which ran): left out when nothing
         # uses it (←D writes the cotangents of constants too: `outer t (ones n) ^ k` sends
         # one to its exponents, which no seed receives).
-        pure = (t,) if (fn.deferred is not None and not self.instrumented
-                        and primitive.kind in _ARRAY_KINDS) else ()
+        pure = (t,) if array and fn.deferred is not None and not self.instrumented else ()
         if self.instrumented and primitive.size is not None:
             fn.emit(f"_ahead({self.constant(site)}, ({args},))", atoms, site)
-        if primitive.kind == "ad":
+        if kind == "ad":
             fn.emit(f"{t} = _ad({self.constant(site)}, {args})", atoms, site)
         elif primitive.inline is not None:
             fn.emit(f"{t} = {_positional(primitive.inline, primitive.params).format(*atoms)}",
@@ -657,35 +627,40 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                                   if found[1] == atoms[k]]:
                     del fn.computed[found_key]
             # (where untested_arrays leaves its test out, it is the plain evaluation again)
-            fn.emit(f"{t} = {self.constant(primitive.evaluate_into)}({into!r}, {args})",
-                    atoms, site, role=(MAKES, t, primitive, args))
+            fn.emit_with_role((MAKES, t, primitive, args),
+                              f"{t} = {self.constant(primitive.evaluate_into)}({into!r}, {args})",
+                              atoms, site)
         elif primitive.evaluate is not None:
-            fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure,
-                    (MAKES, t, primitive, args) if primitive.kind in _ARRAY_KINDS else None)
-            if primitive.propagates and primitive.kind == "array" and fn.deferred is None \
+            if array:
+                fn.emit_with_role((MAKES, t, primitive, args),
+                                  f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
+            else:
+                fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
+            if primitive.propagates and kind == "array" and fn.deferred is None \
                     and isinstance(result_after(primitive.type, primitive.arity), RealT):
                 # a real made from arrays (`sum`): tested as the reals of real operations
                 # are, which a non-finite element reaching it fails (see untested_arrays)
-                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site, role=(TESTS, t))
+                fn.emit_with_role((TESTS, t), f"if {t} - {t}: _nonfinite({t})", (t,), site)
                 fn.finite.add(t)
         else:
             raise EvalError(f"`{primitive.spelling.symbol}` cannot be evaluated", span)
-        if primitive is SPREAD and pure:  # (in a linear body, not instrumented)
-            fn.spreads[t] = (atoms[0], atoms[1])
-        if pure and term is not None and primitive.cotangent_memory is not None:
-            # what a later operation of this body may write into (see held_operands)
-            memory = primitive.cotangent_memory
-            if memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]:
+        if array:
+            if pure:  # (in a linear body, not instrumented)
+                if primitive is SPREAD:
+                    fn.spreads[t] = (atoms[0], atoms[1])
+                memory = primitive.cotangent_memory
+                if term is not None and memory is not None and (
+                        memory == NEW_ARRAY or fn.owned.get(atoms[memory]) is term.args[memory]):
+                    # what a later operation of this body may write into (see held_operands)
+                    fn.owned[t] = term
+            elif (fn.deferred is None and term is not None and not self.instrumented
+                  and primitive.cotangent_memory == NEW_ARRAY):
+                # a new array outside a backpropagator's body: what the operation applied
+                # to it (alone) may write into, as there (see held_operands)
                 fn.owned[t] = term
-        elif (fn.deferred is None and term is not None and not self.instrumented
-              and primitive.cotangent_memory == NEW_ARRAY and primitive.kind in _ARRAY_KINDS):
-            # a new array outside a backpropagator's body: what the operation applied to
-            # it (alone) may write into, as there (see held_operands)
-            fn.owned[t] = term
-        if (primitive.kind == "real" and fn.deferred is not None
-                and primitive.name in _PROPAGATING):
+        elif kind == "real" and fn.deferred is not None and primitive.name in _PROPAGATING:
             fn.deferred[t] = site  # checked where it is used (deferred_checks)
-        elif primitive.kind == "real":
+        elif kind == "real":
             # A real result is finite or the run stops here, naming the operation: for a
             # finite t, t - t is 0.0 (false); for inf or nan it is nan (true).
             # The check is short (compiling it costs as much as the operation's own line);
@@ -693,7 +668,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             # It is left out where it cannot fire: `sin x` of an x known finite.
             if not (primitive.finite_at_finite and all(
                     atom in fn.finite or _literal_real(atom) is not None for atom in atoms)):
-                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site, role=(TESTS, t))
+                # (no role: untested_arrays reads the tests of arrays' results only)
+                fn.emit(f"if {t} - {t}: _nonfinite({t})", (t,), site)
             fn.finite.add(t)
         if self.instrumented:
             fn.emit(f"_ev({self.constant(site)}, ({args}{',' if atoms else ''}), {t})",
@@ -821,8 +797,8 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                 and fn.blocks[:len(unpacked[1])] == unpacked[1]):
             return unpacked[2]
         first, second = fn.fresh("v"), fn.fresh("v")
-        fn.emit(f"{first}, {second} = {value}", (value,), pure=(first, second),
-                role=(UNPACKS,))
+        fn.emit_with_role((UNPACKS,), f"{first}, {second} = {value}", (value,),
+                          pure=(first, second))
         self.unpacked[(fn, value)] = (fn, fn.blocks, (first, second))
         return first, second
 

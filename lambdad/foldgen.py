@@ -276,7 +276,7 @@ class BatchedFolds:
         to their locals ``carried``, in one statement: the atoms a pair was made of when it
         was made in ``fn`` (:meth:`unpack`), else unpacked.  The leaves at ``slots`` (a
         batched step's records) are assigned by a statement of their own, dropped when no
-        step reads them (see :meth:`dead_statements`)."""
+        step reads them (see :func:`lambdad.generated.dead_statements`)."""
         atoms = {(): value}
         for node in nodes:  # (shortest first: a pair before its parts)
             atoms[node + (0,)], atoms[node + (1,)] = self.unpack(atoms[node], fn)

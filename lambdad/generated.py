@@ -1,13 +1,16 @@
 """What code generation and the batched-fold emission (:mod:`lambdad.foldgen`) share: the
-Python function being generated (:class:`_Function`, its statements and locals), the atoms
+Python function being generated (:class:`_Function`, its statements and locals, which of
+them are dead: :func:`dead_statements`), the atoms
 of reals written into it and read back, the atoms of a site's source arguments for error
 messages, and the one term shape both recognise (a list's reals made constants).
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 
 from .errors import DerivativeSpan, Span
@@ -83,28 +86,69 @@ class _Function:
         # only, which may add into it.
         self.owned: dict[str, object] = {}
         # What the finiteness pass of array code (_CodeGenerator.untested_arrays) reads of
-        # some statements, by the id of their line: a real's test ``(TESTS, atom)``, an
-        # array operation's result ``(MAKES, atom, primitive, arguments)``, a pair taken
-        # apart ``(UNPACKS,)``.
+        # some statements, by the id of their line: the test of a real an array operation
+        # made (or an application folded to) ``(TESTS, atom)``, an array operation's result
+        # ``(MAKES, atom, primitive, arguments)``, a pair taken apart ``(UNPACKS,)``.
         self.roles: dict[int, tuple] = {}
         # In a linear body: the atoms of arrays made by `spread x c`, each with the atoms of
         # x and c (see lambdad.peephole.spread_operand).
         self.spreads: dict[str, tuple[str, str]] = {}
 
     def emit(self, text: str, uses: Sequence[str] = (), site: PrimSite | None = None,
-             pure: tuple[str, ...] = (), role: tuple | None = None) -> None:
+             pure: tuple[str, ...] = ()) -> None:
         """Appends a statement using the atoms ``uses``; ``pure`` names what it defines
         when it has no effect and cannot fail, so it may be dropped if they are never
-        used; ``role`` is what the statement is, for passes over the finished lines."""
+        used."""
+        self.lines.append((self.indent, text, site, pure, tuple(uses)))
+
+    def emit_with_role(self, role: tuple, text: str, uses: Sequence[str] = (),
+                       site: PrimSite | None = None, pure: tuple[str, ...] = ()) -> None:
+        """:meth:`emit`, recording what the statement is (``role``, :attr:`roles`) for
+        the passes over the finished lines."""
         line = (self.indent, text, site, pure, tuple(uses))
         self.lines.append(line)
-        if role is not None:
-            self.roles[id(line)] = role
+        self.roles[id(line)] = role
 
     def fresh(self, prefix: str) -> str:
         """A new local: ``prefix`` (``t`` temporary, ``v`` parameter or unpacked part,
         ``c`` captured) and a number."""
         return f"{prefix}{next(self.names)}"
+
+
+# The parts of a statement read by dead_statements: what it defines if pure, what it uses.
+_DEFINED, _USED = operator.itemgetter(3), operator.itemgetter(4)
+
+
+def dead_statements(lines: list[tuple]) -> set[int]:
+    """The indices of the pure statements of one function's ``lines`` whose names are
+    never used, directly or through other dead statements (``let``-bound pairs taken
+    apart at once leave their tuple unused).  Generated names are local to their
+    function (values reach other functions as parameters), so uses are counted per
+    function."""
+    # (the scans over every statement run in C: this runs once per generated function)
+    pure = itertools.compress(range(len(lines)), map(_DEFINED, lines))
+    definer = {defined: index for index in pure for defined in lines[index][3]}
+    if not definer:
+        return set()
+    uses = collections.Counter(itertools.chain.from_iterable(map(_USED, lines)))
+
+    def unused(index: int) -> bool:
+        return all(uses[defined] == 0 for defined in lines[index][3])
+
+    dead: set[int] = set()
+    work = [index for index in set(definer.values()) if unused(index)]
+    while work:
+        index = work.pop()
+        if index in dead:
+            continue
+        dead.add(index)
+        for used in lines[index][4]:
+            uses[used] -= 1
+            if uses[used] == 0:
+                other = definer.get(used)
+                if other is not None and other not in dead and unused(other):
+                    work.append(other)
+    return dead
 
 
 # The roles of statements (_Function.roles).

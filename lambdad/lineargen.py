@@ -18,7 +18,7 @@ import re
 import types
 
 from .errors import EvalError
-from .generated import _MAX_ARITY, _MAX_IF_DEPTH, ZERO_IF, _Function
+from .generated import _MAX_ARITY, _MAX_IF_DEPTH, ZERO_IF, _Function, dead_statements
 from .primitives import ADD, MUL, NEG, PRIMITIVES, SUB
 from .syntax import App, Builtin, Const, Let, LetPair, LinLam, Plus, ReadOff, Seed, Term, Var, Zero
 
@@ -287,9 +287,11 @@ class LinearBodies:
         # would be sent to it is not computed either (AD.md section 3).  The test is
         # written in where the cotangents are arrays (codegen.write_out, sent_atoms), which
         # is known when the enclosing function is written out.
-        fn.emit(f"{t} = {make}", values,
-                role=(ZERO_IF, t, (term.body, captured, values))
-                if stageable and not self.instrumented else None)
+        if stageable and not self.instrumented:
+            fn.emit_with_role((ZERO_IF, t, (term.body, captured, values)), f"{t} = {make}",
+                              values)
+        else:
+            fn.emit(f"{t} = {make}", values)
         return t
 
     def deferred_checks(self, fn: _Function) -> None:
@@ -301,7 +303,7 @@ class LinearBodies:
         deferred = fn.deferred
         # A pure statement that is dropped (a pair taken apart at once, in forward mode
         # over a linear body) is no use: its parts are checked where they are used.
-        dead = self.dead_statements(fn.lines)
+        dead = dead_statements(fn.lines)
         lines = []
         for index, line in enumerate(fn.lines):
             if index in dead:
