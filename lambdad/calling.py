@@ -632,7 +632,8 @@ def arguments_covered(name: str, f_type: Type, value: Any) -> int:
     if len(params) > 1:
         expected += " (or the tuple " + print_type(tuple_type(params)) + ")"
     raise UsageError(
-        f"the point {format_value(value)} does not fit `{name}`, which expects {expected}")
+        f"the point {format_value(value, summarised=True)} does not fit `{name}`, which "
+        f"expects {expected}")
 
 
 def longer_tuple(data: Any, t: Type) -> tuple[tuple, Type] | None:

@@ -77,7 +77,7 @@ class PrimSite:
 
 
 def _short(value: Any) -> str:
-    text = format_value(value)
+    text = format_value(value, summarised=True)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

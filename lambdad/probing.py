@@ -20,7 +20,6 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -468,8 +467,8 @@ def finite_differences(prober: Prober, point: Any, eps: float = DEFAULT_EPS,
     between the two steps bounds the truncation error left."""
     center = prober(point)
     if not _finite(center.value):
-        raise EvalError(f"the value of `{prober.name}` at {format_value(point)} is "
-                        f"{format_value(center.value)}")
+        raise EvalError(f"the value of `{prober.name}` at {format_value(point, summarised=True)}"
+                        f" is {format_value(center.value, summarised=True)}")
     reals = leaves(point)
     positions, sampled = probed_positions(point, prober.name)
     quotients, atols, magnitudes, unresolved = [], [], [], []

@@ -347,12 +347,13 @@ def array_summary(v: Any, number: Callable[[float], str] = format_real) -> str:
 MAX_VALUE_TEXT = 100_000
 
 
-def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
+def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT, summarised: bool = False) -> str:
     """``v`` in the language's syntax: ``27``, ``(a, (b, c))`` for a pair, ``(a, b, c)`` for
     a triple as :func:`written` gives it, ``[1, 2]``, ``true``, ``<function>``,
     ``<backpropagator #3>``.  Iterative.  Text
     longer than ``limit`` characters is cut there and ends with ``… [value abbreviated]``
-    (``limit=None``: never)."""
+    (``limit=None``: never).  With ``summarised`` (for messages), an array of more than
+    ``SUMMARY_ELEMENTS`` elements is written by :func:`array_summary` instead."""
     out: list[str] = []
     # Work items: (True, text) to emit, (False, value) to print.
     work: list[tuple[bool, Any]] = [(False, v)]
@@ -370,6 +371,8 @@ def format_value(v: Any, limit: int | None = MAX_VALUE_TEXT) -> str:
         elif isinstance(item, list):
             out.append("[")
             _push_items(work, item, "]")
+        elif summarised and type(item) is ARRAY and item.size > SUMMARY_ELEMENTS:
+            out.append(array_summary(item))
         else:
             out.append(_leaf_text(item))
     return "".join(out)

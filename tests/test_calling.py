@@ -1,6 +1,7 @@
 """The calling convention: points fitted to a function's curried parameters, the
 uncurrying adapter, the names of a point's reals, and Python data in and out."""
 
+import numpy as np
 import pytest
 
 import lambdad
@@ -50,6 +51,17 @@ def test_a_point_fits_one_argument_or_a_tuple_of_several():
     assert program.points.arguments_covered("f", ((1.0, 2.0), 3.0)) == 2
     with pytest.raises(UsageError, match="does not fit `f`"):
         program.points.arguments_covered("f", [1.0])
+
+
+def test_a_point_that_does_not_fit_is_named_with_its_large_arrays_summarised():
+    # (a point of a million elements would otherwise be written out in the message)
+    program = lambdad.loads("def f (m : Mat) (c : Mat) : R = sum (m @ transpose c)")
+    with pytest.raises(UsageError) as raised:
+        program.call("f", [np.ones((1000, 8)), np.array([[1.0, 2.0]])])
+    message = str(raised.value)
+    assert "Mat[1000x8] min 1 mean 1 max 1" in message
+    assert "[1, 2]" in message  # (small arrays keep their elements)
+    assert len(message) < 200
 
 
 def test_the_adapter_never_captures_a_function_named_p():
