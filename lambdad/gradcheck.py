@@ -83,9 +83,7 @@ from .probing import (
     with_real,
 )
 from .syntax import tuple_type, ArrayT, RealT, Type, walk
-from .arraylib import ARRAY
-from .differentiate import is_real, map_value
-from .values import SUMMARY_ELEMENTS, array_summary, format_value
+from .values import format_value
 
 # The derivatives compared: "reverse" is the factored strategy (←D as the paper evaluates it).
 MODES = ("forward", "fused", "reverse", "naive")
@@ -578,21 +576,10 @@ def _error(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:.1e}"
 
 
-class _Summary:
-    """An array in a point's text, as its summary (``Mat[569x30] min -3 mean 0 max 3``)."""
-
-    def __init__(self, array: Any):
-        self.text = array_summary(array, _number)
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 def point_text(point: Any) -> str:
     """``point`` as the language writes it, each array of more than ``SUMMARY_ELEMENTS``
     elements shown by its shape and a summary instead."""
-    return format_value(map_value(point, is_real, lambda r: _Summary(r) if (
-        type(r) is ARRAY and r.size > SUMMARY_ELEMENTS) else r))
+    return format_value(point, summarised=True)
 
 
 def render_check(c: PointCheck) -> list[str]:
