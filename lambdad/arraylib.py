@@ -908,9 +908,9 @@ def spread(x: Any, c: Any) -> Any:
         x = x.dense()
     if type(x) is not ARRAY:
         return c
-    if type(c) is not ARRAY:  # (a real; →D's zero of a large array: a stand-in's zeros)
-        zeros = shape_stand_in(x) if c == 0.0 and math.copysign(1.0, c) > 0 else x
-        return zeros if zeros is not x else _filled(x.shape, c)
+    if type(c) is not ARRAY:  # (a real; →D's zero of a large array: zeros at no cost)
+        return shape_stand_in(x) if c == 0.0 and math.copysign(1.0, c) > 0 \
+            and x.size >= _STAND_IN_LEAST else _filled(x.shape, c)
     return np.broadcast_to(c, x.shape).copy() if c.shape != x.shape else c
 
 
