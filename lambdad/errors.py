@@ -46,7 +46,7 @@ def direct_init(cls: type) -> Callable[..., None]:
     return init
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Span:
     """A region of one source text: 1-based line/column of its first and last characters.
 
@@ -81,7 +81,7 @@ Span.__init__ = direct_init(Span)  # type: ignore[method-assign]  # one per synt
 UNPLACED = Span("", 0, 0, 0, 0)
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class DerivativeSpan(Span):
     """The span of a source primitive application, given to the terms of its derivative
     (the partials of the table, instantiated by the transformations): an error in them is

@@ -61,7 +61,7 @@ _CAN_GROW_STACK = resource is not None and sys.platform.startswith("linux")
 # Not frozen: code generation makes one per operation (a long program's first gradient,
 # hundreds of thousands) and never changes it; a frozen class's __init__ sets each field by
 # a call.  Compared by identity: each site is its own.
-@attrs.define(eq=False)
+@attrs.define(eq=False, weakref_slot=False)
 class PrimSite:
     """A primitive evaluation site of generated code: what events and errors report."""
 

@@ -95,7 +95,7 @@ def node(cls=None, *, children: tuple[str, ...] = (), binds: dict[str, tuple[str
     """
 
     def make(cls):
-        cls = attrs.frozen(eq=False, repr=True)(cls)
+        cls = attrs.frozen(eq=False, repr=True, weakref_slot=False)(cls)
         cls.__init__ = direct_init(cls)
         fields = {f.name: f for f in attrs.fields(cls)}
         unknown = {*children, *(binds or {}), *types} - fields.keys()
