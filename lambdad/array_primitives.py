@@ -84,6 +84,9 @@ def _elementwise(real: Primitive) -> Primitive:
         evaluate_into=arraylib.in_place(ufunc, arraylib.elementwise(
             real.spelling.symbol, real.evaluate, ufunc, check, arity=real.arity),
             real.spelling.symbol, check),
+        untested_evaluate_into=arraylib.in_place(ufunc, arraylib.elementwise(
+            real.spelling.symbol, real.evaluate, ufunc, check, arity=real.arity,
+            tested=False), real.spelling.symbol, check, tested=False),
         inline=None, inline_at_literals=None, finite_at_finite=False,
         # (units only: `0 * v` is not the real 0, and a negation built would be the real one)
         laws=None if real.laws is None or (real.laws.left_unit is None

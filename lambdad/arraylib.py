@@ -361,7 +361,7 @@ def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def in_place(ufunc: Any, evaluate: Callable[..., Any], name: str | None = None,
-             check: Callable[..., Any] | None = None) -> Callable[..., Any] | None:
+             check: Callable[..., Any] | None = None, tested: bool = True) -> Callable | None:
     """The elementwise operation ``evaluate`` of a backpropagator's body, computed by the
     NumPy ufunc ``ufunc``, made to write into one of its operands (with ``name``, the
     operation ``name`` of a program's primal, whose domain is checked first by ``check``
@@ -374,8 +374,8 @@ def in_place(ufunc: Any, evaluate: Callable[..., Any], name: str | None = None,
     or, for the addition, a sparse cotangent of that shape (scattered into it).  Else it
     is ``evaluate``.  It never writes into another operand.  A sum of k cotangent arrays
     then makes one new array, not k - 1, and the product of a new cotangent array by a
-    partial makes none.  None when ``ufunc`` is not a NumPy ufunc (it cannot write into
-    an operand)."""
+    partial makes none.  Not ``tested``: the domain checked, not the result (as ``evaluate``
+    then).  None when ``ufunc`` is not a NumPy ufunc (it cannot write into an operand)."""
     if not isinstance(ufunc, np.ufunc):
         return None
 
@@ -404,8 +404,8 @@ def in_place(ufunc: Any, evaluate: Callable[..., Any], name: str | None = None,
                     problem = check(*args)
                     if problem is not None:
                         raise DomainError(f"{name}: {problem}")
-                result = ufunc(*args, out=out)
-                return result if _finite_quick(result) else _finite(name, result)
+                result = ufunc(*args, out=out)  # (of out's shape: empty drops no element)
+                return result if not tested or _finite_quick(result) else _finite(name, result)
         return evaluate(*args)
 
     compute.__name__ = f"{getattr(ufunc, '__name__', 'operation')}_in_place"

@@ -125,19 +125,28 @@ _SHARED_ARRAY_RESULTS = frozenset(
     and (p.rule is None or not {"whole", "image"} & set(p.rule.modes)))
 
 
-def _single_uses(term: Term) -> dict[str, Var | None]:
-    """For each variable name occurring in ``term``: its one occurrence, when it occurs
-    once and not inside a λ (whose body may run many times), else None."""
-    found: dict[str, Var | None] = {}
-    stack: list[tuple[Term, bool]] = [(term, False)]
+def _single_uses(term: Term) -> dict[str, Var | Prim | None]:
+    """For each variable name occurring in ``term`` outside any λ (whose body may run many
+    times): its one occurrence, or the one primitive application whose operands are all
+    its occurrences (``z * z``: the application reads it, alone, elementwise, and may write
+    into it), else None."""
+    found: dict[str, Var | Prim | None] = {}
+    stack: list[tuple[Term, bool, Term | None]] = [(term, False, None)]
     while stack:
-        node, in_lambda = stack.pop()
+        node, in_lambda, parent = stack.pop()
         if node.__class__ is Var:
             name = node.name
-            found[name] = None if in_lambda or name in found else node
+            if in_lambda or name not in found:
+                found[name] = None if in_lambda else node
+            else:
+                # (a second occurrence: both operands of one application, or no use alone)
+                seen = found[name]
+                found[name] = parent if parent.__class__ is Prim and (
+                    seen is parent or (seen.__class__ is Var and any(
+                        arg is seen for arg in parent.args))) else None
             continue
         inner = in_lambda or node.__class__ is Lam or node.__class__ is LinLam
-        stack.extend((child, inner) for child in children(node))
+        stack.extend((child, inner, node) for child in children(node))
     return found
 
 
@@ -399,12 +408,16 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
             if role[0] == TESTS:
                 tested.add(role[1])
                 continue
-            _, atom, primitive, args = role
+            _, atom, primitive, args, into = role
             if primitive.kind == "elementwise":
-                if atom in covered and primitive.untested_evaluate is not None:
-                    checked = self.evaluator(primitive)
-                    untested = self.evaluator(primitive, untested=True)
-                    out[index] = (indent, f"{atom} = {untested}({args})", site, pure, uses)
+                if atom in covered and primitive.untested_evaluate is not None and (
+                        not into or primitive.untested_evaluate_into is not None):
+                    # (an operation writing into an operand still does, untested)
+                    writing = bool(into)
+                    checked = self.evaluator(primitive, writing=writing)
+                    untested = self.evaluator(primitive, untested=True, writing=writing)
+                    arguments = f"{into!r}, {args}" if writing else args
+                    out[index] = (indent, f"{atom} = {untested}({arguments})", site, pure, uses)
                     swapped[untested] = checked
                 seen = True  # tested by its evaluation, or covered
             else:
@@ -495,11 +508,16 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
         return t
 
     def evaluator(self, primitive: Primitive, in_cotangent: bool = False,
-                  accumulating: bool = False, untested: bool = False) -> str:
+                  accumulating: bool = False, untested: bool = False,
+                  writing: bool = False) -> str:
         """The global of generated code holding ``primitive``'s evaluation function (in a
         backpropagator's body, its ``cotangent_evaluate`` when it has one; its
-        ``accumulate`` when ``accumulating``; its ``untested_evaluate`` when ``untested``)."""
+        ``accumulate`` when ``accumulating``; its ``untested_evaluate`` when ``untested``;
+        when ``writing`` into an operand, its ``evaluate_into``, or its
+        ``untested_evaluate_into`` when also ``untested``)."""
         evaluate = (primitive.accumulate if accumulating
+                    else (primitive.untested_evaluate_into if untested
+                          else primitive.evaluate_into) if writing
                     else primitive.untested_evaluate if untested
                     else primitive.cotangent_evaluate if in_cotangent else primitive.evaluate)
         found = self.evaluators.get(id(evaluate))
@@ -627,12 +645,12 @@ class _CodeGenerator(BatchedFolds, LinearBodies):
                                   if found[1] == atoms[k]]:
                     del fn.computed[found_key]
             # (where untested_arrays leaves its test out, it is the plain evaluation again)
-            fn.emit_with_role((MAKES, t, primitive, args),
-                              f"{t} = {self.constant(primitive.evaluate_into)}({into!r}, {args})",
+            fn.emit_with_role((MAKES, t, primitive, args, into),
+                              f"{t} = {self.evaluator(primitive, writing=True)}({into!r}, {args})",
                               atoms, site)
         elif primitive.evaluate is not None:
             if array:
-                fn.emit_with_role((MAKES, t, primitive, args),
+                fn.emit_with_role((MAKES, t, primitive, args, ()),
                                   f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)
             else:
                 fn.emit(f"{t} = {self.evaluator(primitive)}({args})", atoms, site, pure)

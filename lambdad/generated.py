@@ -88,7 +88,8 @@ class _Function:
         # What the finiteness pass of array code (_CodeGenerator.untested_arrays) reads of
         # some statements, by the id of their line: the test of a real an array operation
         # made (or an application folded to) ``(TESTS, atom)``, an array operation's result
-        # ``(MAKES, atom, primitive, arguments)``, a pair taken apart ``(UNPACKS,)``.
+        # ``(MAKES, atom, primitive, arguments, into)`` (``into``: the operands it may write
+        # into, see lambdad.peephole.held_operands), a pair taken apart ``(UNPACKS,)``.
         self.roles: dict[int, tuple] = {}
         # In a linear body: the atoms of arrays made by `spread x c`, each with the atoms of
         # x and c (see lambdad.peephole.spread_operand).

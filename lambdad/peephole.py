@@ -108,4 +108,6 @@ def held_operands(term: Prim | None, atoms: Sequence[str], fn: _Function
     into one of them."""
     if term is None:
         return ()
-    return tuple(k for k, atom in enumerate(atoms) if fn.owned.get(atom) is term.args[k])
+    # (held by an operand, or by the application itself: every operand that is it, `z * z`)
+    return tuple(k for k, atom in enumerate(atoms)
+                 if (holder := fn.owned.get(atom)) is term.args[k] or holder is term)

@@ -161,6 +161,9 @@ class Primitive:
     # later in the same function would see a non-finite element (codegen's
     # untested_arrays; an error there runs the function again with every test).
     untested_evaluate: Callable[..., Any] | None = None
+    # For an elementwise entry with ``evaluate_into``: that evaluation without the test of
+    # the result, as ``untested_evaluate`` is ``evaluate``'s.
+    untested_evaluate_into: Callable[..., Any] | None = None
     # For an array entry: the arguments a non-finite element of which leaves an element of
     # the result not finite, or makes the evaluation fail (IEEE: inf * 0 and inf - inf
     # are NaN).  Not `exp` (exp (-inf) is 0), `tanh`, a maximum, a comparison or a select.

@@ -139,3 +139,57 @@ def test_an_overflow_written_into_a_new_array_is_located_at_its_operation(produc
     assert "not finite" in str(error)
     # the product by 1e308 (written into the matrix product), as when it made an array
     assert (error.span.line, error.span.col, error.span.end_col) == (5, 55, 68)
+
+
+SQUARES = """
+def squared (p : Mat) (q : Mat) : Mat = let z = p @ q - 1 in z * z
+def reused (p : Mat) (q : Mat) : Mat = let z = p @ q - 1 in z * z + z
+def nested (p : Mat) (q : Mat) : Mat = let z = p @ q - 1 in (z * z) * z
+def total (p : Mat) (q : Mat) : R = let z = p @ q - 1 in sum (z * z)
+"""
+
+
+@pytest.fixture(scope="module")
+def squares():
+    return lambdad.loads(SQUARES, "squares.lam")
+
+
+@pytest.mark.parametrize("name, formula", [
+    ("squared", lambda z: z * z), ("reused", lambda z: z * z + z),
+    ("nested", lambda z: (z * z) * z)])
+def test_a_name_read_only_by_one_operation_is_written_into_with_numpys_values(
+        squares, name, formula):
+    p, q = P.copy(), Q.copy()
+    for _ in range(2):  # (compiled, then run again)
+        assert np.array_equal(squares.call(name, (p, q)), formula(P @ Q - 1))
+    assert np.array_equal(p, P) and np.array_equal(q, Q)
+
+
+def test_squaring_a_let_bound_product_makes_no_second_array(squares):
+    # `z * z` writes into z, which nothing else reads: the call's arrays at their peak are
+    # the product alone (and the operands), not the product and its square
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    p, q = rng.random((500, 20)), rng.random((20, 500))
+    squares.call("total", (p, q))  # (compiled)
+    tracemalloc.start()
+    try:
+        value = squares.call("total", (p, q))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    z = p @ q - 1
+    assert value == pytest.approx(float(np.sum(z * z)), rel=1e-12)
+    assert peak < 1.5 * z.nbytes
+
+
+def test_an_overflow_in_an_untested_operation_writing_into_an_array_is_located(squares):
+    # `z * z` writes into z untested (the sum after it tests the elements): an overflow
+    # there is still reported at the product
+    big = np.full((2, 2), 1e200)
+    with pytest.raises(lambdad.LambdadError) as caught:
+        squares.call("total", (big, np.eye(2)))
+    error = caught.value
+    assert "not finite" in str(error)
+    assert (error.span.line, error.span.col) == (5, 63)
