@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .arraylib import ARRAY, zeros_of
-from .syntax import ANY_ARITY, ArrayT, BoolT, ListT, PairT, RealT, Type
+from .syntax import ANY_ARITY, BOOL, MAT, REAL, VEC, ListT, PairT, Type
 from .tape import Backprop
 from .values import SCALAR_TYPES, all_reals, map_value
 
@@ -124,10 +124,11 @@ def value_type(value: Any) -> Type | None:
     while work:
         v, done = work.pop()
         kind = type(v)
+        # (the shared ground types: their hashes, computed once, key the caches of images)
         if kind is float:
-            built.append(RealT())
+            built.append(REAL)
         elif kind is bool:
-            built.append(BoolT())
+            built.append(BOOL)
         elif kind is tuple and len(v) == 2:
             if done:
                 second, first = built.pop(), built.pop()
@@ -137,7 +138,7 @@ def value_type(value: Any) -> Type | None:
             else:
                 work.extend(((v, True), (v[1], False), (v[0], False)))
         elif kind is ARRAY and 1 <= v.ndim <= 2:
-            built.append(ArrayT(v.ndim))
+            built.append(VEC if v.ndim == 1 else MAT)
         elif kind is list and v:
             if done:
                 item = built.pop()

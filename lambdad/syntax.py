@@ -25,9 +25,11 @@ T = TypeVar("T", bound="Term")
 
 
 class Node:
-    """Base of every syntax node.  Structural equality ignoring spans, without recursion."""
+    """Base of every syntax node.  Structural equality ignoring spans, without recursion;
+    the hash is computed once per node (nodes never change): type terms are hashed in the
+    keys of every cache of images and compiled code, at every call that looks one up."""
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -57,6 +59,10 @@ class Node:
         return result if result is NotImplemented else not result
 
     def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            pass
         digest = 0
         pending: list[Any] = [self]
         while pending:
@@ -69,6 +75,7 @@ class Node:
                 pending.extend(item)
             else:
                 digest = hash((digest, item))
+        object.__setattr__(self, "_hash", digest)  # (frozen: set past attrs' guard)
         return digest
 
 
