@@ -50,3 +50,19 @@ def test_the_differentiator_keeps_no_more_than_its_bounds(monkeypatch):
         for table in (kept._units, kept._analyses, kept._pieces, kept._images):
             assert len(table) <= 2
     assert len(kept._units) == 2  # (it did keep some)
+
+
+def test_a_node_keeps_its_hash_and_equal_nodes_hash_alike():
+    # (the hash is computed once per node: keys of the caches are hashed at every lookup)
+    from lambdad.syntax import MAT, ArrayT, FunT, PairT, RealT
+
+    made = FunT(PairT(ArrayT(2), RealT()), RealT())
+    shared = FunT(PairT(MAT, RealT()), RealT())
+    first = hash(made)
+    assert made._hash == first and hash(made) == first
+    assert hash(shared) == first and shared == made
+    assert hash(FunT(PairT(ArrayT(1), RealT()), RealT())) != first
+    deep = RealT()
+    for _ in range(100_000):  # deep: hashed without recursion, then kept
+        deep = PairT(RealT(), deep)
+    assert hash(deep) == deep._hash
