@@ -16,16 +16,21 @@ as ←D (or the code generator, compilation included) returns in the gradient: t
 the first gradient are then the differences of the runs stopped at each.  ``--opcodes
 FILE`` (without valgrind) counts instead the bytecodes the gradient runs, by function
 (``file:function``), and writes them to FILE as JSON, their total printed: a count that
-does not depend on the machine, and says where two checkouts differ.
+does not depend on the machine, and says where two checkouts differ.  ``--collection``
+(without valgrind) prints instead the CPU time of the young collection the gradient leaves
+to the next allocation, and how many objects it scans: what the call left alive since the
+collector last ran.
 """
 
 import argparse
 import collections
 import functools
+import gc
 import importlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import lambdad
@@ -81,6 +86,8 @@ def main() -> None:
                         help="with --gradient: end the process when this stage returns")
     parser.add_argument("--opcodes", metavar="FILE",
                         help="with --gradient: count its bytecodes by function into FILE")
+    parser.add_argument("--collection", action="store_true",
+                        help="with --gradient: time the young collection it leaves")
     args = parser.parse_args()
     workload = getattr(workloads, args.workload)(args.size)
     program = lambdad.loads(workload.source, workload.file)
@@ -98,6 +105,12 @@ def main() -> None:
             print(f"{sum(counts.values())} bytecodes")
         if args.stop_after:  # (the stage ends the process: it did not run)
             sys.exit(f"first_gradient.py: the gradient ran no {args.stop_after} stage")
+        if args.collection:
+            young = len(gc.get_objects(0))
+            start = time.process_time()
+            gc.collect(0)
+            print(f"young collection after the gradient: {time.process_time() - start:.3f} s "
+                  f"over {young} objects")
     sys.stdout.flush()
     os._exit(0)
 

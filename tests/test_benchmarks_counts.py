@@ -1,6 +1,7 @@
 """The processes whose instructions count a first gradient (benchmarks/first_gradient.py,
-ended when a stage of the gradient returns) and a repeated call
-(benchmarks/workload_calls.py).  Nothing here is timed."""
+ended when a stage of the gradient returns; the collection it leaves), a repeated call
+(benchmarks/workload_calls.py), and an array call's page faults (benchmarks/array_calls.py).
+Nothing here is timed but the collection, whose time is not checked."""
 
 from __future__ import annotations
 
@@ -54,3 +55,21 @@ def test_the_bytecodes_of_a_first_gradient_are_counted_by_function(tmp_path):
     # the stages of the gradient are among them: ←D's rules and the code generator
     assert counts.get("homomorphism.py:chain_rule", 0) > 0
     assert counts.get("codegen.py:apply_primitive", 0) > 0
+
+
+def test_the_collection_a_first_gradient_leaves_is_timed():
+    done = _run("--gradient", "--collection")
+    assert done.returncode == 0, done.stderr
+    words = done.stdout.split()
+    assert words[:5] == ["young", "collection", "after", "the", "gradient:"]
+    assert float(words[5]) >= 0.0 and int(words[8]) > 0  # (what the call left alive)
+
+
+def test_the_faults_of_an_array_call_are_counted():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "array_calls.py"), "lse",
+                           "1000", "--faults", "--budget", "0.05"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    counted = json.loads(done.stdout)["faults per call"]
+    assert set(counted) == {"primal", "v+g"}
+    assert all(c["faults"] >= 0 and c["system ms"] >= 0 for c in counted.values())
